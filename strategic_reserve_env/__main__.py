@@ -1,0 +1,62 @@
+"""Command line: ``python -m strategic_reserve_env {replay,bench} ...``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import bench, records
+from .config import Config
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """Print the trace of a record as JSON lines; one line on stderr and exit 1 on a bad record."""
+    try:
+        record = records.load_record(args.record)
+        for entry in records.replay(record):
+            print(records.trace_line(entry), flush=False)
+    except records.RecordError as error:
+        sys.stdout.flush()
+        print(f"error: {args.record}: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    """Print plies/s of random legal play."""
+    config = Config(reserve=args.reserve)
+    print(f"random legal play, reserve {config.reserve}, {args.seconds:g} s per line, one process")
+    for line in bench.run(seconds=args.seconds, batch_sizes=tuple(args.batch_sizes), config=config):
+        print(line, flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point."""
+    parser = argparse.ArgumentParser(prog="python -m strategic_reserve_env", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    replay = commands.add_parser("replay", help="print the trace of a game record (RULES.md format)")
+    replay.add_argument("record", help="path of a record .json file")
+    replay.set_defaults(run=_replay)
+
+    bench_parser = commands.add_parser("bench", help="plies per second of uniformly random legal play")
+    bench_parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement (default 2)")
+    bench_parser.add_argument(
+        "--batch-sizes", type=int, nargs="+", default=[1, 64, 4096], metavar="B", help="batch sizes (default 1 64 4096)"
+    )
+    bench_parser.add_argument("--reserve", type=int, default=7, help="reserve size (default 7)")
+    bench_parser.set_defaults(run=_bench)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except BrokenPipeError:  # e.g. piped into head
+        return 0
+    except ValueError as error:  # bad settings, e.g. --reserve 20
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

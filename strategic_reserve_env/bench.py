@@ -1,0 +1,123 @@
+"""Throughput of uniformly random legal play: ``python -m strategic_reserve_env bench``.
+
+Every ply is counted; the time includes the roll, captures, the random choice
+of a legal square, the placement, win detection and auto-reset of finished
+games. Dice and choices come from a seeded generator drawn in blocks.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from . import engine
+from .config import Config
+from .game import Game
+from .sampling import uniform_square
+
+BLOCK = 256  # plies of dice and uniforms drawn per generator call
+REFERENCE_PATH = Path(__file__).resolve().parent.parent / "tests" / "reference.py"
+
+
+def _timed(run_block: Callable[[], int], seconds: float) -> float:
+    """Plies per second of ``run_block`` (returns plies played) repeated for about ``seconds``."""
+    run_block()  # warm-up
+    plies, start = 0, time.perf_counter()
+    while True:
+        plies += run_block()
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return plies / elapsed
+
+
+def batched(batch_size: int, seconds: float, config: Config, seed: int = 0) -> float:
+    """Plies/s of the batched engine with B games in lockstep."""
+    rng = np.random.default_rng(seed)
+    state = engine.roll(engine.init(config, batch_size), engine.draw_rolls(rng, batch_size))
+
+    def run_block() -> int:
+        nonlocal state
+        rolls = engine.draw_rolls(rng, batch_size, BLOCK)
+        uniforms = rng.random((BLOCK, batch_size))
+        for i in range(BLOCK):
+            actions = uniform_square(state.legal, uniforms[i])
+            state, _ = engine.step(state, actions, rolls[i], config)
+        return BLOCK * batch_size
+
+    return _timed(run_block, seconds)
+
+
+def single(seconds: float, config: Config, seed: int = 0) -> float:
+    """Plies/s of one game on the Python-int path (:class:`Game`)."""
+    rng = np.random.default_rng(seed)
+    game = Game(config)
+
+    def run_block() -> int:
+        rolls = engine.draw_rolls(rng, BLOCK).tolist()
+        uniforms = rng.random(BLOCK).tolist()
+        for rolled, uniform in zip(rolls, uniforms):
+            game.roll(rolled)
+            game.place(uniform_square(game.legal, uniform))
+            if game.done:
+                game.reset()
+        return BLOCK
+
+    return _timed(run_block, seconds)
+
+
+def load_reference():
+    """The tests' scalar reference implementation, or None outside a source checkout."""
+    if not REFERENCE_PATH.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("strategic_reserve_reference", REFERENCE_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def reference(seconds: float, config: Config, seed: int = 0) -> float | None:
+    """Plies/s of the plain scalar reference in ``tests/reference.py`` (None if it is not there)."""
+    module = load_reference()
+    if module is None:
+        return None
+    rng = np.random.default_rng(seed)
+    game = module.ReferenceGame.from_config(config)
+
+    def run_block() -> int:
+        nonlocal game
+        rolls = engine.draw_rolls(rng, BLOCK).tolist()
+        uniforms = rng.random(BLOCK).tolist()
+        for rolled, uniform in zip(rolls, uniforms):
+            legal = game.roll(rolled)
+            game.place(legal[int(uniform * len(legal))])
+            if game.winner is not None:
+                game = module.ReferenceGame.from_config(config)
+        return BLOCK
+
+    return _timed(run_block, seconds)
+
+
+def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), config: Config | None = None) -> list[str]:
+    """Measure and return the report lines."""
+    config = config if config is not None else Config()
+    lines = []
+    rates = {}
+    rates["single"] = single(seconds, config)
+    lines.append(f"engine     B=1     single-game path (Python ints)  {rates['single']:>12,.0f} plies/s")
+    for batch_size in batch_sizes:
+        rates[batch_size] = batched(batch_size, seconds, config)
+        lines.append(f"engine     B={batch_size:<5d} batched numpy arrays            {rates[batch_size]:>12,.0f} plies/s")
+    ref = reference(seconds, config)
+    if ref is None:
+        lines.append("reference  not found (tests/reference.py is in the source checkout only)")
+        return lines
+    lines.append(f"reference  B=1     plain scalar (tests/reference.py) {ref:>12,.0f} plies/s")
+    best = max(batch_sizes)
+    lines.append(
+        f"speed-up vs reference: B={best} x{rates[best] / ref:,.1f}, single-game path x{rates['single'] / ref:,.1f}"
+    )
+    return lines

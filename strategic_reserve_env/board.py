@@ -1,0 +1,115 @@
+"""Board geometry, notation and the bitboard layout.
+
+Squares are numbered as in RULES.md: ``index = (rank - 1) * 6 + file_index``
+(``a1`` = 0, ``f1`` = 5, ``f6`` = 35). Actions use these indices.
+
+Bitboards pack one colour's checkers into an integer. Each rank takes
+``STRIDE = 7`` bits: six for the files and one *guard bit* that is always
+zero, so that shifting by one or adding a carry can never spill from one rank
+into the next. Square ``s`` lives at bit ``s + s // 6``; the highest used bit
+is 40, so a bitboard fits a signed int64 with room to spare. The same value is
+either a Python ``int`` (one game) or an ``np.int64`` array (a batch), and the
+rule functions in :mod:`strategic_reserve_env.rules` work on both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BOARD_SIZE = 6  # files and ranks
+NUM_SQUARES = BOARD_SIZE * BOARD_SIZE
+STRIDE = BOARD_SIZE + 1  # bits per rank: six squares and one guard bit
+FILES = "abcdef"
+COLOURS = ("red", "blue")
+RED, BLUE = 0, 1
+NO_PLAYER = -1
+BOARD_CHARS = {".": 0, "R": 1, "B": 2}  # board-string characters -> (B, 36) view values
+
+SQUARE_NAMES = tuple(f"{FILES[s % BOARD_SIZE]}{s // BOARD_SIZE + 1}" for s in range(NUM_SQUARES))
+SQUARE_INDEX = {name: s for s, name in enumerate(SQUARE_NAMES)}
+
+BIT_POSITION = tuple(s + s // BOARD_SIZE for s in range(NUM_SQUARES))
+BIT = tuple(1 << p for p in BIT_POSITION)  # square index -> bitboard with that square
+FULL = sum(BIT)  # every square of the board
+BIT_ARRAY = np.array(BIT, dtype=np.int64)  # (36,) int64, BIT as an array
+BIT_POSITION_ARRAY = np.array(BIT_POSITION, dtype=np.int64)  # (36,) int64
+
+#: the standard start: the outline of the central 4x4 square in alternating colours
+STANDARD_BOARD = ".......RBRB..B..R..R..B..BRBR......."
+DEFAULT_RESERVE = 7
+
+
+def square_name(square: int) -> str:
+    """Name of a square index, e.g. ``0 -> 'a1'``."""
+    return SQUARE_NAMES[square]
+
+
+def parse_square(name: object) -> int:
+    """Index of a square name such as ``'c4'``; ``ValueError`` if it is not one."""
+    if not isinstance(name, str) or name not in SQUARE_INDEX:
+        raise ValueError(f"{name!r} is not a square (a1 .. f6)")
+    return SQUARE_INDEX[name]
+
+
+def bit_to_square(position):
+    """Square index of a bit position (inverse of ``BIT_POSITION``); ints or arrays."""
+    return position - position // STRIDE
+
+
+def squares_of(bits: int) -> list[int]:
+    """Square indices set in one bitboard (a Python int), in index order."""
+    return [s for s in range(NUM_SQUARES) if bits & BIT[s]]
+
+
+def bits_of(squares) -> int:
+    """Bitboard (a Python int) with the given square indices set."""
+    total = 0
+    for s in squares:
+        total |= BIT[s]
+    return total
+
+
+def bitboards_to_array(bits: np.ndarray) -> np.ndarray:
+    """``(B,) int64`` bitboards -> ``(B, 36) bool`` square masks."""
+    return (np.asarray(bits, dtype=np.int64)[:, None] >> BIT_POSITION_ARRAY) & 1 == 1
+
+
+def array_to_bitboards(mask: np.ndarray) -> np.ndarray:
+    """``(B, 36)`` truthy square masks -> ``(B,) int64`` bitboards."""
+    return (np.asarray(mask, dtype=bool).astype(np.int64) << BIT_POSITION_ARRAY).sum(axis=1)
+
+
+def parse_board(board: object) -> tuple[int, int]:
+    """Board string (36 of ``R``, ``B``, ``.``) -> (red, blue) bitboards; ``ValueError`` if malformed."""
+    if not isinstance(board, str):
+        raise ValueError(f"board must be a string of {NUM_SQUARES} characters, got {type(board).__name__}")
+    if len(board) != NUM_SQUARES:
+        raise ValueError(f"board must have {NUM_SQUARES} characters, got {len(board)}")
+    bad = sorted({c for c in board if c not in BOARD_CHARS})
+    if bad:
+        raise ValueError(f"board may only hold 'R', 'B' and '.', got {''.join(bad)!r}")
+    red = bits_of(s for s, c in enumerate(board) if c == "R")
+    blue = bits_of(s for s, c in enumerate(board) if c == "B")
+    return red, blue
+
+
+def board_string(red: int, blue: int) -> str:
+    """(red, blue) bitboards (Python ints) -> 36-character board string."""
+    return "".join("R" if red & b else "B" if blue & b else "." for b in BIT)
+
+
+def dice_for(square: int, mover: int) -> tuple[int, int]:
+    """(purple, green) dice that roll ``square`` from the mover's seat (RULES.md, A turn, 1)."""
+    file_index, rank = square % BOARD_SIZE, square // BOARD_SIZE + 1
+    if mover == RED:
+        return file_index + 1, rank
+    return BOARD_SIZE - file_index, BOARD_SIZE + 1 - rank
+
+
+def square_for_dice(purple: int, green: int, mover: int) -> int:
+    """Square rolled by (purple, green) from the mover's seat; inverse of :func:`dice_for`."""
+    if not (1 <= purple <= BOARD_SIZE and 1 <= green <= BOARD_SIZE):
+        raise ValueError(f"dice must be 1..{BOARD_SIZE}, got ({purple}, {green})")
+    if mover == RED:
+        return (green - 1) * BOARD_SIZE + purple - 1
+    return (BOARD_SIZE - green) * BOARD_SIZE + BOARD_SIZE - purple

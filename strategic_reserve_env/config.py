@@ -1,0 +1,89 @@
+"""Fixed settings of a game: kept apart from the state, which changes every ply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BOARD, parse_board
+
+MIN_RESERVE, MAX_RESERVE = 1, 12  # the variant's reserve size (RULES.md: 7, or 6 on Board Game Arena)
+MAX_START_RESERVE = NUM_SQUARES  # a custom start may hold more in reserve than the variant (reading)
+MAX_PLY_LIMIT = 2**31 - 1  # ply counters are int32
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> int:
+    """``value`` as an int in ``[low, high]``, or ``ValueError`` naming the field and range."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be in {low}..{high}, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class StartPosition:
+    """A position to start games from.
+
+    ``board`` is a 36-character board string (``R``, ``B``, ``.``; at least one
+    empty square), ``reserves`` the (red, blue) checkers off the board
+    (1..36 each: 0 would mean the game is already won), ``to_move`` ``"red"``
+    or ``"blue"``.
+    """
+
+    board: str = STANDARD_BOARD
+    reserves: tuple[int, int] = (DEFAULT_RESERVE, DEFAULT_RESERVE)
+    to_move: str = "red"
+
+    def __post_init__(self) -> None:
+        try:
+            red, blue = parse_board(self.board)
+        except ValueError as error:
+            raise ValueError(f"start.board: {error}") from None
+        if (red | blue).bit_count() == NUM_SQUARES:
+            raise ValueError("start.board needs at least one empty square")
+        if not isinstance(self.reserves, (tuple, list)) or len(self.reserves) != 2:
+            raise ValueError(f"start.reserves must be a (red, blue) pair, got {self.reserves!r}")
+        object.__setattr__(self, "reserves", tuple(self.reserves))
+        for colour, value in zip(COLOURS, self.reserves):
+            _check_int(f"start.reserves.{colour}", value, 1, MAX_START_RESERVE)
+        if self.to_move not in COLOURS:
+            raise ValueError(f"start.to_move must be 'red' or 'blue', got {self.to_move!r}")
+
+    @property
+    def mover(self) -> int:
+        """``RED`` or ``BLUE``."""
+        return RED if self.to_move == "red" else BLUE
+
+    @property
+    def bitboards(self) -> tuple[int, int]:
+        """(red, blue) bitboards of the start board."""
+        return parse_board(self.board)
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings of a game.
+
+    ``reserve``: checkers each player starts with off the board (1..12,
+    default 7). ``ply_limit``: plies after which an unfinished game is
+    truncated (1..2**31-1, default 1000; not a rule of the game).
+    ``start``: a custom start position; ``None`` means the standard setup with
+    ``reserve`` checkers each and Red to move.
+    """
+
+    reserve: int = DEFAULT_RESERVE
+    ply_limit: int = 1000
+    start: StartPosition | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        _check_int("reserve", self.reserve, MIN_RESERVE, MAX_RESERVE)
+        _check_int("ply_limit", self.ply_limit, 1, MAX_PLY_LIMIT)
+        if self.start is not None and not isinstance(self.start, StartPosition):
+            raise ValueError(f"start must be a StartPosition or None, got {type(self.start).__name__}")
+
+    @property
+    def start_position(self) -> StartPosition:
+        """The position games start from (the standard setup unless ``start`` is set)."""
+        if self.start is not None:
+            return self.start
+        return StartPosition(STANDARD_BOARD, (self.reserve, self.reserve), "red")

@@ -1,0 +1,288 @@
+"""The batched engine: B games advanced in lockstep with numpy array operations.
+
+Every function here is a pure function of an explicit :class:`State`; chance
+enters only as an array of rolled squares (forced by the caller, or drawn with
+:func:`draw_rolls` from an explicit ``numpy.random.Generator``). No Python
+loop runs over the games of a batch.
+
+A ply has two halves:
+
+1. :func:`roll` - the rolled square of each game resolves its captures and
+   sets the legal placements;
+2. :func:`place` - each game's action (a square index) puts a checker down,
+   ends the game on a win or at the ply limit, and passes the turn.
+
+:func:`step` is ``place``, then reset of finished games (optional), then the
+next ``roll``. Finished games are left untouched by ``roll`` and ``place``
+until :func:`reset` starts them again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+
+from . import rules
+from .board import BIT_ARRAY, BLUE, NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, square_name, squares_of
+from .config import Config
+
+_INT = np.int64
+
+
+class IllegalActionError(ValueError):
+    """An action that is not a legal placement (or not a square at all) for a game of the batch."""
+
+
+@dataclass(frozen=True)
+class State:
+    """A batch of B games. Bitboards use the layout of :mod:`strategic_reserve_env.board`.
+
+    Boards and reserves are stored from the side of the player to move, so
+    passing the turn is a swap. Use :meth:`red`, :meth:`blue`,
+    :meth:`board` and :meth:`reserves` for absolute colours.
+    """
+
+    me: np.ndarray  # (B,) int64 bitboard: checkers of the player to move
+    opp: np.ndarray  # (B,) int64 bitboard: checkers of the other player
+    reserve_me: np.ndarray  # (B,) int64 checkers off the board, player to move
+    reserve_opp: np.ndarray  # (B,) int64 checkers off the board, other player
+    to_move: np.ndarray  # (B,) int64 RED=0 / BLUE=1; once a game is over, the player who would move next
+    ply: np.ndarray  # (B,) int64 placements made so far
+    winner: np.ndarray  # (B,) int64 RED, BLUE, or NO_PLAYER=-1 while nobody has won
+    truncated: np.ndarray  # (B,) bool: the ply limit ended the game without a winner
+    rolled: np.ndarray  # (B,) int64 square of the latest roll, -1 before the first roll
+    hit: np.ndarray  # (B,) int64 kind of the latest roll: rules.HIT_EMPTY / HIT_ENEMY / HIT_FRIENDLY
+    captured: np.ndarray  # (B,) int64 bitboard: squares the latest roll emptied (the other player's)
+    legal: np.ndarray  # (B,) int64 bitboard: legal placements; 0 when no placement is due
+
+    @property
+    def batch_size(self) -> int:
+        """Number of games B."""
+        return self.me.shape[0]
+
+    @property
+    def done(self) -> np.ndarray:
+        """(B,) bool: the game is over (won or truncated)."""
+        return (self.winner != NO_PLAYER) | self.truncated
+
+    @property
+    def awaiting_placement(self) -> np.ndarray:
+        """(B,) bool: the roll is made and a placement is due."""
+        return self.legal != 0
+
+    def red(self) -> np.ndarray:
+        """(B,) int64 bitboard of Red's checkers."""
+        return np.where(self.to_move == RED, self.me, self.opp)
+
+    def blue(self) -> np.ndarray:
+        """(B,) int64 bitboard of Blue's checkers."""
+        return np.where(self.to_move == RED, self.opp, self.me)
+
+    def reserves(self) -> np.ndarray:
+        """(B, 2) int64 checkers off the board, columns (red, blue)."""
+        red_moves = self.to_move == RED
+        red = np.where(red_moves, self.reserve_me, self.reserve_opp)
+        blue = np.where(red_moves, self.reserve_opp, self.reserve_me)
+        return np.stack([red, blue], axis=1)
+
+    def board(self) -> np.ndarray:
+        """(B, 36) int8 board: 0 empty, 1 red, 2 blue."""
+        return bitboards_to_array(self.red()).astype(np.int8) + 2 * bitboards_to_array(self.blue()).astype(np.int8)
+
+    def legal_mask(self) -> np.ndarray:
+        """(B, 36) bool legal placements (all False when no placement is due)."""
+        return bitboards_to_array(self.legal)
+
+    def board_strings(self) -> list[str]:
+        """The B boards as 36-character strings (RULES.md notation)."""
+        chars = np.array([".", "R", "B"])
+        return ["".join(row) for row in chars[self.board()]]
+
+    def __getitem__(self, index) -> State:
+        """The games selected by ``index`` (a slice, an integer array or a bool mask) as a new State."""
+        if isinstance(index, (int, np.integer)):
+            index = slice(index, index + 1 if index != -1 else None)
+        return State(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
+
+
+def concatenate(states: list[State]) -> State:
+    """One State holding the games of several, in order."""
+    return State(**{f.name: np.concatenate([getattr(s, f.name) for s in states]) for f in fields(State)})
+
+
+def init(config: Config, batch_size: int) -> State:
+    """B games at the configured start position, before the first roll."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    start = config.start_position
+    red, blue = start.bitboards
+    mover = start.mover
+    me, opp = (red, blue) if mover == RED else (blue, red)
+    reserve_me, reserve_opp = start.reserves if mover == RED else start.reserves[::-1]
+
+    def filled(value, dtype=_INT):
+        return np.full(batch_size, value, dtype=dtype)
+
+    return State(
+        me=filled(me),
+        opp=filled(opp),
+        reserve_me=filled(reserve_me),
+        reserve_opp=filled(reserve_opp),
+        to_move=filled(mover),
+        ply=filled(0),
+        winner=filled(NO_PLAYER),
+        truncated=filled(False, bool),
+        rolled=filled(-1),
+        hit=filled(rules.HIT_EMPTY),
+        captured=filled(0),
+        legal=filled(0),
+    )
+
+
+def reset(state: State, mask: np.ndarray, config: Config) -> State:
+    """Games where ``mask`` ((B,) bool) start again from the start position; the others are kept."""
+    mask = np.asarray(mask, dtype=bool)
+    if mask.shape != (state.batch_size,):
+        raise ValueError(f"reset mask must have shape ({state.batch_size},), got {mask.shape}")
+    if not mask.any():
+        return state
+    fresh = init(config, 1)
+    return State(**{f.name: _select(mask, getattr(fresh, f.name)[0], getattr(state, f.name)) for f in fields(State)})
+
+
+def draw_rolls(rng: np.random.Generator, batch_size: int, plies: int | None = None) -> np.ndarray:
+    """Uniform rolled squares: shape (B,), or (plies, B) to draw many turns at once."""
+    shape = (batch_size,) if plies is None else (plies, batch_size)
+    return rng.integers(0, NUM_SQUARES, size=shape, dtype=_INT)
+
+
+def _select(mask, if_true, if_false):
+    """``np.where`` keeping the dtype of ``if_false``."""
+    return np.where(mask, if_true, if_false).astype(if_false.dtype, copy=False)
+
+
+def _as_squares(name: str, values, batch_size: int) -> np.ndarray:
+    """Validate a (B,) array of square indices (any integer dtype) and return it as int64."""
+    array = np.asarray(values)
+    if array.shape != (batch_size,):
+        raise ValueError(f"{name} must have shape ({batch_size},), got {array.shape}")
+    if array.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be integer square indices 0..35, got dtype {array.dtype}")
+    return array.astype(_INT, copy=False)
+
+
+def _first_bad(bad: np.ndarray) -> int:
+    """Index of the first True of a (B,) bool array."""
+    return int(np.flatnonzero(bad)[0])
+
+
+def roll(state: State, squares) -> State:
+    """Resolve each live game's roll on ``squares`` ((B,) ints 0..35); finished games are unchanged."""
+    squares = _as_squares("squares", squares, state.batch_size)
+    live = ~state.done
+    out_of_range = live & ((squares < 0) | (squares >= NUM_SQUARES))
+    if out_of_range.any():
+        game = _first_bad(out_of_range)
+        raise ValueError(f"game {game}: rolled square {int(squares[game])} is not in 0..35")
+    rolled_twice = live & (state.legal != 0)
+    if rolled_twice.any():
+        raise ValueError(f"game {_first_bad(rolled_twice)}: rolled again before placing")
+    rolled = BIT_ARRAY.take(squares, mode="clip")
+    opp, captured, legal, hit = rules.resolve_roll(state.me, state.opp, rolled)
+    reserve_opp = state.reserve_opp + np.bitwise_count(captured)
+    new = replace(state, opp=opp, reserve_opp=reserve_opp, rolled=squares, hit=hit, captured=captured, legal=legal)
+    return new if live.all() else _keep_finished(live, new, state)
+
+
+def place(state: State, actions, config: Config) -> State:
+    """Each live game puts a checker on its action square, then the turn passes.
+
+    ``actions``: (B,) square indices; entries of finished games are ignored.
+    Raises :class:`IllegalActionError` naming the first game whose action is
+    not a legal placement; the state is not changed.
+    """
+    actions = _as_squares("actions", actions, state.batch_size)
+    live = ~state.done
+    placed = BIT_ARRAY.take(actions, mode="clip")
+    illegal = live & ((actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0))
+    if illegal.any():
+        raise _illegal(state, actions, _first_bad(illegal))
+    me = state.me | placed
+    reserve = state.reserve_me - 1
+    won = reserve == 0
+    ply = state.ply + 1
+    new = State(
+        me=state.opp,  # the turn passes: the other player becomes "me"
+        opp=me,
+        reserve_me=state.reserve_opp,
+        reserve_opp=reserve,
+        to_move=state.to_move ^ 1,
+        ply=ply,
+        winner=np.where(won, state.to_move, NO_PLAYER),
+        truncated=~won & (ply >= config.ply_limit),
+        rolled=state.rolled,
+        hit=state.hit,
+        captured=state.captured,
+        legal=np.zeros_like(state.legal),
+    )
+    return new if live.all() else _keep_finished(live, new, state)
+
+
+def _illegal(state: State, actions: np.ndarray, game: int) -> IllegalActionError:
+    """The error for game ``game``'s action, saying what was wrong."""
+    action = int(actions[game])
+    if not 0 <= action < NUM_SQUARES:
+        return IllegalActionError(f"game {game}: action {action} is not a square index 0..35")
+    legal = int(state.legal[game])
+    if legal == 0:
+        return IllegalActionError(f"game {game}: no placement is due (roll first)")
+    names = ", ".join(square_name(s) for s in squares_of(legal))
+    return IllegalActionError(
+        f"game {game}: {square_name(action)} (action {action}) is not a legal placement; legal: {names}"
+    )
+
+
+def _keep_finished(live: np.ndarray, new: State, old: State) -> State:
+    """``new`` for live games, ``old`` for finished ones."""
+    return State(**{f.name: _select(live, getattr(new, f.name), getattr(old, f.name)) for f in fields(State)})
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What :func:`step` reports about the games that ended in it (valid where ``ended``)."""
+
+    ended: np.ndarray  # (B,) bool: the game ended with this step's placement
+    winner: np.ndarray  # (B,) int64 RED, BLUE or NO_PLAYER (truncated)
+    plies: np.ndarray  # (B,) int64 length of the game that ended
+    truncated: np.ndarray  # (B,) bool: ended at the ply limit
+
+
+def step(state: State, actions, squares, config: Config, autoreset: bool = True) -> tuple[State, Outcome]:
+    """Place ``actions``, restart finished games if ``autoreset``, then roll ``squares``.
+
+    Returns the new state (awaiting the next placement in every live game)
+    and the :class:`Outcome` of the games that ended with this placement.
+    """
+    placed = place(state, actions, config)
+    ended = placed.done & ~state.done
+    outcome = Outcome(ended=ended, winner=placed.winner, plies=placed.ply, truncated=placed.truncated)
+    if autoreset:
+        placed = reset(placed, placed.done, config)
+    return roll(placed, squares), outcome
+
+
+__all__ = [
+    "BLUE",
+    "IllegalActionError",
+    "Outcome",
+    "RED",
+    "State",
+    "concatenate",
+    "draw_rolls",
+    "init",
+    "place",
+    "reset",
+    "roll",
+    "step",
+]

@@ -1,0 +1,182 @@
+"""Game records (input) and replay traces (output), as specified in RULES.md.
+
+A record::
+
+    {"variant": {"reserve": 7},
+     "start": {"board": "<36 chars>", "reserves": {"red": 7, "blue": 7}, "to_move": "red"},
+     "plies": [["a5", "c4"], ["e5", "a1"]]}
+
+``variant`` and ``start`` are optional. Replaying yields one trace dict per
+ply (:func:`replay`); :func:`trace_line` formats it as RULES.md prints it.
+Errors are :class:`RecordError`, whose message names the ply (or the field
+of the header) and the fault.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .board import COLOURS, board_string, dice_for, parse_square, square_name, squares_of
+from .config import Config, StartPosition
+from .engine import IllegalActionError
+from .game import Game
+from .rules import HIT_NAMES
+
+_RECORD_KEYS = {"variant", "start", "plies", "description"}
+
+
+class RecordError(ValueError):
+    """A record that is malformed or breaks the rules; ``ply`` is 1-based, None for the header."""
+
+    def __init__(self, message: str, ply: int | None = None) -> None:
+        self.ply = ply
+        super().__init__(f"ply {ply}: {message}" if ply is not None else message)
+
+
+@dataclass(frozen=True)
+class Record:
+    """A parsed record: its settings and its plies as written (square names, checked on replay)."""
+
+    config: Config
+    plies: tuple  # ((rolled, placed), ...) as found in the record; each pair is checked when replayed
+    description: str | None = None
+
+    def to_json(self) -> dict:
+        """The record as a JSON-ready dict in RULES.md format."""
+        start = self.config.start_position
+        data = {
+            "variant": {"reserve": self.config.reserve},
+            "start": {
+                "board": start.board,
+                "reserves": dict(zip(COLOURS, start.reserves)),
+                "to_move": start.to_move,
+            },
+            "plies": [list(ply) for ply in self.plies],
+        }
+        if self.description is not None:
+            data["description"] = self.description
+        return data
+
+
+def parse_record(data: object) -> Record:
+    """Check the header of a record (a decoded JSON value) and return it as a :class:`Record`."""
+    if not isinstance(data, dict):
+        raise RecordError(f"a record must be a JSON object, got {type(data).__name__}")
+    unknown = sorted(set(data) - _RECORD_KEYS)
+    if unknown:
+        raise RecordError(f"unknown record field(s): {', '.join(unknown)}")
+    variant = data.get("variant", {})
+    if not isinstance(variant, dict) or set(variant) - {"reserve"}:
+        raise RecordError(f"variant must be an object with only 'reserve', got {variant!r}")
+    try:
+        config = Config(reserve=variant.get("reserve", Config.reserve), start=_parse_start(data.get("start")))
+    except ValueError as error:
+        raise RecordError(f"record header: {error}") from None
+    plies = data.get("plies")
+    if not isinstance(plies, list):
+        raise RecordError(f"plies must be a list of [rolled, placed] pairs, got {type(plies).__name__}")
+    description = data.get("description")
+    return Record(config=config, plies=tuple(plies), description=description if isinstance(description, str) else None)
+
+
+def _parse_start(start: object) -> StartPosition | None:
+    """The ``start`` object of a record as a StartPosition (None when absent)."""
+    if start is None:
+        return None
+    if not isinstance(start, dict):
+        raise ValueError(f"start must be an object, got {type(start).__name__}")
+    unknown = sorted(set(start) - {"board", "reserves", "to_move"})
+    if unknown:
+        raise ValueError(f"unknown start field(s): {', '.join(unknown)}")
+    reserves = start.get("reserves", {"red": 7, "blue": 7})
+    if not isinstance(reserves, dict) or set(reserves) != set(COLOURS):
+        raise ValueError(f"start.reserves must be {{'red': n, 'blue': n}}, got {reserves!r}")
+    defaults = StartPosition()
+    return StartPosition(
+        board=start.get("board", defaults.board),
+        reserves=(reserves["red"], reserves["blue"]),
+        to_move=start.get("to_move", defaults.to_move),
+    )
+
+
+def load_record(path: str | Path) -> Record:
+    """Read and check a record file."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise RecordError(f"cannot read {path}: {error.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RecordError(f"{path} is not valid JSON: {error}") from None
+    return parse_record(data)
+
+
+def _parse_ply(ply: object, number: int) -> tuple[int, int]:
+    """(rolled, placed) square indices of one ply, or RecordError naming it."""
+    if not isinstance(ply, (list, tuple)) or len(ply) != 2:
+        raise RecordError(f"expected a [rolled, placed] pair of squares, got {ply!r}", number)
+    try:
+        return parse_square(ply[0]), parse_square(ply[1])
+    except ValueError as error:
+        raise RecordError(str(error), number) from None
+
+
+def trace_entry(ply: int, mover: int, rolled: int, hit: int, captured: int, legal: int, placed: int,
+                red: int, blue: int, reserves: tuple[int, int], winner: int) -> dict:
+    """One trace object in RULES.md field order, from plain ints (bitboards for captured, legal, red, blue)."""
+    return {
+        "ply": ply,
+        "mover": COLOURS[mover],
+        "roll": square_name(rolled),
+        "dice": list(dice_for(rolled, mover)),
+        "hit": HIT_NAMES[hit],
+        "captured": [square_name(s) for s in squares_of(captured)],
+        "legal": [square_name(s) for s in squares_of(legal)],
+        "place": square_name(placed),
+        "board": board_string(red, blue),
+        "reserves": dict(zip(COLOURS, reserves)),
+        "winner": COLOURS[winner] if winner >= 0 else None,
+    }
+
+
+def trace_line(entry: dict) -> str:
+    """A trace object as the JSON line RULES.md prints."""
+    return json.dumps(entry)
+
+
+def replay(record: Record) -> Iterator[dict]:
+    """Play a record through :class:`Game`, yielding each ply's trace; RecordError at the first bad ply."""
+    game = Game(record.config)
+    for number, ply in enumerate(record.plies, start=1):
+        rolled, placed = _parse_ply(ply, number)
+        if game.done:
+            raise RecordError(f"the game already ended at ply {game.ply} ({_result(game)})", number)
+        mover = game.to_move
+        game.roll(rolled)
+        hit, captured, legal = game.hit, game.captured, game.legal
+        try:
+            game.place(placed)
+        except IllegalActionError as error:
+            raise RecordError(str(error), number) from None
+        yield trace_entry(number, mover, rolled, hit, captured, legal, placed,
+                          game.red, game.blue, game.reserves, game.winner)
+
+
+def _result(game: Game) -> str:
+    """How a finished game ended, in words."""
+    return f"{COLOURS[game.winner]} won" if game.winner >= 0 else "truncated at the ply limit"
+
+
+def record_of(game: Game, description: str | None = None) -> Record:
+    """The record of the plies ``game`` has played since its last reset."""
+    names = tuple((square_name(rolled), square_name(placed)) for rolled, placed in game.history)
+    return Record(config=game.config, plies=names, description=description)
+
+
+def write_record(record: Record, path: str | Path) -> None:
+    """Write a record as JSON."""
+    Path(path).write_text(json.dumps(record.to_json(), indent=1) + "\n")
