@@ -1,0 +1,52 @@
+"""Shared fixtures: the conformance records of ../shared/conformance and small helpers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from strategic_reserve_env import engine
+from strategic_reserve_env.config import Config
+
+REPO = Path(__file__).resolve().parents[1]
+CONFORMANCE = Path(os.environ.get("SR_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
+
+
+def conformance_records() -> list[Path]:
+    """The record files of the shared conformance set (each has a .trace.jsonl beside it)."""
+    records = sorted(CONFORMANCE.glob("*.json"))
+    if not records:
+        raise RuntimeError(
+            f"no conformance records in {CONFORMANCE}: the shared folder must sit beside the checkout "
+            "(or set SR_CONFORMANCE_DIR)"
+        )
+    return records
+
+
+def expected_trace(record: Path) -> str:
+    """The expected trace text of a conformance record."""
+    return record.with_name(record.stem + ".trace.jsonl").read_text()
+
+
+def batch_of(configs: list[Config]) -> engine.State:
+    """One batched state holding one game per config (start positions may differ)."""
+    return engine.concatenate([engine.init(config, 1) for config in configs])
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
+
+
+def random_start(rng: np.random.Generator, max_reserve: int = 12):
+    """A random valid start position: random occupancy, at least one empty square."""
+    from strategic_reserve_env.config import StartPosition
+
+    density = rng.uniform(0.1, 0.9)
+    cells = rng.choice(np.array(list(".RB")), size=36, p=[1 - density, density / 2, density / 2])
+    cells[rng.integers(36)] = "."
+    reserves = (int(rng.integers(1, max_reserve + 1)), int(rng.integers(1, max_reserve + 1)))
+    return StartPosition("".join(cells), reserves, str(rng.choice(["red", "blue"])))

@@ -1,0 +1,146 @@
+"""Scenario tests with forced dice, state views, auto-reset, truncation and records."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from strategic_reserve_env import BLUE, RED, Game, bench, engine, records
+from strategic_reserve_env.board import (
+    SQUARE_INDEX,
+    STANDARD_BOARD,
+    dice_for,
+    square_for_dice,
+    squares_of,
+)
+from strategic_reserve_env.config import Config, StartPosition
+from strategic_reserve_env.rules import HIT_EMPTY, HIT_ENEMY, HIT_FRIENDLY
+from strategic_reserve_env.sampling import nth_set_bit, popcount, uniform_square
+
+S = SQUARE_INDEX
+
+
+def names(bits: int) -> list[str]:
+    from strategic_reserve_env.board import square_name
+
+    return [square_name(s) for s in squares_of(int(bits))]
+
+
+def test_start_position_views():
+    state = engine.init(Config(), 2)
+    assert state.board_strings() == [STANDARD_BOARD] * 2
+    assert state.reserves().tolist() == [[7, 7], [7, 7]]
+    assert state.board()[0, S["b2"]] == 1 and state.board()[0, S["c2"]] == 2
+    assert (state.board() > 0).sum() == 2 * 12
+    assert not state.legal_mask().any()
+    assert state.to_move.tolist() == [RED, RED]
+
+
+def test_three_kinds_of_hit_in_one_batch():
+    """b2 is red (friendly for Red), c2 blue (enemy), a1 empty."""
+    state = engine.roll(engine.init(Config(), 3), np.array([S["b2"], S["c2"], S["a1"]]))
+    assert state.hit.tolist() == [HIT_FRIENDLY, HIT_ENEMY, HIT_EMPTY]
+    # friendly b2: its group is b2 alone; touching blue b3 and c2 go, each a single checker
+    assert names(state.captured[0]) == ["c2", "b3"]
+    assert names(state.legal[0]) == ["b1", "a2", "c2", "b3"]
+    # enemy c2: just that checker goes; every empty square is legal
+    assert names(state.captured[1]) == ["c2"]
+    assert popcount(int(state.legal[1])) == 36 - 11
+    assert state.captured[2] == 0 and popcount(int(state.legal[2])) == 36 - 12
+    assert state.reserves()[:, 1].tolist() == [9, 8, 7]
+
+
+def test_win_and_auto_reset_in_step():
+    start = StartPosition(board="R" + "." * 35, reserves=(1, 3), to_move="red")
+    config = Config(start=start)
+    state = engine.roll(engine.init(config, 2), np.array([S["f6"], S["f6"]]))
+    state, outcome = engine.step(state, np.array([S["f6"], S["a2"]]), np.array([S["a1"], S["a1"]]), config)
+    assert outcome.ended.tolist() == [True, True]
+    assert outcome.winner.tolist() == [RED, RED]
+    assert outcome.plies.tolist() == [1, 1]
+    assert not outcome.truncated.any()
+    # both games restarted and rolled a1 (a red checker: friendly hit)
+    assert state.board_strings() == [start.board] * 2
+    assert state.ply.tolist() == [0, 0] and not state.done.any()
+    assert state.hit.tolist() == [HIT_FRIENDLY, HIT_FRIENDLY]
+
+
+def test_without_autoreset_finished_games_wait():
+    start = StartPosition(board="R" + "." * 35, reserves=(1, 3), to_move="red")
+    config = Config(start=start)
+    state = engine.roll(engine.init(config, 1), np.array([S["f6"]]))
+    state, outcome = engine.step(state, np.array([S["f6"]]), np.array([S["a1"]]), config, autoreset=False)
+    assert outcome.ended.tolist() == [True]
+    assert state.winner.tolist() == [RED] and state.done.all()
+    assert state.legal.tolist() == [0]  # no roll for a finished game
+    # a later step ignores its action and dice and reports nothing new
+    later, outcome = engine.step(state, np.array([99]), np.array([-5]), config, autoreset=False)
+    assert not outcome.ended.any()
+    assert later.board_strings() == state.board_strings() and later.ply.tolist() == [1]
+
+
+def test_truncation_at_the_ply_limit():
+    config = Config(ply_limit=3)
+    game = Game(config)
+    state = engine.init(config, 1)
+    for ply, square in enumerate([S["a1"], S["f6"], S["a6"]], start=1):
+        state = engine.roll(state, np.array([square]))
+        state = engine.place(state, np.array([square]), config)
+        game.roll(square)
+        game.place(square)
+        assert state.truncated.tolist() == [ply == 3] and game.truncated == (ply == 3)
+    assert state.winner.tolist() == [-1] and state.done.all()
+
+
+def test_dice_from_each_seat():
+    assert dice_for(S["a1"], RED) == (1, 1) and dice_for(S["f6"], RED) == (6, 6)
+    assert dice_for(S["b1"], BLUE) == (5, 6) and dice_for(S["f6"], BLUE) == (1, 1)
+    for square in range(36):
+        for mover in (RED, BLUE):
+            assert square_for_dice(*dice_for(square, mover), mover) == square
+    with pytest.raises(ValueError, match="dice must be 1..6"):
+        square_for_dice(0, 3, RED)
+
+
+def test_uniform_square_is_uniform_over_set_bits():
+    bits = int(engine.init(Config(), 1).me[0])  # the six red start squares
+    counts = np.zeros(36, dtype=int)
+    uniforms = np.random.default_rng(0).random(60_000)
+    picks = uniform_square(np.full(60_000, bits, dtype=np.int64), uniforms)
+    np.add.at(counts, picks, 1)
+    assert set(np.flatnonzero(counts)) == set(squares_of(bits))
+    assert counts[counts > 0].min() > 9_000 and counts.max() < 11_000
+    for k in range(6):  # the int path agrees with the array path
+        assert nth_set_bit(bits, k) == int(nth_set_bit(np.array([bits]), np.array([k]))[0])
+
+
+def test_record_of_a_played_game_replays_to_the_same_position(tmp_path):
+    rng = np.random.default_rng(3)
+    game = Game(Config(reserve=5))
+    while not game.done:
+        game.roll(int(rng.integers(36)))
+        game.place(int(uniform_square(game.legal, float(rng.random()))))
+    path = tmp_path / "game.json"
+    records.write_record(records.record_of(game), path)
+    trace = list(records.replay(records.load_record(path)))
+    assert len(trace) == game.ply
+    assert trace[-1]["board"] == game.board_string()
+    assert trace[-1]["winner"] == ["red", "blue"][game.winner]
+
+
+def test_state_indexing_and_game_round_trip():
+    config = Config()
+    state = engine.roll(engine.init(config, 4), np.array([0, S["b2"], S["c2"], 3]))
+    assert state[1].batch_size == 1 and state[-1].batch_size == 1
+    assert state[np.array([True, False, True, False])].hit.tolist() == [HIT_EMPTY, HIT_ENEMY]
+    game = Game(config)
+    game.load(state, 1)
+    assert game.legal_squares() == squares_of(int(state.legal[1]))
+    back = game.to_state()
+    assert back.board_strings() == state[1].board_strings() and back.legal.tolist() == [int(state.legal[1])]
+
+
+def test_bench_smoke():
+    lines = bench.run(seconds=0.01, batch_sizes=(1, 8))
+    assert len(lines) == 5
+    assert all("plies/s" in line for line in lines[:4]) and lines[-1].startswith("speed-up")

@@ -1,0 +1,93 @@
+"""Invariants checked with hypothesis over random dice, choices, reserves and start positions."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from conftest import random_start
+from strategic_reserve_env import Game, engine
+from strategic_reserve_env.board import FULL
+from strategic_reserve_env.config import Config
+from strategic_reserve_env.sampling import popcount, uniform_square
+
+BATCH = 6
+MAX_PLIES = 90
+
+plays = st.integers(1, MAX_PLIES).flatmap(
+    lambda plies: st.tuples(
+        arrays(np.int64, (plies, BATCH), elements=st.integers(0, 35)),  # rolled squares
+        arrays(np.float64, (plies, BATCH), elements=st.floats(0, 1, exclude_max=True)),  # choices
+    )
+)
+configs = st.builds(
+    lambda reserve, start_seed, limit: Config(
+        reserve=reserve,
+        ply_limit=limit,
+        start=None if start_seed is None else random_start(np.random.default_rng(start_seed)),
+    ),
+    st.integers(1, 12),
+    st.none() | st.integers(0, 2**32 - 1),
+    st.sampled_from([1000, 25]),
+)
+
+
+def totals(state: engine.State) -> np.ndarray:
+    """(B, 2) checkers each player owns: on the board plus in reserve."""
+    on_board = np.stack([popcount(state.red()), popcount(state.blue())], axis=1)
+    return on_board + state.reserves()
+
+
+@settings(max_examples=60, deadline=None)
+@given(plays, configs)
+def test_batch_invariants(play, config):
+    rolls, uniforms = play
+    state = engine.init(config, BATCH)
+    owned = totals(state)
+    frozen: dict[int, engine.State] = {}
+    for t in range(len(rolls)):
+        state = engine.roll(state, rolls[t])
+        live = ~state.done
+        assert np.all(state.legal[live] != 0), "a live game has a legal placement"
+        assert np.all(state.legal & (state.me | state.opp) == 0), "legal squares are empty"
+        assert np.all(state.legal & ~FULL == 0)
+        state = engine.place(state, uniform_square(state.legal, uniforms[t]), config)
+        assert np.array_equal(totals(state), owned), "board + reserve is constant for each player"
+        assert np.all(state.me & state.opp == 0)
+        for i, snapshot in frozen.items():
+            assert _same(state[i], snapshot), f"finished game {i} changed at ply {t}"
+        for i in np.flatnonzero(state.done):
+            frozen.setdefault(int(i), state[int(i)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(plays, configs)
+def test_batch_element_equals_game_run_alone(play, config):
+    """Game i of a batch evolves exactly as the same game alone: batched B = 1 and the int path."""
+    rolls, uniforms = play
+    batch = engine.init(config, BATCH)
+    alone = [engine.init(config, 1) for _ in range(BATCH)]
+    games = [Game(config) for _ in range(BATCH)]
+    for t in range(len(rolls)):
+        batch = engine.roll(batch, rolls[t])
+        batch = engine.place(batch, uniform_square(batch.legal, uniforms[t]), config)
+        for i in range(BATCH):
+            alone[i] = engine.roll(alone[i], rolls[t, i : i + 1])
+            alone[i] = engine.place(alone[i], uniform_square(alone[i].legal, uniforms[t, i : i + 1]), config)
+            if not games[i].done:
+                games[i].roll(int(rolls[t, i]))
+                games[i].place(int(uniform_square(games[i].legal, float(uniforms[t, i]))))
+            assert _same(batch[i], alone[i]), f"ply {t}, game {i}: batch differs from B = 1"
+            assert _same(batch[i], games[i].to_state()), f"ply {t}, game {i}: batch differs from Game"
+
+
+def _same(a: engine.State, b: engine.State) -> bool:
+    """Every field equal (values and dtypes)."""
+    from dataclasses import fields
+
+    return all(
+        np.array_equal(getattr(a, f.name), getattr(b, f.name)) and getattr(a, f.name).dtype == getattr(b, f.name).dtype
+        for f in fields(engine.State)
+    )
