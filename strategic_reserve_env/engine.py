@@ -19,12 +19,13 @@ until :func:`reset` starts them again.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from . import rules
-from .board import BIT_ARRAY, BLUE, NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, square_name, squares_of
+from .board import BIT_ARRAY, BLUE, BOARD_SIZE, NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, square_name, squares_of
 from .config import Config
 
 _INT = np.int64
@@ -85,6 +86,18 @@ class State:
         red = np.where(red_moves, self.reserve_me, self.reserve_opp)
         blue = np.where(red_moves, self.reserve_opp, self.reserve_me)
         return np.stack([red, blue], axis=1)
+
+    def roller(self) -> np.ndarray:
+        """(B,) int64 player who made the latest roll (the mover while a placement is due)."""
+        return np.where(self.legal != 0, self.to_move, self.to_move ^ 1)
+
+    def dice(self) -> np.ndarray:
+        """(B, 2) int64 (purple, green) of the latest roll from the roller's seat; (0, 0) before any roll."""
+        file_index, rank_index = np.divmod(self.rolled, BOARD_SIZE)[::-1]
+        blue = self.roller() == BLUE
+        purple = np.where(blue, BOARD_SIZE - file_index, file_index + 1)
+        green = np.where(blue, BOARD_SIZE - rank_index, rank_index + 1)
+        return np.where(self.rolled[:, None] >= 0, np.stack([purple, green], axis=1), 0)
 
     def board(self) -> np.ndarray:
         """(B, 36) int8 board: 0 empty, 1 red, 2 blue."""
@@ -147,8 +160,15 @@ def reset(state: State, mask: np.ndarray, config: Config) -> State:
         raise ValueError(f"reset mask must have shape ({state.batch_size},), got {mask.shape}")
     if not mask.any():
         return state
+    start = _start_values(config)
+    return State(**{name: _select(mask, start[name], getattr(state, name)) for name in start})
+
+
+@functools.lru_cache(maxsize=64)
+def _start_values(config: Config) -> dict:
+    """Field name -> the scalar every game holds at the start position (before the first roll)."""
     fresh = init(config, 1)
-    return State(**{f.name: _select(mask, getattr(fresh, f.name)[0], getattr(state, f.name)) for f in fields(State)})
+    return {f.name: getattr(fresh, f.name)[0].item() for f in fields(State)}
 
 
 def draw_rolls(rng: np.random.Generator, batch_size: int, plies: int | None = None) -> np.ndarray:

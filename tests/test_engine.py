@@ -92,6 +92,20 @@ def test_truncation_at_the_ply_limit():
     assert state.winner.tolist() == [-1] and state.done.all()
 
 
+def test_state_dice_match_the_roller_seat():
+    start = StartPosition(to_move="blue")
+    config = Config(start=start)
+    state = engine.init(config, 36)
+    assert state.dice().tolist() == [[0, 0]] * 36  # before any roll
+    rolled = engine.roll(state, np.arange(36))
+    assert rolled.dice().tolist() == [list(dice_for(s, BLUE)) for s in range(36)]
+    # after the placement the turn has passed, but the dice still read from the roller's (Blue's) seat
+    placed = engine.place(rolled, uniform_square(rolled.legal, np.zeros(36)), config)
+    assert placed.dice().tolist() == rolled.dice().tolist()
+    red_rolled = engine.roll(placed, np.arange(36)[::-1].copy())
+    assert red_rolled.dice().tolist() == [list(dice_for(s, RED)) for s in range(35, -1, -1)]
+
+
 def test_dice_from_each_seat():
     assert dice_for(S["a1"], RED) == (1, 1) and dice_for(S["f6"], RED) == (6, 6)
     assert dice_for(S["b1"], BLUE) == (5, 6) and dice_for(S["f6"], BLUE) == (1, 1)
