@@ -7,12 +7,34 @@ and traces (:mod:`.records`).
 """
 
 from . import engine, records, rules
+from .aec_env import env, raw_env
 from .board import BLUE, NUM_SQUARES, RED, BOARD_SIZE
 from .config import Config, StartPosition
 from .engine import IllegalActionError, State
 from .game import Game
 
 __version__ = "0.1.0"
+
+
+def _register() -> None:
+    """Register the PettingZoo env (where the registry exists) and the Gymnasium envs."""
+    import gymnasium
+
+    if "StrategicReserve-v0" not in gymnasium.registry:
+        gymnasium.register(
+            id="StrategicReserve-v0",
+            entry_point="strategic_reserve_env.gym_env:StrategicReserveEnv",
+            vector_entry_point="strategic_reserve_env.gym_env:StrategicReserveVectorEnv",
+        )
+    try:
+        from pettingzoo import aec_registry, register
+    except ImportError:  # PettingZoo < 1.26 has no registry
+        return
+    if "strategic_reserve-v0" not in aec_registry:
+        register("aec", "strategic_reserve_v0", entry_point="strategic_reserve_env.aec_env:env")
+
+
+_register()
 
 __all__ = [
     "BLUE",
@@ -25,6 +47,8 @@ __all__ = [
     "StartPosition",
     "State",
     "engine",
+    "env",
+    "raw_env",
     "records",
     "rules",
 ]

@@ -56,9 +56,17 @@ def bit_to_square(position):
     return position - position // STRIDE
 
 
+_SQUARE_AT = {1 << p: s for s, p in enumerate(BIT_POSITION)}  # one-bit bitboard -> square index
+
+
 def squares_of(bits: int) -> list[int]:
     """Square indices set in one bitboard (a Python int), in index order."""
-    return [s for s in range(NUM_SQUARES) if bits & BIT[s]]
+    squares = []
+    while bits:
+        lowest = bits & -bits
+        squares.append(_SQUARE_AT[lowest])
+        bits ^= lowest
+    return squares
 
 
 def bits_of(squares) -> int:

@@ -197,10 +197,22 @@ def _first_bad(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
-def roll(state: State, squares) -> State:
-    """Resolve each live game's roll on ``squares`` ((B,) ints 0..35); finished games are unchanged."""
-    squares = _as_squares("squares", squares, state.batch_size)
+def _playing(state: State, active) -> np.ndarray:
+    """(B,) bool: games not over and, if ``active`` is given, selected by it."""
     live = ~state.done
+    if active is None:
+        return live
+    active = np.asarray(active, dtype=bool)
+    if active.shape != (state.batch_size,):
+        raise ValueError(f"active must have shape ({state.batch_size},), got {active.shape}")
+    return live & active
+
+
+def roll(state: State, squares, active=None) -> State:
+    """Resolve the roll on ``squares`` ((B,) ints 0..35) in each live game (and, if given, where
+    ``active``); every other game is unchanged and its entry of ``squares`` ignored."""
+    squares = _as_squares("squares", squares, state.batch_size)
+    live = _playing(state, active)
     out_of_range = live & ((squares < 0) | (squares >= NUM_SQUARES))
     if out_of_range.any():
         game = _first_bad(out_of_range)
@@ -215,15 +227,16 @@ def roll(state: State, squares) -> State:
     return new if live.all() else _keep_finished(live, new, state)
 
 
-def place(state: State, actions, config: Config) -> State:
-    """Each live game puts a checker on its action square, then the turn passes.
+def place(state: State, actions, config: Config, active=None) -> State:
+    """Each live game (and, if given, where ``active``) puts a checker on its action square,
+    then the turn passes.
 
-    ``actions``: (B,) square indices; entries of finished games are ignored.
+    ``actions``: (B,) square indices; entries of other games are ignored.
     Raises :class:`IllegalActionError` naming the first game whose action is
     not a legal placement; the state is not changed.
     """
     actions = _as_squares("actions", actions, state.batch_size)
-    live = ~state.done
+    live = _playing(state, active)
     placed = BIT_ARRAY.take(actions, mode="clip")
     illegal = live & ((actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0))
     if illegal.any():
@@ -247,6 +260,21 @@ def place(state: State, actions, config: Config) -> State:
         legal=np.zeros_like(state.legal),
     )
     return new if live.all() else _keep_finished(live, new, state)
+
+
+def illegal_actions(state: State, actions, active=None) -> np.ndarray:
+    """(B,) bool: live (and ``active``) games whose action is not a legal placement now."""
+    actions = _as_squares("actions", actions, state.batch_size)
+    placed = BIT_ARRAY.take(actions, mode="clip")
+    bad = (actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0)
+    return _playing(state, active) & bad
+
+
+def forfeit(state: State, mask) -> State:
+    """The player to move loses the live games where ``mask`` (for envs that punish illegal moves;
+    not a rule of the game). No checker moves; the other player is recorded as the winner."""
+    mask = _playing(state, mask)
+    return replace(state, winner=np.where(mask, state.to_move ^ 1, state.winner), legal=np.where(mask, 0, state.legal))
 
 
 def _illegal(state: State, actions: np.ndarray, game: int) -> IllegalActionError:
@@ -300,6 +328,8 @@ __all__ = [
     "State",
     "concatenate",
     "draw_rolls",
+    "forfeit",
+    "illegal_actions",
     "init",
     "place",
     "reset",

@@ -1,0 +1,143 @@
+"""B games in which a learner holds one seat and a policy plays the other, batched over the engine.
+
+This is the one place where single-agent play is orchestrated; the
+Gymnasium env (B = 1), the Gymnasium vector env and the SB3 VecEnv wrap it.
+Every observation it returns is a decision of the learner; the opponent's
+turns (its roll and its placement) happen inside :meth:`LearnerGames.step`.
+Game ``i`` draws its dice from stream ``seeds[i]``
+(:class:`~strategic_reserve_env.dice.DiceStreams`), roll by roll as a lone
+game seeded ``seeds[i]`` would, so every interface replays the same game.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import engine
+from .board import BLUE, COLOURS, RED, bitboards_to_array
+from .config import Config
+from .dice import DiceStreams
+from .observation import encode, mover_planes
+from .observation import mask_from_planes as _mask_from_planes
+from .policies import as_policy
+
+SEATS = ("random", "red", "blue")
+ILLEGAL_ACTION = ("lose", "raise")
+
+
+class LearnerGames:
+    """The learner's side of B games; opponents move inside :meth:`step`."""
+
+    def __init__(self, config: Config, num_games: int, opponent="random", seat: str = "random",
+                 illegal_action: str = "lose") -> None:
+        if seat not in SEATS:
+            raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
+        if illegal_action not in ILLEGAL_ACTION:
+            raise ValueError(f"illegal_action must be one of {ILLEGAL_ACTION}, got {illegal_action!r}")
+        self.illegal_action = illegal_action
+        start = config.start_position
+        first = start.mover
+        if start.reserves[first] == 1 and seat != COLOURS[first]:
+            raise ValueError(
+                f"with {COLOURS[first]} to move and 1 checker in reserve, {COLOURS[first]} wins on its first "
+                f"placement before the learner can act; use seat={COLOURS[first]!r}"
+            )
+        self.config = config
+        self.num_games = num_games
+        self.opponent = as_policy(opponent)
+        self.seat_choice = seat
+        self.state = engine.init(config, num_games)
+        self.seat = np.zeros(num_games, dtype=np.int64)  # (B,) int64 RED / BLUE: the learner's colour
+        self.dice = DiceStreams(np.zeros(num_games, dtype=np.int64))
+        self.rng = np.random.default_rng()
+
+    def reset(self, seeds=None, rng: np.random.Generator | None = None) -> None:
+        """Start every game again; new dice streams if ``seeds`` ((B,) ints) are given."""
+        if seeds is not None:
+            self.dice = DiceStreams(seeds)
+        if rng is not None:
+            self.rng = rng
+        self.state = engine.init(self.config, self.num_games)
+        everyone = np.ones(self.num_games, dtype=bool)
+        self._draw_seats(everyone)
+        self._advance(everyone)
+
+    def restart(self, mask: np.ndarray) -> None:
+        """Start the games where ``mask`` again and play them to the learner's first decision."""
+        self.state = engine.reset(self.state, mask, self.config)
+        self._draw_seats(mask)
+        self._advance(mask)
+
+    def step(self, actions, active: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """The learner places ``actions`` (where ``active``), then the opponent replies.
+
+        Returns (B,) ``rewards`` float32 (+1 learner won, -1 opponent won),
+        ``terminated`` and ``truncated`` bools for the games that ended now,
+        and ``illegal`` bools: with ``illegal_action="lose"`` an illegal
+        action loses the game (reward -1); with ``"raise"`` it raises
+        :class:`~strategic_reserve_env.engine.IllegalActionError`.
+        """
+        if active is None:
+            active = np.ones(self.num_games, dtype=bool)
+        before = self.state.done
+        illegal = np.zeros(self.num_games, dtype=bool)
+        if self.illegal_action == "lose":
+            illegal = engine.illegal_actions(self.state, actions, active)
+            if illegal.any():
+                self.state = engine.forfeit(self.state, illegal)
+        self.state = engine.place(self.state, actions, self.config, active=active & ~illegal)
+        rewards = np.where(self.state.done & ~before & (self.state.winner == self.seat), 1.0, 0.0) - illegal
+        rewards -= self._advance(active & ~self.state.done)
+        ended = self.state.done & ~before
+        return rewards.astype(np.float32), ended & (self.state.winner >= 0), ended & self.state.truncated, illegal
+
+    def _draw_seats(self, mask: np.ndarray) -> None:
+        """Choose the learner's colour in the games of ``mask``."""
+        if self.seat_choice == "random":
+            drawn = self.rng.integers(0, 2, size=self.num_games)
+        else:
+            drawn = np.full(self.num_games, RED if self.seat_choice == "red" else BLUE)
+        self.seat = np.where(mask, drawn, self.seat)
+
+    def _advance(self, mask: np.ndarray) -> np.ndarray:
+        """Roll, and let the opponent move where it is to move, until the learner decides.
+
+        Returns (B,) 1.0 where the opponent's placement won the game, else 0.
+        """
+        state = self.state
+        opponent_turn = mask & ~state.done & (state.to_move != self.seat)
+        lost = np.zeros(self.num_games)
+        if opponent_turn.any():
+            state = engine.roll(state, self.dice.next(opponent_turn), active=opponent_turn)
+            observations = mover_planes(state) if getattr(self.opponent, "uses_observation", True) else None
+            masks = _mask_from_planes(observations) if observations is not None else _legal_masks(state.legal)
+            actions = np.asarray(self.opponent.act(observations, masks, self.rng))
+            before = state.done
+            state = engine.place(state, actions.astype(np.int64, copy=False), self.config, active=opponent_turn)
+            lost = np.where(state.done & ~before & (state.winner >= 0), 1.0, 0.0)
+        learner_turn = mask & ~state.done
+        if learner_turn.any():
+            state = engine.roll(state, self.dice.next(learner_turn), active=learner_turn)
+        self.state = state
+        return lost
+
+    # -- the learner's view ----------------------------------------------------------------
+    def observations(self) -> np.ndarray:
+        """(B, 6, 6, 9) int8 planes from the learner's side (legal plane empty when it is not to move)."""
+        s = self.state
+        mine = s.to_move == self.seat
+        return encode(
+            np.where(mine, s.me, s.opp), np.where(mine, s.opp, s.me), np.where(mine, s.legal, 0),
+            s.rolled, s.captured, s.hit,
+            np.where(mine, s.reserve_me, s.reserve_opp), np.where(mine, s.reserve_opp, s.reserve_me),
+        )
+
+    def action_masks(self) -> np.ndarray:
+        """(B, 36) bool legal placements of the learner (all False in finished games)."""
+        s = self.state
+        return _legal_masks(np.where(s.to_move == self.seat, s.legal, 0)).astype(bool)
+
+
+def _legal_masks(legal: np.ndarray) -> np.ndarray:
+    """(B,) legal bitboards -> (B, 36) int8 masks."""
+    return bitboards_to_array(legal).astype(np.int8)

@@ -1,0 +1,99 @@
+"""Observation planes, from one player's side, for one game or a batch.
+
+``(6, 6, NUM_PLANES)`` int8 of 0/1, channels last, ``[rank_index, file_index]``
+in absolute coordinates (row 0 is rank 1, Red's near row; column 0 is file
+a), so plane cell ``(r, f)`` is square ``6 * r + f``, the action index.
+
+=====  =====================================================================
+plane  content
+=====  =====================================================================
+0      the observer's checkers
+1      the opponent's checkers
+2      legal placements (equal to the action mask; zeros when not to move)
+3      the square of the latest roll
+4      squares the latest roll emptied (captured checkers)
+5      all ones if the latest roll was an enemy hit (for the player who rolled)
+6      all ones if it was a friendly hit
+7      the observer's reserve as a count: its first ``min(reserve, 36)``
+       squares in index order (a1, b1, ..., f6) are 1
+8      the opponent's reserve, the same way
+=====  =====================================================================
+
+With the mask this is a complete description of the decision: the position
+after the roll's captures, both reserves (exact up to 36, far above what a
+game from the standard start can reach) and the legal squares. Colour is
+not encoded because the rules treat both colours alike.
+
+Every plane is a bitboard, so one unpack of bytes produces the channels-last
+array directly, for one game or for B games.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .board import BIT_POSITION, BOARD_SIZE, FULL, NUM_SQUARES, STRIDE, bits_of
+from .rules import HIT_ENEMY, HIT_FRIENDLY
+
+NUM_PLANES = 9
+PLANE_NAMES = (
+    "own", "opponent", "legal", "rolled", "captured", "enemy_hit", "friendly_hit", "own_reserve", "opponent_reserve",
+)
+OBSERVATION_SHAPE = (BOARD_SIZE, BOARD_SIZE, NUM_PLANES)
+LEGAL_PLANE = PLANE_NAMES.index("legal")
+_BYTES_USED = (BOARD_SIZE * STRIDE + 7) // 8  # bytes of a bitboard that hold squares (6)
+#: _COUNT_BITS[n]: bitboard of the first n squares (index order), n = 0..36
+_COUNT_BITS_LIST = [bits_of(range(n)) for n in range(NUM_SQUARES + 1)]
+_COUNT_BITS = np.array(_COUNT_BITS_LIST, dtype=np.int64)
+_ROLLED_BITS_LIST = [1 << p for p in BIT_POSITION] + [0]  # index -1 (no roll yet) -> 0
+_ROLLED_BITS = np.array(_ROLLED_BITS_LIST, dtype=np.int64)
+
+
+def _unpack(bits: np.ndarray) -> np.ndarray:
+    """(..., 9) int64 bitboards -> (..., 6, 6, 9) int8 planes."""
+    batch_shape = bits.shape[:-1]
+    by = bits.view(np.uint8).reshape(batch_shape + (NUM_PLANES, 8))[..., :_BYTES_USED]
+    by = np.ascontiguousarray(np.swapaxes(by, -1, -2))  # (..., 6 bytes, 9 planes)
+    unpacked = np.unpackbits(by, axis=-2, bitorder="little")  # (..., 48 bit positions, 9 planes)
+    ranks = unpacked[..., : BOARD_SIZE * STRIDE, :].reshape(batch_shape + (BOARD_SIZE, STRIDE, NUM_PLANES))
+    return np.ascontiguousarray(ranks[..., :BOARD_SIZE, :]).view(np.int8)  # drop the guard bits
+
+
+def encode(own, opp, legal, rolled, captured, hit, own_reserve, opp_reserve) -> np.ndarray:
+    """Planes for one game (Python ints; ``rolled`` a square or -1) -> (6, 6, 9),
+    or for a batch ((B,) arrays) -> (B, 6, 6, 9)."""
+    if type(own) is int:
+        bits = np.array(
+            [own, opp, legal, _ROLLED_BITS_LIST[rolled], captured,
+             FULL if hit == HIT_ENEMY else 0, FULL if hit == HIT_FRIENDLY else 0,
+             _COUNT_BITS_LIST[min(own_reserve, NUM_SQUARES)], _COUNT_BITS_LIST[min(opp_reserve, NUM_SQUARES)]],
+            dtype=np.int64,
+        )
+    else:
+        bits = np.stack(
+            [own, opp, legal, _ROLLED_BITS.take(rolled), captured,
+             np.where(hit == HIT_ENEMY, FULL, 0), np.where(hit == HIT_FRIENDLY, FULL, 0),
+             _COUNT_BITS.take(np.minimum(own_reserve, NUM_SQUARES)),
+             _COUNT_BITS.take(np.minimum(opp_reserve, NUM_SQUARES))],
+            axis=-1,
+        )
+    return _unpack(bits)
+
+
+def mover_planes(state) -> np.ndarray:
+    """(B, 6, 6, 9) planes of a batched State from the side of each game's player to move."""
+    return encode(state.me, state.opp, state.legal, state.rolled, state.captured, state.hit,
+                  state.reserve_me, state.reserve_opp)
+
+
+def mask_from_planes(planes: np.ndarray) -> np.ndarray:
+    """The action mask(s) held in the legal plane: (..., 6, 6, 9) -> (..., 36) int8."""
+    return planes[..., LEGAL_PLANE].reshape(planes.shape[:-3] + (NUM_SQUARES,)).copy()
+
+
+def reserve_of_plane(plane: np.ndarray) -> np.ndarray:
+    """Decode a reserve plane (..., 6, 6) back to the count it shows (capped at 36)."""
+    return plane.reshape(plane.shape[:-2] + (NUM_SQUARES,)).sum(axis=-1)
+
+
+__all__ = ["NUM_PLANES", "OBSERVATION_SHAPE", "PLANE_NAMES", "encode", "mask_from_planes", "mover_planes"]
