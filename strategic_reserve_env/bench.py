@@ -69,6 +69,58 @@ def single(seconds: float, config: Config, seed: int = 0) -> float:
     return _timed(run_block, seconds)
 
 
+def aec(seconds: float, config: Config, seed: int = 0, wrapped: bool = True) -> float:
+    """Plies/s of the PettingZoo env (``env()``, or ``raw_env`` if not ``wrapped``) under random
+    masked play through the public API (``last``/``step``)."""
+    from .aec_env import env as make_env
+    from .aec_env import raw_env
+
+    make = make_env if wrapped else raw_env
+    environment = make(reserve=config.reserve, ply_limit=config.ply_limit, start=config.start)
+    environment.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+
+    def run_block() -> int:
+        uniforms = iter(rng.random(BLOCK).tolist())
+        plies = 0
+        while plies < BLOCK:
+            if not environment.agents:
+                environment.reset()
+            observation, _, terminated, truncated, _ = environment.last()
+            if terminated or truncated:
+                environment.step(None)
+                continue
+            legal = np.flatnonzero(observation["action_mask"])
+            environment.step(int(legal[int(next(uniforms) * len(legal))]))
+            plies += 1
+        return plies
+
+    return _timed(run_block, seconds)
+
+
+def vector(num_envs: int, seconds: float, config: Config, seed: int = 0) -> float:
+    """Plies/s (both sides' placements) of the Gymnasium vector env, learner and opponent random."""
+    from .gym_env import StrategicReserveVectorEnv
+    from .policies import UniformRandomPolicy
+
+    environment = StrategicReserveVectorEnv(num_envs, reserve=config.reserve, ply_limit=config.ply_limit,
+                                            start=config.start)
+    environment.reset(seed=seed)
+    learner, rng = UniformRandomPolicy(), np.random.default_rng(seed)
+
+    def run_block() -> int:
+        before = int(environment.games.state.ply.sum())
+        finished = 0
+        for _ in range(BLOCK // 8):
+            actions = learner.act(None, environment.action_masks(), rng)
+            _, _, terminated, truncated, _ = environment.step(actions)
+            ended = terminated | truncated
+            finished += int(environment.games.state.ply[ended].sum())  # plies of games about to restart
+        return int(environment.games.state.ply.sum()) - before + finished
+
+    return _timed(run_block, seconds)
+
+
 def load_reference():
     """The tests' scalar reference implementation, or None outside a source checkout."""
     if not REFERENCE_PATH.exists():
@@ -111,6 +163,11 @@ def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), conf
     for batch_size in batch_sizes:
         rates[batch_size] = batched(batch_size, seconds, config)
         lines.append(f"engine     B={batch_size:<5d} batched numpy arrays            {rates[batch_size]:>12,.0f} plies/s")
+    lines.append(f"aec env()  1 game  random masked play, public API  {aec(seconds, config):>12,.0f} plies/s")
+    lines.append(f"aec raw_env 1 game random masked play, public API  {aec(seconds, config, wrapped=False):>12,.0f} plies/s")
+    vector_envs = max(batch_sizes)
+    lines.append(f"vector env {vector_envs:<5d}  random vs random              "
+                 f"{vector(vector_envs, seconds, config):>12,.0f} plies/s")
     ref = reference(seconds, config)
     if ref is None:
         lines.append("reference  not found (tests/reference.py is in the source checkout only)")

@@ -19,6 +19,7 @@ import numpy as np
 BOARD_SIZE = 6  # files and ranks
 NUM_SQUARES = BOARD_SIZE * BOARD_SIZE
 STRIDE = BOARD_SIZE + 1  # bits per rank: six squares and one guard bit
+BITBOARD_BYTES = (BOARD_SIZE * STRIDE + 7) // 8  # low bytes of a bitboard that hold squares (6)
 FILES = "abcdef"
 COLOURS = ("red", "blue")
 RED, BLUE = 0, 1
@@ -79,7 +80,9 @@ def bits_of(squares) -> int:
 
 def bitboards_to_array(bits: np.ndarray) -> np.ndarray:
     """``(B,) int64`` bitboards -> ``(B, 36) bool`` square masks."""
-    return (np.asarray(bits, dtype=np.int64)[:, None] >> BIT_POSITION_ARRAY) & 1 == 1
+    by = np.ascontiguousarray(bits, dtype=np.int64).view(np.uint8).reshape(-1, 8)[:, :BITBOARD_BYTES]
+    unpacked = np.unpackbits(by, axis=1, bitorder="little")[:, : BOARD_SIZE * STRIDE]  # bit positions
+    return unpacked.reshape(-1, BOARD_SIZE, STRIDE)[:, :, :BOARD_SIZE].reshape(-1, NUM_SQUARES).view(bool)
 
 
 def array_to_bitboards(mask: np.ndarray) -> np.ndarray:

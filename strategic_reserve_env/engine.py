@@ -292,8 +292,12 @@ def _illegal(state: State, actions: np.ndarray, game: int) -> IllegalActionError
 
 
 def _keep_finished(live: np.ndarray, new: State, old: State) -> State:
-    """``new`` for live games, ``old`` for finished ones."""
-    return State(**{f.name: _select(live, getattr(new, f.name), getattr(old, f.name)) for f in fields(State)})
+    """``new`` for the games in ``live``, ``old`` for the others (fields ``new`` did not touch are shared)."""
+    values = {}
+    for f in fields(State):
+        new_value, old_value = getattr(new, f.name), getattr(old, f.name)
+        values[f.name] = new_value if new_value is old_value else _select(live, new_value, old_value)
+    return State(**values)
 
 
 @dataclass(frozen=True)

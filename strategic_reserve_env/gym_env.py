@@ -166,10 +166,7 @@ class StrategicReserveVectorEnv(VectorEnv):
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs,):
             raise ValueError(f"actions must have shape ({self.num_envs},), got {actions.shape}")
-        restart = self._restart
-        rewards, terminated, truncated, illegal = self.games.step(actions.astype(np.int64), active=~restart)
-        if restart.any():
-            self.games.restart(restart)
+        rewards, terminated, truncated, illegal = self.games.step(actions.astype(np.int64), restart=self._restart)
         self._restart = terminated | truncated
         infos = self._infos()
         if illegal.any():

@@ -50,6 +50,7 @@ class LearnerGames:
         self.seat = np.zeros(num_games, dtype=np.int64)  # (B,) int64 RED / BLUE: the learner's colour
         self.dice = DiceStreams(np.zeros(num_games, dtype=np.int64))
         self.rng = np.random.default_rng()
+        self._planes: tuple[engine.State, np.ndarray] | None = None  # learner planes of one state, cached
 
     def reset(self, seeds=None, rng: np.random.Generator | None = None) -> None:
         """Start every game again; new dice streams if ``seeds`` ((B,) ints) are given."""
@@ -62,14 +63,10 @@ class LearnerGames:
         self._draw_seats(everyone)
         self._advance(everyone)
 
-    def restart(self, mask: np.ndarray) -> None:
-        """Start the games where ``mask`` again and play them to the learner's first decision."""
-        self.state = engine.reset(self.state, mask, self.config)
-        self._draw_seats(mask)
-        self._advance(mask)
-
-    def step(self, actions, active: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-        """The learner places ``actions`` (where ``active``), then the opponent replies.
+    def step(self, actions, restart: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """The learner places ``actions``, then the opponent replies; games where ``restart``
+        ((B,) bool) start a new game instead, their actions ignored, played to the learner's
+        first decision.
 
         Returns (B,) ``rewards`` float32 (+1 learner won, -1 opponent won),
         ``terminated`` and ``truncated`` bools for the games that ended now,
@@ -77,18 +74,22 @@ class LearnerGames:
         action loses the game (reward -1); with ``"raise"`` it raises
         :class:`~strategic_reserve_env.engine.IllegalActionError`.
         """
-        if active is None:
-            active = np.ones(self.num_games, dtype=bool)
-        before = self.state.done
+        if restart is None:
+            restart = np.zeros(self.num_games, dtype=bool)
+        placing = ~restart
+        before = self.state.done & placing
         illegal = np.zeros(self.num_games, dtype=bool)
         if self.illegal_action == "lose":
-            illegal = engine.illegal_actions(self.state, actions, active)
+            illegal = engine.illegal_actions(self.state, actions, placing)
             if illegal.any():
                 self.state = engine.forfeit(self.state, illegal)
-        self.state = engine.place(self.state, actions, self.config, active=active & ~illegal)
+        self.state = engine.place(self.state, actions, self.config, active=placing & ~illegal)
         rewards = np.where(self.state.done & ~before & (self.state.winner == self.seat), 1.0, 0.0) - illegal
-        rewards -= self._advance(active & ~self.state.done)
-        ended = self.state.done & ~before
+        if restart.any():
+            self.state = engine.reset(self.state, restart, self.config)
+            self._draw_seats(restart)
+        rewards -= self._advance(~self.state.done)
+        ended = self.state.done & ~before & placing
         return rewards.astype(np.float32), ended & (self.state.winner >= 0), ended & self.state.truncated, illegal
 
     def _draw_seats(self, mask: np.ndarray) -> None:
@@ -110,7 +111,7 @@ class LearnerGames:
         if opponent_turn.any():
             state = engine.roll(state, self.dice.next(opponent_turn), active=opponent_turn)
             observations = mover_planes(state) if getattr(self.opponent, "uses_observation", True) else None
-            masks = _mask_from_planes(observations) if observations is not None else _legal_masks(state.legal)
+            masks = _mask_from_planes(observations) if observations is not None else bitboards_to_array(state.legal)
             actions = np.asarray(self.opponent.act(observations, masks, self.rng))
             before = state.done
             state = engine.place(state, actions.astype(np.int64, copy=False), self.config, active=opponent_turn)
@@ -125,19 +126,17 @@ class LearnerGames:
     def observations(self) -> np.ndarray:
         """(B, 6, 6, 9) int8 planes from the learner's side (legal plane empty when it is not to move)."""
         s = self.state
-        mine = s.to_move == self.seat
-        return encode(
-            np.where(mine, s.me, s.opp), np.where(mine, s.opp, s.me), np.where(mine, s.legal, 0),
-            s.rolled, s.captured, s.hit,
-            np.where(mine, s.reserve_me, s.reserve_opp), np.where(mine, s.reserve_opp, s.reserve_me),
-        )
+        if self._planes is None or self._planes[0] is not s:
+            mine = s.to_move == self.seat
+            planes = encode(
+                np.where(mine, s.me, s.opp), np.where(mine, s.opp, s.me), np.where(mine, s.legal, 0),
+                s.rolled, s.captured, s.hit,
+                np.where(mine, s.reserve_me, s.reserve_opp), np.where(mine, s.reserve_opp, s.reserve_me),
+            )
+            self._planes = (s, planes)
+        return self._planes[1]
 
     def action_masks(self) -> np.ndarray:
         """(B, 36) bool legal placements of the learner (all False in finished games)."""
-        s = self.state
-        return _legal_masks(np.where(s.to_move == self.seat, s.legal, 0)).astype(bool)
+        return _mask_from_planes(self.observations()).view(bool)
 
-
-def _legal_masks(legal: np.ndarray) -> np.ndarray:
-    """(B,) legal bitboards -> (B, 36) int8 masks."""
-    return bitboards_to_array(legal).astype(np.int8)

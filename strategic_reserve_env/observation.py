@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .board import BIT_POSITION, BOARD_SIZE, FULL, NUM_SQUARES, STRIDE, bits_of
+from .board import BIT_POSITION, BITBOARD_BYTES, BOARD_SIZE, FULL, NUM_SQUARES, STRIDE, bits_of
 from .rules import HIT_ENEMY, HIT_FRIENDLY
 
 NUM_PLANES = 9
@@ -41,7 +41,6 @@ PLANE_NAMES = (
 )
 OBSERVATION_SHAPE = (BOARD_SIZE, BOARD_SIZE, NUM_PLANES)
 LEGAL_PLANE = PLANE_NAMES.index("legal")
-_BYTES_USED = (BOARD_SIZE * STRIDE + 7) // 8  # bytes of a bitboard that hold squares (6)
 #: _COUNT_BITS[n]: bitboard of the first n squares (index order), n = 0..36
 _COUNT_BITS_LIST = [bits_of(range(n)) for n in range(NUM_SQUARES + 1)]
 _COUNT_BITS = np.array(_COUNT_BITS_LIST, dtype=np.int64)
@@ -49,10 +48,15 @@ _ROLLED_BITS_LIST = [1 << p for p in BIT_POSITION] + [0]  # index -1 (no roll ye
 _ROLLED_BITS = np.array(_ROLLED_BITS_LIST, dtype=np.int64)
 
 
+_POSITION_COLUMN = np.array(BIT_POSITION, dtype=np.int64)[:, None]  # (36, 1) bit position of each square
+
+
 def _unpack(bits: np.ndarray) -> np.ndarray:
     """(..., 9) int64 bitboards -> (..., 6, 6, 9) int8 planes."""
+    if bits.ndim == 1:  # one game: a broadcast shift lands channels-last at once (cheaper at this size)
+        return ((bits >> _POSITION_COLUMN) & 1).astype(np.int8).reshape(OBSERVATION_SHAPE)
     batch_shape = bits.shape[:-1]
-    by = bits.view(np.uint8).reshape(batch_shape + (NUM_PLANES, 8))[..., :_BYTES_USED]
+    by = bits.view(np.uint8).reshape(batch_shape + (NUM_PLANES, 8))[..., :BITBOARD_BYTES]
     by = np.ascontiguousarray(np.swapaxes(by, -1, -2))  # (..., 6 bytes, 9 planes)
     unpacked = np.unpackbits(by, axis=-2, bitorder="little")  # (..., 48 bit positions, 9 planes)
     ranks = unpacked[..., : BOARD_SIZE * STRIDE, :].reshape(batch_shape + (BOARD_SIZE, STRIDE, NUM_PLANES))

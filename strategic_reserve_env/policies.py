@@ -15,6 +15,11 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .board import NUM_SQUARES
+from .sampling import nth_set_bit, popcount
+
+_MASK_BYTES = (NUM_SQUARES + 7) // 8
+
 
 class UniformRandomPolicy:
     """Uniform over the legal squares."""
@@ -22,11 +27,13 @@ class UniformRandomPolicy:
     uses_observation = False
 
     def act(self, observations, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One legal square per row of ``masks``, uniformly at random (0 where none is legal)."""
-        masks = np.asarray(masks)
-        counts = masks.sum(axis=-1)
-        k = (rng.random(counts.shape) * counts).astype(np.int64)
-        return (np.cumsum(masks, axis=-1) <= k[..., None]).sum(axis=-1).clip(max=masks.shape[-1] - 1)
+        """One legal square per row of ``(B, 36)`` masks, uniformly at random (0 where none is legal)."""
+        masks = np.asarray(masks, dtype=bool)
+        packed = np.zeros((masks.shape[0], 8), dtype=np.uint8)  # bit s of row i = masks[i, s]
+        packed[:, :_MASK_BYTES] = np.packbits(masks, axis=1, bitorder="little")
+        bits = packed.view(np.int64)[:, 0]
+        k = (rng.random(len(bits)) * popcount(bits)).astype(np.int64)
+        return np.where(bits != 0, nth_set_bit(bits, k), 0)
 
     def __repr__(self) -> str:
         return "UniformRandomPolicy()"
