@@ -90,7 +90,7 @@ class StrategicReserveEnv(gymnasium.Env):
         info = self._info()
         if illegal[0]:
             legal = ", ".join(square_name(s) for s in np.flatnonzero(legal_before))
-            info["illegal_action"] = f"action {action!r} is not a legal placement; legal: {legal}"
+            info["illegal_action"] = f"action {action} is not a legal placement; legal: {legal}"
             gymnasium.logger.warn(f"illegal action, the learner loses: {info['illegal_action']}")
         if self.render_mode == "human":
             self.render()
@@ -157,6 +157,8 @@ class StrategicReserveVectorEnv(VectorEnv):
             seeds = [int(s) for s in seed]
             if len(seeds) != self.num_envs:
                 raise ValueError(f"seed must be an int or {self.num_envs} ints, got {len(seeds)}")
+        if min(seeds) < 0:
+            raise ValueError(f"seeds must be non-negative, got {min(seeds)}")
         self._np_random = np.random.default_rng(seeds)
         self.games.reset(seeds, self._np_random)
         self._restart[:] = False

@@ -77,7 +77,7 @@ class LearnerGames:
         if restart is None:
             restart = np.zeros(self.num_games, dtype=bool)
         placing = ~restart
-        before = self.state.done & placing
+        before = self.state.done
         illegal = np.zeros(self.num_games, dtype=bool)
         if self.illegal_action == "lose":
             illegal = engine.illegal_actions(self.state, actions, placing)

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # render_mode="human" opens a window without a display
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+
 import numpy as np
 import pytest
 
