@@ -58,8 +58,9 @@ def group(seed, mask):
             passes += 1
             if passes == COMPACT_AFTER:
                 rest = np.flatnonzero(growing)
-                if 4 * len(rest) < len(growing):
-                    grown[rest] = group(grown[rest], mask[rest])
+                if 4 * len(rest) < growing.size:
+                    flat = grown.reshape(-1)  # a view: grown is a fresh array of this call
+                    flat[rest] = group(flat[rest], np.broadcast_to(mask, grown.shape).reshape(-1)[rest])
                     return grown
         x = grown
 

@@ -1,0 +1,88 @@
+"""The expectimax agent: search through the opponent's roll and the agent's own next roll.
+
+Value of placing on ``p`` (every chance node enumerated exactly, 36 rolls):
+
+- ``depth=1``: the average, over the opponent's roll ``r1``, of the win
+  probability at the opponent's decision that follows;
+- ``depth=2``: the average over ``r1`` and over the agent's own next roll
+  ``r2`` of the win probability at the agent's next decision.
+
+**Evaluation function.** A win probability from the two reserves at a
+decision, the reserve race being what decides the game::
+
+    P(mover wins | mover reserve m, opponent reserve o) =
+        1                                   if m == 1 (the mover places its last checker)
+        0                                   if o == 1 < m (the opponent does so next)
+        sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise
+
+with ``A = 1.553`` and ``B = 0.368``, fitted by logistic regression to the
+96,661 decisions of 4,000 greedy self-play games (``python -m
+agents.fit_race_model`` reproduces the fit). Reserves at the next decision
+come from exact captures: ``r1`` sends the agent's checkers back to its
+reserve, ``r2`` the opponent's. The opponent's placement between the two
+rolls is not modelled except for its reserve (it adds one checker and
+cannot capture).
+
+Depth 2 searches the ``width`` best placements of the depth-1 search; ties
+are broken at random. Everything is vectorised over games, placements and
+rolls with the engine's own ``resolve_roll``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES
+
+from .base import argmin_random_ties, captures_by_roll, read_position
+
+DEPTHS = (1, 2)
+RACE_A, RACE_B = 1.553, 0.368  # see the module docstring and agents/fit_race_model.py
+
+
+def win_probability(mover_reserve, opponent_reserve) -> np.ndarray:
+    """P(the player to decide wins) from both reserves (arrays of any shape); see the module docstring."""
+    m = np.asarray(mover_reserve, dtype=np.float64)
+    o = np.asarray(opponent_reserve, dtype=np.float64)
+    p = 1.0 / (1.0 + np.exp(-(RACE_A * (o - m) + RACE_B) / np.sqrt(np.maximum(m + o, 1.0))))
+    p = np.where(o <= 1, 0.0, p)
+    return np.where(m <= 1, 1.0, p)
+
+
+class ExpectimaxAgent:
+    """Expectimax over the opponent's roll (depth 1) and the agent's own next roll (depth 2)."""
+
+    uses_observation = True
+
+    def __init__(self, depth: int = 2, width: int = 6) -> None:
+        if depth not in DEPTHS:
+            raise ValueError(f"expectimax depth must be one of {DEPTHS}, got {depth!r}")
+        if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= NUM_SQUARES:
+            raise ValueError(f"expectimax width must be an integer in 1..36, got {width!r}")
+        self.depth, self.width = depth, width
+        self.name = f"expectimax:depth={depth}" + (f",width={width}" if width != 6 else "")
+
+    def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        position = read_position(observations, masks)
+        legal = np.asarray(masks, dtype=bool)
+        m, o = position.reserve_me, position.reserve_opp
+        placed = position.me[:, None] | BIT_ARRAY[None, :]  # (B, 36 placements)
+        me_left, lost = captures_by_roll(position.opp[:, None], placed)  # (B, 36 p, 36 r1)
+        my_reserve = (m - 1)[:, None, None] + lost  # at my next decision
+        value = 1.0 - win_probability(o[:, None, None], my_reserve).mean(axis=-1)  # the opponent decides next
+        value = np.where((m == 1)[:, None], 1.0, value)  # placing the last checker wins at once
+        if self.depth == 1:
+            return argmin_random_ties(-value, legal, rng, step=1e-9)
+        ranked = np.argsort(np.where(legal, -value, np.inf), axis=-1, kind="stable")
+        candidates = ranked[:, : self.width]  # (B, k); illegal ones sort last and are masked below
+        rows = np.arange(len(candidates))[:, None]
+        _, gained = captures_by_roll(me_left[rows, candidates], position.opp[:, None, None])  # (B, k, 36 r1, 36 r2)
+        opponent_reserve = (o - 1)[:, None, None, None] + gained  # the opponent placed once, then r2 captured
+        leaf = win_probability(my_reserve[rows, candidates][..., None], opponent_reserve)
+        leaf = np.where((o == 1)[:, None, None, None], 0.0, leaf)  # the opponent's placement won first
+        deep = np.where((m == 1)[:, None], 1.0, leaf.mean(axis=(-1, -2)))  # (B, k)
+        choice = argmin_random_ties(-deep, legal[rows, candidates], rng, step=1e-9)
+        return candidates[np.arange(len(candidates)), choice]
+
+    def __repr__(self) -> str:
+        return f"ExpectimaxAgent(depth={self.depth}, width={self.width})"

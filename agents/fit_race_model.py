@@ -1,0 +1,72 @@
+"""Refit the reserve-race win probability used by the expectimax agent.
+
+``python -m agents.fit_race_model [--games 4000] [--seed 0]`` plays greedy
+self-play games in one batch, records (mover reserve, opponent reserve, did
+the mover win) at every decision, and fits
+``P = sigmoid((A * (o - m) + B) / sqrt(m + o))`` by maximum likelihood on the
+decisions with both reserves above 1 (the others are certain). It prints A
+and B; agents/expectimax.py holds the values of the default run.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from scipy.optimize import minimize
+
+from strategic_reserve_env import engine
+from strategic_reserve_env.board import bitboards_to_array
+from strategic_reserve_env.config import Config
+from strategic_reserve_env.dice import DiceStreams
+from strategic_reserve_env.observation import mover_planes
+
+from .greedy import GreedyAgent
+
+
+def self_play_decisions(games: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mover reserve, opponent reserve, mover won) at every decision of greedy self-play."""
+    config, agent, rng = Config(), GreedyAgent(), np.random.default_rng(seed)
+    state = engine.init(config, games)
+    dice = DiceStreams(np.arange(games) + seed * games)
+    state = engine.roll(state, dice.next())
+    records = []
+    while not state.done.all():
+        live = np.flatnonzero(~state.done)
+        part = state[live]
+        records.append((live, part.reserve_me, part.reserve_opp, part.to_move))
+        actions = np.zeros(games, dtype=np.int64)
+        actions[live] = agent.act(mover_planes(part), bitboards_to_array(part.legal), rng)
+        state = engine.place(state, actions, config)
+        state = engine.roll(state, dice.next(~state.done))
+    game, mine, theirs, mover = (np.concatenate(column) for column in zip(*records))
+    return mine, theirs, (state.winner[game] == mover).astype(np.float64)
+
+
+def fit(mine: np.ndarray, theirs: np.ndarray, won: np.ndarray) -> tuple[float, float]:
+    """Maximum-likelihood (A, B) on decisions where neither reserve is 1."""
+    keep = (mine > 1) & (theirs > 1)
+    scale = np.sqrt(mine[keep] + theirs[keep])
+    features = np.stack([(theirs[keep] - mine[keep]) / scale, 1.0 / scale], axis=1)
+    outcome = won[keep]
+
+    def negative_log_likelihood(theta):
+        z = features @ theta
+        return np.sum(np.logaddexp(0.0, z) - outcome * z)
+
+    a, b = minimize(negative_log_likelihood, np.zeros(2)).x
+    return float(a), float(b)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, default=4000, help="greedy self-play games (default 4000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of dice and tie-breaks (default 0)")
+    args = parser.parse_args()
+    mine, theirs, won = self_play_decisions(args.games, args.seed)
+    a, b = fit(mine, theirs, won)
+    print(f"{len(won)} decisions from {args.games} games: A = {a:.3f}, B = {b:.3f}")
+
+
+if __name__ == "__main__":
+    main()

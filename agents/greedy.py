@@ -1,0 +1,41 @@
+"""The greedy agent: the placement that minimises the checkers the opponent's next roll sends back.
+
+For each legal placement p the expected loss is computed exactly over all 36
+equally likely rolls of the opponent, with the engine's own rule function
+seen from the opponent's seat: ``resolve_roll(opp, me | p, roll)`` removes
+the mover's checkers an enemy hit or a friendly hit would take. All B games,
+36 placements and 36 rolls are one array computation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from strategic_reserve_env.board import BIT_ARRAY
+
+from .base import argmin_random_ties, captures_by_roll, read_position
+
+
+def expected_losses(me: np.ndarray, opp: np.ndarray) -> np.ndarray:
+    """(B, 36) total over the opponent's 36 rolls of the mover's checkers lost, if the mover places on each square.
+
+    Divide by 36 for the expectation. Entries for occupied squares are meaningless.
+    """
+    placed = me[:, None] | BIT_ARRAY[None, :]  # (B, 36 placements)
+    _, lost = captures_by_roll(opp[:, None], placed)  # (B, 36 placements, 36 rolls)
+    return lost.sum(axis=-1)
+
+
+class GreedyAgent:
+    """One-ply lookahead: minimise the expected number of own checkers captured by the opponent's next roll."""
+
+    name = "greedy"
+    uses_observation = True
+
+    def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        position = read_position(observations, masks)
+        losses = expected_losses(position.me, position.opp)
+        return argmin_random_ties(losses.astype(np.float64), np.asarray(masks, dtype=bool), rng, step=1.0)
+
+    def __repr__(self) -> str:
+        return "GreedyAgent()"

@@ -1,0 +1,73 @@
+"""Play two agents against each other in one engine batch, with paired dice.
+
+Game slot ``i`` rolls from dice stream ``dice_seeds[i]``
+(:class:`~strategic_reserve_env.dice.DiceStreams`): roll ``t`` of a game is
+roll ``t`` of its stream, whatever the agents do. Give both games of a pair
+the same seed and swap the seats, and they see the same rolls for as long as
+their positions allow. The agents' own randomness comes from generators of
+their own, apart from the dice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import engine
+from .board import RED, bitboards_to_array
+from .config import Config
+from .dice import DiceStreams
+from .observation import mover_planes
+
+
+@dataclass(frozen=True)
+class Games:
+    """Results of N games between agents 0 and 1."""
+
+    red_agent: np.ndarray  # (N,) int64: which agent (0 or 1) played Red
+    winner: np.ndarray  # (N,) int64: RED, BLUE or -1 (truncated)
+    plies: np.ndarray  # (N,) int64 game lengths
+    truncated: np.ndarray  # (N,) bool
+
+    @property
+    def winning_agent(self) -> np.ndarray:
+        """(N,) int64: 0 or 1 for the agent that won, -1 for a truncated game."""
+        return np.where(self.winner < 0, -1, np.where(self.winner == RED, self.red_agent, 1 - self.red_agent))
+
+
+def play(agents, red_agent: np.ndarray, dice_seeds: np.ndarray, config: Config, rngs,
+         on_ply: Callable[[engine.State], None] | None = None) -> Games:
+    """Play ``len(red_agent)`` games of ``agents[0]`` against ``agents[1]`` to the end (or the ply limit).
+
+    ``red_agent`` ((N,) 0/1) says who plays Red in each game, ``dice_seeds``
+    ((N,) ints) the dice stream of each game, ``rngs`` one generator per
+    agent. ``on_ply(state)`` is called with the state after the first roll
+    and after every ply (for a progress bar, or to record the games).
+    """
+    red_agent = np.asarray(red_agent, dtype=np.int64)
+    state = engine.init(config, len(red_agent))
+    dice = DiceStreams(dice_seeds)
+    state = engine.roll(state, dice.next())
+    if on_ply is not None:
+        on_ply(state)
+    while not state.done.all():
+        live = ~state.done
+        mover = np.where(state.to_move == RED, red_agent, 1 - red_agent)
+        actions = np.zeros(state.batch_size, dtype=np.int64)
+        for index, agent in enumerate(agents):
+            games = np.flatnonzero(live & (mover == index))
+            if games.size == 0:
+                continue
+            part = state[games]
+            observations = mover_planes(part) if getattr(agent, "uses_observation", True) else None
+            chosen = agent.act(observations, bitboards_to_array(part.legal), rngs[index])
+            actions[games] = np.asarray(chosen, dtype=np.int64)
+        state = engine.place(state, actions, config)
+        live = ~state.done
+        state = engine.roll(state, dice.next(live))
+        if on_ply is not None:
+            on_ply(state)
+    return Games(red_agent=red_agent, winner=state.winner.copy(), plies=state.ply.copy(),
+                 truncated=state.truncated.copy())

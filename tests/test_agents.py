@@ -1,0 +1,146 @@
+"""Agents: legal actions everywhere, greedy and expectimax values checked against the reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents import KNOWN_AGENTS, load_agent
+from agents.expectimax import ExpectimaxAgent, win_probability
+from agents.greedy import expected_losses
+from reference import ReferenceGame
+from strategic_reserve_env import engine
+from strategic_reserve_env.board import BIT, bitboards_to_array, board_string, squares_of
+from strategic_reserve_env.config import Config
+from strategic_reserve_env.observation import mover_planes
+from strategic_reserve_env.sampling import uniform_square
+
+AGENT_SPECS = ["random", "greedy", "expectimax:depth=1", "expectimax:depth=2", "expectimax:depth=2,width=2"]
+
+
+def random_positions(games: int, seed: int, reserve: int = 7) -> engine.State:
+    """Positions after 0..59 random plies each, rolled and awaiting a placement."""
+    rng = np.random.default_rng(seed)
+    config = Config(reserve=reserve, ply_limit=10_000)
+    state = engine.roll(engine.init(config, games), engine.draw_rolls(rng, games))
+    stop_at = rng.integers(0, 60, games)
+    for ply in range(60):
+        moving = (ply < stop_at) & ~state.done
+        state = engine.place(state, uniform_square(state.legal, rng.random(games)), config, active=moving)
+        state = engine.roll(state, engine.draw_rolls(rng, games), active=moving)
+    return state[~state.done]
+
+
+@pytest.fixture(scope="module")
+def positions() -> engine.State:
+    return engine.concatenate([random_positions(1500, seed=1), random_positions(500, seed=2, reserve=3)])
+
+
+@pytest.mark.parametrize("spec", AGENT_SPECS)
+def test_every_agent_plays_legal_squares(spec, positions):
+    agent = load_agent(spec)
+    observations = mover_planes(positions)
+    masks = bitboards_to_array(positions.legal)
+    actions = np.asarray(agent.act(observations, masks, np.random.default_rng(0)))
+    assert actions.shape == (positions.batch_size,)
+    assert masks[np.arange(len(actions)), actions].all()
+
+
+def _reference_loss(me: int, opp: int, placed: int) -> int:
+    """Sum over the opponent's 36 rolls of the mover's checkers captured, by the reference rules."""
+    total = 0
+    board = board_string(me | BIT[placed], opp)  # the mover is "R" here
+    for roll in range(36):
+        game = ReferenceGame(board, {"red": 5, "blue": 5}, "blue")  # the opponent rolls
+        game.roll(roll)
+        total += len(game.captured)
+    return total
+
+
+def test_greedy_losses_match_the_reference(positions):
+    sample = positions[np.arange(0, positions.batch_size, 97)]
+    losses = expected_losses(sample.me, sample.opp)
+    for i in range(sample.batch_size):
+        me, opp = int(sample.me[i]), int(sample.opp[i])
+        for placed in squares_of(int(sample.legal[i])):
+            assert losses[i, placed] == _reference_loss(me, opp, placed)
+
+
+def test_greedy_picks_a_minimum_and_breaks_ties_at_random(positions):
+    agent = load_agent("greedy")
+    observations, masks = mover_planes(positions), bitboards_to_array(positions.legal)
+    losses = np.where(masks, expected_losses(positions.me, positions.opp), 10**6)
+    chosen = {}
+    for seed in range(4):
+        actions = agent.act(observations, masks, np.random.default_rng(seed))
+        assert np.array_equal(losses[np.arange(len(actions)), actions], losses.min(axis=1))
+        chosen[seed] = actions
+    assert any(not np.array_equal(chosen[0], chosen[s]) for s in (1, 2, 3))  # ties do vary
+
+
+def test_win_probability():
+    assert win_probability(1, 9) == 1.0 and win_probability(3, 1) == 0.0
+    grid = win_probability(np.arange(2, 12)[:, None], np.arange(2, 12)[None, :])
+    assert np.all(np.diff(grid, axis=0) < 0) and np.all(np.diff(grid, axis=1) > 0)  # fewer left is better
+    assert 0.5 < win_probability(5, 5) < 0.6  # the mover's edge at equal reserves
+
+
+def test_expectimax_depth2_values_match_brute_force():
+    """With width 36 the depth-2 choice is the exact argmax of the documented value."""
+    state = random_positions(40, seed=5)
+    i = int(np.argmax(bitboards_to_array(state.legal).sum(axis=1) < 8))  # a position with few legal squares
+    one = state[i]
+    me, opp = int(one.me[0]), int(one.opp[0])
+    m, o = int(one.reserve_me[0]), int(one.reserve_opp[0])
+    values = {}
+    for placed in squares_of(int(one.legal[0])):
+        total = 0.0
+        for r1 in range(36):
+            first = ReferenceGame(board_string(me | BIT[placed], opp), {"red": 9, "blue": 9}, "blue")
+            first.roll(r1)
+            lost = len(first.captured)
+            for r2 in range(36):
+                second = ReferenceGame(first.board_string(), {"red": 9, "blue": 9}, "red")
+                second.roll(r2)
+                total += float(win_probability(m - 1 + lost, o - 1 + len(second.captured))) if o > 1 else 0.0
+        values[placed] = total / 36**2
+    agent = ExpectimaxAgent(depth=2, width=36)
+    picks = {int(agent.act(mover_planes(one), bitboards_to_array(one.legal), np.random.default_rng(s))[0])
+             for s in range(5)}
+    best = max(values.values())
+    assert all(abs(values[p] - best) < 1e-9 for p in picks)
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("alphazero", "unknown agent 'alphazero'; known agents: random, greedy"),
+        ("expectimax:depth=3", r"expectimax depth must be one of \(1, 2\), got 3"),
+        ("expectimax:depth=two", "depth must be int, got 'two'"),
+        ("expectimax:breadth=2", "unknown option 'breadth=2'; options: depth, width"),
+        ("greedy:depth=2", "unknown agent 'greedy:depth=2'"),
+        ("ppo:", "give the model file"),
+        ("ppo:missing/model.zip", "ppo model not found: missing/model.zip"),
+        ("", "an agent spec must be a non-empty string"),
+    ],
+)
+def test_bad_agent_specs(spec, message):
+    with pytest.raises(ValueError, match=message):
+        load_agent(spec)
+    assert "expectimax" in KNOWN_AGENTS
+
+
+def test_ppo_agent_loads_a_maskable_ppo_zip_and_plays_legally(tmp_path, positions):
+    from sb3_contrib import MaskablePPO
+
+    from strategic_reserve_env.gym_env import StrategicReserveEnv
+
+    model = MaskablePPO("MlpPolicy", StrategicReserveEnv(), n_steps=32, batch_size=32, seed=0, device="cpu")
+    model.save(tmp_path / "tiny.zip")
+    observations, masks = mover_planes(positions[:300]), bitboards_to_array(positions[:300].legal)
+    for spec in (f"ppo:{tmp_path / 'tiny.zip'}", f"ppo:{tmp_path / 'tiny.zip'},deterministic=false"):
+        agent = load_agent(spec)
+        first = agent.act(observations, masks, np.random.default_rng(3))
+        assert masks[np.arange(300), first].all()
+        assert np.array_equal(first, agent.act(observations, masks, np.random.default_rng(3)))
+    assert agent.values(observations).shape == (300,)
