@@ -95,9 +95,10 @@ def dice_seeds(seed: int, pairs: int) -> np.ndarray:
     return np.repeat(per_pair.astype(np.int64), 2)
 
 
-def play_pairing(spec_a: str, spec_b: str, settings: Settings, progress=None) -> Pairing:
-    """All games of one pairing, in engine batches, with paired dice and swapped seats."""
-    agents = (load_agent(spec_a), load_agent(spec_b))
+def play_pairing(a, b, settings: Settings, progress=None) -> Pairing:
+    """All games of one pairing (agent specs or agent objects), in engine batches, with paired
+    dice and swapped seats."""
+    agents = tuple(load_agent(x) if isinstance(x, str) else x for x in (a, b))
     config = Config(reserve=settings.reserve, ply_limit=settings.ply_limit)
     seeds = dice_seeds(settings.seed, settings.games // 2)
     red_agent = np.tile([0, 1], settings.games // 2)  # even game: a is Red; odd game: b is Red
@@ -120,7 +121,7 @@ def play_pairing(spec_a: str, spec_b: str, settings: Settings, progress=None) ->
     winner = np.concatenate([r.winning_agent for r in results])
     points = np.where(winner == 0, 1.0, np.where(winner < 0, 0.5, 0.0))
     return Pairing(
-        a=spec_a, b=spec_b, games=settings.games,
+        a=agents[0].name, b=agents[1].name, games=settings.games,
         wins_as_red=int(((red == 0) & (winner == 0)).sum()), games_as_red=int((red == 0).sum()),
         wins_as_blue=int(((red == 1) & (winner == 0)).sum()), games_as_blue=int((red == 1).sum()),
         truncated=int((winner < 0).sum()), total_plies=int(np.concatenate([r.plies for r in results]).sum()),
@@ -196,27 +197,35 @@ def rating_rows(ratings: dict[str, tuple[float, float]]) -> list[list[str]]:
     return [[name, f"{value:+.0f}", f"±{half:.0f}"] for name, (value, half) in ordered]
 
 
-def write_outputs(directory: Path, settings: Settings, pairings: list[Pairing], ratings) -> None:
-    """results.json (raw counts and settings), results.md, ratings.png."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def write_outputs(directory: Path, settings: Settings, pairings: list[Pairing], ratings, stem: str = "results",
+                  plot: bool = True, extra: dict | None = None) -> None:
+    """``{stem}.json`` (raw counts and settings, plus ``extra``), ``{stem}.md`` and, if ``plot``, ratings.png."""
     directory.mkdir(parents=True, exist_ok=True)
     payload = {
         "settings": asdict(settings),
         "pairings": [asdict(p) | {"score": p.score, "ci95": list(p.interval())} for p in pairings],
         "ratings_elo": {name: {"rating": value, "ci95_half_width": half} for name, (value, half) in ratings.items()},
+        **(extra or {}),
     }
-    (directory / "results.json").write_text(json.dumps(payload, indent=1) + "\n")
+    (directory / f"{stem}.json").write_text(json.dumps(payload, indent=1) + "\n")
     markdown = [
         f"# Tournament: {settings.games} games per pairing, seed {settings.seed}, reserve {settings.reserve}",
         "", markdown_table(PAIRING_HEADER, pairing_rows(pairings)), "",
         "## Bradley-Terry ratings (Elo scale, 95 % intervals)", "",
         markdown_table(["agent", "rating", "95% CI"], rating_rows(ratings)), "",
     ]
-    (directory / "results.md").write_text("\n".join(markdown))
+    (directory / f"{stem}.md").write_text("\n".join(markdown))
+    if plot:
+        plot_ratings(directory / "ratings.png", settings, ratings)
+
+
+def plot_ratings(path: Path, settings: Settings, ratings) -> None:
+    """Ratings with their intervals as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     ordered = sorted(ratings.items(), key=lambda item: item[1][0])
     figure, axes = plt.subplots(figsize=(6, 0.6 * len(ordered) + 1.2))
     axes.errorbar([v for _, (v, _) in ordered], range(len(ordered)), xerr=[h for _, (_, h) in ordered],
@@ -226,7 +235,7 @@ def write_outputs(directory: Path, settings: Settings, pairings: list[Pairing], 
     axes.set_title(f"Strategic Reserve, {settings.games} games per pairing")
     axes.grid(axis="x", alpha=0.3)
     figure.tight_layout()
-    figure.savefig(directory / "ratings.png", dpi=120)
+    figure.savefig(path, dpi=120)
     plt.close(figure)
 
 

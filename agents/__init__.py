@@ -32,6 +32,9 @@ class RandomAgent(UniformRandomPolicy):
 
     name = "random"
 
+    def __repr__(self) -> str:
+        return "RandomAgent()"
+
 
 def _options(spec: str, text: str, allowed: dict) -> dict:
     """Parse ``key=value,key=value`` with the types of ``allowed`` ({key: type})."""
@@ -70,7 +73,7 @@ def load_agent(spec: str):
             raise ValueError(f"agent spec {spec!r}: give the model file, e.g. ppo:models/ppo_baseline.zip")
         from .ppo import PPOAgent
 
-        return PPOAgent(path, **_options(spec, more, {"deterministic": bool}))
+        return PPOAgent.load(path, **_options(spec, more, {"deterministic": bool}))
     raise ValueError(f"unknown agent {spec!r}; known agents: {KNOWN_AGENTS}")
 
 

@@ -56,13 +56,18 @@ def captures_by_roll(roller: np.ndarray, target: np.ndarray) -> tuple[np.ndarray
     the 36 rolls of ``roller``: ``target``'s checkers left and how many were captured.
 
     Returns two arrays of shape ``(..., 36)``; the rules are the engine's ``resolve_roll``.
+    A roll on an empty square captures nothing, so only rolls on occupied squares are computed.
     """
     shape = np.broadcast_shapes(np.shape(roller), np.shape(target)) + (NUM_SQUARES,)
-    rolls = np.broadcast_to(BIT_ARRAY, shape).reshape(-1)
     mover = np.broadcast_to(np.asarray(roller)[..., None], shape).reshape(-1)
     other = np.broadcast_to(np.asarray(target)[..., None], shape).reshape(-1)
-    left, captured, _, _ = resolve_roll(mover, other, rolls)
-    return left.reshape(shape), popcount(captured).reshape(shape)
+    rolls = np.broadcast_to(BIT_ARRAY, shape).reshape(-1)
+    hits = np.flatnonzero((mover | other) & rolls)
+    left = other.copy()
+    lost = np.zeros(left.shape, dtype=np.int64)
+    left[hits], captured, _, _ = resolve_roll(mover[hits], other[hits], rolls[hits])
+    lost[hits] = popcount(captured)
+    return left.reshape(shape), lost.reshape(shape)
 
 
 def argmin_random_ties(values: np.ndarray, legal: np.ndarray, rng: np.random.Generator, step: float) -> np.ndarray:

@@ -18,11 +18,18 @@ from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
 
 class PPOAgent:
-    """Acts with a saved MaskablePPO policy, masking illegal squares."""
+    """Acts with a MaskablePPO policy (``policy`` is the model's ``.policy``), masking illegal squares."""
 
     uses_observation = True
 
-    def __init__(self, path: str | Path, deterministic: bool = True) -> None:
+    def __init__(self, policy, name: str, deterministic: bool = True) -> None:
+        self.policy = policy
+        self.name = name
+        self.deterministic = deterministic
+
+    @classmethod
+    def load(cls, path: str | Path, deterministic: bool = True) -> PPOAgent:
+        """The agent of a saved MaskablePPO ``.zip``."""
         path = Path(path)
         if not path.is_file():
             raise ValueError(f"ppo model not found: {path} (train one with train.py, or use the shipped models/)")
@@ -30,20 +37,19 @@ class PPOAgent:
             from sb3_contrib import MaskablePPO
         except ImportError as error:  # pragma: no cover - depends on the installation
             raise ValueError("the ppo agent needs sb3-contrib: pip install -e '.[train]'") from error
-        self.model = MaskablePPO.load(path, device="cpu")
-        shape = tuple(self.model.observation_space.shape)
+        model = MaskablePPO.load(path, device="cpu")
+        shape = tuple(model.observation_space.shape)
         if shape != OBSERVATION_SHAPE:
             raise ValueError(f"{path}: the model observes shape {shape}, this environment gives {OBSERVATION_SHAPE}")
-        self.deterministic = deterministic
-        self.name = f"ppo:{path}" + ("" if deterministic else ",deterministic=false")
+        return cls(model.policy, f"ppo:{path}" + ("" if deterministic else ",deterministic=false"), deterministic)
 
     def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """(B, 36) action probabilities of the masked policy."""
         import torch
 
         with torch.no_grad():
-            tensor, _ = self.model.policy.obs_to_tensor(observations)
-            distribution = self.model.policy.get_distribution(tensor, action_masks=np.asarray(masks, dtype=bool))
+            tensor, _ = self.policy.obs_to_tensor(observations)
+            distribution = self.policy.get_distribution(tensor, action_masks=np.asarray(masks, dtype=bool))
             return distribution.distribution.probs.cpu().numpy()
 
     def values(self, observations: np.ndarray) -> np.ndarray:
@@ -51,8 +57,8 @@ class PPOAgent:
         import torch
 
         with torch.no_grad():
-            tensor, _ = self.model.policy.obs_to_tensor(observations)
-            return self.model.policy.predict_values(tensor).cpu().numpy().reshape(-1)
+            tensor, _ = self.policy.obs_to_tensor(observations)
+            return self.policy.predict_values(tensor).cpu().numpy().reshape(-1)
 
     def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         masks = np.asarray(masks, dtype=bool)

@@ -26,10 +26,16 @@ ILLEGAL_ACTION = ("lose", "raise")
 
 
 class LearnerGames:
-    """The learner's side of B games; opponents move inside :meth:`step`."""
+    """The learner's side of B games; opponents move inside :meth:`step`.
+
+    ``opponent`` is one policy (see :mod:`strategic_reserve_env.policies`) or
+    a list of them; with a list, each game draws its opponent when it
+    starts, with probabilities ``opponent_weights`` (uniform by default).
+    Each distinct opponent acts once per turn, batched over its games.
+    """
 
     def __init__(self, config: Config, num_games: int, opponent="random", seat: str = "random",
-                 illegal_action: str = "lose") -> None:
+                 illegal_action: str = "lose", opponent_weights=None) -> None:
         if seat not in SEATS:
             raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
         if illegal_action not in ILLEGAL_ACTION:
@@ -44,13 +50,24 @@ class LearnerGames:
             )
         self.config = config
         self.num_games = num_games
-        self.opponent = as_policy(opponent)
+        self.set_opponents(opponent if isinstance(opponent, (list, tuple)) else [opponent], opponent_weights)
+        self.opponent_id = np.zeros(num_games, dtype=np.int64)  # (B,) int64 index into self.opponents
         self.seat_choice = seat
         self.state = engine.init(config, num_games)
         self.seat = np.zeros(num_games, dtype=np.int64)  # (B,) int64 RED / BLUE: the learner's colour
         self.dice = DiceStreams(np.zeros(num_games, dtype=np.int64))
         self.rng = np.random.default_rng()
         self._planes: tuple[engine.State, np.ndarray] | None = None  # learner planes of one state, cached
+
+    def set_opponents(self, opponents: list, weights=None) -> None:
+        """Replace the opponent pool; games keep their opponent until they start again."""
+        if not opponents:
+            raise ValueError("the opponent pool is empty")
+        weights = np.ones(len(opponents)) if weights is None else np.asarray(weights, dtype=np.float64)
+        if weights.shape != (len(opponents),) or np.any(weights < 0) or weights.sum() <= 0:
+            raise ValueError(f"opponent_weights must be {len(opponents)} non-negative numbers, not all 0; got {weights}")
+        self.opponents = [as_policy(o) for o in opponents]
+        self.opponent_weights = weights / weights.sum()
 
     def reset(self, seeds=None, rng: np.random.Generator | None = None) -> None:
         """Start every game again; new dice streams if ``seeds`` ((B,) ints) are given."""
@@ -62,6 +79,12 @@ class LearnerGames:
         everyone = np.ones(self.num_games, dtype=bool)
         self._draw_seats(everyone)
         self._advance(everyone)
+
+    def restart(self, mask: np.ndarray) -> None:
+        """Start the games where ``mask`` again and play them to the learner's first decision."""
+        self.state = engine.reset(self.state, mask, self.config)
+        self._draw_seats(mask)
+        self._advance(mask)
 
     def step(self, actions, restart: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """The learner places ``actions``, then the opponent replies; games where ``restart``
@@ -93,12 +116,17 @@ class LearnerGames:
         return rewards.astype(np.float32), ended & (self.state.winner >= 0), ended & self.state.truncated, illegal
 
     def _draw_seats(self, mask: np.ndarray) -> None:
-        """Choose the learner's colour in the games of ``mask``."""
+        """Choose the learner's colour and the opponent in the games of ``mask``."""
         if self.seat_choice == "random":
             drawn = self.rng.integers(0, 2, size=self.num_games)
         else:
             drawn = np.full(self.num_games, RED if self.seat_choice == "red" else BLUE)
         self.seat = np.where(mask, drawn, self.seat)
+        if len(self.opponents) > 1:
+            picked = self.rng.choice(len(self.opponents), size=self.num_games, p=self.opponent_weights)
+            self.opponent_id = np.where(mask, picked, self.opponent_id)
+        else:
+            self.opponent_id = np.where(mask, 0, self.opponent_id)
 
     def _advance(self, mask: np.ndarray) -> np.ndarray:
         """Roll, and let the opponent move where it is to move, until the learner decides.
@@ -110,17 +138,30 @@ class LearnerGames:
         lost = np.zeros(self.num_games)
         if opponent_turn.any():
             state = engine.roll(state, self.dice.next(opponent_turn), active=opponent_turn)
-            observations = mover_planes(state) if getattr(self.opponent, "uses_observation", True) else None
-            masks = _mask_from_planes(observations) if observations is not None else bitboards_to_array(state.legal)
-            actions = np.asarray(self.opponent.act(observations, masks, self.rng))
+            actions = np.zeros(self.num_games, dtype=np.int64)
+            for index, opponent in enumerate(self.opponents):
+                mine = self.opponent_id == index
+                if not np.any(opponent_turn & mine):
+                    continue
+                if mine.all():  # one opponent in every game: act on the whole batch (other rows are ignored)
+                    actions = self._opponent_actions(opponent, state)
+                else:
+                    chosen = np.flatnonzero(opponent_turn & mine)
+                    actions[chosen] = self._opponent_actions(opponent, state[chosen])
             before = state.done
-            state = engine.place(state, actions.astype(np.int64, copy=False), self.config, active=opponent_turn)
+            state = engine.place(state, actions, self.config, active=opponent_turn)
             lost = np.where(state.done & ~before & (state.winner >= 0), 1.0, 0.0)
         learner_turn = mask & ~state.done
         if learner_turn.any():
             state = engine.roll(state, self.dice.next(learner_turn), active=learner_turn)
         self.state = state
         return lost
+
+    def _opponent_actions(self, opponent, state: engine.State) -> np.ndarray:
+        """One opponent's squares for the games of ``state`` (it is to move in them)."""
+        observations = mover_planes(state) if getattr(opponent, "uses_observation", True) else None
+        masks = _mask_from_planes(observations) if observations is not None else bitboards_to_array(state.legal)
+        return np.asarray(opponent.act(observations, masks, self.rng)).astype(np.int64, copy=False)
 
     # -- the learner's view ----------------------------------------------------------------
     def observations(self) -> np.ndarray:

@@ -1,0 +1,115 @@
+"""A Stable-Baselines3 ``VecEnv`` over the engine: ``n_envs`` learner games in one batch.
+
+No per-game Python env objects: the games live in one
+:class:`~strategic_reserve_env.learner.LearnerGames` batch. The learner's
+seat is drawn per game; the opponents (a weighted pool of policies) move
+inside ``step``, so every observation is a decision of the learner and every
+reward (+1 win, -1 loss, 0 otherwise) is from its side.
+
+SB3 conventions: a finished game restarts in the same step; its final
+observation is in ``infos[i]["terminal_observation"]`` and
+``infos[i]["TimeLimit.truncated"]`` says whether the ply limit ended it.
+``infos[i]["opponent"]`` names the opponent of a finished game and
+``infos[i]["learner_won"]`` whether the learner won. ``env_method("action_masks")``
+and ``has_attr("action_masks")`` serve sb3-contrib's MaskablePPO with the
+``(n_envs, 36)`` masks of the current observations. Works under ``VecMonitor``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.vec_env import VecEnv
+
+from .board import NUM_SQUARES
+from .config import Config
+from .learner import LearnerGames
+from .observation import OBSERVATION_SHAPE
+
+
+class StrategicReserveVecEnv(VecEnv):
+    """``n_envs`` games of a learner against a pool of opponents; see the module docstring."""
+
+    def __init__(self, n_envs: int, opponents=("random",), opponent_weights=None, seat: str = "random",
+                 config: Config | None = None, seed: int = 0) -> None:
+        super().__init__(n_envs, spaces.Box(0, 1, OBSERVATION_SHAPE, np.int8), spaces.Discrete(NUM_SQUARES))
+        self.games = LearnerGames(config if config is not None else Config(), n_envs, list(opponents), seat,
+                                  opponent_weights=opponent_weights)
+        self._seed = seed
+        self._actions: np.ndarray | None = None
+
+    # -- the VecEnv protocol --------------------------------------------------------------------
+    def seed(self, seed: int | None = None) -> list[int | None]:
+        """Seeds the next reset: game ``i`` uses dice stream ``seed + i``."""
+        if seed is not None:
+            self._seed = int(seed)
+        return [None if seed is None else self._seed + i for i in range(self.num_envs)]
+
+    def reset(self) -> np.ndarray:
+        seeds = [self._seed + i for i in range(self.num_envs)]
+        self.games.reset(seeds, np.random.default_rng([self._seed, 0x5EA7]))
+        self._seed += self.num_envs  # a later reset() plays new games
+        return self.games.observations().copy()
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+
+    def step_wait(self):
+        rewards, terminated, truncated, _ = self.games.step(self._actions)
+        done = terminated | truncated
+        observations = self.games.observations()
+        infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if done.any():
+            finished = np.flatnonzero(done)
+            for i in finished:
+                infos[i] = {
+                    "terminal_observation": observations[i].copy(),
+                    "TimeLimit.truncated": bool(truncated[i]),
+                    "opponent": _name(self.games.opponents[self.games.opponent_id[i]]),
+                    "learner_won": bool(rewards[i] > 0),
+                }
+            self.games.restart(done)
+            observations = self.games.observations()
+        return observations.copy(), rewards, done, infos
+
+    def close(self) -> None:
+        pass
+
+    def action_masks(self) -> np.ndarray:
+        """(n_envs, 36) bool masks of the current observations."""
+        return self.games.action_masks()
+
+    def get_attr(self, attr_name: str, indices=None) -> list[Any]:
+        if attr_name == "action_masks":
+            return [self.action_masks] * len(self._get_indices(indices))
+        if attr_name == "render_mode":  # asked by VecEnv.__init__; these games do not render
+            return [None] * len(self._get_indices(indices))
+        raise AttributeError(f"StrategicReserveVecEnv games have no attribute {attr_name!r}")
+
+    def has_attr(self, attr_name: str) -> bool:
+        return attr_name == "action_masks"
+
+    def set_attr(self, attr_name: str, value: Any, indices=None) -> None:
+        raise AttributeError(f"StrategicReserveVecEnv games have no settable attribute {attr_name!r}")
+
+    def env_method(self, method_name: str, *method_args, indices=None, **method_kwargs) -> list[Any]:
+        if method_name != "action_masks":
+            raise AttributeError(f"StrategicReserveVecEnv games have no method {method_name!r}")
+        return list(self.action_masks()[self._get_indices(indices)])
+
+    def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
+        return [False] * len(self._get_indices(indices))
+
+    def _get_indices(self, indices) -> list[int]:
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, int):
+            return [indices]
+        return list(indices)
+
+
+def _name(policy) -> str:
+    """A policy's display name."""
+    return getattr(policy, "name", type(policy).__name__)

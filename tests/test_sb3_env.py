@@ -1,0 +1,103 @@
+"""The SB3 VecEnv: masks after auto-reset, terminal observations, opponents, VecMonitor."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+from stable_baselines3.common.vec_env import VecMonitor
+
+from agents import load_agent
+from strategic_reserve_env.config import Config
+from strategic_reserve_env.observation import LEGAL_PLANE
+from strategic_reserve_env.policies import UniformRandomPolicy
+from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
+
+
+class CountingPolicy(UniformRandomPolicy):
+    """Random, counting its calls and the games it was asked about."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.calls, self.rows = name, 0, 0
+
+    def act(self, observations, masks, rng):
+        self.calls += 1
+        self.rows += len(masks)
+        return super().act(observations, masks, rng)
+
+
+def _random_actions(env, rng):
+    masks = get_action_masks(env)
+    return np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+
+
+def test_masks_match_observations_after_auto_reset():
+    env = VecMonitor(StrategicReserveVecEnv(32, seed=1))
+    assert is_masking_supported(env)
+    observations = env.reset()
+    rng = np.random.default_rng(0)
+    resets = 0
+    for _ in range(150):
+        masks = get_action_masks(env)
+        assert masks.shape == (32, 36) and masks.dtype == bool
+        assert np.array_equal(masks, observations[..., LEGAL_PLANE].reshape(32, 36).astype(bool))
+        assert masks.any(axis=1).all()  # every observation is a decision of the learner
+        observations, rewards, dones, infos = env.step(_random_actions(env, rng))
+        for i in np.flatnonzero(dones):
+            resets += 1
+            info = infos[i]
+            assert info["TimeLimit.truncated"] is False and rewards[i] in (-1.0, 1.0)
+            assert info["learner_won"] == (rewards[i] > 0)
+            assert "episode" in info and info["episode"]["r"] == rewards[i]  # VecMonitor
+            final = info["terminal_observation"]
+            assert final.shape == (6, 6, 9) and not final[..., LEGAL_PLANE].any()
+            assert not np.array_equal(final, observations[i])  # the returned observation is the new game's
+        assert np.all(rewards[~dones] == 0)
+    assert resets > 100
+
+
+def test_truncation_is_reported():
+    env = StrategicReserveVecEnv(8, config=Config(ply_limit=6), seed=0)
+    env.reset()
+    rng = np.random.default_rng(1)
+    dones = np.zeros(8, dtype=bool)
+    for _ in range(3):
+        _, rewards, dones, infos = env.step(_random_actions(env, rng))
+    truncated = [i for i in range(8) if dones[i] and infos[i]["TimeLimit.truncated"]]
+    assert truncated and all(rewards[i] == 0 for i in truncated)
+
+
+def test_learner_never_sees_the_opponents_decision():
+    env = StrategicReserveVecEnv(64, opponents=[load_agent("greedy")], seed=3)
+    env.reset()
+    rng = np.random.default_rng(2)
+    for _ in range(60):
+        state, seat = env.games.state, env.games.seat
+        assert not state.done.any()  # finished games restart within the step
+        assert np.array_equal(state.to_move, seat) and np.all(state.legal != 0)
+        env.step(_random_actions(env, rng))
+
+
+def test_opponent_pool_draws_per_game_and_acts_once_per_opponent():
+    pool = [CountingPolicy("a"), CountingPolicy("b"), CountingPolicy("c")]
+    env = StrategicReserveVecEnv(300, opponents=pool, opponent_weights=[1, 1, 2], seed=4)
+    env.reset()
+    drawn = np.bincount(env.games.opponent_id, minlength=3) / 300
+    assert np.allclose(drawn, [0.25, 0.25, 0.5], atol=0.08)
+    rng = np.random.default_rng(5)
+    seen = set()
+    for _ in range(40):
+        before = [p.calls for p in pool]
+        _, _, dones, infos = env.step(_random_actions(env, rng))
+        assert all(p.calls - b <= 2 for p, b in zip(pool, before))  # once in the step, once for restarts
+        seen |= {info["opponent"] for info in infos if "opponent" in info}
+    assert seen == {"a", "b", "c"}
+    assert sum(p.rows for p in pool) < 300 * 40 * 2  # each acted only on its own games
+
+
+def test_bad_pool_settings():
+    with pytest.raises(ValueError, match="opponent_weights must be 2 non-negative numbers"):
+        StrategicReserveVecEnv(4, opponents=["random", "random"], opponent_weights=[1, -1])
+    env = StrategicReserveVecEnv(4)
+    with pytest.raises(AttributeError, match="no method 'render'"):
+        env.env_method("render")
