@@ -8,7 +8,7 @@ The learner plays ``n_envs`` games in one engine batch
 (:class:`strategic_reserve_env.sb3_env.StrategicReserveVecEnv`). Each game draws
 its opponent when it starts, from a weighted mixture of baseline agents and
 frozen snapshots of the learner ("self"). Periodic and final evaluations use
-evaluate.py's paired-dice matches. Everything goes to ``--out``: TensorBoard
+tournament.py's paired-dice matches. Everything goes to ``--out``: TensorBoard
 logs (``tb/``), checkpoints, ``model.zip``, ``evaluation.json`` / ``.md``.
 """
 
@@ -30,8 +30,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 from tqdm import tqdm
 
-import evaluate
-from agents import load_agent
+from agents import load_agent, tournament
 from agents.networks import BoardCNN
 from agents.ppo import PPOAgent
 from strategic_reserve_env.config import Config
@@ -184,10 +183,10 @@ class TrainingCallback(BaseCallback):
 
     def _evaluate(self, steps: int) -> None:
         learner = PPOAgent(self.model.policy, "ppo", deterministic=True)
-        settings = evaluate.Settings(agents=[], games=self.settings.eval_games, seed=self.settings.seed + 1,
+        settings = tournament.Settings(agents=[], games=self.settings.eval_games, seed=self.settings.seed + 1,
                                      progress=False)
         for opponent in ("random", "greedy"):
-            pairing = evaluate.play_pairing(learner, opponent, settings)
+            pairing = tournament.play_pairing(learner, opponent, settings)
             low, high = pairing.interval()
             self.logger.record(f"eval/score_vs_{opponent}", pairing.score)
             tqdm.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} [{low:.3f}, {high:.3f}]", file=sys.stderr)
@@ -269,14 +268,14 @@ def resume_model(settings: TrainSettings, env, out: Path, pool: OpponentPool) ->
     return model
 
 
-def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[evaluate.Pairing]:
+def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[tournament.Pairing]:
     """Paired-dice evaluation against random and greedy, written beside the model."""
     learner = PPOAgent(model.policy, f"ppo:{out / 'model.zip'}", deterministic=True)
-    eval_settings = evaluate.Settings(agents=[learner.name, "random", "greedy"], games=settings.final_eval_games,
+    eval_settings = tournament.Settings(agents=[learner.name, "random", "greedy"], games=settings.final_eval_games,
                                       seed=settings.seed + 2, progress=False)
-    pairings = [evaluate.play_pairing(learner, opponent, eval_settings) for opponent in ("random", "greedy")]
-    ratings = evaluate.bradley_terry(eval_settings.agents, pairings)
-    evaluate.write_outputs(out, eval_settings, pairings, ratings, stem="evaluation", plot=False,
+    pairings = [tournament.play_pairing(learner, opponent, eval_settings) for opponent in ("random", "greedy")]
+    ratings = tournament.bradley_terry(eval_settings.agents, pairings)
+    tournament.write_outputs(out, eval_settings, pairings, ratings, stem="evaluation", plot=False,
                            extra={"training": asdict(settings)})
     return pairings
 
@@ -316,7 +315,7 @@ def main(settings: TrainSettings) -> int:
           f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment", flush=True)
 
     pairings = final_evaluation(model, settings, out)
-    print(evaluate.text_table(evaluate.PAIRING_HEADER, evaluate.pairing_rows(pairings)))
+    print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
     print(f"wrote {out / 'model.zip'}, {out / 'evaluation.json'}, {out / 'evaluation.md'}")
     return 0
 

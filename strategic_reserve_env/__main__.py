@@ -1,4 +1,4 @@
-"""Command line: ``python -m strategic_reserve_env {replay,bench} ...``."""
+"""Command line: ``python -m strategic_reserve_env {replay,bench,play} ...``."""
 
 from __future__ import annotations
 
@@ -31,6 +31,13 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _play(args: argparse.Namespace) -> int:
+    """A person against an agent in the terminal."""
+    from .play import play
+
+    return play(args.opponent, seat=args.seat, seed=args.seed, reserve=args.reserve, save=args.save)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(prog="python -m strategic_reserve_env", description=__doc__)
@@ -47,6 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     bench_parser.add_argument("--reserve", type=int, default=7, help="reserve size (default 7)")
     bench_parser.set_defaults(run=_bench)
+
+    play_parser = commands.add_parser("play", help="play against an agent in the terminal")
+    play_parser.add_argument("--opponent", default="greedy", help="agent spec (default greedy), e.g. random, "
+                             "expectimax:depth=2, ppo:models/ppo_baseline.zip")
+    play_parser.add_argument("--seat", choices=["red", "blue", "random"], default="red", help="your colour")
+    play_parser.add_argument("--seed", type=int, help="seed of the dice and the agent")
+    play_parser.add_argument("--reserve", type=int, default=7, help="reserve size (default 7)")
+    play_parser.add_argument("--save", help="write the game record here at the end (otherwise you are asked)")
+    play_parser.set_defaults(run=_play)
 
     args = parser.parse_args(argv)
     try:

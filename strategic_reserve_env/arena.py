@@ -18,8 +18,9 @@ import numpy as np
 from . import engine
 from .board import RED, bitboards_to_array
 from .config import Config
-from .dice import DiceStreams
-from .observation import mover_planes
+from .dice import DiceStream, DiceStreams
+from .game import Game
+from .observation import encode, mask_from_planes, mover_planes
 
 
 @dataclass(frozen=True)
@@ -71,3 +72,30 @@ def play(agents, red_agent: np.ndarray, dice_seeds: np.ndarray, config: Config, 
             on_ply(state)
     return Games(red_agent=red_agent, winner=state.winner.copy(), plies=state.ply.copy(),
                  truncated=state.truncated.copy())
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision of a logged game."""
+
+    game: Game  # the position at the decision (after the roll), a copy
+    agent: int  # 0 or 1: who decided
+    action: int  # the square placed on
+
+
+def play_logged(agents, red_agent: int, dice_seed: int, config: Config | None = None,
+                rng: np.random.Generator | None = None) -> tuple[list[Decision], Game]:
+    """One game, kept decision by decision, for inspection (same dice as game slot ``dice_seed`` of
+    :func:`play`). Returns the decisions and the finished game (``records.record_of(game)`` is its record)."""
+    rng = rng if rng is not None else np.random.default_rng(dice_seed)
+    game, dice = Game(config if config is not None else Config()), DiceStream(dice_seed)
+    decisions = []
+    while not game.done:
+        game.roll(dice.next())
+        index = red_agent if game.to_move == RED else 1 - red_agent
+        planes = encode(game.me, game.opp, game.legal, game.rolled, game.captured, game.hit,
+                        game.reserve_me, game.reserve_opp)
+        action = int(np.asarray(agents[index].act(planes[None], mask_from_planes(planes)[None], rng))[0])
+        decisions.append(Decision(game.copy(), index, action))
+        game.place(action)
+    return decisions, game
