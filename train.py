@@ -22,7 +22,6 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import tyro
 from sb3_contrib import MaskablePPO

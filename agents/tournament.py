@@ -102,16 +102,19 @@ def play_pairing(a, b, settings: Settings, progress=None) -> Pairing:
     rngs = [np.random.default_rng([settings.seed, 1, index]) for index in range(2)]
     results = []
     start = time.perf_counter()
+    finished_before = 0
+
+    def advance(state) -> None:
+        """Move the progress bar by the games finished since the last ply."""
+        nonlocal finished_before
+        finished = int(state.done.sum())
+        if progress is not None:
+            progress.update(finished - finished_before)
+        finished_before = finished
+
     for first in range(0, settings.games, settings.batch):
         chunk = slice(first, min(first + settings.batch, settings.games))
-        done_before = [0]
-
-        def advance(state) -> None:
-            finished = int(state.done.sum())
-            if progress is not None:
-                progress.update(finished - done_before[0])
-            done_before[0] = finished
-
+        finished_before = 0
         results.append(arena.play(agents, red_agent[chunk], seeds[chunk], config, rngs, on_ply=advance))
     seconds = time.perf_counter() - start
     red = np.concatenate([r.red_agent for r in results])

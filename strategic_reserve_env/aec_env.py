@@ -125,7 +125,7 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
 
     metadata = {
         "name": ENV_NAME,
-        "render_modes": ["human", "ansi", "rgb_array"],
+        "render_modes": rendering.RENDER_MODES,
         "is_parallelizable": False,
         "render_fps": 2,
     }
@@ -134,8 +134,7 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
                  render_mode: str | None = None) -> None:
         EzPickle.__init__(self, reserve=reserve, ply_limit=ply_limit, start=start, render_mode=render_mode)
         super().__init__()
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])
         self.config = make_config(reserve, ply_limit, start)
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)
@@ -148,7 +147,6 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
         self.action_spaces = {agent: spaces.Discrete(NUM_SQUARES) for agent in AGENTS}
         self.game = Game(self.config)
         self.dice = DiceStream(int(np.random.SeedSequence().entropy % 2**63))
-        self._window: rendering.Window | None = None
 
     # -- spaces ---------------------------------------------------------------------
     def observation_space(self, agent: str) -> spaces.Space:
@@ -230,23 +228,7 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
 
     # -- rendering --------------------------------------------------------------------
     def render(self):
-        if self.render_mode is None:
-            from gymnasium import logger
-
-            logger.warn("You are calling render method without specifying any render mode.")
-            return None
-        if self.render_mode == "ansi":
-            return rendering.ansi(self.game)
-        frame = rendering.rgb_array(self.game)
-        if self.render_mode == "rgb_array":
-            return frame
-        if self._window is None:
-            self._window = rendering.Window("Strategic Reserve", self.metadata["render_fps"])
-        self._window.show(frame)
-        return None
+        return self._renderer.render(self.game)
 
     def close(self) -> None:
-        if self._window is not None:
-            self._window.close()
-            self._window = None
-
+        self._renderer.close()

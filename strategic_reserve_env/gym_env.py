@@ -62,16 +62,14 @@ def _spaces() -> tuple[spaces.Box, spaces.Discrete]:
 class StrategicReserveEnv(gymnasium.Env):
     """One learner against an opponent; see the module docstring for the spec."""
 
-    metadata = {"render_modes": ["human", "ansi", "rgb_array"], "render_fps": 2}
+    metadata = {"render_modes": rendering.RENDER_MODES, "render_fps": 2}
 
     def __init__(self, opponent="random", seat: str = "random", reserve: int = 7, ply_limit: int = 1000,
                  start=None, render_mode: str | None = None, illegal_action: str = "lose") -> None:
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']} or None, got {render_mode!r}")
+        self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])
         self.observation_space, self.action_space = _spaces()
         self.render_mode = render_mode
         self.games = LearnerGames(make_config(reserve, ply_limit, start), 1, opponent, seat, illegal_action)
-        self._window: rendering.Window | None = None
         self._seeded = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -106,25 +104,12 @@ class StrategicReserveEnv(gymnasium.Env):
                 "ply": int(self.games.state.ply[0])}
 
     def render(self):
-        if self.render_mode is None:
-            gymnasium.logger.warn("You are calling render method without specifying any render mode.")
-            return None
         game = Game(self.games.config)
         game.load(self.games.state, 0)
-        if self.render_mode == "ansi":
-            return rendering.ansi(game)
-        frame = rendering.rgb_array(game)
-        if self.render_mode == "rgb_array":
-            return frame
-        if self._window is None:
-            self._window = rendering.Window("Strategic Reserve", self.metadata["render_fps"])
-        self._window.show(frame)
-        return None
+        return self._renderer.render(game)
 
     def close(self) -> None:
-        if self._window is not None:
-            self._window.close()
-            self._window = None
+        self._renderer.close()
 
 
 class StrategicReserveVectorEnv(VectorEnv):

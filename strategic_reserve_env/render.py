@@ -142,6 +142,42 @@ def rgb_array(game: Game) -> np.ndarray:
     return image
 
 
+RENDER_MODES = ["human", "ansi", "rgb_array"]
+
+
+class Renderer:
+    """Renders games in one ``render_mode`` for an env; owns the window of ``"human"``."""
+
+    def __init__(self, mode: str | None, fps: int) -> None:
+        if mode is not None and mode not in RENDER_MODES:
+            raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {mode!r}")
+        self.mode, self.fps = mode, fps
+        self._window: Window | None = None
+
+    def render(self, game: Game):
+        """Text for ``ansi``, an image for ``rgb_array``, a window update (None) for ``human``."""
+        if self.mode is None:
+            from gymnasium import logger
+
+            logger.warn("You are calling render method without specifying any render mode.")
+            return None
+        if self.mode == "ansi":
+            return ansi(game)
+        frame = rgb_array(game)
+        if self.mode == "rgb_array":
+            return frame
+        if self._window is None:
+            self._window = Window("Strategic Reserve", self.fps)
+        self._window.show(frame)
+        return None
+
+    def close(self) -> None:
+        """Close the window, if one is open."""
+        if self._window is not None:
+            self._window.close()
+            self._window = None
+
+
 class Window:
     """A pygame window showing :func:`rgb_array` frames (``render_mode="human"``)."""
 

@@ -71,7 +71,7 @@ def test_conformance_records_replay_through_the_aec_env(record_path):
     expected = [__import__("json").loads(line) for line in expected_trace(record_path).splitlines()]
     start = e.unwrapped.config.start_position
     board, reserves = start.board, dict(zip(("red", "blue"), start.reserves))
-    for (rolled, placed), trace in zip(plies, expected):
+    for (_, placed), trace in zip(plies, expected):
         agent = e.agent_selection
         observation, _, terminated, truncated, info = e.last()
         assert not (terminated or truncated)
