@@ -64,3 +64,19 @@ def test_bad_settings():
     result = _train("--opponents", "random:x")
     assert result.returncode == 2 and "is not name:weight" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_same_seed_same_run(tmp_path):
+    import torch
+
+    weights = []
+    for run in ("a", "b"):
+        result = _train("--total-steps", "1500", "--eval-every", "0", "--checkpoint-every", "100000",
+                        "--seed", "7", "--out", str(tmp_path / run))
+        assert result.returncode == 0, result.stderr
+        agent = load_agent(f"ppo:{tmp_path / run / 'model.zip'}")
+        weights.append({k: v.clone() for k, v in agent.policy.state_dict().items()})
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    evaluations = [json.loads((tmp_path / run / "evaluation.json").read_text())["pairings"] for run in ("a", "b")]
+    assert [p["pair_scores"] for p in evaluations[0]] == [p["pair_scores"] for p in evaluations[1]]
