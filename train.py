@@ -40,7 +40,7 @@ from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 class TrainSettings:
     """Settings of a training run (every field is a command-line option)."""
 
-    total_steps: int = 3_000_000
+    total_steps: int = 6_000_000
     """Learner decisions to train on (environment steps, summed over the games)."""
     n_envs: int = 512
     """Games played at once in one engine batch."""
@@ -66,19 +66,19 @@ class TrainSettings:
     """Input network: "mlp" (flattened planes) or "cnn" (3x3 convolutions, agents/networks.py)."""
     cnn_channels: int = 32
     """Channels of the convolutions when --features cnn."""
-    opponents: str = "random:1,greedy:2,self:1"
+    opponents: str = "random:1,greedy:3,self:1"
     """Opponent mixture, name:weight; names are agent specs or "self" (snapshots of the learner)."""
-    snapshot_every: int = 250_000
+    snapshot_every: int = 500_000
     """Steps between two snapshots of the learner added to the pool."""
     max_snapshots: int = 4
     """Snapshots kept in the pool (the oldest leave first)."""
-    eval_every: int = 500_000
+    eval_every: int = 1_000_000
     """Steps between evaluations against random and greedy (0: none)."""
     eval_games: int = 400
     """Games per opponent in a periodic evaluation (paired dice)."""
     final_eval_games: int = 2000
     """Games per opponent in the final evaluation (paired dice)."""
-    checkpoint_every: int = 250_000
+    checkpoint_every: int = 500_000
     """Steps between checkpoints (a resumed run loses at most this much)."""
     seed: int = 0
     """Seed of the dice, the opponents, the seats and the network."""
