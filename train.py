@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import sys
 import time
@@ -219,8 +220,12 @@ def save_checkpoint(model: MaskablePPO, pool: OpponentPool, out: Path, steps: in
     """Model and snapshot weights at ``steps``; older checkpoints but the previous one are removed."""
     directory = out / "checkpoints"
     directory.mkdir(parents=True, exist_ok=True)
-    torch.save([(s.name, s.policy.state_dict()) for s in pool.snapshots], directory / f"snapshots_{steps}.pt")
-    model.save(directory / f"model_{steps}.zip")  # written last: its presence marks a complete checkpoint
+    # each file is written under a temporary name and renamed, so a kill mid-write leaves no broken
+    # checkpoint; the model goes last: its presence marks a complete checkpoint
+    torch.save([(s.name, s.policy.state_dict()) for s in pool.snapshots], directory / "partial.pt")
+    os.replace(directory / "partial.pt", directory / f"snapshots_{steps}.pt")
+    model.save(directory / "partial.zip")
+    os.replace(directory / "partial.zip", directory / f"model_{steps}.zip")
     for old in sorted(checkpoint_steps(out))[:-2]:
         (directory / f"model_{old}.zip").unlink(missing_ok=True)
         (directory / f"snapshots_{old}.pt").unlink(missing_ok=True)
