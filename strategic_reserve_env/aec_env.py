@@ -69,7 +69,7 @@ from .board import NUM_SQUARES, dice_for, parse_square, square_name, squares_of
 from .config import Config, StartPosition
 from .dice import DiceStream
 from .game import Game
-from .observation import LEGAL_PLANE, OBSERVATION_SHAPE, encode
+from .observation import LEGAL_PLANE, OBSERVATION_SHAPE, planes
 from .rules import HIT_NAMES
 
 AGENTS = ("player_0", "player_1")  # index = colour: player_0 Red, player_1 Blue
@@ -189,16 +189,8 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
             self.render()
 
     def observe(self, agent: str) -> dict:
-        game = self.game
-        own = AGENTS.index(agent)
-        if own == game.to_move:
-            planes = encode(game.me, game.opp, game.legal, game.rolled, game.captured, game.hit,
-                            game.reserve_me, game.reserve_opp)
-        else:
-            planes = encode(game.opp, game.me, 0, game.rolled, game.captured, game.hit,
-                            game.reserve_opp, game.reserve_me)
-        mask = planes[..., LEGAL_PLANE].reshape(NUM_SQUARES)
-        return {"observation": planes, "action_mask": mask.copy()}
+        view = planes(self.game, AGENTS.index(agent))
+        return {"observation": view, "action_mask": view[..., LEGAL_PLANE].reshape(NUM_SQUARES).copy()}
 
     def step(self, action) -> None:
         agent = self.agent_selection

@@ -17,7 +17,7 @@ from . import engine
 from .board import BLUE, COLOURS, RED, bitboards_to_array
 from .config import Config
 from .dice import DiceStreams
-from .observation import encode, mover_planes
+from .observation import mover_planes, planes
 from .observation import mask_from_planes as _mask_from_planes
 from .policies import as_policy
 
@@ -166,15 +166,8 @@ class LearnerGames:
     # -- the learner's view ----------------------------------------------------------------
     def observations(self) -> np.ndarray:
         """(B, 6, 6, 9) int8 planes from the learner's side (legal plane empty when it is not to move)."""
-        s = self.state
-        if self._planes is None or self._planes[0] is not s:
-            mine = s.to_move == self.seat
-            planes = encode(
-                np.where(mine, s.me, s.opp), np.where(mine, s.opp, s.me), np.where(mine, s.legal, 0),
-                s.rolled, s.captured, s.hit,
-                np.where(mine, s.reserve_me, s.reserve_opp), np.where(mine, s.reserve_opp, s.reserve_me),
-            )
-            self._planes = (s, planes)
+        if self._planes is None or self._planes[0] is not self.state:
+            self._planes = (self.state, planes(self.state, self.seat))
         return self._planes[1]
 
     def action_masks(self) -> np.ndarray:

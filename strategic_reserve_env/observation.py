@@ -84,10 +84,28 @@ def encode(own, opp, legal, rolled, captured, hit, own_reserve, opp_reserve) -> 
     return _unpack(bits)
 
 
+def planes(position, observer) -> np.ndarray:
+    """Planes of a position from ``observer``'s side (RED / BLUE).
+
+    ``position`` is a :class:`~strategic_reserve_env.game.Game` (``observer``
+    an int; returns (6, 6, 9)) or a batched State (``observer`` an int or
+    (B,) array; returns (B, 6, 6, 9)). The legal plane is empty where the
+    observer is not to move. Branch-free: ``(observer ^ to_move) - 1`` is all
+    ones where the observer is to move, on ints and int64 arrays alike.
+    """
+    p = position
+    to_move = (observer ^ p.to_move) - 1  # -1 where the observer is the player to move, else 0
+    swap = p.me ^ p.opp
+    own = p.opp ^ (swap & to_move)
+    reserve_swap = p.reserve_me ^ p.reserve_opp
+    own_reserve = p.reserve_opp ^ (reserve_swap & to_move)
+    return encode(own, own ^ swap, p.legal & to_move, p.rolled, p.captured, p.hit,
+                  own_reserve, own_reserve ^ reserve_swap)
+
+
 def mover_planes(state) -> np.ndarray:
     """(B, 6, 6, 9) planes of a batched State from the side of each game's player to move."""
-    return encode(state.me, state.opp, state.legal, state.rolled, state.captured, state.hit,
-                  state.reserve_me, state.reserve_opp)
+    return planes(state, state.to_move)
 
 
 def mask_from_planes(planes: np.ndarray) -> np.ndarray:
@@ -100,4 +118,4 @@ def reserve_of_plane(plane: np.ndarray) -> np.ndarray:
     return plane.reshape(plane.shape[:-2] + (NUM_SQUARES,)).sum(axis=-1)
 
 
-__all__ = ["NUM_PLANES", "OBSERVATION_SHAPE", "PLANE_NAMES", "encode", "mask_from_planes", "mover_planes"]
+__all__ = ["NUM_PLANES", "OBSERVATION_SHAPE", "PLANE_NAMES", "encode", "mask_from_planes", "mover_planes", "planes"]
