@@ -16,10 +16,9 @@ import numpy as np
 from scipy.optimize import minimize
 
 from strategic_reserve_env import engine
-from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.dice import DiceStreams
-from strategic_reserve_env.observation import mover_planes
+from strategic_reserve_env.policies import choose
 
 from .greedy import GreedyAgent
 
@@ -36,7 +35,7 @@ def self_play_decisions(games: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
         part = state[live]
         records.append((live, part.reserve_me, part.reserve_opp, part.to_move))
         actions = np.zeros(games, dtype=np.int64)
-        actions[live] = agent.act(mover_planes(part), bitboards_to_array(part.legal), rng)
+        actions[live] = choose(agent, part, rng)
         state = engine.place(state, actions, config)
         state = engine.roll(state, dice.next(~state.done))
     game, mine, theirs, mover = (np.concatenate(column) for column in zip(*records))

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import engine
-from .board import RED, bitboards_to_array
+from .board import RED
 from .config import Config
 from .dice import DiceStream, DiceStreams
 from .game import Game
-from .observation import encode, mask_from_planes, mover_planes
+from .policies import choose
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,7 @@ def play(agents, red_agent: np.ndarray, dice_seeds: np.ndarray, config: Config, 
             games = np.flatnonzero(live & (mover == index))
             if games.size == 0:
                 continue
-            part = state[games]
-            observations = mover_planes(part) if getattr(agent, "uses_observation", True) else None
-            chosen = agent.act(observations, bitboards_to_array(part.legal), rngs[index])
-            actions[games] = np.asarray(chosen, dtype=np.int64)
+            actions[games] = choose(agent, state[games], rngs[index])
         state = engine.place(state, actions, config)
         live = ~state.done
         state = engine.roll(state, dice.next(live))
@@ -93,9 +90,7 @@ def play_logged(agents, red_agent: int, dice_seed: int, config: Config | None = 
     while not game.done:
         game.roll(dice.next())
         index = red_agent if game.to_move == RED else 1 - red_agent
-        planes = encode(game.me, game.opp, game.legal, game.rolled, game.captured, game.hit,
-                        game.reserve_me, game.reserve_opp)
-        action = int(np.asarray(agents[index].act(planes[None], mask_from_planes(planes)[None], rng))[0])
+        action = choose(agents[index], game, rng)
         decisions.append(Decision(game.copy(), index, action))
         game.place(action)
     return decisions, game

@@ -14,12 +14,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import engine
-from .board import BLUE, COLOURS, RED, bitboards_to_array
+from .board import BLUE, COLOURS, RED
 from .config import Config
 from .dice import DiceStreams
-from .observation import mover_planes, planes
+from .observation import planes
 from .observation import mask_from_planes as _mask_from_planes
-from .policies import as_policy
+from .policies import as_policy, choose
 
 SEATS = ("random", "red", "blue")
 ILLEGAL_ACTION = ("lose", "raise")
@@ -144,10 +144,10 @@ class LearnerGames:
                 if not np.any(opponent_turn & mine):
                     continue
                 if mine.all():  # one opponent in every game: act on the whole batch (other rows are ignored)
-                    actions = self._opponent_actions(opponent, state)
+                    actions = choose(opponent, state, self.rng)
                 else:
                     chosen = np.flatnonzero(opponent_turn & mine)
-                    actions[chosen] = self._opponent_actions(opponent, state[chosen])
+                    actions[chosen] = choose(opponent, state[chosen], self.rng)
             before = state.done
             state = engine.place(state, actions, self.config, active=opponent_turn)
             lost = np.where(state.done & ~before & (state.winner >= 0), 1.0, 0.0)
@@ -156,12 +156,6 @@ class LearnerGames:
             state = engine.roll(state, self.dice.next(learner_turn), active=learner_turn)
         self.state = state
         return lost
-
-    def _opponent_actions(self, opponent, state: engine.State) -> np.ndarray:
-        """One opponent's squares for the games of ``state`` (it is to move in them)."""
-        observations = mover_planes(state) if getattr(opponent, "uses_observation", True) else None
-        masks = _mask_from_planes(observations) if observations is not None else bitboards_to_array(state.legal)
-        return np.asarray(opponent.act(observations, masks, self.rng)).astype(np.int64, copy=False)
 
     # -- the learner's view ----------------------------------------------------------------
     def observations(self) -> np.ndarray:

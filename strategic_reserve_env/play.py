@@ -18,18 +18,10 @@ from .board import COLOURS, parse_square, square_name
 from .config import Config
 from .dice import DiceStream
 from .game import Game
-from .observation import encode
+from .policies import choose
 from .render import ansi, roll_summary
 
 PROMPT = "Your placement (e.g. c4; ? lists legal squares; q quits): "
-
-
-def _agent_move(agent, game: Game, rng: np.random.Generator) -> int:
-    """The agent's square for the current decision."""
-    planes = encode(game.me, game.opp, game.legal, game.rolled, game.captured, game.hit,
-                    game.reserve_me, game.reserve_opp)
-    mask = planes[..., 2].reshape(1, -1)
-    return int(np.asarray(agent.act(planes[None], mask, rng))[0])
 
 
 def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], None]) -> int | None:
@@ -79,7 +71,7 @@ def play(opponent: str, seat: str = "red", seed: int | None = None, reserve: int
                     quit_early = True
                     break
             else:
-                square = _agent_move(agent, game, rng)
+                square = choose(agent, game, rng)
                 say(f"{roll_summary(game)} {agent.name} places on {square_name(square)}.")
             game.place(square)
     except EOFError:

@@ -2,7 +2,7 @@
 
 A policy acts on a batch: ``act(observations, masks, rng) -> actions`` with
 ``observations`` ``(B, 6, 6, 9)`` int8 planes from the mover's side,
-``masks`` ``(B, 36)`` int8 legal placements and ``rng`` a
+``masks`` ``(B, 36)`` legal placements (bool, or 0/1 ints) and ``rng`` a
 ``numpy.random.Generator``; it returns ``(B,)`` square indices, legal where
 the mask has any legal square. A plain callable with that signature is a
 policy too. A policy whose ``uses_observation`` attribute is False is given
@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .board import NUM_SQUARES
+from .board import NUM_SQUARES, bitboards_to_array
+from .observation import planes
 from .sampling import nth_set_bit, popcount
 
 _MASK_BYTES = (NUM_SQUARES + 7) // 8
@@ -65,3 +66,17 @@ def as_policy(policy) -> object:
     if callable(policy):
         return _CallablePolicy(policy)
     raise ValueError(f"a policy must be 'random', an object with act(observations, masks, rng), or a callable; got {policy!r}")
+
+
+def choose(policy, position, rng: np.random.Generator):
+    """The squares ``policy`` picks for the player to move: (B,) int64 for a batched State, an int
+    for a :class:`~strategic_reserve_env.game.Game`. Observations are encoded only for policies
+    that use them."""
+    single = type(position.me) is int
+    observations = None
+    if getattr(policy, "uses_observation", True):
+        observations = planes(position, position.to_move)
+        observations = observations[None] if single else observations
+    masks = bitboards_to_array(np.atleast_1d(np.asarray(position.legal, dtype=np.int64)))
+    actions = np.asarray(policy.act(observations, masks, rng)).astype(np.int64, copy=False)
+    return int(actions[0]) if single else actions
