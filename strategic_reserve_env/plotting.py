@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .board import BIT, BOARD_SIZE, COLOURS, FILES, NUM_SQUARES, RED, BLUE, parse_square
+from .board import BIT, BLUE, BOARD_SIZE, COLOURS, FILES, NUM_SQUARES, RED, parse_square
 from .game import Game
-from .records import Record, RecordError
+from .records import Record, replay
 from .render import COLOUR, roll_summary, status, svg
 
 
@@ -103,20 +103,19 @@ class ReplayViewer:
     """
 
     def __init__(self, record: Record) -> None:
-        game = Game(record.config)
         self.frames: list[Game] = []
         self.captions: list[str] = []
-        for number, ply in enumerate(record.plies, start=1):
-            try:
-                rolled, placed = parse_square(ply[0]), parse_square(ply[1])
-                game.roll(rolled)
-                self.frames.append(game.copy())
-                self.captions.append(f"ply {number}: {roll_summary(game)}")
-                game.place(placed)
-            except (ValueError, TypeError, IndexError) as error:
-                raise RecordError(str(error), number) from None
-        self.frames.append(game.copy())
-        self.captions.append(status(game))
+
+        def keep(game: Game) -> None:
+            self.frames.append(game.copy())
+            self.captions.append(f"ply {len(self.frames)}: {roll_summary(game)}")
+
+        trace = list(replay(record, on_roll=keep))  # RecordError, naming the ply, for a bad record
+        final = self.frames[-1].copy() if trace else Game(record.config)
+        if trace:
+            final.place(parse_square(trace[-1]["place"]))
+        self.frames.append(final)
+        self.captions.append(status(final))
         self.index = 0
 
     def __len__(self) -> int:

@@ -15,7 +15,7 @@ of the header) and the fault.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,8 +148,11 @@ def trace_line(entry: dict) -> str:
     return json.dumps(entry)
 
 
-def replay(record: Record) -> Iterator[dict]:
-    """Play a record through :class:`Game`, yielding each ply's trace; RecordError at the first bad ply."""
+def replay(record: Record, on_roll: Callable[[Game], None] | None = None) -> Iterator[dict]:
+    """Play a record through :class:`Game`, yielding each ply's trace; RecordError at the first bad ply.
+
+    ``on_roll(game)``, if given, sees the game after each roll, before its placement.
+    """
     game = Game(record.config)
     for number, ply in enumerate(record.plies, start=1):
         rolled, placed = _parse_ply(ply, number)
@@ -157,6 +160,8 @@ def replay(record: Record) -> Iterator[dict]:
             raise RecordError(f"the game already ended at ply {game.ply} ({_result(game)})", number)
         mover = game.to_move
         game.roll(rolled)
+        if on_roll is not None:
+            on_roll(game)
         hit, captured, legal = game.hit, game.captured, game.legal
         try:
             game.place(placed)
