@@ -70,6 +70,11 @@ def squares_of(bits: int) -> list[int]:
     return squares
 
 
+def names_of(bits: int) -> str:
+    """The squares of a bitboard as text in index order, e.g. ``'e4, d5, f5'``."""
+    return ", ".join(SQUARE_NAMES[s] for s in squares_of(bits))
+
+
 def bits_of(squares) -> int:
     """Bitboard (a Python int) with the given square indices set."""
     total = 0

@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from . import rules
-from .board import BIT_ARRAY, BLUE, BOARD_SIZE, NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, square_name, squares_of
+from .board import BIT_ARRAY, BLUE, BOARD_SIZE, NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, names_of, square_name
 from .config import Config
 
 _INT = np.int64
@@ -285,9 +285,8 @@ def _illegal(state: State, actions: np.ndarray, game: int) -> IllegalActionError
     legal = int(state.legal[game])
     if legal == 0:
         return IllegalActionError(f"game {game}: no placement is due (roll first)")
-    names = ", ".join(square_name(s) for s in squares_of(legal))
     return IllegalActionError(
-        f"game {game}: {square_name(action)} (action {action}) is not a legal placement; legal: {names}"
+        f"game {game}: {square_name(action)} (action {action}) is not a legal placement; legal: {names_of(legal)}"
     )
 
 

@@ -17,6 +17,7 @@ from .board import (
     NUM_SQUARES,
     RED,
     board_string,
+    names_of,
     square_name,
     squares_of,
 )
@@ -98,9 +99,8 @@ class Game:
         if not self.legal:
             raise engine.IllegalActionError("no placement is due (roll first)")
         if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square]:
-            names = ", ".join(square_name(s) for s in squares_of(self.legal))
             shown = square_name(square) if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES else repr(square)
-            raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names}")
+            raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
         reserve = self.reserve_me - 1
         self.me, self.opp = self.opp, self.me | BIT[square]
         self.reserve_me, self.reserve_opp = self.reserve_opp, reserve

@@ -46,7 +46,7 @@ from gymnasium.vector.utils import batch_space
 
 from . import render as rendering
 from .aec_env import make_config
-from .board import COLOURS, NUM_SQUARES, square_name
+from .board import COLOURS, NUM_SQUARES, names_of
 from .game import Game
 from .learner import LearnerGames
 from .observation import OBSERVATION_SHAPE
@@ -83,12 +83,11 @@ class StrategicReserveEnv(gymnasium.Env):
         return self.games.observations()[0], self._info()
 
     def step(self, action):
-        legal_before = self.action_masks()
+        legal_before = int(self.games.state.legal[0])
         rewards, terminated, truncated, illegal = self.games.step(np.array([action], dtype=np.int64))
         info = self._info()
         if illegal[0]:
-            legal = ", ".join(square_name(s) for s in np.flatnonzero(legal_before))
-            info["illegal_action"] = f"action {action} is not a legal placement; legal: {legal}"
+            info["illegal_action"] = f"action {action} is not a legal placement; legal: {names_of(legal_before)}"
             gymnasium.logger.warn(f"illegal action, the learner loses: {info['illegal_action']}")
         if self.render_mode == "human":
             self.render()

@@ -112,7 +112,7 @@ class LearnerGames:
             self.state = engine.reset(self.state, restart, self.config)
             self._draw_seats(restart)
         rewards -= self._advance(~self.state.done)
-        ended = self.state.done & ~before & placing
+        ended = self.state.done & ~before  # restarted games were over before, so they are not counted
         return rewards.astype(np.float32), ended & (self.state.winner >= 0), ended & self.state.truncated, illegal
 
     def _draw_seats(self, mask: np.ndarray) -> None:

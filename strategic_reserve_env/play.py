@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from . import records
-from .board import COLOURS, parse_square, square_name
+from .board import COLOURS, names_of, parse_square, square_name
 from .config import Config
 from .dice import DiceStream
 from .game import Game
@@ -27,7 +27,7 @@ PROMPT = "Your placement (e.g. c4; ? lists legal squares; q quits): "
 def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], None]) -> int | None:
     """Read squares until a legal one is typed; None when the person quits."""
     legal = game.legal_squares()
-    names = ", ".join(square_name(s) for s in legal)
+    names = names_of(game.legal)
     while True:
         text = read(PROMPT).strip().lower()
         if text in ("q", "quit", "exit"):

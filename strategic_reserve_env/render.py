@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .board import BIT, BLUE, BOARD_SIZE, COLOURS, FILES, RED, dice_for, square_name, squares_of
+from .board import BIT, BLUE, BOARD_SIZE, COLOURS, FILES, RED, dice_for, names_of, square_name
 from .game import Game
 from .rules import HIT_NAMES
 
@@ -22,7 +22,7 @@ def roll_summary(game: Game) -> str:
         return "No roll yet."
     roller = game.to_move if game.legal else game.to_move ^ 1
     purple, green = dice_for(game.rolled, roller)
-    captured = ", ".join(square_name(s) for s in squares_of(game.captured)) or "nothing"
+    captured = names_of(game.captured) or "nothing"
     return (f"{COLOURS[roller].capitalize()} rolled {square_name(game.rolled)} (dice {purple}, {green}): "
             f"{HIT_NAMES[game.hit]} hit, captured {captured}.")
 
@@ -57,7 +57,7 @@ def ansi(game: Game) -> str:
     lines.append(files)
     lines.append(status(game) + " " + roll_summary(game))
     if game.legal:
-        lines.append("Legal: " + ", ".join(square_name(s) for s in game.legal_squares()))
+        lines.append("Legal: " + names_of(game.legal))
     return "\n".join(lines) + "\n"
 
 
