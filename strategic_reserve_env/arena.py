@@ -39,18 +39,22 @@ class Games:
 
 
 def play(agents, red_agent: np.ndarray, dice_seeds: np.ndarray, config: Config, rngs,
-         on_ply: Callable[[engine.State], None] | None = None) -> Games:
+         on_ply: Callable[[engine.State], None] | None = None, start: engine.State | None = None) -> Games:
     """Play ``len(red_agent)`` games of ``agents[0]`` against ``agents[1]`` to the end (or the ply limit).
 
     ``red_agent`` ((N,) 0/1) says who plays Red in each game, ``dice_seeds``
     ((N,) ints) the dice stream of each game, ``rngs`` one generator per
     agent. ``on_ply(state)`` is called with the state after the first roll
     and after every ply (for a progress bar, or to record the games).
+    ``start`` (N games, each awaiting its next roll) continues given games
+    instead of starting from the configured position.
     """
     red_agent = np.asarray(red_agent, dtype=np.int64)
-    state = engine.init(config, len(red_agent))
+    state = engine.init(config, len(red_agent)) if start is None else start
+    if state.batch_size != len(red_agent) or np.any(state.legal != 0):
+        raise ValueError(f"start must hold {len(red_agent)} games awaiting their roll")
     dice = DiceStreams(dice_seeds)
-    state = engine.roll(state, dice.next())
+    state = engine.roll(state, dice.next(~state.done))
     if on_ply is not None:
         on_ply(state)
     while not state.done.all():

@@ -165,3 +165,34 @@ def test_ppo_probabilities_are_sb3_contribs_masked_distribution(positions):
     assert np.all(probabilities[~masks] < 1e-12)
     predicted, _ = model.predict(observations, action_masks=masks, deterministic=True)
     assert np.array_equal(agent.act(observations, masks, np.random.default_rng(0)), predicted)
+
+
+def test_headroom_gains_score_the_choice_on_the_other_half():
+    from agents.headroom import Decision
+
+    wins = np.zeros((3, 8), dtype=bool)
+    wins[0] = True  # placement 0 always wins
+    wins[2, :4] = True  # placement 2 wins in the first half only: noise that looks good there
+    greedy = np.array([False, True, False])
+    split, in_sample, spread = Decision(np.arange(3), wins, greedy).gains()
+    assert (split, in_sample, spread) == (1.0, 1.0, 1.0)
+    same = Decision(np.arange(3), np.tile(wins[2], (3, 1)), greedy).gains()
+    assert same == (0.0, 0.0, 0.0)
+
+
+def test_headroom_rolls_out_every_legal_placement_and_marks_greedys_choices(capsys):
+    from agents import headroom
+
+    config = Config()
+    decisions = headroom.sample_decisions(6, seed=4, config=config)
+    assert decisions.batch_size >= 3 and not decisions.done.any() and (decisions.legal != 0).all()
+    decision = decisions[np.array([0])]
+    result = headroom.rollouts(decision, 6, 123, config, np.random.default_rng(0))
+    legal = squares_of(int(decision.legal[0]))
+    assert list(result.squares) == legal and result.wins.shape == (len(legal), 6)
+    losses = expected_losses(decision.me, decision.opp, bitboards_to_array(decision.legal))[0, legal]
+    assert np.array_equal(result.greedy, losses == losses.min())
+    assert headroom.main(["--positions", "3", "--rollouts", "4", "--seed", "1"]) == 0
+    assert "split-sample gain over greedy" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        headroom.main(["--rollouts", "3"])

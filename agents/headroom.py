@@ -1,0 +1,113 @@
+"""How much better than greedy can a placement be? Rollout values of every legal placement.
+
+``python -m agents.headroom [--positions 300] [--rollouts 2000] [--seed 0]``
+samples decisions from greedy self-play (each game stopped at a random
+decision), and for each decision plays every legal placement out
+``--rollouts`` times, greedy against greedy, with the same dice streams for
+every placement (common random numbers). It reports, averaged over the
+decisions, the mover's win probability gained by a placement chosen by
+rollouts over greedy's own choice:
+
+- **split-sample gain**: the placement is chosen on one half of the rollouts
+  and scored on the other half (and vice versa), so the noise that makes a
+  placement look best is not counted as gain. It is what a one-step rollout
+  improvement of greedy achieves with ``--rollouts / 2`` rollouts per
+  placement, a lower bound of the best one-step improvement;
+- **in-sample gain**: best mean minus greedy's mean on all rollouts, biased
+  upwards by the noise (an upper-side figure);
+- **spread**: best minus worst placement, how much the decision matters at all.
+
+Greedy's value is the mean over the placements greedy ties between (it picks
+one of them at random). Decisions where the mover places its last checker,
+or has one legal square, are skipped: there is nothing to choose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm import tqdm
+
+from strategic_reserve_env import arena, engine
+from strategic_reserve_env.board import bitboards_to_array
+from strategic_reserve_env.config import Config
+
+from .greedy import GreedyAgent, expected_losses
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Rollout results of one decision."""
+
+    squares: np.ndarray  # (C,) int64 legal placements
+    wins: np.ndarray  # (C, N) bool: the mover won rollout n after placing on squares[c]
+    greedy: np.ndarray  # (C,) bool: the placements greedy ties between
+
+    def gains(self) -> tuple[float, float, float]:
+        """(split-sample gain, in-sample gain, spread) in win probability; see the module docstring."""
+        half = self.wins.shape[1] // 2
+        first, second = self.wins[:, :half].mean(axis=1), self.wins[:, half:].mean(axis=1)
+        split = 0.5 * ((second[np.argmax(first)] - second[self.greedy].mean())
+                       + (first[np.argmax(second)] - first[self.greedy].mean()))
+        value = self.wins.mean(axis=1)
+        return float(split), float(value.max() - value[self.greedy].mean()), float(value.max() - value.min())
+
+
+def sample_decisions(count: int, seed: int, config: Config) -> engine.State:
+    """Up to ``count`` decisions of greedy self-play, one per game, at a random decision of each game."""
+    rng = np.random.default_rng([seed, 1])
+    stop = rng.integers(0, 24, size=count)  # greedy self-play games last 24 plies on average
+    found = {}
+
+    def keep(state: engine.State) -> None:
+        for game in np.flatnonzero(~state.done & (state.ply == stop)):
+            found.setdefault(int(game), state[np.array([game])])
+
+    greedy = GreedyAgent()
+    arena.play([greedy, greedy], np.zeros(count), 10**6 * seed + np.arange(count), config,
+               [np.random.default_rng([seed, 2])] * 2, on_ply=keep)
+    return engine.concatenate([found[game] for game in sorted(found)])
+
+
+def rollouts(decision: engine.State, count: int, dice_seed: int, config: Config, rng: np.random.Generator) -> Decision:
+    """Every legal placement of one decision (a State of 1 game), played out ``count`` times by greedy."""
+    squares = np.flatnonzero(bitboards_to_array(decision.legal)[0])
+    mover = int(decision.to_move[0])
+    games = engine.place(decision[np.zeros(len(squares) * count, dtype=np.int64)], np.repeat(squares, count), config)
+    greedy = GreedyAgent()
+    result = arena.play([greedy, greedy], np.zeros(games.batch_size), dice_seed + np.tile(np.arange(count), len(squares)),
+                        config, [rng, rng], start=games)
+    losses = expected_losses(decision.me, decision.opp, bitboards_to_array(decision.legal))[0, squares]
+    return Decision(squares, (result.winner == mover).reshape(len(squares), count), losses == losses.min())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--positions", type=int, default=300, help="greedy self-play games to take a decision from")
+    parser.add_argument("--rollouts", type=int, default=2000, help="rollouts per legal placement (even, >= 2)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the positions, dice and tie-breaks")
+    args = parser.parse_args(argv)
+    if args.positions < 1 or args.rollouts < 2 or args.rollouts % 2:
+        parser.error("--positions must be >= 1 and --rollouts an even number >= 2")
+    config, rng = Config(), np.random.default_rng([args.seed, 3])
+    decisions = sample_decisions(args.positions, args.seed, config)
+    gains = []
+    for index in tqdm(range(decisions.batch_size), unit="decision", file=sys.stderr):
+        decision = decisions[np.array([index])]
+        if decision.reserve_me[0] == 1 or bin(int(decision.legal[0])).count("1") < 2:
+            continue
+        gains.append(rollouts(decision, args.rollouts, 10**9 * (args.seed + 1) + 10**6 * index, config, rng).gains())
+    split, in_sample, spread = np.array(gains).T
+    error = split.std(ddof=1) / np.sqrt(len(split)) if len(split) > 1 else float("nan")
+    print(f"{len(gains)} decisions, {args.rollouts} greedy rollouts per placement (common dice):")
+    print(f"  split-sample gain over greedy  {split.mean():+.4f} +- {1.96 * error:.4f} (95 %) win probability per decision")
+    print(f"  in-sample gain over greedy     {in_sample.mean():+.4f} (biased upwards by noise)")
+    print(f"  best - worst placement         {spread.mean():.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
