@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from strategic_reserve_env.board import BIT_ARRAY, bitboards_to_array
+from strategic_reserve_env.board import NUM_SQUARES, bitboards_to_array
 from strategic_reserve_env.rules import adjacent, group
 from strategic_reserve_env.sampling import popcount
 
 from .base import argmin_random_ties, read_position
 
 NOT_COMPUTED = 10**6  # loss shown for squares that were not evaluated
-_SQUARE_NEIGHBOURS = adjacent(BIT_ARRAY)  # (36,) int64 bitboard of each square's orthogonal neighbours
 
 
 def groups_of(bits: np.ndarray) -> np.ndarray:
@@ -39,6 +38,12 @@ def groups_of(bits: np.ndarray) -> np.ndarray:
         found.append(group(lowest, bits))
         rest = rest ^ found[-1]
     return np.stack(found, axis=1) if found else np.zeros((len(rest), 1), dtype=np.int64)
+
+
+def _neighbour_squares(groups: np.ndarray) -> np.ndarray:
+    """(B, 36, K) bool: square p is orthogonally next to group k, for (B, K) group bitboards."""
+    batch, count = groups.shape
+    return bitboards_to_array(adjacent(groups).reshape(-1)).reshape(batch, count, NUM_SQUARES).transpose(0, 2, 1)
 
 
 def expected_losses(me: np.ndarray, opp: np.ndarray, legal: np.ndarray | None = None) -> np.ndarray:
@@ -54,8 +59,8 @@ def expected_losses(me: np.ndarray, opp: np.ndarray, legal: np.ndarray | None = 
     touching = ((adjacent(mine)[:, :, None] & theirs[:, None, :]) != 0).astype(np.float64)  # (B, K, M): i touches j
     threat = touching @ their_size[:, :, None]  # (B, K, 1): sizes of their groups touching my group i
     per_group = np.concatenate([size[:, :, None], size[:, :, None] ** 2, size[:, :, None] * threat], axis=-1)
-    joins = ((_SQUARE_NEIGHBOURS[None, :, None] & mine[:, None, :]) != 0).astype(np.float64)  # (B, 36, K)
-    meets = (_SQUARE_NEIGHBOURS[None, :, None] & theirs[:, None, :]) != 0  # (B, 36, M): p touches their j
+    joins = _neighbour_squares(mine).astype(np.float64)  # (B, 36, K): p touches my group i
+    meets = _neighbour_squares(theirs)  # (B, 36, M): p touches their group j
     joined = joins @ per_group  # (B, 36, 3): sizes, squared sizes and threats of the groups p joins
     total = per_group.sum(axis=1)[:, None, :]  # (B, 1, 3): the same over all my groups
     merged = 1 + joined[..., 0]  # (B, 36) size of the group p ends in
