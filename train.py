@@ -147,6 +147,8 @@ class TrainingCallback(BaseCallback):
         self.outcomes: dict[str, list[int]] = {}
         self.bar: tqdm | None = None
         self.next_snapshot = self.next_eval = self.next_checkpoint = 0
+        self.collecting_since = 0.0
+        self.seconds = {"collecting": 0.0, "evaluating and checkpointing": 0.0}  # wall time split
 
     def _on_training_start(self) -> None:
         s, steps = self.settings, self.num_timesteps
@@ -167,15 +169,21 @@ class TrainingCallback(BaseCallback):
             self.pool.add_snapshot(self.model.policy, steps)
             self.env.games.set_opponents(*self.pool.members())
             self.next_snapshot += self.settings.snapshot_every
+        start = time.perf_counter()
         if steps >= self.next_eval:
             self._evaluate(steps)
             self.next_eval += self.settings.eval_every
         if steps >= self.next_checkpoint:
             save_checkpoint(self.model, self.pool, self.out, steps)
             self.next_checkpoint += self.settings.checkpoint_every
+        self.seconds["evaluating and checkpointing"] += time.perf_counter() - start
         return True
 
+    def _on_rollout_start(self) -> None:
+        self.collecting_since = time.perf_counter()
+
     def _on_rollout_end(self) -> None:
+        self.seconds["collecting"] += time.perf_counter() - self.collecting_since
         for kind, (wins, games) in self.outcomes.items():
             self.logger.record(f"win_rate/{kind}", wins / games)
         self.outcomes = {}
@@ -284,6 +292,19 @@ def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> 
     return pairings
 
 
+def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
+    """One line: the shares of the wall time spent in the environment, the learner's rollout steps,
+    the PPO update, and evaluations and checkpoints (which run during the rollouts)."""
+    side = measured["evaluating and checkpointing"]
+    parts = {
+        "environment": in_env,
+        "learner forward passes and rollout buffer": measured["collecting"] - in_env - side,
+        "PPO update": total - measured["collecting"],
+        "evaluations and checkpoints": side,
+    }
+    return "wall time: " + ", ".join(f"{name} {100 * value / max(total, 1e-9):.1f} %" for name, value in parts.items())
+
+
 def main(settings: TrainSettings) -> int:
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -309,14 +330,15 @@ def main(settings: TrainSettings) -> int:
 
     start = time.perf_counter()
     remaining = settings.total_steps - model.num_timesteps
+    callback = TrainingCallback(settings, pool, env, out)
     if remaining > 0:
-        callback = TrainingCallback(settings, pool, env, out)
         model.learn(remaining, callback=callback, reset_num_timesteps=not settings.resume, tb_log_name="ppo")
     seconds = time.perf_counter() - start
     model.save(out / "model.zip")
     steps_done = max(remaining, 0)
     print(f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
           f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment", flush=True)
+    print(time_split(seconds, env.seconds, callback.seconds), flush=True)
 
     pairings = final_evaluation(model, settings, out)
     print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))

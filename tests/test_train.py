@@ -25,6 +25,9 @@ def test_smoke_writes_model_logs_and_evaluation(tmp_path):
     result = _train("--total-steps", "3000", "--eval-every", "1500", "--checkpoint-every", "1024", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert "env steps/s" in result.stdout and "% of the time in the environment" in result.stdout
+    split = result.stdout.split("wall time: ")[1].splitlines()[0]
+    shares = [float(part.rsplit(" ", 2)[1]) for part in split.split(", ")]
+    assert len(shares) == 4 and all(share >= 0 for share in shares), split  # the parts nest as described
     agent = load_agent(f"ppo:{out / 'model.zip'}")
     assert agent.name.startswith("ppo:")
     assert list((out / "tb").rglob("events.out.tfevents.*"))
