@@ -7,11 +7,12 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from agents import load_agent
 from conftest import REPO
 from evaluate import Pairing, Settings, bradley_terry, dice_seeds, main, play_pairing
-from strategic_reserve_env import arena
+from strategic_reserve_env import arena, engine
 from strategic_reserve_env.config import Config
 
 
@@ -111,3 +112,17 @@ def test_bad_specs_and_settings():
     odd = subprocess.run([sys.executable, "evaluate.py", "random", "greedy", "--games", "7"],
                          capture_output=True, text=True, cwd=REPO, check=False)
     assert odd.returncode == 2 and "--games must be an even number" in odd.stderr
+
+
+def test_play_continues_given_games_and_rejects_games_awaiting_a_placement():
+    agents, config, seeds = (load_agent("greedy"), load_agent("random")), Config(), np.arange(40)
+    red = np.tile([0, 1], 20)
+    fresh = arena.play(agents, red, seeds, config, [np.random.default_rng(k) for k in range(2)])
+    given = arena.play(agents, red, seeds, config, [np.random.default_rng(k) for k in range(2)],
+                       start=engine.init(config, 40))
+    assert np.array_equal(fresh.winner, given.winner) and np.array_equal(fresh.plies, given.plies)
+    rolled = engine.roll(engine.init(config, 40), np.zeros(40, dtype=np.int64))
+    with pytest.raises(ValueError, match="40 games awaiting their roll"):
+        arena.play(agents, red, seeds, config, [np.random.default_rng(0)] * 2, start=rolled)
+    with pytest.raises(ValueError, match="40 games awaiting their roll"):
+        arena.play(agents, red, seeds, config, [np.random.default_rng(0)] * 2, start=engine.init(config, 39))
