@@ -34,6 +34,7 @@ from tqdm import tqdm
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.sampling import popcount
 
 from .greedy import GreedyAgent, expected_losses
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     gains = []
     for index in tqdm(range(decisions.batch_size), unit="decision", file=sys.stderr):
         decision = decisions[np.array([index])]
-        if decision.reserve_me[0] == 1 or bin(int(decision.legal[0])).count("1") < 2:
+        if decision.reserve_me[0] == 1 or popcount(decision.legal)[0] < 2:
             continue
         gains.append(rollouts(decision, args.rollouts, 10**9 * (args.seed + 1) + 10**6 * index, config, rng).gains())
     split, in_sample, spread = np.array(gains).T
