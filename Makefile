@@ -3,11 +3,16 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the RL libraries tested unchanged (Tianshou, TorchRL, Ray RLlib) live in a venv of their own:
+# ray[rllib] pins gymnasium==1.2.2, while .venv keeps the newest gymnasium
+IVENV := .venv-integrations
+IBIN := $(IVENV)/bin
+ISTAMP := $(IVENV)/.installed
 # torch must be the CPU build: install it first, then hold it there with a constraint
 TORCH ?= torch==2.13.0
 PIP := $(BIN)/python -m pip
 
-.PHONY: test train bench install clean
+.PHONY: test test-core test-integrations train bench install clean
 
 install: $(STAMP)
 
@@ -19,8 +24,21 @@ $(STAMP): pyproject.toml constraints-cpu.txt | $(BIN)/python
 	$(PIP) install -c constraints-cpu.txt -e ".[train,test]"
 	touch $@
 
-test: $(STAMP)
+$(IBIN)/python:
+	$(PYTHON) -m venv $(IVENV)
+
+$(ISTAMP): pyproject.toml constraints-cpu.txt | $(IBIN)/python
+	$(IBIN)/python -m pip install "$(TORCH)"
+	$(IBIN)/python -m pip install -c constraints-cpu.txt -e ".[train,test,integrations]"
+	touch $@
+
+test: test-core test-integrations
+
+test-core: $(STAMP)
 	$(BIN)/python -m pytest -n 2
+
+test-integrations: $(ISTAMP)
+	$(IBIN)/python -m pytest -p no:cacheprovider tests/integration
 
 bench: $(STAMP)
 	$(BIN)/python -m strategic_reserve_env bench
@@ -29,4 +47,4 @@ train: $(STAMP)
 	$(BIN)/python train.py --out runs/make-train
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(IVENV) build *.egg-info .pytest_cache .hypothesis
