@@ -1,4 +1,4 @@
-"""Shared fixtures: the conformance records of ../shared/conformance and small helpers."""
+"""Shared fixtures: the conformance records of tests/data/conformance and small helpers."""
 
 from __future__ import annotations
 
@@ -15,17 +15,14 @@ from strategic_reserve_env import engine
 from strategic_reserve_env.config import Config
 
 REPO = Path(__file__).resolve().parents[1]
-CONFORMANCE = Path(os.environ.get("SR_CONFORMANCE_DIR", REPO.parent / "shared" / "conformance"))
+CONFORMANCE = REPO / "tests" / "data" / "conformance"  # records with their expected traces (docs/RULES.md)
 
 
 def conformance_records() -> list[Path]:
-    """The record files of the shared conformance set (each has a .trace.jsonl beside it)."""
+    """The record files of the conformance set (each has a .trace.jsonl beside it)."""
     records = sorted(CONFORMANCE.glob("*.json"))
     if not records:
-        raise RuntimeError(
-            f"no conformance records in {CONFORMANCE}: the shared folder must sit beside the checkout "
-            "(or set SR_CONFORMANCE_DIR)"
-        )
+        raise RuntimeError(f"no conformance records in {CONFORMANCE}: the checkout is incomplete")
     return records
 
 
