@@ -1,4 +1,4 @@
-"""Game records (input) and replay traces (output), as specified in RULES.md.
+"""Game records (input) and replay traces (output), as specified in docs/RULES.md.
 
 A record::
 
@@ -6,21 +6,24 @@ A record::
      "start": {"board": "<36 chars>", "reserves": {"red": 7, "blue": 7}, "to_move": "red"},
      "plies": [["a5", "c4"], ["e5", "a1"]]}
 
-``variant`` and ``start`` are optional. Replaying yields one trace dict per
-ply (:func:`replay`); :func:`trace_line` formats it as RULES.md prints it.
-Errors are :class:`RecordError`, whose message names the ply (or the field
-of the header) and the fault.
+``variant`` and ``start`` are optional, and so is each field of ``start``.
+The reserves at the start are ``start.reserves`` when given (whatever
+``variant.reserve`` says), otherwise ``variant.reserve`` each (default 7).
+A record is a game, not an episode: replaying it applies no ply limit.
+Replaying yields one trace dict per ply (:func:`replay`); :func:`trace_line`
+formats it as docs/RULES.md prints it. Errors are :class:`RecordError`, whose
+message names the ply (or the field of the header) and the fault.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .board import COLOURS, board_string, dice_for, parse_square, square_name, squares_of
-from .config import Config, StartPosition
+from .config import MAX_PLY_LIMIT, Config, StartPosition
 from .engine import IllegalActionError
 from .game import Game
 from .rules import HIT_NAMES
@@ -38,31 +41,46 @@ class RecordError(ValueError):
 
 @dataclass(frozen=True)
 class Record:
-    """A parsed record: its settings and its plies as written (square names, checked on replay)."""
+    """A game: its settings and its plies as written (square names, checked on replay).
 
-    config: Config
+    A record is a game, not an episode, so it has no ply limit: ``config``
+    is stored with ``ply_limit = MAX_PLY_LIMIT`` whatever the given config's
+    limit (2**31 - 1 plies, more than any record file can hold), and
+    :func:`replay` never truncates.
+    """
+
+    config: Config  # reserve and start of the game; ply_limit is always MAX_PLY_LIMIT
     plies: tuple  # ((rolled, placed), ...) as found in the record; each pair is checked when replayed
     description: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.config.ply_limit != MAX_PLY_LIMIT:
+            object.__setattr__(self, "config", replace(self.config, ply_limit=MAX_PLY_LIMIT))
+
     def to_json(self) -> dict:
-        """The record as a JSON-ready dict in RULES.md format."""
-        start = self.config.start_position
-        data = {
-            "variant": {"reserve": self.config.reserve},
-            "start": {
+        """The record as a JSON-ready dict in docs/RULES.md format; :func:`parse_record` gives it back.
+
+        ``start`` is written, in full, only when the config has one.
+        """
+        data: dict = {"variant": {"reserve": self.config.reserve}}
+        start = self.config.start
+        if start is not None:
+            data["start"] = {
                 "board": start.board,
                 "reserves": dict(zip(COLOURS, start.reserves)),
                 "to_move": start.to_move,
-            },
-            "plies": [list(ply) for ply in self.plies],
-        }
+            }
+        data["plies"] = [list(ply) for ply in self.plies]
         if self.description is not None:
             data["description"] = self.description
         return data
 
 
 def parse_record(data: object) -> Record:
-    """Check the header of a record (a decoded JSON value) and return it as a :class:`Record`."""
+    """Check the header of a record (a decoded JSON value) and return it as a :class:`Record`.
+
+    Each header field is checked on its own; a fault is a :class:`RecordError` naming the field.
+    """
     if not isinstance(data, dict):
         raise RecordError(f"a record must be a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - _RECORD_KEYS)
@@ -72,18 +90,28 @@ def parse_record(data: object) -> Record:
     if not isinstance(variant, dict) or set(variant) - {"reserve"}:
         raise RecordError(f"variant must be an object with only 'reserve', got {variant!r}")
     try:
-        config = Config(reserve=variant.get("reserve", Config.reserve), start=_parse_start(data.get("start")))
+        reserve = Config(reserve=variant.get("reserve", Config.reserve)).reserve
+    except ValueError as error:
+        raise RecordError(f"record header: variant.{error}") from None
+    try:
+        config = Config(reserve=reserve, start=_parse_start(data.get("start"), reserve))
     except ValueError as error:
         raise RecordError(f"record header: {error}") from None
     plies = data.get("plies")
     if not isinstance(plies, list):
         raise RecordError(f"plies must be a list of [rolled, placed] pairs, got {type(plies).__name__}")
     description = data.get("description")
-    return Record(config=config, plies=tuple(plies), description=description if isinstance(description, str) else None)
+    if description is not None and not isinstance(description, str):
+        raise RecordError(f"description must be a string, got {type(description).__name__}")
+    return Record(config=config, plies=tuple(plies), description=description)
 
 
-def _parse_start(start: object) -> StartPosition | None:
-    """The ``start`` object of a record as a StartPosition (None when absent)."""
+def _parse_start(start: object, reserve: int) -> StartPosition | None:
+    """The ``start`` object of a record as a StartPosition (None when absent).
+
+    Absent fields take the standard setup's board, Red to move and ``reserve``
+    checkers each (the variant's reserve).
+    """
     if start is None:
         return None
     if not isinstance(start, dict):
@@ -91,7 +119,7 @@ def _parse_start(start: object) -> StartPosition | None:
     unknown = sorted(set(start) - {"board", "reserves", "to_move"})
     if unknown:
         raise ValueError(f"unknown start field(s): {', '.join(unknown)}")
-    reserves = start.get("reserves", {"red": 7, "blue": 7})
+    reserves = start.get("reserves", dict.fromkeys(COLOURS, reserve))
     if not isinstance(reserves, dict) or set(reserves) != set(COLOURS):
         raise ValueError(f"start.reserves must be {{'red': n, 'blue': n}}, got {reserves!r}")
     defaults = StartPosition()
@@ -127,7 +155,7 @@ def _parse_ply(ply: object, number: int) -> tuple[int, int]:
 
 def trace_entry(ply: int, mover: int, rolled: int, hit: int, captured: int, legal: int, placed: int,
                 red: int, blue: int, reserves: tuple[int, int], winner: int) -> dict:
-    """One trace object in RULES.md field order, from plain ints (bitboards for captured, legal, red, blue)."""
+    """One trace object in docs/RULES.md field order, from plain ints (bitboards for captured, legal, red, blue)."""
     return {
         "ply": ply,
         "mover": COLOURS[mover],
@@ -144,13 +172,14 @@ def trace_entry(ply: int, mover: int, rolled: int, hit: int, captured: int, lega
 
 
 def trace_line(entry: dict) -> str:
-    """A trace object as the JSON line RULES.md prints."""
+    """A trace object as the JSON line docs/RULES.md prints."""
     return json.dumps(entry)
 
 
 def replay(record: Record, on_roll: Callable[[Game], None] | None = None) -> Iterator[dict]:
     """Play a record through :class:`Game`, yielding each ply's trace; RecordError at the first bad ply.
 
+    No ply limit applies (see :class:`Record`): the game ends only when a player wins.
     ``on_roll(game)``, if given, sees the game after each roll, before its placement.
     """
     game = Game(record.config)
@@ -177,7 +206,11 @@ def _result(game: Game) -> str:
 
 
 def record_of(game: Game, description: str | None = None) -> Record:
-    """The record of the plies ``game`` has played since its last reset."""
+    """The record of the plies ``game`` has played since its last reset.
+
+    It replays to the same trace, also when ``game`` was truncated by its ply
+    limit (the record has no ply limit, so a replay of it just ends there).
+    """
     names = tuple((square_name(rolled), square_name(placed)) for rolled, placed in game.history)
     return Record(config=game.config, plies=names, description=description)
 

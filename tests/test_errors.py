@@ -130,7 +130,7 @@ def _record(plies, **header) -> dict:
     [
         ([1, 2], r"a record must be a JSON object, got list"),
         ({"plies": [], "moves": []}, r"unknown record field\(s\): moves"),
-        (_record([], variant={"reserve": 13}), r"record header: reserve must be in 1\.\.12, got 13"),
+        (_record([], variant={"reserve": 13}), r"record header: variant\.reserve must be in 1\.\.12, got 13"),
         (_record([], variant={"size": 7}), r"variant must be an object with only 'reserve'"),
         (_record([], start={"board": "R" * 30}), r"start\.board: board must have 36 characters, got 30"),
         (_record([], start={"reserves": {"red": 7}}), r"start\.reserves must be"),
