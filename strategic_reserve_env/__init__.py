@@ -1,7 +1,7 @@
 """strategic-reserve-env: a reinforcement-learning environment for Strategic Reserve.
 
 Strategic Reserve is a two-player dice and placement game designed by Mark
-Steere. This package implements his rules (see RULES.md) as a batched numpy
+Steere. This package implements his rules (see docs/RULES.md) as a batched numpy
 engine (:mod:`.engine`), a single-game fast path (:class:`Game`), game records
 and traces (:mod:`.records`).
 """

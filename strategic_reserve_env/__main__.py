@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m strategic_reserve_env", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    replay = commands.add_parser("replay", help="print the trace of a game record (RULES.md format)")
+    replay = commands.add_parser("replay", help="print the trace of a game record (docs/RULES.md format)")
     replay.add_argument("record", help="path of a record .json file")
     replay.set_defaults(run=_replay)
 

@@ -1,7 +1,7 @@
 """# Strategic Reserve (PettingZoo AEC) - ``strategic_reserve_v0``
 
 Strategic Reserve is a two-player dice and placement game designed by Mark
-Steere. Rules: RULES.md of the project; all game logic comes from the engine.
+Steere. Rules: docs/RULES.md; all game logic comes from the engine.
 
 | Import             | ``from strategic_reserve_env import env`` (wrapped) / ``raw_env``     |
 |--------------------|-----------------------------------------------------------------------|

@@ -1,6 +1,6 @@
 """Board geometry, notation and the bitboard layout.
 
-Squares are numbered as in RULES.md: ``index = (rank - 1) * 6 + file_index``
+Squares are numbered as in docs/RULES.md: ``index = (rank - 1) * 6 + file_index``
 (``a1`` = 0, ``f1`` = 5, ``f6`` = 35). Actions use these indices.
 
 Bitboards pack one colour's checkers into an integer. Each rank takes
@@ -115,7 +115,7 @@ def board_string(red: int, blue: int) -> str:
 
 
 def dice_for(square: int, mover: int) -> tuple[int, int]:
-    """(purple, green) dice that roll ``square`` from the mover's seat (RULES.md, A turn, 1)."""
+    """(purple, green) dice that roll ``square`` from the mover's seat (docs/RULES.md, A turn, 1)."""
     file_index, rank = square % BOARD_SIZE, square // BOARD_SIZE + 1
     if mover == RED:
         return file_index + 1, rank

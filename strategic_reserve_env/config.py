@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BOARD, parse_board
 
-MIN_RESERVE, MAX_RESERVE = 1, 12  # the variant's reserve size (RULES.md: 7, or 6 on Board Game Arena)
+MIN_RESERVE, MAX_RESERVE = 1, 12  # the variant's reserve size (docs/RULES.md: 7, or 6 on Board Game Arena)
 MAX_START_RESERVE = NUM_SQUARES  # a custom start may hold more in reserve than the variant (reading)
 MAX_PLY_LIMIT = 2**31 - 1  # ply counters are int32
 
@@ -66,7 +66,8 @@ class Config:
 
     ``reserve``: checkers each player starts with off the board (1..12,
     default 7). ``ply_limit``: plies after which an unfinished game is
-    truncated (1..2**31-1, default 1000; not a rule of the game).
+    truncated (1..2**31-1, default 1000; not a rule of the game: records replay
+    without one, see docs/RULES.md).
     ``start``: a custom start position; ``None`` means the standard setup with
     ``reserve`` checkers each and Red to move.
     """

@@ -108,7 +108,7 @@ class State:
         return bitboards_to_array(self.legal)
 
     def board_strings(self) -> list[str]:
-        """The B boards as 36-character strings (RULES.md notation)."""
+        """The B boards as 36-character strings (docs/RULES.md notation)."""
         chars = np.array([".", "R", "B"])
         return ["".join(row) for row in chars[self.board()]]
 

@@ -1,4 +1,4 @@
-"""A plain scalar reference implementation of Strategic Reserve, written from RULES.md.
+"""A plain scalar reference implementation of Strategic Reserve, written from docs/RULES.md.
 
 It shares nothing with the engine: the board is a list of 36 characters and
 groups are found by breadth-first search. It aims to be obviously right,
@@ -100,5 +100,5 @@ class ReferenceGame:
         self.legal = []
 
     def board_string(self) -> str:
-        """The board in RULES.md notation."""
+        """The board in docs/RULES.md notation."""
         return "".join(self.board)
