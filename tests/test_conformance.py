@@ -1,4 +1,4 @@
-"""Every shared conformance record reproduces its trace on every engine path."""
+"""Every conformance record (tests/data/conformance) reproduces its trace on every engine path."""
 
 from __future__ import annotations
 
