@@ -13,6 +13,7 @@ import numpy as np
 from . import engine, rules
 from .board import (
     BIT,
+    COLOURS,
     NO_PLAYER,
     NUM_SQUARES,
     RED,
@@ -21,7 +22,7 @@ from .board import (
     square_name,
     squares_of,
 )
-from .config import Config
+from .config import Config, StartPosition
 
 _FIELDS = ("me", "opp", "reserve_me", "reserve_opp", "to_move", "ply", "winner", "truncated", "rolled", "hit", "captured", "legal")
 
@@ -32,22 +33,24 @@ class Game:
     Call :meth:`roll` with the rolled square, then :meth:`place` with the
     chosen square, until :attr:`done`. Fields mean what they mean in
     :class:`~strategic_reserve_env.engine.State` (bitboards are ints);
-    ``history`` lists the (rolled, placed) squares since the last reset
-    (:func:`strategic_reserve_env.records.record_of` turns it into a record).
+    ``history`` lists the (rolled, placed) squares since the last reset or
+    :meth:`load` (:func:`strategic_reserve_env.records.record_of` turns it
+    into a record, starting from :meth:`history_start`).
     """
 
-    __slots__ = ("config", "history", "_start") + _FIELDS
+    __slots__ = ("config", "history", "_start", "_origin") + _FIELDS
 
     def __init__(self, config: Config | None = None) -> None:
         self.config = config if config is not None else Config()
         self.load(engine.init(self.config, 1), 0)
-        self._start = tuple(getattr(self, name) for name in _FIELDS)
+        self._start = self._origin  # the configured start: reset() returns to it
 
     def reset(self) -> None:
         """Back to the start position, before the first roll."""
         for name, value in zip(_FIELDS, self._start):
             setattr(self, name, value)
         self.history = []
+        self._origin = self._start
 
     # -- conversion to and from the batched engine ---------------------------------
     def load(self, state: engine.State, index: int) -> None:
@@ -56,6 +59,7 @@ class Game:
         for name in _FIELDS:
             value = getattr(state, name)[index]
             setattr(self, name, bool(value) if name == "truncated" else int(value))
+        self._origin = tuple(getattr(self, name) for name in _FIELDS)  # where the history begins
 
     def to_state(self) -> engine.State:
         """This game as a batched state with B = 1."""
@@ -68,10 +72,26 @@ class Game:
         other = Game.__new__(Game)
         other.config = self.config
         other._start = self._start
+        other._origin = self._origin
         other.history = list(self.history)
         for name in _FIELDS:
             setattr(other, name, getattr(self, name))
         return other
+
+    def history_start(self) -> StartPosition | None:
+        """The position ``history`` begins at: None for the configured start (after construction or
+        :meth:`reset`), else the position :meth:`load` copied in. ``ValueError`` when that position
+        cannot begin a record: it was loaded after its roll, or with a reserve already empty (won)."""
+        if self._origin is self._start:
+            return None
+        origin = Game.__new__(Game)  # the loaded position, for its readable views
+        for name, value in zip(_FIELDS, self._origin):
+            setattr(origin, name, value)
+        if origin.legal:
+            raise ValueError("the game was loaded after its roll: a record cannot start between roll and placement")
+        if not all(origin.reserves):
+            raise ValueError("the game was loaded after it was won: a record cannot start there")
+        return StartPosition(origin.board_string(), origin.reserves, COLOURS[origin.to_move])
 
     # -- the two halves of a ply ---------------------------------------------------
     @property

@@ -206,13 +206,17 @@ def _result(game: Game) -> str:
 
 
 def record_of(game: Game, description: str | None = None) -> Record:
-    """The record of the plies ``game`` has played since its last reset.
+    """The record of the plies ``game`` has played since its last reset (or :meth:`Game.load`).
 
     It replays to the same trace, also when ``game`` was truncated by its ply
     limit (the record has no ply limit, so a replay of it just ends there).
+    A loaded game's record starts from the loaded position
+    (:meth:`Game.history_start`, whose ``ValueError`` it passes on).
     """
     names = tuple((square_name(rolled), square_name(placed)) for rolled, placed in game.history)
-    return Record(config=game.config, plies=names, description=description)
+    start = game.history_start()
+    config = game.config if start is None else replace(game.config, start=start)
+    return Record(config=config, plies=names, description=description)
 
 
 def write_record(record: Record, path: str | Path) -> None:

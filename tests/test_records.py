@@ -10,29 +10,34 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import random_start
-from strategic_reserve_env import Game, env, records
+from strategic_reserve_env import Game, engine, env, records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.board import STANDARD_BOARD, parse_square, square_name
-from strategic_reserve_env.config import MAX_PLY_LIMIT, Config
+from strategic_reserve_env.config import MAX_PLY_LIMIT, Config, StartPosition
 from strategic_reserve_env.sampling import uniform_square
 
 LONG_GAME = 1_600  # plies: longer than the environments' default ply limit of 1000
 
 
-def play_random(config: Config, seed: int) -> tuple[Game, list[dict]]:
-    """A game of uniformly random dice and placements, and its trace as it was played."""
-    rng = np.random.default_rng(seed)
-    game = Game(config)
+def play_on(game: Game, rng: np.random.Generator, plies: int = MAX_PLY_LIMIT) -> list[dict]:
+    """Up to ``plies`` plies of uniformly random dice and placements (fewer if the game ends), and
+    their trace as they were played (plies numbered from the start of the game's history)."""
     trace = []
-    while not game.done:
+    while not game.done and len(trace) < plies:
         mover = game.to_move
         game.roll(int(rng.integers(36)))
         rolled, hit, captured, legal = game.rolled, game.hit, game.captured, game.legal
         placed = int(uniform_square(legal, float(rng.random())))
         game.place(placed)
-        trace.append(records.trace_entry(game.ply, mover, rolled, hit, captured, legal, placed,
+        trace.append(records.trace_entry(len(game.history), mover, rolled, hit, captured, legal, placed,
                                          game.red, game.blue, game.reserves, game.winner))
-    return game, trace
+    return trace
+
+
+def play_random(config: Config, seed: int) -> tuple[Game, list[dict]]:
+    """A game of uniformly random dice and placements, and its trace as it was played."""
+    game = Game(config)
+    return game, play_on(game, np.random.default_rng(seed))
 
 
 def through_json(record: records.Record) -> records.Record:
@@ -153,3 +158,42 @@ def test_to_json_writes_start_only_when_the_config_has_one():
     assert custom.to_json()["start"] == {"board": STANDARD_BOARD, "reserves": {"red": 9, "blue": 9},
                                          "to_move": "blue"}
     assert through_json(custom) == custom
+
+
+def test_the_record_of_a_loaded_game_starts_from_the_loaded_position():
+    config = Config(reserve=9)
+    rng = np.random.default_rng(5)
+    state = engine.init(config, 3)
+    for _ in range(25):  # 25 random plies in a batch; every game then awaits its roll
+        state = engine.roll(state, rng.integers(0, 36, 3))
+        state = engine.place(state, uniform_square(state.legal, rng.random(3)), config)
+    assert not state.done.any()
+    game = Game(config)
+    game.load(state, 2)
+    start = game.history_start()
+    assert start == StartPosition(state.board_strings()[2], tuple(int(r) for r in state.reserves()[2]),
+                                  ("red", "blue")[int(state.to_move[2])])
+    played = play_on(game, rng, plies=30)
+    assert played[0]["ply"] == 1 and game.ply == 25 + len(played)
+    record = records.record_of(game)
+    assert record.config.start == start
+    assert list(records.replay(through_json(record))) == played
+    game.reset()  # back to the configured start: records start there again
+    assert game.history_start() is None and records.record_of(game).config.start is None
+
+
+def test_a_game_loaded_after_its_roll_or_its_win_has_no_record():
+    config = Config()
+    rolled = engine.roll(engine.init(config, 1), np.array([parse_square("e5")]))
+    game = Game(config)
+    game.load(rolled, 0)
+    with pytest.raises(ValueError, match="loaded after its roll"):
+        records.record_of(game)
+    won = records.parse_record({"start": {"board": "R" + "." * 35, "reserves": {"red": 1, "blue": 3}},
+                                "plies": [["f6", "f6"]]})
+    finished = Game(won.config)
+    finished.roll(parse_square("f6"))
+    finished.place(parse_square("f6"))
+    game.load(finished.to_state(), 0)
+    with pytest.raises(ValueError, match="loaded after it was won"):
+        records.record_of(game)
