@@ -62,16 +62,22 @@ Both are truncated (reward 0) when ``ply_limit`` placements have been made
 **Actions and errors.** An action is a square index: a Python int, a numpy
 integer or a 0-d integer array (bools are not actions). A done agent's only
 action is ``None``. Every bad call raises and changes nothing, so the env goes
-on as before: a non-integer action (``TypeError`` naming its type), a number
-outside 0..35 or an illegal square on ``raw_env``
-(:class:`~strategic_reserve_env.engine.IllegalActionError`), an action for a
-done agent, an unknown agent name (``ValueError`` listing the agents),
-``step`` before ``reset`` or after every agent has left a finished game
-(``RuntimeError``: call ``reset``), a bad ``seed`` or forced roll in ``reset``
-(``ValueError``; the old game stays). :meth:`raw_env.check_action` holds
-these checks; ``env()`` runs it before PettingZoo's wrappers, in place of
-AssertOutOfBoundsWrapper. After the game, ``env()`` keeps PettingZoo's
-behaviour: ``step`` once every agent has left only warns.
+on as before:
+
+- a non-integer action: ``TypeError`` naming its type;
+- a number outside 0..35: :class:`~strategic_reserve_env.engine.IllegalActionError`
+  (an illegal square of the board too on ``raw_env``; through ``env()`` that one
+  loses the game, as above);
+- an action other than ``None`` for a done agent, an unknown agent name
+  (``ValueError``; the second lists the agents);
+- ``step`` before ``reset``, or once every agent has left a finished game:
+  ``RuntimeError`` saying to call ``reset`` (``env()`` keeps PettingZoo's
+  behaviour there: its own error before ``reset``, a warning after the game);
+- a bad ``seed``, ``options`` or forced roll in ``reset``: ``ValueError`` or
+  ``TypeError``; the old game and its dice stay.
+
+:meth:`raw_env.check_action` holds the step checks; ``env()`` runs it before
+PettingZoo's wrappers, in place of AssertOutOfBoundsWrapper.
 
 **Copies.** ``copy.deepcopy`` and pickling (of ``raw_env`` and ``env()``)
 keep the game: the copy continues it with the same board, dice stream,
