@@ -7,7 +7,7 @@ and traces (:mod:`.records`).
 """
 
 from . import engine, records, rules
-from .aec_env import env, raw_env
+from .aec_env import ENV_NAME, env, raw_env
 from .board import BLUE, NUM_SQUARES, RED, BOARD_SIZE
 from .config import Config, StartPosition
 from .engine import IllegalActionError, State
@@ -30,8 +30,9 @@ def _register() -> None:
         from pettingzoo import aec_registry, register
     except ImportError:  # PettingZoo < 1.26 has no registry
         return
-    if "strategic_reserve-v0" not in aec_registry:
-        register("aec", "strategic_reserve_v0", entry_point="strategic_reserve_env.aec_env:env")
+    entry_point = "strategic_reserve_env.aec_env:env"
+    if not any(spec.entry_point == entry_point for spec in aec_registry.values()):
+        register("aec", ENV_NAME, entry_point=entry_point)
 
 
 _register()

@@ -1,16 +1,17 @@
-"""# Strategic Reserve (PettingZoo AEC) - ``strategic_reserve_v0``
+"""# Strategic Reserve (PettingZoo AEC) - ``strategic_reserve_v1``
 
 Strategic Reserve is a two-player dice and placement game designed by Mark
 Steere. Rules: docs/RULES.md; all game logic comes from the engine.
 
 | Import             | ``from strategic_reserve_env import env`` (wrapped) / ``raw_env``     |
 |--------------------|-----------------------------------------------------------------------|
-| Creation           | ``pettingzoo.make("aec", "strategic_reserve_v0")`` (PettingZoo >= 1.26) |
+| Creation           | ``pettingzoo.make("aec", "strategic_reserve_v1")`` (PettingZoo >= 1.26) |
 | Actions            | Discrete                                                              |
 | Parallel API       | No                                                                    |
 | Agents             | ``["player_0", "player_1"]``: player_0 is Red, player_1 is Blue      |
 | Action space       | ``Discrete(36)``: the square to place on, ``(rank - 1) * 6 + file``  |
 | Observation shape  | ``(6, 6, 9)`` int8 in {0, 1}, plus ``action_mask`` ``(36,)`` int8     |
+| Info keys          | ``roll``, ``roller``, ``dice``, ``hit``, ``captured`` (fixed shapes)  |
 
 **Turn order.** Red (``player_0``) moves first from the standard start; a
 custom ``start`` may give the move to Blue. Each turn's roll is made
@@ -24,12 +25,29 @@ Planes, cell ``[rank_index, file_index]`` = square ``6 * rank_index + file_index
 0 own checkers, 1 opponent checkers, 2 legal placements, 3 the rolled square,
 4 squares the roll emptied, 5 all ones on an enemy hit, 6 all ones on a
 friendly hit, 7 own reserve (the first ``min(reserve, 36)`` squares set),
-8 opponent reserve (the same). The mask is all zeros for the agent not on move.
+8 opponent reserve (the same). The mask is all zeros for the agent not on move
+and once a player has won or the game is truncated.
 
-**Infos.** ``infos[mover]`` after each roll: ``roll`` (square index),
-``roll_name`` (e.g. ``"e5"``), ``dice`` ((purple, green) from the mover's
-seat), ``hit`` (``"enemy"``, ``"friendly"``, ``"empty"``), ``captured``
-(square indices emptied by the roll). The other agent's info is ``{}``.
+**Infos.** Every agent's info has the same five keys at every step (after
+``reset``, after each ``step``, at the end of the game), with numbers of fixed
+shape, so that libraries can stack them. Both agents' infos describe the
+latest roll, which is also what observation planes 3 to 6 show: during a turn
+the roll the agent on move answers, once the game is over the roll before the
+last placement.
+
+| key        | value                | meaning                                                          |
+|------------|----------------------|------------------------------------------------------------------|
+| ``roll``     | int                  | the rolled square, 0..35                                       |
+| ``roller``   | int                  | who rolled it: 0 ``player_0`` (Red), 1 ``player_1`` (Blue)      |
+| ``dice``     | (2,) int8            | (purple, green) as the roller read them, from its seat          |
+| ``hit``      | int                  | 0 empty, 1 enemy, 2 friendly (index into ``rules.HIT_NAMES``)   |
+| ``captured`` | (36,) int8           | 1 on each square the roll emptied                               |
+
+Each info holds its own arrays. :func:`describe` gives the readable form
+(``{"roll": "e5", "roller": "player_0", "dice": (5, 5), "hit": "friendly",
+"captured": ["e4", "d5"]}``). :func:`roll_info` of a game with no roll yet
+gives ``roll``, ``roller`` and ``hit`` ``-1`` (:data:`NO_ROLL`) and zero
+arrays; the env never shows that, as ``reset`` makes the first roll.
 
 **Rewards.** +1 to the winner and -1 to the loser when the placement that
 empties the winner's reserve is made; 0 otherwise. Through ``env()`` an
@@ -41,6 +59,31 @@ TerminateIllegalWrapper) and a warning; ``raw_env`` raises
 Both are truncated (reward 0) when ``ply_limit`` placements have been made
 (default 1000; the rules themselves have no limit).
 
+**Actions and errors.** An action is a square index: a Python int, a numpy
+integer or a 0-d integer array (bools are not actions). A done agent's only
+action is ``None``. Every bad call raises and changes nothing, so the env goes
+on as before:
+
+- a non-integer action: ``TypeError`` naming its type;
+- a number outside 0..35: :class:`~strategic_reserve_env.engine.IllegalActionError`
+  (an illegal square of the board too on ``raw_env``; through ``env()`` that one
+  loses the game, as above);
+- an action other than ``None`` for a done agent, an unknown agent name
+  (``ValueError``; the second lists the agents);
+- ``step`` before ``reset``, or once every agent has left a finished game:
+  ``RuntimeError`` saying to call ``reset`` (``env()`` keeps PettingZoo's
+  behaviour there: its own error before ``reset``, a warning after the game);
+- a bad ``seed``, ``options`` or forced roll in ``reset``: ``ValueError`` or
+  ``TypeError``; the old game and its dice stay.
+
+:meth:`raw_env.check_action` holds the step checks; ``env()`` runs it before
+PettingZoo's wrappers, in place of AssertOutOfBoundsWrapper.
+
+**Copies.** ``copy.deepcopy`` and pickling (of ``raw_env`` and ``env()``)
+keep the game: the copy continues it with the same board, dice stream,
+rewards, terminations, infos and agent to act, independently of the original
+(a ``"human"`` window is not copied; the copy opens its own).
+
 **Arguments.** ``reserve`` (1..12, default 7), ``ply_limit`` (default 1000),
 ``start`` (a :class:`~strategic_reserve_env.config.StartPosition` or a dict
 ``{"board", "reserves": (red, blue), "to_move"}``), ``render_mode``
@@ -51,7 +94,14 @@ takes rolled squares (indices or names such as ``"e5"``) used in order, the
 first for the roll made in ``reset``; when they run out the seeded stream
 takes over. ``env.unwrapped.force_rolls([...])`` queues more at any time.
 
-**Version history.** v0: first release.
+**Version history.**
+v1: fixed infos for every agent at every step (``roll``, ``roller``, ``dice``
+as a (2,) int8 array, ``hit`` as a code, ``captured`` as a (36,) int8 mask;
+no strings or lists: :func:`describe` gives the names); numpy integer actions;
+copies and pickles keep the game; clear errors that change nothing.
+``strategic_reserve_v0`` is no longer registered.
+v0: first release (the mover's info held names and lists, the other agent's
+info was empty).
 """
 
 from __future__ import annotations
@@ -60,27 +110,36 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
+from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
-from .board import NUM_SQUARES, dice_for, parse_square, square_name, squares_of
+from .board import BLUE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, squares_of
 from .config import Config, StartPosition
 from .dice import DiceStream
+from .engine import IllegalActionError
 from .game import Game
 from .observation import LEGAL_PLANE, OBSERVATION_SHAPE, planes
 from .rules import HIT_NAMES
 
 AGENTS = ("player_0", "player_1")  # index = colour: player_0 Red, player_1 Blue
-ENV_NAME = "strategic_reserve_v0"
+AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
+ENV_NAME = "strategic_reserve_v1"
+NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
+INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
+DICE_SHAPE = (2,)  # (purple, green)
+#: (2, 36, 2) int8: ``[roller, square]`` -> the (purple, green) dice of :func:`~.board.dice_for`
+_DICE = np.array([[dice_for(square, roller) for square in range(NUM_SQUARES)] for roller in (RED, BLUE)], dtype=np.int8)
 
 
 def env(**kwargs: Any) -> AECEnv:
-    """The AEC env in PettingZoo's standard wrappers (illegal move loses, bounds check, call order)."""
+    """The AEC env in PettingZoo's standard wrappers: an illegal move loses (TerminateIllegalWrapper),
+    actions are checked by :meth:`raw_env.check_action` (in place of AssertOutOfBoundsWrapper), and
+    the call order is enforced (OrderEnforcingWrapper)."""
     environment = raw_env(**kwargs)
     environment = wrappers.TerminateIllegalWrapper(environment, illegal_reward=-1)
-    environment = wrappers.AssertOutOfBoundsWrapper(environment)
+    environment = CheckActionWrapper(environment)
     return wrappers.OrderEnforcingWrapper(environment)
 
 
@@ -109,18 +168,74 @@ def parse_rolls(rolls) -> list[int]:
     return squares
 
 
-def roll_info(game: Game) -> dict:
-    """The mover's info after a roll: square, its name, dice from the mover's seat, hit, captures."""
+def as_square(action) -> int:
+    """An action as a square index: a Python int, a numpy integer or a 0-d integer array.
+
+    ``TypeError`` for anything else (bools included), naming its type;
+    :class:`IllegalActionError` for a number outside 0..35.
+    """
+    value = action[()] if isinstance(action, np.ndarray) and action.ndim == 0 else action
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        kind = (f"ndarray of {action.dtype}, shape {action.shape}" if isinstance(action, np.ndarray)
+                else type(action).__name__)
+        raise TypeError(
+            f"an action is a square index 0..{NUM_SQUARES - 1} (int, numpy integer or 0-d integer array), "
+            f"got {kind} {action!r}"
+        )
+    if not 0 <= value < NUM_SQUARES:
+        raise IllegalActionError(f"action {value} is not a square index (0..{NUM_SQUARES - 1})")
+    return int(value)
+
+
+def agent_index(agent) -> int:
+    """The colour of an agent name (0 Red for ``player_0``, 1 Blue); ``ValueError`` naming the agents."""
+    try:
+        return AGENT_INDEX[agent]
+    except (KeyError, TypeError):  # TypeError: not hashable
+        raise ValueError(f"unknown agent {agent!r}; the agents are {', '.join(AGENTS)}") from None
+
+
+def roll_info(game: Game, roller: int) -> dict:
+    """An agent's info: the latest roll of ``game``, made by ``roller`` (0 Red, 1 Blue); fresh arrays.
+
+    ``{"roll": int, "roller": int, "dice": (2,) int8, "hit": int, "captured": (36,) int8}``;
+    with no roll yet ``roll``, ``roller`` and ``hit`` are :data:`NO_ROLL` and the arrays zeros.
+    """
+    captured = np.zeros(NUM_SQUARES, dtype=np.int8)  # (36,) int8, 1 = emptied by the roll
+    if game.rolled == NO_ROLL:
+        return {"roll": NO_ROLL, "roller": NO_ROLL, "dice": np.zeros(DICE_SHAPE, dtype=np.int8),
+                "hit": NO_ROLL, "captured": captured}
+    if game.captured:
+        captured[squares_of(game.captured)] = 1
     return {
         "roll": game.rolled,
-        "roll_name": square_name(game.rolled),
-        "dice": dice_for(game.rolled, game.to_move),
-        "hit": HIT_NAMES[game.hit],
-        "captured": squares_of(game.captured),
+        "roller": roller,
+        "dice": _DICE[roller, game.rolled].copy(),  # (2,) int8 (purple, green)
+        "hit": game.hit,
+        "captured": captured,
     }
 
 
-class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
+def describe(info: dict) -> dict:
+    """The readable form of an info: square and agent names, the dice as a tuple, the hit's name,
+    the captured squares' names in index order; ``None`` for the parts of a missing roll.
+
+    >>> describe({"roll": 28, "roller": 0, "dice": np.array([5, 5]), "hit": 2,
+    ...           "captured": np.eye(36, dtype=np.int8)[[22, 27]].sum(0)})
+    {'roll': 'e5', 'roller': 'player_0', 'dice': (5, 5), 'hit': 'friendly', 'captured': ['e4', 'd5']}
+    """
+    if info["roll"] == NO_ROLL:
+        return {"roll": None, "roller": None, "dice": None, "hit": None, "captured": []}
+    return {
+        "roll": SQUARE_NAMES[info["roll"]],
+        "roller": AGENTS[info["roller"]],
+        "dice": tuple(int(d) for d in info["dice"]),
+        "hit": HIT_NAMES[info["hit"]],
+        "captured": [SQUARE_NAMES[s] for s in np.flatnonzero(info["captured"])],
+    }
+
+
+class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     """Strategic Reserve as a PettingZoo AEC environment; see the module docstring for the spec."""
 
     metadata = {
@@ -132,7 +247,6 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
 
     def __init__(self, reserve: int = 7, ply_limit: int = 1000, start: StartPosition | dict | None = None,
                  render_mode: str | None = None) -> None:
-        EzPickle.__init__(self, reserve=reserve, ply_limit=ply_limit, start=start, render_mode=render_mode)
         super().__init__()
         self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])
         self.config = make_config(reserve, ply_limit, start)
@@ -148,36 +262,53 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
         self.game = Game(self.config)
         self.dice = DiceStream(int(np.random.SeedSequence().entropy % 2**63))
 
+    # -- copies and pickles carry the game -----------------------------------------------
+    def __getstate__(self) -> dict:
+        """Everything but the renderer (a window cannot be copied); the copy continues the game."""
+        state = self.__dict__.copy()
+        del state["_renderer"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._renderer = rendering.Renderer(self.render_mode, self.metadata["render_fps"])
+
     # -- spaces ---------------------------------------------------------------------
     def observation_space(self, agent: str) -> spaces.Space:
-        return self.observation_spaces[agent]
+        return self.observation_spaces[AGENTS[agent_index(agent)]]
 
     def action_space(self, agent: str) -> spaces.Space:
-        return self.action_spaces[agent]
+        return self.action_spaces[AGENTS[agent_index(agent)]]
 
     # -- dice -------------------------------------------------------------------------
     def force_rolls(self, rolls) -> None:
         """Queue rolled squares (indices or names) for the next turns, before the seeded stream."""
         self.dice.forced.extend(parse_rolls(rolls))
 
+    def _set_infos(self, roller: int) -> None:
+        """Every agent's info: the latest roll, made by ``roller``."""
+        self.infos = {agent: roll_info(self.game, roller) for agent in self.agents}
+
     def _roll(self) -> None:
-        """Roll for the player to move and record the roll in its info."""
+        """Roll for the player to move, hand it the turn and describe the roll in the infos."""
         game = self.game
         game.roll(self.dice.next())
-        mover = AGENTS[game.to_move]
-        self.agent_selection = mover
-        self.infos = {agent: {} for agent in self.agents}
-        self.infos[mover] = roll_info(game)
+        self.agent_selection = AGENTS[game.to_move]
+        self._set_infos(game.to_move)
 
     # -- AEC API ----------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        options = options or {}  # only "rolls" is read; other keys are ignored, as in PettingZoo's classic envs
-        if seed is not None:
-            self.dice = DiceStream(seed)
-        else:
-            self.dice.forced.clear()
-        if "rolls" in options:
-            self.force_rolls(options["rolls"])
+        """A new game; ``options={"rolls": [...]}`` forces the first rolls (other keys are ignored, as in
+        PettingZoo's classic envs). A bad seed or roll raises before anything changes."""
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        rolls = parse_rolls(options["rolls"]) if options and "rolls" in options else []
+        dice = DiceStream(seed) if seed is not None else self.dice  # ValueError for a bad seed
+        # everything is validated: from here on nothing raises
+        if seed is None:
+            dice.forced.clear()
+        dice.forced.extend(rolls)
+        self.dice = dice
         self.game.reset()
         self.agents = list(AGENTS)
         self.rewards = dict.fromkeys(AGENTS, 0)
@@ -189,29 +320,52 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
             self.render()
 
     def observe(self, agent: str) -> dict:
-        view = planes(self.game, AGENTS.index(agent))
+        view = planes(self.game, agent_index(agent))
         return {"observation": view, "action_mask": view[..., LEGAL_PLANE].reshape(NUM_SQUARES).copy()}
 
-    def step(self, action) -> None:
+    def check_action(self, action) -> int | None:
+        """``action`` for the agent to act, checked: its square index, or ``None`` for a done agent.
+
+        The one place where a step is validated (``step`` and ``env()``'s action check call it).
+        Raises, changing nothing: ``RuntimeError`` before ``reset`` or once every agent has left a
+        finished game; ``ValueError`` for a done agent's action other than ``None``; ``TypeError`` or
+        :class:`IllegalActionError` from :func:`as_square`. Whether the square is legal now is the
+        engine's to say (``step``).
+        """
+        if "terminations" not in self.__dict__:
+            raise RuntimeError("step() before reset(): call reset() to start a game")
+        if not self.agents:
+            raise RuntimeError("the game is over and every agent has left it: call reset() to start a new game")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
-            self._was_dead_step(action)
+            if action is not None:
+                raise ValueError(
+                    f"the game is over: {agent} is done and its only valid action is None "
+                    f"(step(None) for each done agent, or reset() for a new game), got {action!r}"
+                )
+            return None
+        return as_square(action)
+
+    def step(self, action) -> None:
+        square = self.check_action(action)
+        if square is None:  # a done agent leaves
+            self._was_dead_step(None)
             return
+        agent = self.agent_selection
         game = self.game
         mover = game.to_move
-        game.place(action)  # IllegalActionError names the square and the legal ones
+        game.place(square)  # IllegalActionError names the square and the legal ones
         self._cumulative_rewards[agent] = 0
         self.rewards = dict.fromkeys(AGENTS, 0)
         if game.winner >= 0:
             self.rewards[AGENTS[mover]] = 1
             self.rewards[AGENTS[mover ^ 1]] = -1
             self.terminations = dict.fromkeys(AGENTS, True)
-            self.infos = {a: {} for a in AGENTS}
-            self.agent_selection = AGENTS[mover ^ 1]
         elif game.truncated:
             self.truncations = dict.fromkeys(AGENTS, True)
-            self.infos = {a: {} for a in AGENTS}
+        if game.done:
             self.agent_selection = AGENTS[mover ^ 1]
+            self._set_infos(mover)
         else:
             self._roll()
         self._accumulate_rewards()
@@ -224,3 +378,11 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's naming convention
 
     def close(self) -> None:
         self._renderer.close()
+
+
+class CheckActionWrapper(BaseWrapper):
+    """Runs :meth:`raw_env.check_action` before the wrappers inside it, which then get a plain int
+    (or ``None`` for a done agent); bad actions raise its clear errors and change nothing."""
+
+    def step(self, action) -> None:
+        super().step(self.env.unwrapped.check_action(action))

@@ -1,28 +1,40 @@
-"""The README's Python examples run as written."""
+"""The README's Python examples run as written (those marked ``# needs: ...`` run in the integration venv)."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 
 import pytest
 
 from conftest import REPO
+from readme_blocks import Block, python_blocks, run_block
 
-PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.DOTALL)
+BLOCKS = python_blocks()
+CORE_BLOCKS = [block for block in BLOCKS if not block.needs]
 
 
 def test_the_readme_has_python_examples():
-    assert len(PYTHON_BLOCKS) >= 4
+    assert len(CORE_BLOCKS) >= 4
 
 
-@pytest.mark.parametrize("index", range(len(PYTHON_BLOCKS)))
-def test_readme_example_runs(index, monkeypatch, capsys):
+@pytest.mark.parametrize("block", CORE_BLOCKS, ids=lambda block: f"example-{block.number}")
+def test_readme_example_runs(block, monkeypatch, capsys):
     monkeypatch.chdir(REPO)
-    exec(compile(PYTHON_BLOCKS[index], f"README.md python example {index + 1}", "exec"), {"__name__": "__readme__"})
-    if "print(" in PYTHON_BLOCKS[index]:
+    run_block(block)
+    if "print(" in block.code:
         assert capsys.readouterr().out.strip()
+
+
+def test_needs_markers_are_read(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("```python\nprint(1)\n```\n\n```python\n# needs: tianshou, ray.rllib\nimport ray\n```\n"
+                      "```python\n# needs tianshou\n```\n")
+    with pytest.raises(ValueError, match=r"python example 3: malformed '# needs tianshou'"):
+        python_blocks(readme)
+    readme.write_text(readme.read_text().rsplit("```python", 1)[0])
+    assert python_blocks(readme) == [Block(1, (), "print(1)\n"), Block(2, ("tianshou", "ray.rllib"),
+                                                                        "# needs: tianshou, ray.rllib\nimport ray\n")]
 
 
 @pytest.mark.parametrize(

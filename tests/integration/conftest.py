@@ -14,3 +14,4 @@ os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))  # tests/readme_blocks.py, shared with the core docs test
