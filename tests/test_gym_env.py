@@ -93,11 +93,13 @@ def test_vector_env_next_step_autoreset_and_masks():
     episodes = 0
     for _ in range(400):
         masks = infos["action_mask"]
-        # masks match the legal plane of the observation; live learners always have a move
-        assert np.array_equal(masks, observations[..., LEGAL_PLANE].reshape(16, 36).astype(bool))
+        # live games: the legal plane of the observation; a game that just ended: all 36 (the action is ignored)
+        legal_plane = observations[..., LEGAL_PLANE].reshape(16, 36).astype(bool)
+        assert np.array_equal(masks[~ended_before], legal_plane[~ended_before])
+        assert masks[ended_before].all() and not legal_plane[ended_before].any()
         assert np.array_equal(masks, vector.action_masks())
-        assert np.all(masks.any(axis=1) | ended_before)
-        actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 99 for m in masks])
+        assert masks.any(axis=1).all()
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
         plies_before = vector.games.state.ply.copy()
         observations, rewards, terminated, truncated, infos = vector.step(actions)
         # an env that ended last step restarts: reward 0, a fresh game at the learner's first decision
