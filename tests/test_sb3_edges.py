@@ -3,12 +3,11 @@ nothing changed; game i of a batch is the game a batch of one seeded seed + i pl
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 import numpy as np
 import pytest
 
 from agents import load_agent
+from edge_helpers import assert_unchanged, snapshot
 from strategic_reserve_env.learner import OpponentError, ResetNeeded
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 
@@ -23,21 +22,6 @@ def _legal_actions(env) -> np.ndarray:
     masks = env.action_masks()
     observations = env.games.observations()
     return np.array([np.flatnonzero(m)[int(o.sum()) % m.sum()] for m, o in zip(masks, observations)])
-
-
-def _snapshot(env) -> dict:
-    games = env.games
-    values = {f.name: getattr(games.state, f.name).copy() for f in fields(games.state)}
-    values.update(seat=games.seat.copy(), opponent=games.opponent_id.copy(), dice=games.dice.counters.copy(),
-                  chance=games.chance.counters.copy(), masks=env.action_masks().copy(),
-                  observations=games.observations().copy())
-    return values
-
-
-def _assert_unchanged(env, before: dict) -> None:
-    after = _snapshot(env)
-    for key, value in before.items():
-        np.testing.assert_array_equal(after[key], value, err_msg=key)
 
 
 def _assert_same_step(got, want) -> None:
@@ -83,11 +67,11 @@ def test_one_opponent_given_as_a_string_or_an_object():
 def test_bad_actions_change_nothing(actions, error, message):
     env, twin = StrategicReserveVecEnv(3, seed=2), StrategicReserveVecEnv(3, seed=2)
     env.reset(), twin.reset()
-    before = _snapshot(env)
+    before = snapshot(env)
     good = _legal_actions(env)
     with pytest.raises(error, match=message):
         env.step(actions(good))
-    _assert_unchanged(env, before)
+    assert_unchanged(env, before)
     for _ in range(10):
         good = _legal_actions(env)
         _assert_same_step(env.step(good), twin.step(good))
@@ -150,11 +134,11 @@ def test_faulty_opponent_in_a_pool(bad, message):
     for _ in range(3):
         actions = _legal_actions(env)
         _assert_same_step(env.step(actions), twin.step(actions))
-    before = _snapshot(env)
+    before = snapshot(env)
     flaky.armed = True
     with pytest.raises(OpponentError, match=message):
         env.step(_legal_actions(env))
-    _assert_unchanged(env, before)
+    assert_unchanged(env, before)
     for _ in range(30):  # nothing lost: the same games go on as the twin's
         actions = _legal_actions(env)
         _assert_same_step(env.step(actions), twin.step(actions))
