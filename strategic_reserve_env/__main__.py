@@ -9,15 +9,24 @@ from . import bench, records
 from .config import Config
 
 
+STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
+
+
 def _replay(args: argparse.Namespace) -> int:
     """Print the trace of a record as JSON lines; one line on stderr and exit 1 on a bad record."""
+    stdin = args.record == "-"
+    name = STDIN_NAME if stdin else args.record
     try:
-        record = records.load_record(args.record)
+        record = records.load_record(sys.stdin.buffer if stdin else args.record, name)
+    except records.RecordError as error:  # the message names the file
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
         for entry in records.replay(record):
             print(records.trace_line(entry), flush=False)
     except records.RecordError as error:
         sys.stdout.flush()
-        print(f"error: {args.record}: {error}", file=sys.stderr)
+        print(f"error: {name}: {error}", file=sys.stderr)
         return 1
     return 0
 
@@ -44,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     replay = commands.add_parser("replay", help="print the trace of a game record (docs/RULES.md format)")
-    replay.add_argument("record", help="path of a record .json file")
+    replay.add_argument("record", help=f"path of a record .json file, or - for the standard input "
+                        f"(at most {records.MAX_RECORD_BYTES:,} bytes, UTF-8 JSON)")
     replay.set_defaults(run=_replay)
 
     bench_parser = commands.add_parser("bench", help="plies per second of uniformly random legal play")

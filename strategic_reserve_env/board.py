@@ -14,6 +14,8 @@ rule functions in :mod:`strategic_reserve_env.rules` work on both.
 
 from __future__ import annotations
 
+import reprlib
+
 import numpy as np
 
 BOARD_SIZE = 6  # files and ranks
@@ -40,6 +42,27 @@ STANDARD_BOARD = ".......RBRB..B..R..R..B..BRBR......."
 DEFAULT_RESERVE = 7
 
 
+ECHO_LIMIT = 40  # characters of an input value an error message echoes
+
+
+def clip(text: str, limit: int = ECHO_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, ending in ``...`` when it was cut."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_ECHO = reprlib.Repr()  # repr bounded in depth and length: a huge or deeply nested input is not expanded
+_ECHO.maxlevel = 3
+_ECHO.maxstring = _ECHO.maxlong = _ECHO.maxother = ECHO_LIMIT
+
+
+def brief(value: object, limit: int = ECHO_LIMIT) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for echoing untrusted input in an error message."""
+    try:
+        return clip(_ECHO.repr(value), limit)
+    except Exception:  # e.g. an int past Python's 4300-digit conversion limit
+        return f"<{type(value).__name__}>"
+
+
 def square_name(square: int) -> str:
     """Name of a square index, e.g. ``0 -> 'a1'``."""
     return SQUARE_NAMES[square]
@@ -48,7 +71,7 @@ def square_name(square: int) -> str:
 def parse_square(name: object) -> int:
     """Index of a square name such as ``'c4'``; ``ValueError`` if it is not one."""
     if not isinstance(name, str) or name not in SQUARE_INDEX:
-        raise ValueError(f"{name!r} is not a square (a1 .. f6)")
+        raise ValueError(f"{brief(name)} is not a square (a1 .. f6)")
     return SQUARE_INDEX[name]
 
 

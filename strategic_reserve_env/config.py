@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BOARD, parse_board
+from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BOARD, brief, parse_board
 
 MIN_RESERVE, MAX_RESERVE = 1, 12  # the variant's reserve size (docs/RULES.md: 7, or 6 on Board Game Arena)
 MAX_START_RESERVE = NUM_SQUARES  # a custom start may hold more in reserve than the variant (reading)
@@ -14,9 +14,9 @@ MAX_PLY_LIMIT = 2**31 - 1  # ply counters are int32
 def _check_int(name: str, value: object, low: int, high: int) -> int:
     """``value`` as an int in ``[low, high]``, or ``ValueError`` naming the field and range."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an integer in {low}..{high}, got {value!r}")
+        raise ValueError(f"{name} must be an integer in {low}..{high}, got {brief(value)}")
     if not low <= value <= high:
-        raise ValueError(f"{name} must be in {low}..{high}, got {value}")
+        raise ValueError(f"{name} must be in {low}..{high}, got {brief(value)}")
     return value
 
 
@@ -42,12 +42,12 @@ class StartPosition:
         if (red | blue).bit_count() == NUM_SQUARES:
             raise ValueError("start.board needs at least one empty square")
         if not isinstance(self.reserves, (tuple, list)) or len(self.reserves) != 2:
-            raise ValueError(f"start.reserves must be a (red, blue) pair, got {self.reserves!r}")
+            raise ValueError(f"start.reserves must be a (red, blue) pair, got {brief(self.reserves)}")
         object.__setattr__(self, "reserves", tuple(self.reserves))
         for colour, value in zip(COLOURS, self.reserves):
             _check_int(f"start.reserves.{colour}", value, 1, MAX_START_RESERVE)
         if self.to_move not in COLOURS:
-            raise ValueError(f"start.to_move must be 'red' or 'blue', got {self.to_move!r}")
+            raise ValueError(f"start.to_move must be 'red' or 'blue', got {brief(self.to_move)}")
 
     @property
     def mover(self) -> int:

@@ -9,6 +9,12 @@ single stream with the same operations on Python ints.
 The mixer is SplitMix64 (Steele, Lea and Flood, 2014): stream ``key`` yields
 ``mix(key + (n + 1) * GAMMA)`` for n = 0, 1, ...; a square is that value
 ``(value >> 32) * 36 >> 32`` (a multiply-high; bias below 1e-8).
+
+A game's other chance (the single-agent envs' seat and opponent draws, the
+built-in random opponent's choices) comes from :class:`UniformStreams`: the
+same construction keyed by the same seed under another *tag*
+(:func:`stream_key` ``(seed, tag)``), yielding floats ``(value >> 11) * 2**-53``
+in [0, 1). Tag 0 is the dice.
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ MASK64 = (1 << 64) - 1
 GAMMA = 0x9E3779B97F4A7C15  # the golden-ratio increment of SplitMix64
 _MUL1 = 0xBF58476D1CE4E5B9
 _MUL2 = 0x94D049BB133111EB
+TAG_GAMMA = 0xD1B54A32D192ED03  # another odd constant: separates the streams of one seed by tag
+DICE_TAG = 0  # the dice; stream_key(seed) of every earlier version
+CHANCE_TAG = 1  # a game's other chance: seat and opponent draws, the built-in random opponent's choices
+_FLOAT_BITS = 53  # a float64 mantissa: uniforms are multiples of 2**-53
 
 
 def _wrap(x):
@@ -35,41 +45,82 @@ def mix(x):
     return x ^ (x >> 31)
 
 
-def stream_key(seed: int) -> int:
-    """The dice stream of a game seeded ``seed`` (any int; reduced to 64 bits)."""
+def stream_key(seed: int, tag: int = DICE_TAG) -> int:
+    """The key of stream ``tag`` of a game seeded ``seed`` (any int; reduced to 64 bits); tag 0 is its dice."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ValueError(f"seed must be an integer, got {seed!r}")
-    return mix((int(seed) * GAMMA) & MASK64)
+    return mix((int(seed) * GAMMA + tag * TAG_GAMMA) & MASK64)
+
+
+def stream_value(key, counter):
+    """The 64-bit value number ``counter`` of stream ``key``; ints or uint64 arrays."""
+    return mix(_wrap(key + _wrap((counter + 1) * GAMMA)))
 
 
 def rolled_square(key, counter):
     """Square (0..35) of roll number ``counter`` of stream ``key``; ints or uint64 arrays."""
-    square = (mix(_wrap(key + _wrap((counter + 1) * GAMMA))) >> 32) * NUM_SQUARES >> 32
+    square = (stream_value(key, counter) >> 32) * NUM_SQUARES >> 32
     return square if type(square) is int else square.astype(np.int64)
 
 
-class DiceStreams:
-    """B dice streams advanced together: ``next()`` returns one roll per stream, (B,) int64.
+def uniform(key, counter):
+    """Float in [0, 1) number ``counter`` of stream ``key``; ints (a float) or uint64 arrays (float64)."""
+    value = stream_value(key, counter) >> (64 - _FLOAT_BITS)
+    if type(value) is int:
+        return value / 2**_FLOAT_BITS
+    return value.astype(np.float64) * 2.0**-_FLOAT_BITS
 
-    ``keys`` ((B,) uint64) come from :func:`stream_key`; ``counters`` count
-    the rolls drawn so far. :meth:`seed` restarts some streams.
+
+class _Streams:
+    """B counter-based streams of one tag, advanced together.
+
+    ``keys`` ((B,) uint64) come from :func:`stream_key`; ``counters`` count the
+    values drawn so far per stream. Saving ``counters`` (with ``keys``) saves
+    the streams' whole state.
     """
+
+    tag = DICE_TAG
 
     def __init__(self, seeds) -> None:
         seeds = np.atleast_1d(np.asarray(seeds))
-        self.keys = np.array([stream_key(int(s)) for s in seeds], dtype=np.uint64)  # (B,) uint64
-        self.counters = np.zeros(len(seeds), dtype=np.uint64)  # (B,) uint64 rolls drawn per stream
+        self.keys = np.array([stream_key(int(s), self.tag) for s in seeds], dtype=np.uint64)  # (B,) uint64
+        self.counters = np.zeros(len(seeds), dtype=np.uint64)  # (B,) uint64 values drawn per stream
+
+    def _advance(self, mask: np.ndarray | None) -> np.ndarray:
+        """(B,) uint64 counters before the draw; only streams where ``mask`` advance."""
+        counters = self.counters
+        if mask is None:
+            self.counters = counters + np.uint64(1)
+        else:
+            self.counters = counters + np.asarray(mask, dtype=np.uint64)
+        return counters
+
+
+class DiceStreams(_Streams):
+    """B dice streams advanced together: ``next()`` returns one roll per stream, (B,) int64."""
 
     def next(self, mask: np.ndarray | None = None) -> np.ndarray:
         """(B,) int64 rolled squares, one per stream; only streams where ``mask`` advance."""
-        squares = rolled_square(self.keys, self.counters)
-        if mask is None:
-            self.counters += np.uint64(1)
-        else:
-            self.counters += np.asarray(mask, dtype=np.uint64)
-        return squares
+        return rolled_square(self.keys, self._advance(mask))
 
 
+class UniformStreams(_Streams):
+    """B streams of uniform floats in [0, 1) (tag :data:`CHANCE_TAG` of each seed), advanced together."""
+
+    tag = CHANCE_TAG
+
+    def next(self, mask: np.ndarray | None = None) -> np.ndarray:
+        """(B,) float64 uniforms in [0, 1), one per stream; only streams where ``mask`` advance."""
+        return uniform(self.keys, self._advance(mask))
+
+    def take(self, streams: np.ndarray) -> np.ndarray:
+        """(K,) float64 uniforms of the streams ``streams`` ((K,) distinct indices), which alone advance:
+        the values :meth:`next` would give them, computed for those streams only."""
+        counters = self.counters[streams]
+        advanced = self.counters.copy()
+        advanced[streams] = counters + np.uint64(1)
+        self.counters = advanced
+        return uniform(self.keys[streams], counters)
 
 class DiceStream:
     """One dice stream on Python ints; ``forced`` rolls, if any, are used first."""

@@ -22,18 +22,49 @@ exactly the same games for the same seed.
   does (reported by the learner's step that led to it), 0 otherwise.
 - **Termination**: a player won. **Truncation**: ``ply_limit`` plies (both
   players' placements count) were made without a winner.
-- **Seeding**: ``reset(seed=s)`` seeds the dice stream with ``s`` (the
-  PettingZoo env seeded ``s`` rolls the same dice) and the seat/opponent
-  generator; later resets without a seed continue both.
+- **Seeding**: ``reset(seed=s)`` seeds the game: its dice stream is ``s``
+  (the PettingZoo env seeded ``s`` rolls the same dice) and its seat,
+  opponent-pool and built-in random opponent draws come from stream ``s``
+  under another tag (:mod:`strategic_reserve_env.learner`); later resets
+  without a seed continue these streams. A stochastic opponent of your own
+  gets ``env.np_random`` (seeded by ``reset(seed=s)``) as its ``rng``.
+- **Bad input** raises with nothing changed: an action must be an integer
+  (a Python or numpy integer; ``6.9`` or ``True`` raise ``ValueError``);
+  ``step`` before ``reset`` or after the episode ended raises
+  :class:`~strategic_reserve_env.learner.ResetNeeded`; an opponent that
+  raises or returns anything but a legal square raises
+  :class:`~strategic_reserve_env.learner.OpponentError` naming it, the game
+  and the square, and the env is as before the ``step`` (``reset`` starts
+  afresh). Observations and masks are new arrays: editing one changes
+  nothing in the env.
 
 ``gymnasium.make_vec("StrategicReserve-v0", num_envs=N)`` builds
 :class:`StrategicReserveVectorEnv`, natively batched over the engine.
-Sub-env ``i`` uses dice stream ``seed + i``. Auto-reset follows Gymnasium's
-default *next-step* mode: the step that returns ``terminated`` or
-``truncated`` for an env shows its final observation; on the next ``step``
-that env's action is ignored, it starts a new game and returns the new
-game's first observation with reward 0. ``info["action_mask"]`` and
-``action_masks()`` always describe the observation just returned.
+Sub-env ``i`` plays the game seeded ``seed + i``: every observation, reward,
+termination, truncation and info of it, episode after episode, is what a
+``StrategicReserveEnv`` reset with ``seed + i`` (then reset without a seed
+after each episode) returns, for the built-in random opponent and any
+deterministic opponent; only the action mask that comes with a final
+observation differs (see auto-reset below). A stochastic opponent of your own acts on the whole
+batch with one generator (``np.random.default_rng(seeds)``), so there its
+choices in one sub-env depend on the others; note that the greedy and
+expectimax agents break ties at random with their generator, so they are
+stochastic here. ``reset()`` without a seed continues the streams, as the
+single env does.
+
+Auto-reset follows Gymnasium's default *next-step* mode: the step that
+returns ``terminated`` or ``truncated`` for an env shows its final
+observation; on the next ``step`` that env's action is ignored, it starts a
+new game and returns the new game's first observation with reward 0.
+``info["action_mask"]`` and ``action_masks()`` give the actions the next
+``step`` accepts: the legal placements (the legal plane of the observation
+just returned) for a game in progress, and **all 36 squares** for an env
+whose game just ended (its next action is ignored), so a loop that samples
+``np.random.choice(np.flatnonzero(mask))`` always has a square to pick. (The
+single env's mask with a final observation is empty: it takes no action
+until ``reset``.)
+``info["seat"]`` and ``info["ply"]`` are (N,) arrays with the single env's
+``info`` values.
 """
 
 from __future__ import annotations
@@ -46,12 +77,13 @@ from gymnasium.vector.utils import batch_space
 
 from . import render as rendering
 from .aec_env import make_config
-from .board import COLOURS, NUM_SQUARES, names_of
+from .board import COLOURS, NUM_SQUARES, brief, names_of
 from .game import Game
-from .learner import LearnerGames
+from .learner import LearnerGames, check_count
 from .observation import OBSERVATION_SHAPE
 
 _SEED_RANGE = 2**63
+_COLOUR_NAMES = np.array(COLOURS, dtype=object)  # (2,) the seat names of info["seat"], indexed by colour
 
 
 def _spaces() -> tuple[spaces.Box, spaces.Discrete]:
@@ -84,7 +116,7 @@ class StrategicReserveEnv(gymnasium.Env):
 
     def step(self, action):
         legal_before = int(self.games.state.legal[0])
-        rewards, terminated, truncated, illegal = self.games.step(np.array([action], dtype=np.int64))
+        rewards, terminated, truncated, illegal = self.games.step(action)
         info = self._info()
         if illegal[0]:
             info["illegal_action"] = f"action {action} is not a legal placement; legal: {names_of(legal_before)}"
@@ -121,9 +153,7 @@ class StrategicReserveVectorEnv(VectorEnv):
                  illegal_action: str = "lose") -> None:
         if render_mode is not None:
             raise ValueError("the vector env does not render; render a StrategicReserveEnv or the AEC env")
-        if isinstance(num_envs, bool) or not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive integer, got {num_envs!r}")
-        self.num_envs = int(num_envs)
+        self.num_envs = check_count("num_envs", num_envs)
         self.single_observation_space, self.single_action_space = _spaces()
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -131,28 +161,37 @@ class StrategicReserveVectorEnv(VectorEnv):
         self.games = LearnerGames(make_config(reserve, ply_limit, start), self.num_envs, opponent, seat,
                                   illegal_action)
         self._restart = np.zeros(self.num_envs, dtype=bool)  # (N,) bool: ended last step, restart on this one
+        self._seeded = False
 
     def reset(self, *, seed=None, options: dict | None = None):
-        if seed is None:
+        if seed is None and not self._seeded:
             seed = int(np.random.SeedSequence().entropy % _SEED_RANGE)
-        if isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = [int(s) for s in seed]
-            if len(seeds) != self.num_envs:
-                raise ValueError(f"seed must be an int or {self.num_envs} ints, got {len(seeds)}")
-        if min(seeds) < 0:
-            raise ValueError(f"seeds must be non-negative, got {min(seeds)}")
-        self._np_random = np.random.default_rng(seeds)
-        self.games.reset(seeds, self._np_random)
-        self._restart[:] = False
+        seeds = None if seed is None else self._seeds(seed)
+        rng = None if seeds is None else np.random.default_rng(seeds)
+        self.games.reset(seeds, rng)
+        if rng is not None:
+            self._np_random = rng
+        self._seeded = True
+        self._restart = np.zeros(self.num_envs, dtype=bool)
         return self.games.observations(), self._infos()
 
+    def _seeds(self, seed) -> list[int]:
+        """The N sub-env seeds of ``seed`` (an int: ``seed + i``; or N ints), or ValueError."""
+        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = list(np.atleast_1d(np.asarray(seed, dtype=object)))
+            if len(seeds) != self.num_envs:
+                raise ValueError(f"seed must be an int or {self.num_envs} ints, got {len(seeds)}")
+            if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in seeds):
+                raise ValueError(f"seed must be an int or {self.num_envs} ints, got {brief(seed)}")
+            seeds = [int(s) for s in seeds]
+        if min(seeds) < 0:
+            raise ValueError(f"seeds must be non-negative, got {min(seeds)}")
+        return seeds
+
     def step(self, actions):
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs,):
-            raise ValueError(f"actions must have shape ({self.num_envs},), got {actions.shape}")
-        rewards, terminated, truncated, illegal = self.games.step(actions.astype(np.int64), restart=self._restart)
+        rewards, terminated, truncated, illegal = self.games.step(actions, restart=self._restart)
         self._restart = terminated | truncated
         infos = self._infos()
         if illegal.any():
@@ -160,9 +199,11 @@ class StrategicReserveVectorEnv(VectorEnv):
         return self.games.observations(), rewards, terminated, truncated, infos
 
     def action_masks(self) -> np.ndarray:
-        """(N, 36) bool legal placements for the observations just returned."""
-        return self.games.action_masks()
+        """(N, 36) bool: the actions the next ``step`` accepts (all 36 for an env whose game just ended)."""
+        return self.games.action_masks() | self._restart[:, None]
 
     def _infos(self) -> dict:
-        masks = self.action_masks()
-        return {"action_mask": masks, "_action_mask": np.ones(self.num_envs, dtype=bool)}
+        everyone = np.ones(self.num_envs, dtype=bool)
+        return {"action_mask": self.action_masks(), "_action_mask": everyone,
+                "seat": _COLOUR_NAMES[self.games.seat], "_seat": everyone,
+                "ply": self.games.state.ply.copy(), "_ply": everyone}

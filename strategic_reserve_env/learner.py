@@ -4,9 +4,32 @@ This is the one place where single-agent play is orchestrated; the
 Gymnasium env (B = 1), the Gymnasium vector env and the SB3 VecEnv wrap it.
 Every observation it returns is a decision of the learner; the opponent's
 turns (its roll and its placement) happen inside :meth:`LearnerGames.step`.
-Game ``i`` draws its dice from stream ``seeds[i]``
+
+**Seeding.** Game ``i`` is a pure function of ``seeds[i]`` (and the
+learner's actions): its dice come from stream ``seeds[i]``
 (:class:`~strategic_reserve_env.dice.DiceStreams`), roll by roll as a lone
-game seeded ``seeds[i]`` would, so every interface replays the same game.
+game seeded ``seeds[i]`` would, and its other chance from its own uniform
+stream (:class:`~strategic_reserve_env.dice.UniformStreams`, the same seed
+under another tag): two numbers at each start (the learner's seat when it is
+``"random"``, then the opponent drawn from the pool) and one for each choice
+of an opponent with ``act_from_uniforms`` (the built-in random opponent;
+:mod:`strategic_reserve_env.policies`). A game that ends and starts again
+continues both streams. So game ``i`` of a batch plays exactly the games of
+a batch of one seeded ``seeds[i]``, for the built-in random opponent and for
+any deterministic opponent (e.g. greedy). Any other stochastic opponent
+draws from one ``numpy.random.Generator`` shared by the batch (``rng`` of
+:meth:`LearnerGames.reset`), so its choices in one game depend on the other
+games of the batch.
+
+**Bad input.** Every public method checks its input and either completes or
+raises with nothing changed: learner actions must be integers of shape (B,)
+(a scalar when B = 1); stepping before :meth:`LearnerGames.reset`, or
+stepping a game that is over without restarting it, raises
+:class:`ResetNeeded`; an opponent that raises, returns a wrong shape or
+type, or an illegal square raises :class:`OpponentError` naming the
+opponent, the game and the square. The engine's functions are pure, so a
+step works on new states and only commits them (with the streams'
+counters) once everything succeeded.
 """
 
 from __future__ import annotations
@@ -14,15 +37,54 @@ from __future__ import annotations
 import numpy as np
 
 from . import engine
-from .board import BLUE, COLOURS, RED
+from .board import BLUE, COLOURS, NUM_SQUARES, RED, brief, clip, names_of, square_name
 from .config import Config
-from .dice import DiceStreams
+from .dice import DiceStreams, UniformStreams
 from .observation import OBSERVATION_SHAPE, planes
 from .observation import mask_from_planes as _mask_from_planes
-from .policies import as_policy, choose
+from .policies import as_policy, policy_inputs, policy_name
 
 SEATS = ("random", "red", "blue")
 ILLEGAL_ACTION = ("lose", "raise")
+_HALF = 0.5  # a seat draw below one half gives the learner Red
+_ERROR_TEXT = 200  # characters of an opponent's own error message repeated in OpponentError
+
+
+class ResetNeeded(RuntimeError):
+    """A step of games that were never started, or of a game that is over and was not restarted."""
+
+
+class OpponentError(RuntimeError):
+    """An opponent policy raised, or did not return a legal square for each of its games."""
+
+
+def check_count(name: str, value: object) -> int:
+    """``value`` as a positive int (a batch size), or ``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def as_actions(actions: object, num_games: int, what: str = "actions", error: type = ValueError) -> np.ndarray:
+    """(B,) int64 square indices from integer ``actions`` of shape (B,), or a scalar when B = 1.
+
+    Raises ``error`` naming ``what`` for any other shape or for a
+    non-integer type (floats and bools included: ``6.9`` is not square 6).
+    Values are not range-checked here; a value that is not a legal placement
+    is an illegal action.
+    """
+    try:
+        array = np.asarray(actions)
+    except (TypeError, ValueError):  # e.g. a ragged list
+        array = np.asarray(None)
+    if array.dtype.kind not in "iu":
+        shown = brief(actions) if array.ndim == 0 else f"an array of dtype {array.dtype}"
+        raise error(f"{what} must be integer square indices 0..{NUM_SQUARES - 1}, got {shown}")
+    if array.ndim == 0 and num_games == 1:
+        array = array.reshape(1)
+    if array.shape != (num_games,):
+        raise error(f"{what} must have shape ({num_games},), got {array.shape}")
+    return array.astype(np.int64, copy=False)
 
 
 class LearnerGames:
@@ -32,10 +94,13 @@ class LearnerGames:
     a list of them; with a list, each game draws its opponent when it
     starts, with probabilities ``opponent_weights`` (uniform by default).
     Each distinct opponent acts once per turn, batched over its games.
+    The random state is ``dice`` and ``chance`` (each with ``keys`` and
+    ``counters``) and ``rng`` (for stochastic opponents of one's own).
     """
 
     def __init__(self, config: Config, num_games: int, opponent="random", seat: str = "random",
                  illegal_action: str = "lose", opponent_weights=None) -> None:
+        num_games = check_count("num_games", num_games)
         if seat not in SEATS:
             raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
         if illegal_action not in ILLEGAL_ACTION:
@@ -50,14 +115,16 @@ class LearnerGames:
             )
         self.config = config
         self.num_games = num_games
-        self.set_opponents(opponent if isinstance(opponent, (list, tuple)) else [opponent], opponent_weights)
+        self.set_opponents(list(opponent) if isinstance(opponent, (list, tuple)) else [opponent], opponent_weights)
         self.opponent_id = np.zeros(num_games, dtype=np.int64)  # (B,) int64 index into self.opponents
         self.seat_choice = seat
         self.state = engine.init(config, num_games)
         self.seat = np.zeros(num_games, dtype=np.int64)  # (B,) int64 RED / BLUE: the learner's colour
         self.dice = DiceStreams(np.zeros(num_games, dtype=np.int64))
+        self.chance = UniformStreams(np.zeros(num_games, dtype=np.int64))
         self.rng = np.random.default_rng()
-        self._planes: tuple[engine.State, np.ndarray] | None = None  # learner planes of one state, cached
+        self.started = False  # reset() was called: every game is playing or over
+        self._cached_view: tuple | None = None  # (state, planes, masks) of the latest state asked about
 
     def set_opponents(self, opponents: list, weights=None) -> None:
         """Replace the opponent pool; games keep their opponent until they start again."""
@@ -68,23 +135,17 @@ class LearnerGames:
             raise ValueError(f"opponent_weights must be {len(opponents)} non-negative numbers, not all 0; got {weights}")
         self.opponents = [as_policy(o) for o in opponents]
         self.opponent_weights = weights / weights.sum()
+        self._cumulative_weights = np.cumsum(self.opponent_weights)  # (K,) float64: draws below [k] pick <= k
 
+    # -- the public steps: each commits everything or nothing ----------------------------------
     def reset(self, seeds=None, rng: np.random.Generator | None = None) -> None:
-        """Start every game again; new dice streams if ``seeds`` ((B,) ints) are given."""
-        if seeds is not None:
-            self.dice = DiceStreams(seeds)
-        if rng is not None:
-            self.rng = rng
-        self.state = engine.init(self.config, self.num_games)
-        everyone = np.ones(self.num_games, dtype=bool)
-        self._draw_seats(everyone)
-        self._advance(everyone)
+        """Start every game again; new dice and chance streams if ``seeds`` ((B,) ints) are given,
+        and ``rng`` (for stochastic opponents of one's own) if given."""
+        self._atomically(self._reset, seeds, rng)
 
     def restart(self, mask: np.ndarray) -> None:
         """Start the games where ``mask`` again and play them to the learner's first decision."""
-        self.state = engine.reset(self.state, mask, self.config)
-        self._draw_seats(mask)
-        self._advance(mask)
+        self._atomically(self._restart, mask)
 
     def step(self, actions, restart: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """The learner places ``actions``, then the opponent replies; games where ``restart``
@@ -95,18 +156,11 @@ class LearnerGames:
         ``terminated`` and ``truncated`` bools for the games that ended now,
         and ``illegal`` bools: with ``illegal_action="lose"`` an illegal
         action loses the game (reward -1); with ``"raise"`` it raises
-        :class:`~strategic_reserve_env.engine.IllegalActionError`.
+        :class:`~strategic_reserve_env.engine.IllegalActionError`. A game
+        that is over must be restarted (or everything reset): stepping it
+        raises :class:`ResetNeeded`.
         """
-        if restart is None:
-            restart = np.zeros(self.num_games, dtype=bool)
-        before = self.state.done
-        rewards, illegal = self._learner_places(actions, ~restart)
-        if restart.any():
-            self.state = engine.reset(self.state, restart, self.config)
-            self._draw_seats(restart)
-        rewards -= self._advance(~self.state.done)
-        ended = self.state.done & ~before  # restarted games were over before, so they are not counted
-        return rewards.astype(np.float32), ended & (self.state.winner >= 0), ended & self.state.truncated, illegal
+        return self._atomically(self._step, actions, restart)
 
     def step_and_restart(self, actions) -> tuple[np.ndarray, ...]:
         """:meth:`step` for every game, where the games that end start again at once (SB3's convention).
@@ -117,6 +171,61 @@ class LearnerGames:
         against. Games ended by the learner's placement start again before the opponents move, so
         their opening moves join the same batched opponent turn as the other games.
         """
+        return self._atomically(self._step_and_restart, actions)
+
+    def _atomically(self, run, *args):
+        """``run(*args)``; if it raises, every field it may change is put back first."""
+        saved = (self.state, self.seat, self.opponent_id, self.dice, self.dice.counters, self.chance,
+                 self.chance.counters, self.rng, self.started)
+        try:
+            return run(*args)
+        except BaseException:
+            (self.state, self.seat, self.opponent_id, self.dice, self.dice.counters, self.chance,
+             self.chance.counters, self.rng, self.started) = saved
+            raise
+
+    # -- the steps themselves ----------------------------------------------------------------
+    def _reset(self, seeds, rng) -> None:
+        if seeds is not None:
+            seeds = np.atleast_1d(np.asarray(seeds))
+            if seeds.shape != (self.num_games,):
+                raise ValueError(f"seeds must be {self.num_games} integers, got shape {seeds.shape}")
+            self.dice, self.chance = DiceStreams(seeds), UniformStreams(seeds)
+        if rng is not None:
+            self.rng = rng
+        self.state = engine.init(self.config, self.num_games)
+        everyone = np.ones(self.num_games, dtype=bool)
+        self._draw_seats(everyone)
+        self._advance(everyone)
+        self.started = True
+
+    def _restart(self, mask) -> None:
+        mask = self._game_mask(mask, "mask")
+        self._check_started()
+        self.state = engine.reset(self.state, mask, self.config)
+        self._draw_seats(mask)
+        self._advance(mask)
+
+    def _step(self, actions, restart) -> tuple[np.ndarray, ...]:
+        actions = as_actions(actions, self.num_games)
+        restart = np.zeros(self.num_games, dtype=bool) if restart is None else self._game_mask(restart, "restart")
+        self._check_started()
+        over = self.state.done & ~restart
+        if over.any():
+            game = int(np.flatnonzero(over)[0])
+            raise ResetNeeded(f"game {game} is over (its episode ended): reset (or restart) it before stepping it again")
+        before = self.state.done
+        rewards, illegal = self._learner_places(actions, ~restart)
+        if restart.any():
+            self.state = engine.reset(self.state, restart, self.config)
+            self._draw_seats(restart)
+        rewards -= self._advance(~self.state.done)
+        ended = self.state.done & ~before  # restarted games were over before, so they are not counted
+        return rewards.astype(np.float32), ended & (self.state.winner >= 0), ended & self.state.truncated, illegal
+
+    def _step_and_restart(self, actions) -> tuple[np.ndarray, ...]:
+        actions = as_actions(actions, self.num_games)
+        self._check_started()
         before = self.state.done
         opponents = self.opponent_id.copy()
         finals = np.zeros((self.num_games, *OBSERVATION_SHAPE), dtype=np.int8)
@@ -135,10 +244,21 @@ class LearnerGames:
             terminated |= by_opponent & (self.state.winner >= 0)
             truncated |= by_opponent & self.state.truncated
             finals[by_opponent] = planes(self.state[by_opponent], self.seat[by_opponent])
-            self.restart(by_opponent)
+            self._restart(by_opponent)
         return rewards.astype(np.float32), terminated, truncated, illegal, finals, opponents
 
-    def _learner_places(self, actions, placing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _check_started(self) -> None:
+        if not self.started:
+            raise ResetNeeded("call reset() before step(): no game has started")
+
+    def _game_mask(self, mask, name: str) -> np.ndarray:
+        """(B,) bool from ``mask``, or ValueError."""
+        mask = np.asarray(mask)
+        if mask.dtype != bool or mask.shape != (self.num_games,):
+            raise ValueError(f"{name} must be a ({self.num_games},) bool array, got {mask.dtype} {mask.shape}")
+        return mask
+
+    def _learner_places(self, actions: np.ndarray, placing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The learner places where ``placing``; (B,) rewards (+1 won, -1 illegal) and illegal flags."""
         before = self.state.done
         illegal = np.zeros(self.num_games, dtype=bool)
@@ -151,17 +271,17 @@ class LearnerGames:
         return rewards, illegal
 
     def _draw_seats(self, mask: np.ndarray) -> None:
-        """Choose the learner's colour and the opponent in the games of ``mask``."""
+        """Choose the learner's colour and the opponent in the games of ``mask`` (two chance draws each)."""
+        games = np.flatnonzero(mask)
+        seat_draw, opponent_draw = self.chance.take(games), self.chance.take(games)
+        seat, opponent_id = self.seat.copy(), self.opponent_id.copy()
         if self.seat_choice == "random":
-            drawn = self.rng.integers(0, 2, size=self.num_games)
+            seat[games] = np.where(seat_draw < _HALF, RED, BLUE)
         else:
-            drawn = np.full(self.num_games, RED if self.seat_choice == "red" else BLUE)
-        self.seat = np.where(mask, drawn, self.seat)
-        if len(self.opponents) > 1:
-            picked = self.rng.choice(len(self.opponents), size=self.num_games, p=self.opponent_weights)
-            self.opponent_id = np.where(mask, picked, self.opponent_id)
-        else:
-            self.opponent_id = np.where(mask, 0, self.opponent_id)
+            seat[games] = RED if self.seat_choice == "red" else BLUE
+        picked = np.searchsorted(self._cumulative_weights, opponent_draw, side="right")
+        opponent_id[games] = np.minimum(picked, len(self.opponents) - 1)  # the sum may end a hair below 1
+        self.seat, self.opponent_id = seat, opponent_id
 
     def _advance(self, mask: np.ndarray) -> np.ndarray:
         """Roll, and let the opponent move where it is to move, until the learner decides.
@@ -175,16 +295,14 @@ class LearnerGames:
             state = engine.roll(state, self.dice.next(opponent_turn), active=opponent_turn)
             actions = np.zeros(self.num_games, dtype=np.int64)
             for index, opponent in enumerate(self.opponents):
-                mine = self.opponent_id == index
-                if not np.any(opponent_turn & mine):
-                    continue
-                if mine.all():  # one opponent in every game: act on the whole batch (other rows are ignored)
-                    actions = choose(opponent, state, self.rng)
-                else:
-                    chosen = np.flatnonzero(opponent_turn & mine)
-                    actions[chosen] = choose(opponent, state[chosen], self.rng)
+                everywhere = self.opponent_id == index
+                if np.any(opponent_turn & everywhere):
+                    actions = self._opponent_acts(opponent, state, opponent_turn & everywhere, everywhere.all(), actions)
             before = state.done
-            state = engine.place(state, actions, self.config, active=opponent_turn)
+            try:
+                state = engine.place(state, actions, self.config, active=opponent_turn)
+            except engine.IllegalActionError:
+                raise self._opponent_fault(state, actions, opponent_turn) from None
             lost = np.where(state.done & ~before & (state.winner >= 0), 1.0, 0.0)
         learner_turn = mask & ~state.done
         if learner_turn.any():
@@ -192,14 +310,48 @@ class LearnerGames:
         self.state = state
         return lost
 
+    def _opponent_acts(self, opponent, state: engine.State, mine: np.ndarray, whole: bool,
+                       actions: np.ndarray) -> np.ndarray:
+        """``actions`` with ``opponent``'s choices in the games of ``mine`` (its turn, rolled). When it is
+        the opponent of every game (``whole``), it acts on the whole batch (the other rows are ignored)."""
+        chosen = slice(None) if whole else np.flatnonzero(mine)
+        name = policy_name(opponent)
+        try:
+            if hasattr(opponent, "act_from_uniforms"):
+                picked = opponent.act_from_uniforms(state.legal[chosen], self.chance.next(mine)[chosen])
+            else:
+                picked = opponent.act(*policy_inputs(opponent, state if whole else state[chosen]), self.rng)
+        except Exception as error:
+            raise OpponentError(f"opponent {name!r} raised {type(error).__name__}: {clip(str(error), _ERROR_TEXT)}") from error
+        picked = as_actions(picked, self.num_games if whole else len(chosen), f"opponent {name!r}'s actions",
+                            OpponentError)
+        if whole:
+            return picked
+        actions[chosen] = picked
+        return actions
+
+    def _opponent_fault(self, state: engine.State, actions: np.ndarray, turn: np.ndarray) -> OpponentError:
+        """The error for the first game where an opponent's action is not a legal placement."""
+        game = int(np.flatnonzero(engine.illegal_actions(state, actions, turn))[0])
+        action, name = int(actions[game]), policy_name(self.opponents[self.opponent_id[game]])
+        square = square_name(action) if 0 <= action < NUM_SQUARES else "no square (not in 0..35)"
+        return OpponentError(f"opponent {name!r} chose {square} (action {action}) in game {game}, which is not "
+                             f"a legal placement; legal: {names_of(int(state.legal[game]))}")
+
     # -- the learner's view ----------------------------------------------------------------
     def observations(self) -> np.ndarray:
-        """(B, 6, 6, 9) int8 planes from the learner's side (legal plane empty when it is not to move)."""
-        if self._planes is None or self._planes[0] is not self.state:
-            self._planes = (self.state, planes(self.state, self.seat))
-        return self._planes[1]
+        """(B, 6, 6, 9) int8 planes from the learner's side (legal plane empty when it is not to move);
+        a new array on every call."""
+        return self._view()[0].copy()
 
     def action_masks(self) -> np.ndarray:
-        """(B, 36) bool legal placements of the learner (all False in finished games)."""
-        return _mask_from_planes(self.observations()).view(bool)
+        """(B, 36) bool legal placements of the learner (all False in finished games); a new array on
+        every call."""
+        return self._view()[1].copy()
 
+    def _view(self) -> tuple[np.ndarray, np.ndarray]:
+        """The planes and masks of the current state, computed once per state and never handed out."""
+        if self._cached_view is None or self._cached_view[0] is not self.state:
+            view = planes(self.state, self.seat)
+            self._cached_view = (self.state, view, _mask_from_planes(view).view(bool))
+        return self._cached_view[1:]

@@ -6,7 +6,15 @@ A policy acts on a batch: ``act(observations, masks, rng) -> actions`` with
 ``numpy.random.Generator``; it returns ``(B,)`` square indices, legal where
 the mask has any legal square. A plain callable with that signature is a
 policy too. A policy whose ``uses_observation`` attribute is False is given
-``None`` for ``observations`` (it saves the encoding).
+``None`` for ``observations`` (it saves the encoding). :func:`policy_name`
+is how errors and reports name a policy (its ``name`` attribute if it has one).
+
+A policy may also offer ``act_from_uniforms(legal, uniforms)``: its choice
+made from given uniform numbers, ``legal`` (B,) int64 bitboards and
+``uniforms`` (B,) floats in [0, 1), one per game. The single-agent envs
+(:mod:`strategic_reserve_env.learner`) call it with each game's own chance
+stream, so that game's choices depend on its seed alone;
+:class:`UniformRandomPolicy` has it.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ import numpy as np
 
 from .board import NUM_SQUARES, bitboards_to_array
 from .observation import planes
-from .sampling import nth_set_bit, popcount
+from .sampling import nth_set_bit, popcount, uniform_square
 
 _MASK_BYTES = (NUM_SQUARES + 7) // 8
 
@@ -36,6 +44,11 @@ class UniformRandomPolicy:
         k = (rng.random(len(bits)) * popcount(bits)).astype(np.int64)
         return np.where(bits != 0, nth_set_bit(bits, k), 0)
 
+    def act_from_uniforms(self, legal: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+        """(B,) int64 squares: the one :meth:`act` picks when its generator draws ``uniforms`` ((B,) floats
+        in [0, 1)), from ``legal`` ((B,) int64 bitboards); 0 where none is legal."""
+        return np.where(legal != 0, uniform_square(legal, uniforms), 0)
+
     def __repr__(self) -> str:
         return "UniformRandomPolicy()"
 
@@ -47,6 +60,7 @@ class _CallablePolicy:
 
     def __init__(self, function: Callable) -> None:
         self.function = function
+        self.name = getattr(function, "__name__", repr(function))
 
     def act(self, observations, masks, rng):
         return self.function(observations, masks, rng)
@@ -68,15 +82,27 @@ def as_policy(policy) -> object:
     raise ValueError(f"a policy must be 'random', an object with act(observations, masks, rng), or a callable; got {policy!r}")
 
 
-def choose(policy, position, rng: np.random.Generator):
-    """The squares ``policy`` picks for the player to move: (B,) int64 for a batched State, an int
-    for a :class:`~strategic_reserve_env.game.Game`. Observations are encoded only for policies
-    that use them."""
+def policy_name(policy) -> str:
+    """A policy's display name: its ``name`` attribute, else its type's name."""
+    return str(getattr(policy, "name", type(policy).__name__))
+
+
+def policy_inputs(policy, position) -> tuple[np.ndarray | None, np.ndarray]:
+    """``(observations, masks)`` for ``policy.act`` from a batched State ((B, 6, 6, 9) planes from the
+    mover's side, or None for a policy that does not use them; (B, 36) bool masks), or from a
+    :class:`~strategic_reserve_env.game.Game` (a batch of one)."""
     single = type(position.me) is int
     observations = None
     if getattr(policy, "uses_observation", True):
         observations = planes(position, position.to_move)
         observations = observations[None] if single else observations
     masks = bitboards_to_array(np.atleast_1d(np.asarray(position.legal, dtype=np.int64)))
-    actions = np.asarray(policy.act(observations, masks, rng)).astype(np.int64, copy=False)
-    return int(actions[0]) if single else actions
+    return observations, masks
+
+
+def choose(policy, position, rng: np.random.Generator):
+    """The squares ``policy`` picks for the player to move: (B,) int64 for a batched State, an int
+    for a :class:`~strategic_reserve_env.game.Game`. Observations are encoded only for policies
+    that use them."""
+    actions = np.asarray(policy.act(*policy_inputs(policy, position), rng)).astype(np.int64, copy=False)
+    return int(actions[0]) if type(position.me) is int else actions

@@ -21,14 +21,17 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
-from .board import COLOURS, board_string, dice_for, parse_square, square_name, squares_of
+from .board import COLOURS, board_string, brief, clip, dice_for, parse_square, square_name, squares_of
 from .config import MAX_PLY_LIMIT, Config, StartPosition
 from .engine import IllegalActionError
 from .game import Game
 from .rules import HIT_NAMES
 
 _RECORD_KEYS = {"variant", "start", "plies", "description"}
+_ERROR_TEXT = 90  # characters of a JSON parser's message repeated in a RecordError
+_HEADER_ERROR_TEXT = 160  # characters of a header error kept by load_record (it may echo a long value)
 
 
 class RecordError(ValueError):
@@ -88,7 +91,7 @@ def parse_record(data: object) -> Record:
         raise RecordError(f"unknown record field(s): {', '.join(unknown)}")
     variant = data.get("variant", {})
     if not isinstance(variant, dict) or set(variant) - {"reserve"}:
-        raise RecordError(f"variant must be an object with only 'reserve', got {variant!r}")
+        raise RecordError(f"variant must be an object with only 'reserve', got {brief(variant)}")
     try:
         reserve = Config(reserve=variant.get("reserve", Config.reserve)).reserve
     except ValueError as error:
@@ -121,7 +124,7 @@ def _parse_start(start: object, reserve: int) -> StartPosition | None:
         raise ValueError(f"unknown start field(s): {', '.join(unknown)}")
     reserves = start.get("reserves", dict.fromkeys(COLOURS, reserve))
     if not isinstance(reserves, dict) or set(reserves) != set(COLOURS):
-        raise ValueError(f"start.reserves must be {{'red': n, 'blue': n}}, got {reserves!r}")
+        raise ValueError(f"start.reserves must be {{'red': n, 'blue': n}}, got {brief(reserves)}")
     defaults = StartPosition()
     return StartPosition(
         board=start.get("board", defaults.board),
@@ -130,23 +133,51 @@ def _parse_start(start: object, reserve: int) -> StartPosition | None:
     )
 
 
-def load_record(path: str | Path) -> Record:
-    """Read and check a record file."""
+MAX_RECORD_BYTES = 4 * 2**20  # 4 MiB: a 1,600-ply record written by write_record takes about 42 kB
+
+
+def load_record(source: str | Path | BinaryIO, name: str | None = None) -> Record:
+    """Read and check a record: a file path, or a binary file object such as ``sys.stdin.buffer``.
+
+    At most :data:`MAX_RECORD_BYTES` are read. The bytes must be UTF-8 JSON
+    (a leading byte-order mark is allowed). Every fault is a
+    :class:`RecordError` whose message starts with ``name`` (default: the
+    path, or the file object's ``name``), then says what is wrong; values
+    echoed from the input are cut to a few dozen characters.
+    """
+    if name is None:
+        name = str(getattr(source, "name", source))
     try:
-        text = Path(path).read_text()
+        if isinstance(source, (str, Path)):
+            with open(source, "rb") as file:
+                data = file.read(MAX_RECORD_BYTES + 1)
+        else:
+            data = source.read(MAX_RECORD_BYTES + 1)
     except OSError as error:
-        raise RecordError(f"cannot read {path}: {error.strerror}") from None
+        raise RecordError(f"cannot read {name}: {error.strerror or error}") from None
+    if len(data) > MAX_RECORD_BYTES:
+        raise RecordError(f"{name} is larger than {MAX_RECORD_BYTES:,} bytes, the limit of a record")
     try:
-        data = json.loads(text)
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise RecordError(f"{name} is not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start}") from None
+    try:
+        value = json.loads(text)
+        return parse_record(value)
+    except RecordError as error:  # cut: a header message may echo a long value of the record
+        raise RecordError(f"{name}: {clip(str(error), _HEADER_ERROR_TEXT)}") from None
     except json.JSONDecodeError as error:
-        raise RecordError(f"{path} is not valid JSON: {error}") from None
-    return parse_record(data)
+        raise RecordError(f"{name} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+    except RecursionError:
+        raise RecordError(f"{name} is not a record: its JSON arrays or objects are nested too deeply") from None
+    except ValueError as error:  # e.g. an integer past Python's 4300-digit limit
+        raise RecordError(f"{name} is not valid JSON: {clip(str(error), _ERROR_TEXT)}") from None
 
 
 def _parse_ply(ply: object, number: int) -> tuple[int, int]:
     """(rolled, placed) square indices of one ply, or RecordError naming it."""
     if not isinstance(ply, (list, tuple)) or len(ply) != 2:
-        raise RecordError(f"expected a [rolled, placed] pair of squares, got {ply!r}", number)
+        raise RecordError(f"expected a [rolled, placed] pair of squares, got {brief(ply)}", number)
     try:
         return parse_square(ply[0]), parse_square(ply[1])
     except ValueError as error:

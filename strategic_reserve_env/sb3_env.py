@@ -13,6 +13,14 @@ observation is in ``infos[i]["terminal_observation"]`` and
 ``infos[i]["learner_won"]`` whether the learner won. ``env_method("action_masks")``
 and ``has_attr("action_masks")`` serve sb3-contrib's MaskablePPO with the
 ``(n_envs, 36)`` masks of the current observations. Works under ``VecMonitor``.
+
+Seeding: game ``i`` of the batch reset after ``seed(s)`` plays the games a
+batch of one seeded ``s + i`` plays (:mod:`strategic_reserve_env.learner`:
+its dice, its seat and opponent draws and the built-in random opponent's
+choices come from streams of that seed); each ``reset()`` moves on to the
+next ``n_envs`` seeds. Bad input (non-integer actions or a wrong shape,
+``step`` before ``reset``, a faulty opponent) raises as in
+:mod:`strategic_reserve_env.learner`, with nothing changed.
 """
 
 from __future__ import annotations
@@ -25,8 +33,11 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from .board import NUM_SQUARES
 from .config import Config
-from .learner import LearnerGames
+from .learner import LearnerGames, check_count
 from .observation import OBSERVATION_SHAPE
+from .policies import policy_name
+
+_OPPONENT_RNG_TAG = 0x5EA7  # mixed into the seed of the generator given to stochastic opponents of one's own
 
 
 class StrategicReserveVecEnv(VecEnv):
@@ -34,9 +45,10 @@ class StrategicReserveVecEnv(VecEnv):
 
     def __init__(self, n_envs: int, opponents=("random",), opponent_weights=None, seat: str = "random",
                  config: Config | None = None, seed: int = 0) -> None:
-        super().__init__(n_envs, spaces.Box(0, 1, OBSERVATION_SHAPE, np.int8), spaces.Discrete(NUM_SQUARES))
-        self.games = LearnerGames(config if config is not None else Config(), n_envs, list(opponents), seat,
-                                  opponent_weights=opponent_weights)
+        games = LearnerGames(config if config is not None else Config(), check_count("n_envs", n_envs), opponents,
+                             seat, opponent_weights=opponent_weights)
+        super().__init__(games.num_games, spaces.Box(0, 1, OBSERVATION_SHAPE, np.int8), spaces.Discrete(NUM_SQUARES))
+        self.games = games
         self._seed = seed
         self._actions: np.ndarray | None = None
 
@@ -49,12 +61,12 @@ class StrategicReserveVecEnv(VecEnv):
 
     def reset(self) -> np.ndarray:
         seeds = [self._seed + i for i in range(self.num_envs)]
-        self.games.reset(seeds, np.random.default_rng([self._seed, 0x5EA7]))
+        self.games.reset(seeds, np.random.default_rng([self._seed, _OPPONENT_RNG_TAG]))
         self._seed += self.num_envs  # a later reset() plays new games
-        return self.games.observations().copy()
+        return self.games.observations()
 
     def step_async(self, actions: np.ndarray) -> None:
-        self._actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        self._actions = actions  # checked by step_wait (LearnerGames), which may raise with nothing changed
 
     def step_wait(self):
         rewards, terminated, truncated, _, finals, opponents = self.games.step_and_restart(self._actions)
@@ -64,10 +76,10 @@ class StrategicReserveVecEnv(VecEnv):
             infos[i] = {
                 "terminal_observation": finals[i],
                 "TimeLimit.truncated": bool(truncated[i]),
-                "opponent": _name(self.games.opponents[opponents[i]]),
+                "opponent": policy_name(self.games.opponents[opponents[i]]),
                 "learner_won": bool(rewards[i] > 0),
             }
-        return self.games.observations().copy(), rewards, done, infos
+        return self.games.observations(), rewards, done, infos
 
     def close(self) -> None:
         pass
@@ -104,7 +116,3 @@ class StrategicReserveVecEnv(VecEnv):
             return [indices]
         return list(indices)
 
-
-def _name(policy) -> str:
-    """A policy's display name."""
-    return getattr(policy, "name", type(policy).__name__)

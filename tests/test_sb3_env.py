@@ -26,6 +26,11 @@ class CountingPolicy(UniformRandomPolicy):
         self.rows += len(masks)
         return super().act(observations, masks, rng)
 
+    def act_from_uniforms(self, legal, uniforms):  # what the envs call: each game's own random stream
+        self.calls += 1
+        self.rows += len(legal)
+        return super().act_from_uniforms(legal, uniforms)
+
 
 def _random_actions(env, rng):
     masks = get_action_masks(env)
@@ -93,6 +98,7 @@ def test_opponent_pool_draws_per_game_and_acts_once_per_opponent():
         assert all(p.calls - b <= 2 for p, b in zip(pool, before))  # once in the step, once for restarts
         seen |= {info["opponent"] for info in infos if "opponent" in info}
     assert seen == {"a", "b", "c"}
+    assert all(p.calls >= 40 for p in pool)
     assert sum(p.rows for p in pool) < 300 * 40 * 2  # each acted only on its own games
 
 

@@ -1,0 +1,188 @@
+"""Hostile input to ``python -m strategic_reserve_env replay`` and ``records.load_record``: bounded reads,
+one error line naming the file and the fault (input echoed only in part), ``-`` for the standard input."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO
+from strategic_reserve_env import records
+from strategic_reserve_env.__main__ import main
+from strategic_reserve_env.board import ECHO_LIMIT
+
+GAME = {"plies": [["a1", "a1"], ["b1", "b1"], ["e5", "e4"]]}
+MAX_LINE = 200  # characters of an error line besides the file's name, whatever the input
+
+
+def _write(tmp_path, name: str, data: bytes):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def _replay(argv, capsys, stdin: bytes | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    status = main(["replay", *argv])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def _one_error_line(err: str, name: object = "") -> str:
+    assert err.count("\n") == 1 and err.startswith("error: ") and "Traceback" not in err
+    assert len(err) - len(str(name)) < MAX_LINE
+    return err
+
+
+def test_dev_zero_is_read_only_up_to_the_limit():
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "strategic_reserve_env", "replay", "/dev/zero"],
+                            capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
+    assert time.perf_counter() - start < 30  # it stops at the limit instead of reading on
+    assert result.returncode == 1 and result.stdout == ""
+    line = _one_error_line(result.stderr, "/dev/zero")
+    assert f"/dev/zero is larger than {records.MAX_RECORD_BYTES:,} bytes, the limit of a record" in line
+
+
+def test_limit_is_documented_and_fits_a_long_game(tmp_path):
+    # a 1,600-ply record (written as write_record writes) is far below the limit
+    plies = [["a1", "a1"]] * 1600
+    text = json.dumps({"variant": {"reserve": 7}, "plies": plies}, indent=1)
+    assert len(text) * 20 < records.MAX_RECORD_BYTES
+    assert f"{records.MAX_RECORD_BYTES:,} bytes" in subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", "replay", "--help"], capture_output=True, text=True,
+        cwd=REPO, check=True).stdout.replace("\n", " ").replace("  ", " ")
+
+
+def test_a_record_just_over_the_limit(tmp_path, capsys):
+    square = "x" * (records.MAX_RECORD_BYTES + 1_000_000)  # a 5 MB bad square: not read, not echoed
+    path = _write(tmp_path, "huge.json", json.dumps({"plies": [["a1", square]]}).encode())
+    status, out, err = _replay([str(path)], capsys)
+    assert status == 1 and out == ""
+    assert f"{path} is larger than" in _one_error_line(err, path)
+
+
+def test_a_long_bad_square_is_echoed_in_part(tmp_path, capsys):
+    square = "x" * 3_000_000  # under the limit: the square is checked and named, cut short
+    path = _write(tmp_path, "square.json", json.dumps({"plies": [["a1", "a1"], ["b1", square]]}).encode())
+    status, out, err = _replay([str(path)], capsys)
+    assert status == 1 and len(out.splitlines()) == 1  # the good ply first
+    line = _one_error_line(err, path)
+    assert line.startswith(f"error: {path}: ply 2: 'xxx") and line.endswith("xxx' is not a square (a1 .. f6)\n")
+    echoed = line.split("ply 2: ")[1].split(" is not")[0]
+    assert len(echoed) <= ECHO_LIMIT and "..." in echoed
+
+
+def test_deep_nesting(tmp_path, capsys):
+    path = _write(tmp_path, "deep.json", b"[" * 100_000 + b"]" * 100_000)
+    status, out, err = _replay([str(path)], capsys)
+    assert status == 1
+    assert f"{path} is not a record: its JSON arrays or objects are nested too deeply" in _one_error_line(err, path)
+
+
+def test_nesting_that_json_accepts_is_echoed_in_part(tmp_path, capsys):
+    ply = "[" * 500 + "]" * 500
+    path = _write(tmp_path, "nested.json", ('{"plies": [' + ply + "]}").encode())
+    status, out, err = _replay([str(path)], capsys)
+    assert status == 1
+    assert f"{path}: ply 1: expected a [rolled, placed] pair of squares, got [[[[...]]]]" in _one_error_line(err, path)
+
+
+def test_not_utf8(tmp_path, capsys):
+    path = _write(tmp_path, "latin1.json", '{"plies": [["a1", "ä1"]]}'.encode("latin-1"))
+    status, out, err = _replay([str(path)], capsys)
+    assert status == 1
+    assert f"{path} is not UTF-8 text: byte 0xe4 at offset 19" in _one_error_line(err, path)
+
+
+def test_byte_order_mark_is_accepted(tmp_path, capsys):
+    path = _write(tmp_path, "bom.json", b"\xef\xbb\xbf" + json.dumps(GAME).encode())
+    plain = _write(tmp_path, "plain.json", json.dumps(GAME).encode())
+    status, out, err = _replay([str(path)], capsys)
+    assert status == 0 and err == ""
+    assert out == _replay([str(plain)], capsys)[1]
+
+
+@pytest.mark.parametrize("digits", [5000, 4000])
+def test_huge_integers(tmp_path, capsys, digits):
+    # 5000 digits: past Python's conversion limit, JSON fails; 4000: parsed, then the header check fails
+    path = _write(tmp_path, "int.json", ('{"variant": {"reserve": ' + "9" * digits + '}, "plies": []}').encode())
+    status, out, err = _replay([str(path)], capsys)
+    assert status == 1
+    line = _one_error_line(err, path)
+    assert line.startswith(f"error: {path}")
+    if digits == 5000:
+        assert "is not valid JSON: Exceeds the limit (4300 digits)" in line
+    else:
+        assert "record header: variant.reserve must be in 1..12, got 9999" in line
+        assert len(line) < 200  # the 4000-digit value is not echoed whole
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "is not valid JSON: Expecting property name enclosed in double quotes (line 1, column 2)"),
+        ("[1, 2]", "a record must be a JSON object, got list"),
+        ("", "is not valid JSON: Expecting value (line 1, column 1)"),
+    ],
+)
+def test_malformed_json_names_the_file(tmp_path, capsys, text, message):
+    path = _write(tmp_path, "bad.json", text.encode())
+    status, out, err = _replay([str(path)], capsys)
+    assert status == 1 and message in _one_error_line(err, path) and str(path) in err
+
+
+@pytest.mark.parametrize("make", [lambda tmp: tmp / "missing.json", lambda tmp: tmp])
+def test_unreadable_paths(tmp_path, capsys, make):
+    path = make(tmp_path)
+    status, out, err = _replay([str(path)], capsys)
+    assert status == 1
+    assert f"error: cannot read {path}: " in _one_error_line(err, path)
+
+
+def test_dash_reads_the_standard_input(tmp_path, capsys, monkeypatch):
+    path = _write(tmp_path, "game.json", json.dumps(GAME).encode())
+    from_file = _replay([str(path)], capsys)
+    from_stdin = _replay(["-"], capsys, stdin=json.dumps(GAME).encode(), monkeypatch=monkeypatch)
+    assert from_stdin == from_file and from_file[0] == 0 and len(from_file[1].splitlines()) == 3
+
+
+def test_dash_names_the_standard_input_in_errors(capsys, monkeypatch):
+    bad = {"plies": [["a1", "a1"], ["b1", "zz"]]}
+    status, out, err = _replay(["-"], capsys, stdin=json.dumps(bad).encode(), monkeypatch=monkeypatch)
+    assert status == 1 and len(out.splitlines()) == 1
+    assert _one_error_line(err) == "error: <stdin>: ply 2: 'zz' is not a square (a1 .. f6)\n"
+    status, out, err = _replay(["-"], capsys, stdin=b"\xff", monkeypatch=monkeypatch)
+    assert _one_error_line(err) == "error: <stdin> is not UTF-8 text: byte 0xff at offset 0\n"
+
+
+def test_dash_in_a_subprocess():
+    result = subprocess.run([sys.executable, "-m", "strategic_reserve_env", "replay", "-"], input=json.dumps(GAME),
+                            capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
+    assert result.returncode == 0 and result.stderr == ""
+    assert [json.loads(line)["place"] for line in result.stdout.splitlines()] == ["a1", "b1", "e4"]
+
+
+def test_load_record_from_a_file_object_and_by_path(tmp_path):
+    path = _write(tmp_path, "game.json", json.dumps(GAME).encode())
+    by_path = records.load_record(path)
+    by_file = records.load_record(io.BytesIO(json.dumps(GAME).encode()), name="memory")
+    assert by_path == by_file
+    with pytest.raises(records.RecordError, match=r"^memory is larger than"):
+        records.load_record(io.BytesIO(b" " * (records.MAX_RECORD_BYTES + 1)), name="memory")
+    with pytest.raises(records.RecordError, match=r"^ply 1: expected a \[rolled, placed\] pair of squares, got 1"):
+        list(records.replay(records.load_record(io.BytesIO(b'{"plies": [1]}'), name="memory")))
+
+
+def test_header_errors_echo_long_values_in_part(tmp_path, capsys):
+    # a header field holding a megabyte of text: the message stays one short line
+    for header in ({"variant": {"x" * 1_000_000: 1}}, {"start": {"to_move": "x" * 1_000_000}}):
+        path = _write(tmp_path, "header.json", json.dumps({**header, "plies": []}).encode())
+        status, out, err = _replay([str(path)], capsys)
+        assert status == 1 and _one_error_line(err, path).startswith(f"error: {path}: ")
