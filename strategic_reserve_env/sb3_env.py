@@ -17,14 +17,17 @@ and ``has_attr("action_masks")`` serve sb3-contrib's MaskablePPO with the
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
+from . import engine
 from .board import NUM_SQUARES
 from .config import Config
+from .dice import DiceStreams
 from .learner import LearnerGames
 from .observation import OBSERVATION_SHAPE
 
@@ -96,6 +99,44 @@ class StrategicReserveVecEnv(VecEnv):
 
     def env_is_wrapped(self, wrapper_class, indices=None) -> list[bool]:
         return [False] * len(self._get_indices(indices))
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def get_state(self) -> dict[str, Any]:
+        """Copies of everything the games need to go on exactly where they are, for checkpoints.
+
+        ``{"seed": int`` (of the next ``reset``), ``"engine": {field: (n_envs,) array}`` (the
+        :class:`~strategic_reserve_env.engine.State`), ``"seat"``, ``"opponent_id"``: (n_envs,) int64,
+        ``"dice_keys"``, ``"dice_counters"``: (n_envs,) uint64 (the dice streams and the rolls drawn),
+        ``"rng"``: the bit-generator state of the seats' and opponents' generator ``}``.
+        The opponents themselves are not included: set them with ``games.set_opponents``.
+        """
+        games = self.games
+        return {
+            "seed": int(self._seed),
+            "engine": {field.name: getattr(games.state, field.name).copy() for field in fields(games.state)},
+            "seat": games.seat.copy(), "opponent_id": games.opponent_id.copy(),
+            "dice_keys": games.dice.keys.copy(), "dice_counters": games.dice.counters.copy(),
+            "rng": games.rng.bit_generator.state,
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Continue from :meth:`get_state` (of an env with the same ``num_envs``); ``ValueError`` if it does not fit."""
+        arrays = [*state["engine"].values(), state["seat"], state["opponent_id"], state["dice_keys"],
+                  state["dice_counters"]]
+        if any(np.shape(array) != (self.num_envs,) for array in arrays):
+            raise ValueError(f"the saved games are not {self.num_envs} games")
+        if np.any(np.asarray(state["opponent_id"]) >= len(self.games.opponents)):
+            raise ValueError(f"the saved games use opponents beyond the {len(self.games.opponents)} of the pool")
+        games = self.games
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state["rng"]
+        dice = DiceStreams(np.zeros(self.num_envs, dtype=np.int64))
+        dice.keys = np.asarray(state["dice_keys"], dtype=np.uint64).copy()
+        dice.counters = np.asarray(state["dice_counters"], dtype=np.uint64).copy()
+        games.state = engine.State(**{name: np.asarray(array).copy() for name, array in state["engine"].items()})
+        games.seat = np.asarray(state["seat"], dtype=np.int64).copy()
+        games.opponent_id = np.asarray(state["opponent_id"], dtype=np.int64).copy()
+        games.dice, games.rng, self._seed = dice, rng, int(state["seed"])
 
     def _get_indices(self, indices) -> list[int]:
         if indices is None:
