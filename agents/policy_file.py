@@ -188,8 +188,9 @@ def load_policy(path: str | Path):
         raise PolicyFileError(f"{path}: the tensors do not load ({error})") from None
     expected = _tensors_of(policy)
     if set(tensors) != set(expected):
-        raise PolicyFileError(f"{path}: the tensors do not fit the described network: missing "
-                              f"{sorted(set(expected) - set(tensors))}, unexpected {sorted(set(tensors) - set(expected))}")
+        missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
+        raise PolicyFileError(f"{path}: the tensors do not fit the described network: missing {missing}, "
+                              f"unexpected {unexpected}")
     for name, target in expected.items():
         if tensors[name].shape != target.shape or tensors[name].dtype != target.dtype:
             raise PolicyFileError(f"{path}: tensor {name} is {tuple(tensors[name].shape)} {tensors[name].dtype}, "
