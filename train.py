@@ -500,6 +500,11 @@ def main(settings: TrainSettings) -> int:
         except ValueError as error:
             print(f"error: {error}", file=sys.stderr)
             return 2
+        except (KeyError, TypeError, AttributeError, RuntimeError) as error:  # it loads, but its contents are wrong
+            print(f"error: --resume: the checkpoint of step {checkpoint['steps']} in {out / 'checkpoints'} is "
+                  f"malformed ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})",
+                  file=sys.stderr)
+            return 2
         print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
     elif pool.self_weight > 0:
         pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial network

@@ -131,6 +131,11 @@ def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
     assert err[0].startswith(f"warning: --resume: skipping {out / 'checkpoints' / 'checkpoint_512.pt'}")
     assert err[1] == f"error: --resume: none of the 1 checkpoint(s) in {out / 'checkpoints'} loads"
     assert sorted(p.name for p in out.iterdir()) == ["checkpoints"]  # nothing else was written
+    torch.save({"format": train.CHECKPOINT_FORMAT, "version": train.CHECKPOINT_VERSION, "steps": 512},
+               out / "checkpoints" / "checkpoint_512.pt")  # loads, but holds nothing to resume from
+    assert train.main(settings) == 2
+    assert capsys.readouterr().err == (f"error: --resume: the checkpoint of step 512 in {out / 'checkpoints'} is "
+                                       "malformed (KeyError: 'settings')\n")
 
 
 BAD_SETTINGS = [
