@@ -9,7 +9,20 @@ The learner plays ``n_envs`` games in one engine batch
 its opponent when it starts, from a weighted mixture of baseline agents and
 frozen snapshots of the learner ("self"). Periodic and final evaluations use
 tournament.py's paired-dice matches. Everything goes to ``--out``: TensorBoard
-logs (``tb/``), checkpoints, ``model.zip``, ``evaluation.json`` / ``.md``.
+logs (``tb/``), checkpoints, the policy file ``model.safetensors`` (the agent
+spec ``ppo:OUT/model.safetensors``; it cannot run code when loaded), SB3's
+``model.zip`` (pickles: for SB3 users, loaded only with ``,trust=pickle``),
+``evaluation.json`` / ``.md``.
+
+Checkpoints (``checkpoints/checkpoint_STEPS.pt``, the last two kept) are
+taken after a PPO update and at the end of a run; they hold tensors, numbers
+and strings only (``torch.load(weights_only=True)``, which runs no code from
+the file): the network and its optimizer, the snapshot pool, the games in
+progress with their dice streams, the generators of numpy, torch and Python,
+and the step counters. ``--resume`` continues exactly where a checkpoint was
+taken: a run resumed from step S makes the same games, updates and weights as
+one that never stopped. A checkpoint that does not load (cut short by a kill,
+or not a checkpoint) is skipped with a warning for the one before it.
 """
 
 from __future__ import annotations
@@ -17,27 +30,33 @@ from __future__ import annotations
 import copy
 import json
 import os
+import random
 import re
 import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import tyro
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
-from tqdm import tqdm
 
 from agents import load_agent, tournament
 from agents.networks import BoardCNN
+from agents.policy_file import architecture_of, save_policy
 from agents.ppo import PPOAgent
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 
+FEATURES = ("mlp", "cnn")
+MAX_SEED = 2**32 - 1  # SB3 seeds numpy's global generator, which takes 32-bit seeds
 
-@dataclass
+
+@dataclass(frozen=True)
 class TrainSettings:
     """Settings of a training run (every field is a command-line option)."""
 
@@ -72,7 +91,7 @@ class TrainSettings:
     snapshot_every: int = 500_000
     """Steps between two snapshots of the learner added to the pool."""
     max_snapshots: int = 4
-    """Snapshots kept in the pool (the oldest leave first)."""
+    """Snapshots kept in the pool (the oldest leave first); at least 1 (no self-play: give "self" weight 0)."""
     eval_every: int = 1_000_000
     """Steps between evaluations against random and greedy (0: none)."""
     eval_games: int = 400
@@ -90,9 +109,59 @@ class TrainSettings:
     threads: int = 2
     """Torch CPU threads."""
     resume: bool = False
-    """Continue from the last checkpoint in --out."""
+    """Continue from the last checkpoint in --out (exactly: same games and updates as an uninterrupted run)."""
     progress: bool = True
-    """Show a progress bar."""
+    """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
+
+
+def _at_least(settings: TrainSettings, name: str, low: float) -> None:
+    value = getattr(settings, name)
+    if not value >= low:
+        raise ValueError(f"--{name.replace('_', '-')} must be >= {low}, got {value}")
+
+
+def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
+    """``ValueError`` (one line naming the option) for the first bad setting; else the parsed opponent mixture.
+
+    Nothing is written and nothing trains before every setting has passed.
+    """
+    for name in ("total_steps", "n_envs", "n_steps", "n_epochs", "snapshot_every", "max_snapshots",
+                 "checkpoint_every", "threads", "cnn_channels"):
+        _at_least(settings, name, 1)
+    _at_least(settings, "batch_size", 2)  # PPO normalises advantages over each minibatch
+    _at_least(settings, "eval_every", 0)
+    _at_least(settings, "ent_coef", 0)
+    if settings.n_envs * settings.n_steps < 2:
+        raise ValueError(f"--n-envs times --n-steps must be >= 2 (a rollout of one step has no advantage spread), "
+                         f"got {settings.n_envs} x {settings.n_steps}")
+    for name in ("eval_games", "final_eval_games"):
+        games = getattr(settings, name)
+        if games < 2 or games % 2:
+            raise ValueError(f"--{name.replace('_', '-')} must be an even number >= 2 (paired dice), got {games}")
+    for name in ("learning_rate", "clip_range"):
+        if not getattr(settings, name) > 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(settings, name)}")
+    if not 0 < settings.gamma <= 1:
+        raise ValueError(f"--gamma must be in (0, 1], got {settings.gamma}")
+    if not 0 <= settings.gae_lambda <= 1:
+        raise ValueError(f"--gae-lambda must be in [0, 1], got {settings.gae_lambda}")
+    if any(size < 1 for size in settings.net_arch):
+        raise ValueError(f"--net-arch sizes must be >= 1, got {list(settings.net_arch)}")
+    if settings.features not in FEATURES:
+        raise ValueError(f"--features must be one of {', '.join(FEATURES)}, got {settings.features!r}")
+    if not 0 <= settings.seed <= MAX_SEED:
+        raise ValueError(f"--seed must be in [0, {MAX_SEED}], got {settings.seed}")
+    try:
+        device = torch.device(settings.device)
+    except RuntimeError:
+        raise ValueError(f"--device {settings.device!r} is not a torch device (e.g. cpu, cuda)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"--device {settings.device}: this torch build or machine has no CUDA device")
+    out = Path(settings.out)
+    existing = next(p for p in (out, *out.parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"--out {settings.out}: {existing} is a file, not a directory")
+    return parse_opponents(settings.opponents)
 
 
 def parse_opponents(text: str) -> list[tuple[str, float]]:
@@ -123,10 +192,12 @@ class OpponentPool:
         self.max_snapshots = max_snapshots
         self.snapshots: list[PPOAgent] = []
 
-    def add_snapshot(self, policy, steps: int) -> None:
-        """Freeze a copy of ``policy`` into the pool."""
-        frozen = copy.deepcopy(policy).eval()
-        self.snapshots = (self.snapshots + [PPOAgent(frozen, f"self@{steps}", deterministic=False)])[-self.max_snapshots:]
+    def add_snapshot(self, policy, name: str, weights: dict | None = None) -> None:
+        """Freeze a copy of ``policy`` (with ``weights``, a state_dict, if given) into the pool as ``name``."""
+        frozen = copy.deepcopy(policy)
+        if weights is not None:
+            frozen.load_state_dict(weights)
+        self.snapshots = (self.snapshots + [PPOAgent(frozen.eval(), name, deterministic=False)])[-self.max_snapshots:]
 
     def members(self) -> tuple[list, list[float]]:
         """Opponents and their weights for the environment."""
@@ -139,23 +210,31 @@ class OpponentPool:
 
 
 class TrainingCallback(BaseCallback):
-    """Progress bar, win rates per opponent, snapshots, periodic evaluation and checkpoints."""
+    """Progress, win rates per opponent, snapshots, periodic evaluation and checkpoints.
 
-    def __init__(self, settings: TrainSettings, pool: OpponentPool, env: StrategicReserveVecEnv, out: Path) -> None:
+    ``schedule`` holds the steps of the next snapshot, evaluation and checkpoint
+    (restored from a checkpoint on resume, so a resumed run keeps the same schedule).
+    A checkpoint falls due during a rollout and is written at the start of the next
+    one, after the PPO update on the rollout.
+    """
+
+    def __init__(self, settings: TrainSettings, pool: OpponentPool, env: StrategicReserveVecEnv, out: Path,
+                 schedule: dict[str, float] | None = None) -> None:
         super().__init__()
         self.settings, self.pool, self.env, self.out = settings, pool, env, out
+        self.schedule = dict(schedule) if schedule else {}
         self.outcomes: dict[str, list[int]] = {}
-        self.bar: tqdm | None = None
-        self.next_snapshot = self.next_eval = self.next_checkpoint = 0
+        self.progress: Progress | None = None
+        self.checkpoint_due = False
         self.collecting_since = 0.0
         self.seconds = {"collecting": 0.0, "evaluating and checkpointing": 0.0}  # wall time split
 
     def _on_training_start(self) -> None:
-        s, steps = self.settings, self.num_timesteps
-        self.bar = tqdm(total=s.total_steps, initial=steps, unit="step", disable=not s.progress, file=sys.stderr)
-        self.next_snapshot = steps + s.snapshot_every
-        self.next_eval = steps + s.eval_every if s.eval_every else float("inf")
-        self.next_checkpoint = steps + s.checkpoint_every
+        s, steps = self.settings, self.model.num_timesteps
+        self.progress = Progress(s.total_steps, "step", description="train", initial=steps, enabled=s.progress)
+        self.schedule = initial_schedule(s, steps) | self.schedule
+        if not s.eval_every:
+            self.schedule["eval"] = float("inf")
 
     def _on_step(self) -> bool:
         for info in self.locals["infos"]:
@@ -163,24 +242,28 @@ class TrainingCallback(BaseCallback):
                 kind = info["opponent"].split("@")[0]
                 self.outcomes.setdefault(kind, [0, 0])[0] += int(info["learner_won"])
                 self.outcomes[kind][1] += 1
-        self.bar.update(self.training_env.num_envs)
-        steps = self.num_timesteps
-        if steps >= self.next_snapshot and self.pool.self_weight > 0:
-            self.pool.add_snapshot(self.model.policy, steps)
+        self.progress.update(self.training_env.num_envs)
+        steps, schedule = self.num_timesteps, self.schedule
+        if steps >= schedule["snapshot"] and self.pool.self_weight > 0:
+            self.pool.add_snapshot(self.model.policy, f"self@{steps}")
             self.env.games.set_opponents(*self.pool.members())
-            self.next_snapshot += self.settings.snapshot_every
+            schedule["snapshot"] += self.settings.snapshot_every
         start = time.perf_counter()
-        if steps >= self.next_eval:
+        if steps >= schedule["eval"]:
             self._evaluate(steps)
-            self.next_eval += self.settings.eval_every
-        if steps >= self.next_checkpoint:
-            save_checkpoint(self.model, self.pool, self.out, steps)
-            self.next_checkpoint += self.settings.checkpoint_every
+            schedule["eval"] += self.settings.eval_every
+        if steps >= schedule["checkpoint"]:
+            self.checkpoint_due = True
+            schedule["checkpoint"] += self.settings.checkpoint_every
         self.seconds["evaluating and checkpointing"] += time.perf_counter() - start
         return True
 
     def _on_rollout_start(self) -> None:
         self.collecting_since = time.perf_counter()
+        if self.checkpoint_due:  # the update on the last rollout is done: a resumed run goes on from here
+            save_checkpoint(self.model, self.env, self.pool, self.schedule, self.settings, self.out)
+            self.checkpoint_due = False
+            self.seconds["evaluating and checkpointing"] += time.perf_counter() - self.collecting_since
 
     def _on_rollout_end(self) -> None:
         self.seconds["collecting"] += time.perf_counter() - self.collecting_since
@@ -197,10 +280,17 @@ class TrainingCallback(BaseCallback):
             pairing = tournament.play_pairing(learner, opponent, settings)
             low, high = pairing.interval()
             self.logger.record(f"eval/score_vs_{opponent}", pairing.score)
-            tqdm.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} [{low:.3f}, {high:.3f}]", file=sys.stderr)
+            self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} [{low:.3f}, {high:.3f}]")
 
     def _on_training_end(self) -> None:
-        self.bar.close()
+        self.progress.close()
+
+
+def initial_schedule(settings: TrainSettings, steps: int) -> dict[str, float]:
+    """Steps of the first snapshot, evaluation and checkpoint of a run starting at ``steps``."""
+    return {"snapshot": steps + settings.snapshot_every,
+            "eval": steps + settings.eval_every if settings.eval_every else float("inf"),
+            "checkpoint": steps + settings.checkpoint_every}
 
 
 class TimedVecEnv(StrategicReserveVecEnv):
@@ -221,30 +311,132 @@ class TimedVecEnv(StrategicReserveVecEnv):
         return result
 
 
-CHECKPOINT = re.compile(r"model_(\d+)\.zip")
+CHECKPOINT = re.compile(r"checkpoint_(\d+)\.pt")
+CHECKPOINT_FORMAT = "strategic-reserve-train-checkpoint"
+CHECKPOINT_VERSION = 1
+CHECKPOINTS_KEPT = 2  # the last one and the one before it (the fallback if the last is damaged)
+MUST_MATCH = ("n_envs", "net_arch", "features", "cnn_channels")  # settings a resumed run cannot change
 
 
-def save_checkpoint(model: MaskablePPO, pool: OpponentPool, out: Path, steps: int) -> None:
-    """Model and snapshot weights at ``steps``; older checkpoints but the previous one are removed."""
+def _tensors(tree):
+    """``tree`` with its numpy arrays as torch tensors (what ``torch.load(weights_only=True)`` reads back)."""
+    if isinstance(tree, np.ndarray):
+        return torch.from_numpy(tree.copy())
+    if isinstance(tree, dict):
+        return {key: _tensors(value) for key, value in tree.items()}
+    return tree
+
+
+def _arrays(tree):
+    """The inverse of :func:`_tensors`."""
+    if isinstance(tree, torch.Tensor):
+        return tree.numpy()
+    if isinstance(tree, dict):
+        return {key: _arrays(value) for key, value in tree.items()}
+    return tree
+
+
+def generator_states() -> dict:
+    """The global generators of torch, numpy and Python (SB3 samples actions and minibatches from them)."""
+    kind, keys, position, has_gauss, gauss = np.random.get_state()
+    return {"torch": torch.get_rng_state(), "numpy": [kind, torch.from_numpy(keys.copy()), position, has_gauss, gauss],
+            "python": random.getstate()}
+
+
+def set_generator_states(states: dict) -> None:
+    """Restore :func:`generator_states`."""
+    torch.set_rng_state(states["torch"])
+    kind, keys, position, has_gauss, gauss = states["numpy"]
+    np.random.set_state((kind, keys.numpy(), position, has_gauss, gauss))
+    version, internal, gauss_next = states["python"]
+    random.setstate((version, tuple(internal), gauss_next))
+
+
+def save_checkpoint(model: MaskablePPO, env: StrategicReserveVecEnv, pool: OpponentPool, schedule: dict[str, float],
+                    settings: TrainSettings, out: Path) -> Path:
+    """Write ``checkpoints/checkpoint_{steps}.pt`` (see the module docstring); older ones but the previous go."""
     directory = out / "checkpoints"
     directory.mkdir(parents=True, exist_ok=True)
-    # each file is written under a temporary name and renamed, so a kill mid-write leaves no broken
-    # checkpoint; the model goes last: its presence marks a complete checkpoint
-    torch.save([(s.name, s.policy.state_dict()) for s in pool.snapshots], directory / "partial.pt")
-    os.replace(directory / "partial.pt", directory / f"snapshots_{steps}.pt")
-    model.save(directory / "partial.zip")
-    os.replace(directory / "partial.zip", directory / f"model_{steps}.zip")
-    for old in sorted(checkpoint_steps(out))[:-2]:
-        (directory / f"model_{old}.zip").unlink(missing_ok=True)
-        (directory / f"snapshots_{old}.pt").unlink(missing_ok=True)
+    steps = model.num_timesteps
+    payload = {
+        "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "steps": steps,
+        "settings": json.dumps(asdict(settings)), "architecture": json.dumps(architecture_of(model.policy)),
+        "policy": model.policy.state_dict(), "optimizer": model.policy.optimizer.state_dict(),
+        "snapshots": [{"name": s.name, "policy": s.policy.state_dict()} for s in pool.snapshots],
+        "learner": {"n_updates": model._n_updates, "episode_num": model._episode_num,
+                    "last_episode_starts": torch.from_numpy(np.array(model._last_episode_starts, dtype=bool))},
+        "schedule": dict(schedule), "env": _tensors(env.get_state()), "generators": generator_states(),
+    }
+    path = directory / f"checkpoint_{steps}.pt"
+    # written under a temporary name and renamed, so a kill mid-write leaves no half-written checkpoint under
+    # a checkpoint's name (a damaged one is skipped by --resume all the same)
+    torch.save(payload, directory / "partial.pt")
+    os.replace(directory / "partial.pt", path)
+    for old in checkpoint_steps(out)[:-CHECKPOINTS_KEPT]:
+        (directory / f"checkpoint_{old}.pt").unlink(missing_ok=True)
+    return path
 
 
 def checkpoint_steps(out: Path) -> list[int]:
-    """Steps of the complete checkpoints in ``out``."""
+    """Steps of the checkpoints in ``out``, in increasing order."""
     directory = out / "checkpoints"
     if not directory.is_dir():
         return []
     return sorted(int(m.group(1)) for p in directory.iterdir() if (m := CHECKPOINT.fullmatch(p.name)))
+
+
+def read_checkpoint(path: Path) -> dict:
+    """A checkpoint's contents, loaded with ``weights_only=True`` (no code from the file runs);
+    ``ValueError`` if the file does not load or is not a checkpoint of this format."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as error:  # torch raises several types for damaged or crafted files
+        raise ValueError(f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"not a {CHECKPOINT_FORMAT} file")
+    if payload.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(f"checkpoint version {payload.get('version')!r}, this train.py reads {CHECKPOINT_VERSION}")
+    return payload
+
+
+def latest_checkpoint(out: Path) -> dict:
+    """The newest checkpoint in ``out`` that loads, warning on stderr about each newer one that does not;
+    ``ValueError`` when none loads."""
+    steps = checkpoint_steps(out)
+    if not steps:
+        raise ValueError(f"--resume: no checkpoint (checkpoint_STEPS.pt) in {out / 'checkpoints'}")
+    for last in reversed(steps):
+        path = out / "checkpoints" / f"checkpoint_{last}.pt"
+        try:
+            return read_checkpoint(path)
+        except ValueError as error:
+            print(f"warning: --resume: skipping {path}: it does not load ({error})", file=sys.stderr)
+    raise ValueError(f"--resume: none of the {len(steps)} checkpoint(s) in {out / 'checkpoints'} loads")
+
+
+def resume(checkpoint: dict, settings: TrainSettings, model: MaskablePPO, env: StrategicReserveVecEnv,
+           pool: OpponentPool) -> dict[str, float]:
+    """Put the learner, its snapshot pool, the games and the generators where ``checkpoint`` left them;
+    returns the schedule of the next snapshot, evaluation and checkpoint."""
+    saved = json.loads(checkpoint["settings"])
+    for name in MUST_MATCH:
+        now = list(value) if isinstance(value := getattr(settings, name), tuple) else value
+        if saved[name] != now:
+            raise ValueError(f"--resume: the checkpoint was trained with --{name.replace('_', '-')} {saved[name]}, "
+                             f"not {now}; resume with the same setting")
+    model.policy.load_state_dict(checkpoint["policy"])
+    model.policy.optimizer.load_state_dict(checkpoint["optimizer"])
+    for snapshot in checkpoint["snapshots"]:
+        pool.add_snapshot(model.policy, snapshot["name"], snapshot["policy"])
+    env.games.set_opponents(*pool.members())
+    env.set_state(_arrays(checkpoint["env"]))
+    learner = checkpoint["learner"]
+    model.num_timesteps, model._n_updates = checkpoint["steps"], learner["n_updates"]
+    model._episode_num = learner["episode_num"]
+    model._last_obs = env.games.observations().copy()  # what the env's last step returned
+    model._last_episode_starts = learner["last_episode_starts"].numpy()
+    set_generator_states(checkpoint["generators"])
+    return checkpoint["schedule"]
 
 
 def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
@@ -253,8 +445,6 @@ def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
     if settings.features == "cnn":
         policy_kwargs |= {"features_extractor_class": BoardCNN,
                           "features_extractor_kwargs": {"channels": settings.cnn_channels}}
-    elif settings.features != "mlp":
-        raise ValueError(f"--features must be 'mlp' or 'cnn', got {settings.features!r}")
     return MaskablePPO(
         "MlpPolicy", env, learning_rate=settings.learning_rate, n_steps=settings.n_steps,
         batch_size=settings.batch_size, n_epochs=settings.n_epochs, gamma=settings.gamma,
@@ -264,25 +454,9 @@ def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
     )
 
 
-def resume_model(settings: TrainSettings, env, out: Path, pool: OpponentPool) -> MaskablePPO:
-    """The learner and snapshot pool of the last checkpoint in ``out``."""
-    steps = checkpoint_steps(out)
-    if not steps:
-        raise SystemExit(f"error: --resume: no checkpoint in {out / 'checkpoints'}")
-    last = steps[-1]
-    model = MaskablePPO.load(out / "checkpoints" / f"model_{last}.zip", env=env, device=settings.device,
-                             tensorboard_log=str(out / "tb"))
-    for name, weights in torch.load(out / "checkpoints" / f"snapshots_{last}.pt", weights_only=False):
-        frozen = copy.deepcopy(model.policy)
-        frozen.load_state_dict(weights)
-        pool.snapshots.append(PPOAgent(frozen.eval(), name, deterministic=False))
-    print(f"resuming from {last:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
-    return model
-
-
 def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[tournament.Pairing]:
     """Paired-dice evaluation against random and greedy, written beside the model."""
-    learner = PPOAgent(model.policy, f"ppo:{out / 'model.zip'}", deterministic=True)
+    learner = PPOAgent(model.policy, f"ppo:{out / 'model.safetensors'}", deterministic=True)
     eval_settings = tournament.Settings(agents=[learner.name, "random", "greedy"], games=settings.final_eval_games,
                                       seed=settings.seed + 2, progress=False)
     pairings = [tournament.play_pairing(learner, opponent, eval_settings) for opponent in ("random", "greedy")]
@@ -307,42 +481,55 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
 
 def main(settings: TrainSettings) -> int:
     out = Path(settings.out)
-    out.mkdir(parents=True, exist_ok=True)
-    torch.set_num_threads(settings.threads)
     try:
-        pool = OpponentPool(parse_opponents(settings.opponents), settings.max_snapshots)
-        if settings.features not in ("mlp", "cnn"):
-            raise ValueError(f"--features must be 'mlp' or 'cnn', got {settings.features!r}")
-    except ValueError as error:
+        mixture = check_settings(settings)
+        checkpoint = latest_checkpoint(out) if settings.resume else None
+        out.mkdir(parents=True, exist_ok=True)
+    except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    torch.set_num_threads(settings.threads)
+    pool = OpponentPool(mixture, settings.max_snapshots)
     opponents, weights = pool.members() if pool.baselines else ([load_agent("random")], [1.0])
     env = TimedVecEnv(settings.n_envs, opponents, weights, seed=settings.seed, config=Config())
-    monitored = VecMonitor(env)
-    if settings.resume:
-        model = resume_model(settings, monitored, out, pool)
-    else:
-        model = build_model(settings, monitored, out)
-    if pool.self_weight > 0 and not pool.snapshots:
-        pool.add_snapshot(model.policy, model.num_timesteps)  # the first "self" is the initial network
+    model = build_model(settings, VecMonitor(env), out)
+    schedule = None
+    if checkpoint is not None:
+        try:
+            schedule = resume(checkpoint, settings, model, env, pool)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        except (KeyError, TypeError, AttributeError, RuntimeError) as error:  # it loads, but its contents are wrong
+            print(f"error: --resume: the checkpoint of step {checkpoint['steps']} in {out / 'checkpoints'} is "
+                  f"malformed ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})",
+                  file=sys.stderr)
+            return 2
+        print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
+    elif pool.self_weight > 0:
+        pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial network
     env.games.set_opponents(*pool.members())
     (out / "settings.json").write_text(json.dumps(asdict(settings), indent=1) + "\n")
 
-    start = time.perf_counter()
+    start, steps_before = time.perf_counter(), model.num_timesteps
     remaining = settings.total_steps - model.num_timesteps
-    callback = TrainingCallback(settings, pool, env, out)
+    callback = TrainingCallback(settings, pool, env, out, schedule)
     if remaining > 0:
-        model.learn(remaining, callback=callback, reset_num_timesteps=not settings.resume, tb_log_name="ppo")
+        model.learn(remaining, callback=callback, reset_num_timesteps=checkpoint is None, tb_log_name="ppo")
     seconds = time.perf_counter() - start
+    steps_done = model.num_timesteps - steps_before
+    if steps_done:
+        save_checkpoint(model, env, pool, callback.schedule, settings, out)
     model.save(out / "model.zip")
-    steps_done = max(remaining, 0)
+    save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
     print(f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
           f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment", flush=True)
     print(time_split(seconds, env.seconds, callback.seconds), flush=True)
 
     pairings = final_evaluation(model, settings, out)
     print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
-    print(f"wrote {out / 'model.zip'}, {out / 'evaluation.json'}, {out / 'evaluation.md'}")
+    print(f"wrote {out / 'model.safetensors'} (agent spec ppo:{out / 'model.safetensors'}), {out / 'model.zip'} "
+          f"(SB3), {out / 'evaluation.json'}, {out / 'evaluation.md'}")
     return 0
 
 

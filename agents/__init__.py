@@ -9,8 +9,10 @@ spec                       agent
 ``expectimax:depth=2``     search through both players' next rolls with a
                            reserve-race win probability (``depth`` 1 or 2,
                            ``width`` candidate placements searched deeper)
-``ppo:PATH.zip``           a MaskablePPO model (``,deterministic=false`` to
-                           sample from it)
+``ppo:PATH.safetensors``   a MaskablePPO policy file (``,deterministic=false``
+                           to sample from it); an SB3 ``.zip`` holds pickles
+                           that can run code, so it needs ``,trust=pickle``
+                           (see :mod:`agents.ppo`)
 =========================  ===============================================
 
 Every agent acts on a batch (:mod:`agents.base`):
@@ -24,7 +26,8 @@ from strategic_reserve_env.policies import UniformRandomPolicy
 from .expectimax import ExpectimaxAgent
 from .greedy import GreedyAgent
 
-KNOWN_AGENTS = "random, greedy, expectimax[:depth=1|2,width=K], ppo:PATH.zip[,deterministic=false]"
+KNOWN_AGENTS = ("random, greedy, expectimax[:depth=1|2,width=K], "
+                "ppo:PATH.safetensors[,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)")
 
 
 class RandomAgent(UniformRandomPolicy):
@@ -70,10 +73,10 @@ def load_agent(spec: str):
     if name == "ppo":
         path, _, more = rest.partition(",")
         if not path:
-            raise ValueError(f"agent spec {spec!r}: give the model file, e.g. ppo:models/ppo_baseline.zip")
+            raise ValueError(f"agent spec {spec!r}: give the model file, e.g. ppo:models/ppo_baseline.safetensors")
         from .ppo import PPOAgent
 
-        return PPOAgent.load(path, **_options(spec, more, {"deterministic": bool}))
+        return PPOAgent.load(path, **_options(spec, more, {"deterministic": bool, "trust": str}))
     raise ValueError(f"unknown agent {spec!r}; known agents: {KNOWN_AGENTS}")
 
 

@@ -29,11 +29,11 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm import tqdm
 
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.progress import track
 from strategic_reserve_env.sampling import popcount
 
 from .greedy import GreedyAgent, expected_losses
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     config, rng = Config(), np.random.default_rng([args.seed, 3])
     decisions = sample_decisions(args.positions, args.seed, config)
     gains = []
-    for index in tqdm(range(decisions.batch_size), unit="decision", file=sys.stderr):
+    for index in track(range(decisions.batch_size), unit="decision", description="headroom"):
         decision = decisions[np.array([index])]
         if decision.reserve_me[0] == 1 or popcount(decision.legal)[0] < 2:
             continue

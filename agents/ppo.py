@@ -1,11 +1,15 @@
-"""An agent backed by a MaskablePPO model (sb3-contrib) saved as a ``.zip``.
+"""An agent backed by a MaskablePPO policy (sb3-contrib).
 
-The model must have been trained on the observation planes of
+Its model is a policy file (``.safetensors``, :mod:`agents.policy_file`),
+which cannot run code when loaded; ``train.py`` writes one beside its SB3
+``model.zip``. An SB3 ``.zip`` stores its settings as pickles, so loading
+one runs whatever code a crafted file holds: it loads only with the
+explicit opt-in ``trust="pickle"`` (agent spec ``ppo:PATH.zip,trust=pickle``),
+for files you made or trust. The policy must observe the planes of
 :mod:`strategic_reserve_env.observation` (``Box(0, 1, (6, 6, 9), int8)``)
-with ``Discrete(36)`` actions, as ``train.py`` does. Actions are the
-masked policy's most likely square (``deterministic=True``, the default) or
-a sample from it drawn with the caller's generator, so sampled play is
-reproducible by seed.
+and choose among ``Discrete(36)`` squares. Actions are the masked policy's
+most likely square (``deterministic=True``, the default) or a sample from it
+drawn with the caller's generator, so sampled play is reproducible by seed.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
 MASKED_LOGIT = -1e8  # logit of an illegal square, as in sb3_contrib.common.maskable.distributions
+TRUST_PICKLE = "pickle"  # the opt-in that lets an SB3 .zip (pickles: it can run code) load
 
 
 class PPOAgent:
@@ -30,20 +35,24 @@ class PPOAgent:
         self.deterministic = deterministic
 
     @classmethod
-    def load(cls, path: str | Path, deterministic: bool = True) -> PPOAgent:
-        """The agent of a saved MaskablePPO ``.zip``."""
+    def load(cls, path: str | Path, deterministic: bool = True, trust: str | None = None) -> PPOAgent:
+        """The agent of a policy file (``.safetensors``), or of an SB3 ``.zip`` with ``trust="pickle"``."""
         path = Path(path)
+        if trust not in (None, TRUST_PICKLE):
+            raise ValueError(f"ppo: trust must be {TRUST_PICKLE!r} (to unpickle an SB3 .zip), got {trust!r}")
         if not path.is_file():
             raise ValueError(f"ppo model not found: {path} (train one with train.py, or use the shipped models/)")
+        options = ("" if deterministic else ",deterministic=false") + (f",trust={trust}" if trust else "")
         try:
-            from sb3_contrib import MaskablePPO
+            if path.suffix == ".zip":
+                policy = _load_pickled_zip(path, trust)
+            else:
+                from .policy_file import load_policy
+
+                policy, _ = load_policy(path)
         except ImportError as error:  # pragma: no cover - depends on the installation
-            raise ValueError("the ppo agent needs sb3-contrib: pip install -e '.[train]'") from error
-        model = MaskablePPO.load(path, device="cpu")
-        shape = tuple(model.observation_space.shape)
-        if shape != OBSERVATION_SHAPE:
-            raise ValueError(f"{path}: the model observes shape {shape}, this environment gives {OBSERVATION_SHAPE}")
-        return cls(model.policy, f"ppo:{path}" + ("" if deterministic else ",deterministic=false"), deterministic)
+            raise ValueError(f"the ppo agent needs {error.name}: pip install -e '.[train]'") from error
+        return cls(policy, f"ppo:{path}{options}", deterministic)
 
     def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """(B, 36) action probabilities of the masked policy."""
@@ -78,3 +87,21 @@ class PPOAgent:
 
     def __repr__(self) -> str:
         return f"PPOAgent({self.name!r})"
+
+
+def _load_pickled_zip(path: Path, trust: str | None):
+    """The policy of an SB3 MaskablePPO ``.zip``: unpickled, so only with ``trust="pickle"``."""
+    if trust != TRUST_PICKLE:
+        raise ValueError(
+            f"{path} is an SB3 .zip: loading it unpickles its contents, which can run any code a crafted file "
+            f"holds. Use its policy file instead (train.py writes model.safetensors beside model.zip; "
+            f"'python -m agents.policy_file convert {path}' converts a zip you trust), or opt in with "
+            f"ppo:{path},trust={TRUST_PICKLE} if you trust where the file came from"
+        )
+    from sb3_contrib import MaskablePPO
+
+    model = MaskablePPO.load(path, device="cpu")
+    shape = tuple(model.observation_space.shape)
+    if shape != OBSERVATION_SHAPE:
+        raise ValueError(f"{path}: the model observes shape {shape}, this environment gives {OBSERVATION_SHAPE}")
+    return model.policy

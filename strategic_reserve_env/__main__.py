@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
 
     play_parser = commands.add_parser("play", help="play against an agent in the terminal")
     play_parser.add_argument("--opponent", default="greedy", help="agent spec (default greedy), e.g. random, "
-                             "expectimax:depth=2, ppo:models/ppo_baseline.zip")
+                             "expectimax:depth=2, ppo:models/ppo_baseline.safetensors")
     play_parser.add_argument("--seat", choices=["red", "blue", "random"], default="red", help="your colour")
     play_parser.add_argument("--seed", type=int, help="seed of the dice and the agent")
     play_parser.add_argument("--reserve", type=int, default=7, help="reserve size (default 7)")

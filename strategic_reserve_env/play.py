@@ -4,10 +4,15 @@ Each turn shows the board (ANSI text), the roll and the legal squares; the
 person types a square such as ``c4`` (``?`` lists the legal squares again,
 ``q`` quits). At the end the game record can be saved and replayed with
 ``python -m strategic_reserve_env replay FILE``.
+
+The record is never lost: Ctrl-C stops the game as ``q`` does (the exit status
+is then 130), and when the record cannot be written (an unwritable path, or a
+second Ctrl-C at the save question) it is printed as one line of JSON instead.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +27,8 @@ from .policies import choose
 from .render import ansi, roll_summary
 
 PROMPT = "Your placement (e.g. c4; ? lists legal squares; q quits): "
+INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
+SAVE_FAILED = 1  # exit status when the record could not be written where asked (it is printed instead)
 
 
 def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], None]) -> int | None:
@@ -48,7 +55,8 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
 
 def play(opponent: str, seat: str = "red", seed: int | None = None, reserve: int = 7, save: str | None = None,
          read: Callable[[str], str] = input, say: Callable[[str], None] = print) -> int:
-    """Run one game between a person (``read``/``say``) and the agent ``opponent``; returns an exit code."""
+    """Run one game between a person (``read``/``say``) and the agent ``opponent``; returns an exit code
+    (0, :data:`INTERRUPTED` after Ctrl-C, :data:`SAVE_FAILED` when the record was printed instead of saved)."""
     from agents import load_agent  # the agents ship beside this package
 
     agent = load_agent(opponent)
@@ -60,7 +68,7 @@ def play(opponent: str, seat: str = "red", seed: int | None = None, reserve: int
     game, dice = Game(Config(reserve=reserve)), DiceStream(seed)
     say(f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {agent.name} is "
         f"{COLOURS[1 - human].capitalize()}. Red moves first. Seed {seed}.")
-    quit_early = False
+    quit_early, status = False, 0
     try:
         while not game.done:
             game.roll(dice.next())
@@ -77,25 +85,45 @@ def play(opponent: str, seat: str = "red", seed: int | None = None, reserve: int
     except EOFError:
         say("\nInput ended; the game stops here.")
         quit_early = True
+    except KeyboardInterrupt:
+        say("\nInterrupted; the game stops here.")
+        quit_early, status = True, INTERRUPTED
     if not quit_early:
         say(ansi(game))
         say("You won!" if game.winner == human else f"{agent.name} won." if game.winner >= 0 else "Truncated.")
-    _offer_save(game, save, read, say)
-    return 0
+    saved = _offer_save(records.record_of(game), save, read, say)  # also after Ctrl-C: the record is kept
+    return status or saved
 
 
-def _offer_save(game: Game, save: str | None, read: Callable[[str], str], say: Callable[[str], None]) -> None:
-    """Write the record to ``save``, or ask for a file name (empty: skip)."""
+def _offer_save(record: records.Record, save: str | None, read: Callable[[str], str],
+                say: Callable[[str], None]) -> int:
+    """Write ``record`` to ``save``, or to a file name asked for (empty: skip); returns the exit status.
+    When the file cannot be written, or the question is interrupted, the record is printed instead."""
     if save is None:
         try:
             save = read("Save the game record to (empty to skip): ").strip() or None
         except EOFError:
             save = None
+        except KeyboardInterrupt:
+            _print_record(record, "\nInterrupted", say)
+            return INTERRUPTED
     if save is None:
-        return
+        return 0
     path = Path(save)
-    records.write_record(records.record_of(game), path)
+    try:
+        records.write_record(record, path)
+    except OSError as error:
+        _print_record(record, f"Could not write {path} ({error.strerror or error})", say)
+        return SAVE_FAILED
     say(f"Saved {path}; replay it with: python -m strategic_reserve_env replay {path}")
+    return 0
+
+
+def _print_record(record: records.Record, reason: str, say: Callable[[str], None]) -> None:
+    """Print ``record`` as one line of JSON, after a line saying why and how to replay it."""
+    say(f"{reason}; here is the game record (save the next line as a .json file and replay it with "
+        "python -m strategic_reserve_env replay FILE):")
+    say(json.dumps(record.to_json()))
 
 
 __all__ = ["play"]

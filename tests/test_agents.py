@@ -17,7 +17,8 @@ from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 from strategic_reserve_env.sampling import uniform_square
 
-SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "models" / "ppo_baseline.zip"
+SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "models" / "ppo_baseline.safetensors"
+SHIPPED_ZIP = SHIPPED_MODEL.with_suffix(".zip")  # the SB3 model it was converted from
 AGENT_SPECS = ["random", "greedy", "expectimax:depth=1", "expectimax:depth=2", "expectimax:depth=2,width=2"]
 
 
@@ -123,7 +124,11 @@ def test_expectimax_depth2_values_match_brute_force():
         ("expectimax:breadth=2", "unknown option 'breadth=2'; options: depth, width"),
         ("greedy:depth=2", "unknown agent 'greedy:depth=2'"),
         ("ppo:", "give the model file"),
-        ("ppo:missing/model.zip", "ppo model not found: missing/model.zip"),
+        ("ppo:missing/model.safetensors", "ppo model not found: missing/model.safetensors"),
+        ("ppo:models/ppo_baseline.zip",
+         "is an SB3 .zip: loading it unpickles .* ppo:models/ppo_baseline.zip,trust=pickle"),
+        ("ppo:models/ppo_baseline.safetensors,trust=yes", "trust must be 'pickle'"),
+        ("ppo:models/ppo_baseline.md", "not a safetensors file"),
         ("", "an agent spec must be a non-empty string"),
     ],
 )
@@ -133,20 +138,33 @@ def test_bad_agent_specs(spec, message):
     assert "expectimax" in KNOWN_AGENTS
 
 
-def test_ppo_agent_loads_a_maskable_ppo_zip_and_plays_legally(tmp_path, positions):
+@pytest.mark.parametrize("features", ["mlp", "cnn"])
+def test_ppo_agent_loads_a_policy_file_and_plays_legally(tmp_path, positions, features):
     from sb3_contrib import MaskablePPO
 
+    from agents.networks import BoardCNN
+    from agents.policy_file import save_policy
     from strategic_reserve_env.gym_env import StrategicReserveEnv
 
-    model = MaskablePPO("MlpPolicy", StrategicReserveEnv(), n_steps=32, batch_size=32, seed=0, device="cpu")
+    kwargs = {"net_arch": [16]}
+    if features == "cnn":
+        kwargs |= {"features_extractor_class": BoardCNN, "features_extractor_kwargs": {"channels": 4}}
+    model = MaskablePPO("MlpPolicy", StrategicReserveEnv(), n_steps=32, batch_size=32, seed=0, device="cpu",
+                        policy_kwargs=kwargs)
     model.save(tmp_path / "tiny.zip")
+    save_policy(model.policy, tmp_path / "tiny.safetensors")
     observations, masks = mover_planes(positions[:300]), bitboards_to_array(positions[:300].legal)
-    for spec in (f"ppo:{tmp_path / 'tiny.zip'}", f"ppo:{tmp_path / 'tiny.zip'},deterministic=false"):
-        agent = load_agent(spec)
+    agents = {}
+    for spec in (f"ppo:{tmp_path / 'tiny.safetensors'}", f"ppo:{tmp_path / 'tiny.safetensors'},deterministic=false",
+                 f"ppo:{tmp_path / 'tiny.zip'},trust=pickle"):
+        agents[spec] = agent = load_agent(spec)
+        assert agent.name == spec
         first = agent.act(observations, masks, np.random.default_rng(3))
         assert masks[np.arange(300), first].all()
         assert np.array_equal(first, agent.act(observations, masks, np.random.default_rng(3)))
-    assert agent.values(observations).shape == (300,)
+        assert agent.values(observations).shape == (300,)
+    safe, pickled = agents[f"ppo:{tmp_path / 'tiny.safetensors'}"], agents[f"ppo:{tmp_path / 'tiny.zip'},trust=pickle"]
+    assert np.array_equal(safe.probabilities(observations, masks), pickled.probabilities(observations, masks))
 
 
 def test_ppo_probabilities_are_sb3_contribs_masked_distribution(positions):
@@ -155,7 +173,7 @@ def test_ppo_probabilities_are_sb3_contribs_masked_distribution(positions):
     observations, masks = mover_planes(positions[:300]), bitboards_to_array(positions[:300].legal)
     from sb3_contrib import MaskablePPO
 
-    model = MaskablePPO.load(SHIPPED_MODEL, device="cpu")
+    model = MaskablePPO.load(SHIPPED_ZIP, device="cpu")
     agent = load_agent(f"ppo:{SHIPPED_MODEL}")
     with torch.no_grad():
         tensor, _ = agent.policy.obs_to_tensor(observations)
@@ -165,6 +183,36 @@ def test_ppo_probabilities_are_sb3_contribs_masked_distribution(positions):
     assert np.all(probabilities[~masks] < 1e-12)
     predicted, _ = model.predict(observations, action_masks=masks, deterministic=True)
     assert np.array_equal(agent.act(observations, masks, np.random.default_rng(0)), predicted)
+
+
+def test_shipped_policy_file_is_bit_identical_to_the_shipped_zip():
+    """Same probabilities and values on thousands of random positions: the format changes nothing."""
+    safe, pickled = load_agent(f"ppo:{SHIPPED_MODEL}"), load_agent(f"ppo:{SHIPPED_ZIP},trust=pickle")
+    positions = engine.concatenate([random_positions(8000, seed=11), random_positions(2000, seed=12, reserve=3)])
+    observations, masks = mover_planes(positions), bitboards_to_array(positions.legal)
+    assert positions.batch_size > 3000
+    assert np.array_equal(safe.probabilities(observations, masks), pickled.probabilities(observations, masks))
+    assert np.array_equal(safe.values(observations), pickled.values(observations))
+    safe.deterministic = pickled.deterministic = False
+    assert np.array_equal(safe.act(observations, masks, np.random.default_rng(1)),
+                          pickled.act(observations, masks, np.random.default_rng(1)))
+
+
+def test_shipped_policy_file_replays_the_published_tournament():
+    """greedy against the policy file, 2,000 games with the tournament's seed: the same games, pair by pair,
+    as results/tournament (played with the SB3 zip)."""
+    import json
+
+    from agents.tournament import Settings, play_pairing
+
+    published = json.loads((SHIPPED_MODEL.parents[1] / "results" / "tournament" / "results.json").read_text())
+    settings = published["settings"]
+    row = next(p for p in published["pairings"] if p["a"] == "greedy" and p["b"].startswith("ppo:"))
+    pairing = play_pairing("greedy", load_agent(f"ppo:{SHIPPED_MODEL}"),
+                           Settings(agents=[], games=settings["games"], seed=settings["seed"], batch=settings["batch"],
+                                    progress=False))
+    assert pairing.pair_scores == row["pair_scores"]
+    assert (pairing.wins_as_red, pairing.wins_as_blue) == (row["wins_as_red"], row["wins_as_blue"])
 
 
 def test_headroom_gains_score_the_choice_on_the_other_half():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -123,10 +124,12 @@ def test_terminal_play_quits_and_handles_end_of_input(tmp_path):
     assert "Input ended" in "\n".join(said)
 
 
-def test_example_notebook_executes():
+def test_example_notebook_executes(monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     from nbclient import NotebookClient
 
+    # the kernel runs in examples/: put this checkout first on its path (not an installed copy elsewhere)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     path = REPO / "examples" / "inspect_learned_play.ipynb"
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=120, kernel_name="python3",
@@ -135,4 +138,4 @@ def test_example_notebook_executes():
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 3
     assert sum("image/svg+xml" in o.get("data", {}) for o in outputs) >= 2
-    assert Path(REPO / "models" / "ppo_baseline.zip").exists()
+    assert Path(REPO / "models" / "ppo_baseline.safetensors").exists()

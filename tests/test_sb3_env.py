@@ -139,3 +139,45 @@ def test_same_step_restart_plays_the_games_step_then_restart_plays(seat):
         np.testing.assert_array_equal(merged.observations(), plain.observations())
         ended += done.sum()
     assert ended > 100  # wins by both sides and truncations happened along the way
+
+
+def _play(env, steps: int, seed: int) -> list:
+    """``steps`` steps with random legal actions; everything the env returned."""
+    rng, seen = np.random.default_rng(seed), []
+    for _ in range(steps):
+        observations, rewards, dones, infos = env.step(_random_actions(env, rng))
+        seen.append((observations, rewards, dones, [sorted(i) for i in infos]))
+    return seen
+
+
+def test_get_state_and_set_state_continue_the_games_exactly():
+    """A second env given the first one's state (games in progress, dice streams, seats, opponents, generator)
+    plays on exactly as the first; restoring into the first itself rewinds it."""
+    opponents, weights = [load_agent("random"), load_agent("greedy")], [1.0, 3.0]
+    env = StrategicReserveVecEnv(16, opponents, weights, seed=5)
+    env.reset()
+    _play(env, 7, seed=0)
+    saved = env.get_state()
+    ahead = _play(env, 40, seed=1)
+    other = StrategicReserveVecEnv(16, opponents, weights, seed=99)
+    other.reset()
+    other.set_state(saved)
+    env.set_state(saved)
+    for replayed in (_play(other, 40, seed=1), _play(env, 40, seed=1)):
+        for (o1, r1, d1, i1), (o2, r2, d2, i2) in zip(ahead, replayed):
+            assert np.array_equal(o1, o2) and np.array_equal(r1, r2) and np.array_equal(d1, d2) and i1 == i2
+    assert saved["dice"]["counters"].min() > 0 and any(d.any() for _, _, d, _ in ahead)  # games ended and restarted
+    assert np.array_equal(other.get_state()["dice"]["counters"], env.get_state()["dice"]["counters"])
+
+
+def test_set_state_rejects_a_state_of_other_games():
+    env = StrategicReserveVecEnv(8, seed=0)
+    env.reset()
+    saved = env.get_state()
+    with pytest.raises(ValueError, match="the saved games are not 4 games"):
+        StrategicReserveVecEnv(4, seed=0).set_state(saved)
+    saved["opponent_id"][:] = 3
+    with pytest.raises(ValueError, match="opponents beyond the 1 of the pool"):
+        env.set_state(saved)
+    assert env.get_state()["dice"]["counters"].sum() > 0  # the env is unchanged and usable
+    _play(env, 3, seed=0)

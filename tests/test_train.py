@@ -1,4 +1,4 @@
-"""train.py smoke test, resume after a kill, and settings errors (subprocesses, tiny budgets)."""
+"""train.py: smoke test, settings errors, exact resume (after a kill, past a damaged checkpoint), progress."""
 
 from __future__ import annotations
 
@@ -8,35 +8,49 @@ import subprocess
 import sys
 import time
 
+import pytest
+import torch
+import tyro
+from safetensors.torch import load_file
+
+import train
 from agents import load_agent
 from conftest import REPO
 
 TINY = ["--n-envs", "32", "--n-steps", "16", "--batch-size", "256", "--n-epochs", "1", "--net-arch", "32", "32",
         "--eval-games", "20", "--final-eval-games", "20", "--snapshot-every", "1024", "--no-progress"]
+ROLLOUT = 32 * 16  # steps per PPO update with TINY
 
 
-def _train(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "train.py", *TINY, *args], capture_output=True, text=True, cwd=REPO,
+def _train(*args: str, timeout: float = 240, progress: bool = False) -> subprocess.CompletedProcess:
+    settings = TINY if not progress else [arg for arg in TINY if arg != "--no-progress"]
+    return subprocess.run([sys.executable, "train.py", *settings, *args], capture_output=True, text=True, cwd=REPO,
                           timeout=timeout, check=False)
 
 
 def test_smoke_writes_model_logs_and_evaluation(tmp_path):
     out = tmp_path / "run"
-    result = _train("--total-steps", "3000", "--eval-every", "1500", "--checkpoint-every", "1024", "--out", str(out))
+    result = _train("--total-steps", "3000", "--eval-every", "1500", "--checkpoint-every", "1024", "--out", str(out),
+                    progress=True)
     assert result.returncode == 0, result.stderr
     assert "env steps/s" in result.stdout and "% of the time in the environment" in result.stdout
     split = result.stdout.split("wall time: ")[1].splitlines()[0]
     shares = [float(part.rsplit(" ", 2)[1]) for part in split.split(", ")]
     assert len(shares) == 4 and all(share >= 0 for share in shares), split  # the parts nest as described
-    agent = load_agent(f"ppo:{out / 'model.zip'}")
-    assert agent.name.startswith("ppo:")
+    agent = load_agent(f"ppo:{out / 'model.safetensors'}")
+    assert agent.name == f"ppo:{out / 'model.safetensors'}"
+    assert (out / "model.zip").exists()  # SB3's own format, for SB3 users (loads only with ,trust=pickle)
     assert list((out / "tb").rglob("events.out.tfevents.*"))
     evaluation = json.loads((out / "evaluation.json").read_text())
     assert [p["b"] for p in evaluation["pairings"]] == ["random", "greedy"]
     assert all(p["games"] == 20 for p in evaluation["pairings"])
+    assert evaluation["pairings"][0]["a"] == f"ppo:{out / 'model.safetensors'}"
     assert (out / "evaluation.md").read_text().startswith("# Tournament")
     assert "vs greedy" in result.stderr  # the periodic evaluation ran
     assert json.loads((out / "settings.json").read_text())["total_steps"] == 3000
+    # stderr is a pipe: progress comes as plain lines, not as a bar redrawn with carriage returns
+    assert "\r" not in result.stderr
+    assert "[train] 3,072/3,000 step (102.4 %)" in result.stderr
 
 
 def test_resume_after_a_kill(tmp_path):
@@ -45,40 +59,156 @@ def test_resume_after_a_kill(tmp_path):
                                 "--checkpoint-every", "1024", "--out", str(out)],
                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 180
-    while time.time() < deadline and len(list((out / "checkpoints").glob("model_*.zip"))) < 2:
+    while time.time() < deadline and len(train.checkpoint_steps(out)) < 2:
         time.sleep(0.5)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    checkpoints = sorted(int(p.stem.split("_")[1]) for p in (out / "checkpoints").glob("model_*.zip"))
+    checkpoints = train.checkpoint_steps(out)
     assert checkpoints, "no checkpoint was written before the kill"
-    assert not (out / "model.zip").exists()
+    assert not (out / "model.safetensors").exists()
     result = _train("--total-steps", str(checkpoints[-1] + 2048), "--eval-every", "0", "--checkpoint-every", "1024",
                     "--out", str(out), "--resume")
     assert result.returncode == 0, result.stderr
     assert f"resuming from {checkpoints[-1]:,} steps" in result.stderr
     trained = int(result.stdout.split("trained ")[1].split(" steps")[0].replace(",", ""))
-    assert trained <= 2048  # only the remainder was trained
-    assert (out / "model.zip").exists()
+    assert trained == 2048  # only the remainder was trained
+    assert (out / "model.safetensors").exists()
 
 
-def test_bad_settings():
-    result = _train("--opponents", "random:1,minimax:2", "--out", "/tmp/unused-run")
-    assert result.returncode == 2 and "unknown agent 'minimax'" in result.stderr
-    result = _train("--opponents", "random:x")
-    assert result.returncode == 2 and "is not name:weight" in result.stderr
-    assert "Traceback" not in result.stderr
+def _final_state(out) -> tuple[dict, dict]:
+    """The policy tensors of ``out`` and the contents of its last checkpoint."""
+    checkpoint = torch.load(out / "checkpoints" / f"checkpoint_{train.checkpoint_steps(out)[-1]}.pt",
+                            weights_only=True)
+    return load_file(out / "model.safetensors"), checkpoint
+
+
+def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
+    """2,560 steps in one go against 1,536 steps, the last checkpoint damaged, and a resume to 2,560: the
+    resumed run falls back to the 1,024-step checkpoint with a warning, then plays the same games (dice, seats,
+    opponents), makes the same updates and ends with the same weights, bit for bit."""
+    common = ["--eval-every", "0", "--checkpoint-every", "512", "--seed", "3"]
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert _train("--total-steps", "2560", "--out", str(whole), *common).returncode == 0
+    first = _train("--total-steps", "1536", "--out", str(parts), *common)
+    assert first.returncode == 0, first.stderr
+    assert train.checkpoint_steps(parts) == [1024, 1536]  # the last two are kept; the last one after the run
+    damaged = parts / "checkpoints" / "checkpoint_1536.pt"
+    damaged.write_bytes(damaged.read_bytes()[:5000])  # as a kill or a full disk would leave it
+    result = _train("--total-steps", "2560", "--out", str(parts), "--resume", *common)
+    assert result.returncode == 0, result.stderr
+    assert f"warning: --resume: skipping {damaged}: it does not load" in result.stderr
+    assert "resuming from 1,024 steps with 2 snapshot(s)" in result.stderr
+    assert "trained 1,536 steps" in result.stdout
+
+    (weights, end), (resumed_weights, resumed_end) = _final_state(whole), _final_state(parts)
+    assert end["steps"] == resumed_end["steps"] == 2560
+    assert end["learner"]["n_updates"] == resumed_end["learner"]["n_updates"] == 2560 // ROLLOUT
+    for key in ("seat", "opponent_id"):
+        assert torch.equal(end["env"][key], resumed_end["env"][key]), key
+    for streams in ("dice", "chance"):
+        for key in ("keys", "counters"):
+            assert torch.equal(end["env"][streams][key], resumed_end["env"][streams][key]), (streams, key)
+    assert end["env"]["dice"]["counters"].numpy().min() > 0 and end["env"]["rng"] == resumed_end["env"]["rng"]
+    assert [s["name"] for s in end["snapshots"]] == [s["name"] for s in resumed_end["snapshots"]]
+    assert weights.keys() == resumed_weights.keys()
+    assert all(torch.equal(weights[k], resumed_weights[k]) for k in weights)
+    evaluations = [json.loads((out / "evaluation.json").read_text())["pairings"] for out in (whole, parts)]
+    assert [p["pair_scores"] for p in evaluations[0]] == [p["pair_scores"] for p in evaluations[1]]
+
+    other = tyro.cli(train.TrainSettings, args=[*TINY, "--total-steps", "3072", "--out", str(parts), "--resume",
+                                                *common, "--n-envs", "16"])
+    assert train.main(other) == 2
+    assert capsys.readouterr().err == ("error: --resume: the checkpoint was trained with --n-envs 32, not 16; "
+                                       "resume with the same setting\n")
+
+
+def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
+    out = tmp_path / "run"
+    settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out), "--resume"])
+    assert train.main(settings) == 2
+    assert capsys.readouterr().err == f"error: --resume: no checkpoint (checkpoint_STEPS.pt) in {out / 'checkpoints'}\n"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "checkpoint_512.pt").write_bytes(b"not a checkpoint")
+    assert train.main(settings) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"warning: --resume: skipping {out / 'checkpoints' / 'checkpoint_512.pt'}")
+    assert err[1] == f"error: --resume: none of the 1 checkpoint(s) in {out / 'checkpoints'} loads"
+    assert sorted(p.name for p in out.iterdir()) == ["checkpoints"]  # nothing else was written
+    torch.save({"format": train.CHECKPOINT_FORMAT, "version": train.CHECKPOINT_VERSION, "steps": 512},
+               out / "checkpoints" / "checkpoint_512.pt")  # loads, but holds nothing to resume from
+    assert train.main(settings) == 2
+    assert capsys.readouterr().err == (f"error: --resume: the checkpoint of step 512 in {out / 'checkpoints'} is "
+                                       "malformed (KeyError: 'settings')\n")
+
+
+BAD_SETTINGS = [
+    (["--n-envs", "0"], "--n-envs must be >= 1, got 0"),
+    (["--batch-size", "0"], "--batch-size must be >= 2, got 0"),
+    (["--batch-size", "1"], "--batch-size must be >= 2, got 1"),
+    (["--n-steps", "0"], "--n-steps must be >= 1, got 0"),
+    (["--n-envs", "1", "--n-steps", "1"], "--n-envs times --n-steps must be >= 2"),
+    (["--n-epochs", "0"], "--n-epochs must be >= 1, got 0"),
+    (["--threads", "0"], "--threads must be >= 1, got 0"),
+    (["--eval-games", "21"], "--eval-games must be an even number >= 2 (paired dice), got 21"),
+    (["--final-eval-games", "0"], "--final-eval-games must be an even number >= 2 (paired dice), got 0"),
+    (["--total-steps", "-5"], "--total-steps must be >= 1, got -5"),
+    (["--total-steps", "0"], "--total-steps must be >= 1, got 0"),
+    (["--max-snapshots", "0"], "--max-snapshots must be >= 1, got 0"),
+    (["--snapshot-every", "0"], "--snapshot-every must be >= 1, got 0"),
+    (["--checkpoint-every", "0"], "--checkpoint-every must be >= 1, got 0"),
+    (["--eval-every", "-1"], "--eval-every must be >= 0, got -1"),
+    (["--learning-rate", "0"], "--learning-rate must be > 0, got 0.0"),
+    (["--gamma", "1.5"], "--gamma must be in (0, 1], got 1.5"),
+    (["--gae-lambda", "-0.1"], "--gae-lambda must be in [0, 1], got -0.1"),
+    (["--clip-range", "0"], "--clip-range must be > 0, got 0.0"),
+    (["--ent-coef", "-1"], "--ent-coef must be >= 0, got -1.0"),
+    (["--net-arch", "32", "0"], "--net-arch sizes must be >= 1, got [32, 0]"),
+    (["--features", "rnn"], "--features must be one of mlp, cnn, got 'rnn'"),
+    (["--cnn-channels", "0"], "--cnn-channels must be >= 1, got 0"),
+    (["--seed", "-1"], "--seed must be in [0, 4294967295], got -1"),
+    (["--device", "toaster"], "--device 'toaster' is not a torch device"),
+    (["--opponents", "random:1,minimax:2"], "unknown agent 'minimax'"),
+    (["--opponents", "random:x"], "is not name:weight"),
+    (["--opponents", "self:0"], "--opponents needs at least one positive weight"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_SETTINGS, ids=[" ".join(a) for a, _ in BAD_SETTINGS])
+def test_each_bad_setting_is_one_line_before_anything_runs(tmp_path, capsys, args, message):
+    out = tmp_path / "run"
+    settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out), *args])
+    assert train.main(settings) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+    assert not out.exists()  # nothing was written, nothing trained
+
+
+def test_out_naming_a_file(tmp_path, capsys):
+    (tmp_path / "file").write_text("keep me")
+    for out in (tmp_path / "file", tmp_path / "file" / "run"):
+        settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out)])
+        assert train.main(settings) == 2
+        assert capsys.readouterr().err == f"error: --out {out}: {tmp_path / 'file'} is a file, not a directory\n"
+    assert (tmp_path / "file").read_text() == "keep me"
+
+
+def test_bad_settings_on_the_command_line(tmp_path):
+    """The real command: exit status 2, one line on stderr, no traceback."""
+    for args, message in [(["--n-envs", "0"], "error: --n-envs must be >= 1, got 0"),
+                          (["--opponents", "random:1,minimax:2"], "unknown agent 'minimax'")]:
+        result = _train(*args, "--out", str(tmp_path / "run"))
+        assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert not (tmp_path / "run").exists()
 
 
 def test_same_seed_same_run(tmp_path):
-    import torch
-
     weights = []
     for run in ("a", "b"):
         result = _train("--total-steps", "1500", "--eval-every", "0", "--checkpoint-every", "100000",
                         "--seed", "7", "--out", str(tmp_path / run))
         assert result.returncode == 0, result.stderr
-        agent = load_agent(f"ppo:{tmp_path / run / 'model.zip'}")
-        weights.append({k: v.clone() for k, v in agent.policy.state_dict().items()})
+        weights.append(load_file(tmp_path / run / "model.safetensors"))
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
     evaluations = [json.loads((tmp_path / run / "evaluation.json").read_text())["pairings"] for run in ("a", "b")]

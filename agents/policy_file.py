@@ -1,0 +1,241 @@
+"""The policy file of a PPO agent: weights in safetensors, the architecture as JSON in its header.
+
+An SB3 ``.zip`` stores the model's settings as pickles: loading one runs any
+code a crafted file holds. A policy file cannot run code. It is one
+`safetensors <https://huggingface.co/docs/safetensors>`_ file:
+
+- the tensors: the parameters and buffers of sb3-contrib's
+  ``MaskableActorCriticPolicy`` (float32), each once under its first name
+  (a shared features extractor also appears as ``pi_``/``vf_features_extractor``
+  in the ``state_dict``);
+- the header metadata ``"strategic_reserve"``: a JSON object describing the
+  network, read by our own code (no class is imported by a name from the file)::
+
+    {"format": "strategic-reserve-ppo-policy", "version": 1,
+     "observation_shape": [6, 6, 9], "observation_dtype": "int8", "actions": 36,
+     "net_arch": [256, 256],                    # or {"pi": [...], "vf": [...]}
+     "activation": "Tanh",                      # one of ACTIVATIONS
+     "features": {"kind": "mlp"},               # or {"kind": "cnn", "channels": 32, "features_dim": 256}
+     "share_features_extractor": true, "normalize_images": true,
+     "about": {...}}                            # free-form: training settings, where it came from
+
+:func:`load_policy` rebuilds the policy from that description and loads the
+tensors, requiring exactly the names and shapes of that network, so its action
+probabilities are bit-identical to those of the model that was saved. ``python -m agents.policy_file convert
+MODEL.zip`` turns an SB3 zip that you trust into a policy file (it unpickles the
+zip: that is the one step that trusts it); ``show FILE`` prints the description.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from strategic_reserve_env.board import NUM_SQUARES
+from strategic_reserve_env.observation import OBSERVATION_SHAPE
+
+FORMAT = "strategic-reserve-ppo-policy"
+VERSION = 1
+METADATA_KEY = "strategic_reserve"
+SUFFIX = ".safetensors"
+OBSERVATION_DTYPE = "int8"
+ACTIVATIONS = ("Tanh", "ReLU", "ELU", "LeakyReLU", "GELU", "SiLU")  # torch.nn classes a file may name
+FEATURES = {"mlp": (), "cnn": ("channels", "features_dim")}  # features kind -> its integer settings
+
+
+class PolicyFileError(ValueError):
+    """A policy file that cannot be read, or that describes a network this code does not build."""
+
+
+def architecture_of(policy) -> dict:
+    """The JSON description (see the module docstring) of a ``MaskableActorCriticPolicy``."""
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+
+    from .networks import BoardCNN
+
+    if policy.features_extractor_class is FlattenExtractor:
+        features = {"kind": "mlp"}
+    elif policy.features_extractor_class is BoardCNN:
+        features = {"kind": "cnn", "channels": policy.features_extractor.convolutions[0].out_channels,
+                    "features_dim": policy.features_extractor.features_dim}
+    else:
+        raise PolicyFileError(f"no policy-file format for features extractor {policy.features_extractor_class}")
+    activation = policy.activation_fn.__name__
+    if activation not in ACTIVATIONS:
+        raise PolicyFileError(f"no policy-file format for activation {activation}; known: {', '.join(ACTIVATIONS)}")
+    net_arch = policy.net_arch
+    return {
+        "format": FORMAT, "version": VERSION,
+        "observation_shape": list(policy.observation_space.shape),
+        "observation_dtype": str(policy.observation_space.dtype), "actions": int(policy.action_space.n),
+        "net_arch": {k: list(v) for k, v in net_arch.items()} if isinstance(net_arch, dict) else list(net_arch),
+        "activation": activation, "features": features,
+        "share_features_extractor": bool(policy.share_features_extractor),
+        "normalize_images": bool(policy.normalize_images),
+    }
+
+
+def _checked(description: object, where: str) -> dict:
+    """``description`` if it is a policy description this code builds, else :class:`PolicyFileError`."""
+
+    def fail(what: str):
+        raise PolicyFileError(f"{where}: {what}")
+
+    if not isinstance(description, dict) or description.get("format") != FORMAT:
+        fail(f"not a {FORMAT} description")
+    if description.get("version") != VERSION:
+        fail(f"format version {description.get('version')!r}; this code reads version {VERSION}")
+    shape = tuple(description.get("observation_shape", ()))
+    if shape != OBSERVATION_SHAPE or description.get("observation_dtype") != OBSERVATION_DTYPE:
+        fail(f"the policy observes {shape} {description.get('observation_dtype')}, "
+             f"this environment gives {OBSERVATION_SHAPE} {OBSERVATION_DTYPE}")
+    if description.get("actions") != NUM_SQUARES:
+        fail(f"the policy has {description.get('actions')} actions, this environment {NUM_SQUARES}")
+    net_arch = description.get("net_arch")
+    layers = list(net_arch.values()) if isinstance(net_arch, dict) else [net_arch]
+    if (isinstance(net_arch, dict) and set(net_arch) - {"pi", "vf"}) or not all(
+            isinstance(sizes, list) and all(type(n) is int and n > 0 for n in sizes) for sizes in layers):
+        fail(f"net_arch must be a list of positive ints or {{'pi': [...], 'vf': [...]}}, got {net_arch!r}")
+    if description.get("activation") not in ACTIVATIONS:
+        fail(f"activation {description.get('activation')!r} is not one of {', '.join(ACTIVATIONS)}")
+    features = description.get("features")
+    if not isinstance(features, dict) or features.get("kind") not in FEATURES:
+        fail(f"features must be {{'kind': one of {', '.join(FEATURES)}, ...}}, got {features!r}")
+    settings = {k: v for k, v in features.items() if k != "kind"}
+    if set(settings) != set(FEATURES[features["kind"]]) or not all(type(v) is int and v > 0 for v in settings.values()):
+        fail(f"features {features['kind']!r} takes positive ints {list(FEATURES[features['kind']])}, got {settings}")
+    for flag in ("share_features_extractor", "normalize_images"):
+        if type(description.get(flag)) is not bool:
+            fail(f"{flag} must be true or false, got {description.get(flag)!r}")
+    return description
+
+
+def build_policy(description: dict, where: str = "policy description"):
+    """A fresh ``MaskableActorCriticPolicy`` (CPU, eval mode) with the architecture of ``description``."""
+    from gymnasium import spaces
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+    from stable_baselines3.common.torch_layers import FlattenExtractor
+    from torch import nn
+
+    from .networks import BoardCNN
+
+    description = _checked(description, where)
+    features = description["features"]
+    extractor = {"mlp": FlattenExtractor, "cnn": BoardCNN}[features["kind"]]
+    policy = MaskableActorCriticPolicy(
+        spaces.Box(0, 1, OBSERVATION_SHAPE, np.dtype(OBSERVATION_DTYPE)), spaces.Discrete(NUM_SQUARES),
+        lr_schedule=lambda _: 0.0, net_arch=description["net_arch"],
+        activation_fn=getattr(nn, description["activation"]),
+        features_extractor_class=extractor,
+        features_extractor_kwargs={k: v for k, v in features.items() if k != "kind"},
+        share_features_extractor=description["share_features_extractor"],
+        normalize_images=description["normalize_images"],
+    )
+    return policy.eval()
+
+
+def _tensors_of(policy) -> dict:
+    """The parameters and buffers of ``policy`` by name, each shared tensor once (under its first name)."""
+    return dict(policy.named_parameters()) | dict(policy.named_buffers())
+
+
+def save_policy(policy, path: str | Path, about: dict | None = None) -> Path:
+    """Write ``policy`` as a policy file (written under a temporary name, then renamed); returns the path."""
+    from safetensors.torch import save
+
+    path = Path(path)
+    description = architecture_of(policy) | {"about": about or {}}
+    tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in _tensors_of(policy).items()}
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(save(tensors, metadata={METADATA_KEY: json.dumps(description)}))
+    os.replace(partial, path)
+    return path
+
+
+def read_description(path: str | Path) -> dict:
+    """The JSON description in a policy file's header (unchecked)."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as file:
+            metadata = file.metadata() or {}
+    except Exception as error:  # safetensors raises its own error types for malformed files
+        raise PolicyFileError(f"{path}: not a safetensors file ({error})") from None
+    if METADATA_KEY not in metadata:
+        raise PolicyFileError(f"{path}: no {METADATA_KEY!r} description in the header: not a {FORMAT} file")
+    try:
+        return json.loads(metadata[METADATA_KEY])
+    except json.JSONDecodeError as error:
+        raise PolicyFileError(f"{path}: the description is not JSON ({error})") from None
+
+
+def load_policy(path: str | Path):
+    """``(policy, description)`` of a policy file; :class:`PolicyFileError` says what is wrong with a bad one."""
+    import torch
+    from safetensors.torch import load
+
+    path = Path(path)
+    description = read_description(path)
+    policy = build_policy(description, str(path))
+    try:
+        tensors = load(path.read_bytes())
+    except Exception as error:  # safetensors raises its own error types for malformed data
+        raise PolicyFileError(f"{path}: the tensors do not load ({error})") from None
+    expected = _tensors_of(policy)
+    if set(tensors) != set(expected):
+        missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
+        raise PolicyFileError(f"{path}: the tensors do not fit the described network: missing {missing}, "
+                              f"unexpected {unexpected}")
+    for name, target in expected.items():
+        if tensors[name].shape != target.shape or tensors[name].dtype != target.dtype:
+            raise PolicyFileError(f"{path}: tensor {name} is {tuple(tensors[name].shape)} {tensors[name].dtype}, "
+                                  f"the described network has {tuple(target.shape)} {target.dtype}")
+        with torch.no_grad():
+            target.copy_(tensors[name])
+    return policy.eval(), description
+
+
+def convert(zip_path: str | Path, out: str | Path | None = None, about: dict | None = None) -> Path:
+    """Write the policy file of an SB3 MaskablePPO ``.zip`` (``about`` added to its description);
+    this UNPICKLES the zip: only for files you trust."""
+    from sb3_contrib import MaskablePPO
+
+    zip_path = Path(zip_path)
+    out = zip_path.with_suffix(SUFFIX) if out is None else Path(out)
+    model = MaskablePPO.load(zip_path, device="cpu")
+    return save_policy(model.policy, out, about={"converted_from": zip_path.name} | (about or {}))
+
+
+__all__ = ["FORMAT", "PolicyFileError", "SUFFIX", "VERSION", "architecture_of", "build_policy", "convert",
+           "load_policy", "read_description", "save_policy"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agents.policy_file", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    converting = commands.add_parser("convert", help="SB3 MaskablePPO .zip (trusted: it is unpickled) -> policy file")
+    converting.add_argument("zip", help="the SB3 model .zip")
+    converting.add_argument("out", nargs="?", help="the policy file (default: the zip's path with .safetensors)")
+    showing = commands.add_parser("show", help="print the description in a policy file's header")
+    showing.add_argument("file")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "convert":
+            print(f"wrote {convert(args.zip, args.out)}")
+        else:
+            print(json.dumps(read_description(args.file), indent=1))
+    except (OSError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
