@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .board import NUM_SQUARES, bitboards_to_array
+from .board import NUM_SQUARES, bitboards_to_array, square_name
 from .observation import planes
 from .sampling import nth_set_bit, popcount
 
@@ -68,15 +68,55 @@ def as_policy(policy) -> object:
     raise ValueError(f"a policy must be 'random', an object with act(observations, masks, rng), or a callable; got {policy!r}")
 
 
+class InvalidActionsError(ValueError):
+    """A policy's answer is not one legal square per game; ``row`` is the first faulty row of the
+    batch it was given (None when the answer as a whole is wrong, e.g. its shape)."""
+
+    def __init__(self, message: str, row: int | None = None) -> None:
+        super().__init__(message)
+        self.row = row
+
+
+def checked_actions(answer, masks: np.ndarray) -> np.ndarray:
+    """A policy's ``answer`` to ``masks`` ((B, 36) bool) as (B,) int64 squares, after checking that it
+    is an integer array of shape (B,) holding a square index 0..35 in every row, legal in every row
+    whose mask has a legal square. :class:`InvalidActionsError` says what is wrong, and where."""
+    masks = np.asarray(masks, dtype=bool)
+    batch = masks.shape[0]
+    try:
+        actions = np.asarray(answer)
+    except ValueError as error:  # e.g. a ragged list
+        raise InvalidActionsError(f"returned {answer!r:.80}, not an array of squares ({error})") from None
+    if actions.shape != (batch,):
+        raise InvalidActionsError(f"returned shape {actions.shape} for {batch} game(s), expected ({batch},)")
+    if actions.dtype.kind not in "iu":
+        raise InvalidActionsError(
+            f"returned {actions.dtype} values, not integer square indices 0..35 (row 0: {actions[0]!r})", 0)
+    actions = actions.astype(np.int64, copy=False)
+    outside = (actions < 0) | (actions >= NUM_SQUARES)
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        raise InvalidActionsError(f"returned {actions[row]}, not a square index 0..35", row)
+    illegal = masks.any(axis=1) & ~masks[np.arange(batch), actions]
+    if illegal.any():
+        row = int(np.flatnonzero(illegal)[0])
+        legal = ", ".join(square_name(int(s)) for s in np.flatnonzero(masks[row]))
+        raise InvalidActionsError(f"returned {square_name(int(actions[row]))} (square {actions[row]}), "
+                                  f"which is not a legal placement; legal: {legal}", row)
+    return actions
+
+
 def choose(policy, position, rng: np.random.Generator):
     """The squares ``policy`` picks for the player to move: (B,) int64 for a batched State, an int
     for a :class:`~strategic_reserve_env.game.Game`. Observations are encoded only for policies
-    that use them."""
+    that use them. The answer is checked (:func:`checked_actions`): a policy that returns a wrong
+    shape or dtype, or a square that is out of range or illegal, raises :class:`InvalidActionsError`."""
     single = type(position.me) is int
     observations = None
     if getattr(policy, "uses_observation", True):
         observations = planes(position, position.to_move)
         observations = observations[None] if single else observations
-    masks = bitboards_to_array(np.atleast_1d(np.asarray(position.legal, dtype=np.int64)))
-    actions = np.asarray(policy.act(observations, masks, rng)).astype(np.int64, copy=False)
+    legal = np.atleast_1d(np.asarray(position.legal, dtype=np.int64))
+    masks = bitboards_to_array(legal)
+    actions = checked_actions(policy.act(observations, masks, rng), masks)
     return int(actions[0]) if single else actions
