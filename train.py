@@ -8,7 +8,7 @@ The learner plays ``n_envs`` games in one engine batch
 (:class:`strategic_reserve_env.sb3_env.StrategicReserveVecEnv`). Each game draws
 its opponent when it starts, from a weighted mixture of baseline agents and
 frozen snapshots of the learner ("self"). Periodic and final evaluations use
-tournament.py's paired-dice matches. Everything goes to ``--out``: TensorBoard
+evaluation/tournament.py's paired-dice matches. Everything goes to ``--out``: TensorBoard
 logs (``tb/``), checkpoints, ``model.zip``, ``evaluation.json`` / ``.md``.
 """
 
@@ -30,9 +30,10 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 from tqdm import tqdm
 
-from agents import load_agent, tournament
+from agents import load_agent
 from agents.networks import BoardCNN
 from agents.ppo import PPOAgent
+from evaluation import tournament
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 

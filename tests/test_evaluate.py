@@ -1,4 +1,5 @@
-"""evaluate.py: paired dice, determinism by seed, ratings, and a small tournament end to end."""
+"""evaluate.py and evaluation.tournament: paired dice, determinism by seed, ratings, a small tournament
+end to end, and every bad argument or agent caught before the first game (issue 11)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 from agents import load_agent
 from conftest import REPO
-from evaluate import Pairing, Settings, bradley_terry, dice_seeds, main, play_pairing
+from evaluate import main
+from evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.config import Config
 
