@@ -41,9 +41,9 @@ from evaluation.tournament import (
     PAIRING_HEADER,
     PairingError,
     Settings,
-    load_agents,
+    check_out,
     pairing_rows,
-    prepare_out,
+    prepare_agents,
     rating_rows,
     run,
     text_table,
@@ -124,9 +124,10 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         settings = Settings(agents=list(args.agents), out=args.out, progress=not args.no_progress, **given)
     except ValueError as error:  # messages start with the setting's name
         parser.error(as_option(str(error)))
+    start = time.perf_counter()
     try:
-        out = prepare_out(args.out) if args.out else None
-        agents = load_agents(settings.agents)
+        out = check_out(args.out) if args.out else None
+        agents = prepare_agents(settings.agents, settings.config(), settings.seed)
     except ValueError as error:
         print_cause(error)
         return fail(str(error), 2)
@@ -136,12 +137,8 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         if out is not None:
             write_outputs(out, settings, pairings, ratings, plot=ratings is not None, error=error)
 
-    start = time.perf_counter()
     try:
-        pairings, ratings = run(settings, agents, on_pairing=save)
-    except ValueError as error:  # an agent failed its check before the first game
-        print_cause(error)
-        return fail(str(error), 2)
+        pairings, ratings = run(settings, agents, on_pairing=save, checked=True)
     except PairingError as error:
         if error.pairings:
             print(text_table(PAIRING_HEADER, pairing_rows(error.pairings)))
@@ -173,7 +170,7 @@ def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
             parser.error(f"--benchmark-{as_option(str(error))[2:]}")
     start = time.perf_counter()
     try:
-        out = prepare_out(args.out) if args.out else None
+        out = check_out(args.out) if args.out else None
         save = (lambda card: card.write(out)) if out is not None else None
         card = run_benchmark(args.benchmark, games=args.benchmark_games, progress=not args.no_progress,
                              on_opponent=save)

@@ -201,7 +201,8 @@ class ScoreCard:
         }
 
     def write(self, directory: Path, stem: str = "benchmark") -> None:
-        """``{stem}.json`` and ``{stem}.md`` in ``directory`` (which must exist)."""
+        """``{stem}.json`` and ``{stem}.md`` in ``directory`` (created if missing)."""
+        directory.mkdir(parents=True, exist_ok=True)
         write_text(directory / f"{stem}.json", json.dumps(self.as_json(), indent=1, allow_nan=False) + "\n")
         write_text(directory / f"{stem}.md", self.markdown())
 
