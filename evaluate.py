@@ -168,7 +168,6 @@ def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
             Settings(agents=[], games=args.benchmark_games)
         except ValueError as error:
             parser.error(f"--benchmark-{as_option(str(error))[2:]}")
-    start = time.perf_counter()
     try:
         out = check_out(args.out) if args.out else None
         save = (lambda card: card.write(out)) if out is not None else None
@@ -188,7 +187,6 @@ def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     if out is not None:
         card.write(out)
         print(f"\nwrote {out}/benchmark.json, benchmark.md")
-    print(f"wall time {time.perf_counter() - start:.1f} s (loading and checks included)")
     return 0
 
 

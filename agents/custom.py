@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env.policies import InvalidActionsError
+from strategic_reserve_env.policies import InvalidActionsError, as_policy
 
 ENTRY_POINT_GROUP = "strategic_reserve_env.agents"
 USER_SPEC_FORMS = "package.module:attribute[:key=value,...] or path/to/file.py:attribute[:key=value,...]"
@@ -142,21 +142,6 @@ class SingleGameAgent:
         return f"SingleGameAgent({self.function!r})"
 
 
-class BatchFunctionAgent:
-    """The agent protocol as a plain function ``f(observations, masks, rng) -> squares``."""
-
-    uses_observation = True
-
-    def __init__(self, function: Callable) -> None:
-        self.function = function
-
-    def act(self, observations, masks, rng):
-        return self.function(observations, masks, rng)
-
-    def __repr__(self) -> str:
-        return f"BatchFunctionAgent({self.function!r})"
-
-
 def _required_positional(function: Callable) -> int | None:
     """Number of parameters of ``function`` that need a value (None if it has no readable signature)."""
     try:
@@ -211,7 +196,7 @@ def adapt(spec: str, what: str, value, options: dict[str, object], build: bool =
     if required in (2, 3):
         if options:
             raise ValueError(f"agent spec {spec!r}: {what} is a function of the game, which takes no options")
-        return SingleGameAgent(value) if required == 2 else BatchFunctionAgent(value)
+        return SingleGameAgent(value) if required == 2 else as_policy(value)
     try:
         signature = str(inspect.signature(value))
     except (TypeError, ValueError):
@@ -290,7 +275,7 @@ def registered_agents() -> dict[str, list[importlib.metadata.EntryPoint]]:
         same = found.setdefault(entry.name, [])
         if all(entry.value != other.value for other in same):  # one distribution seen twice on sys.path
             same.append(entry)
-    return found
+    return {name: sorted(entries, key=lambda e: e.value) for name, entries in found.items()}
 
 
 def _distribution(entry: importlib.metadata.EntryPoint) -> str:

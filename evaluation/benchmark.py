@@ -76,6 +76,10 @@ class Protocol:
     batch: int
     """Games per engine batch."""
 
+    def config(self):
+        """The game settings."""
+        return self.settings(2).config()
+
     def settings(self, games: int) -> Settings:
         """Tournament settings of one opponent's games."""
         return Settings(agents=[], games=games, seed=self.seed, batch=self.batch, reserve=self.reserve,
@@ -129,6 +133,8 @@ class ScoreCard:
     rating: tuple[float, float] | None = None
     """(Elo, 95 % half-width) on the protocol's scale; None until every opponent is played."""
     error: str | None = None
+    wall_seconds: float = 0.0
+    """Wall time of the whole run: loading and checking the agents, and the games."""
 
     @property
     def conformant(self) -> bool:
@@ -169,7 +175,8 @@ class ScoreCard:
 
     def speed_line(self) -> str:
         rate = self.games / self.seconds if self.seconds else 0.0
-        return f"{self.games:,} games in {self.seconds:.1f} s: {rate:,.0f} games/s"
+        return (f"{self.games:,} games in {self.seconds:.1f} s: {rate:,.0f} games/s; wall time {self.wall_seconds:.1f} s "
+                "with loading and checks")
 
     def text(self) -> str:
         lines = [self.title(), "", text_table(self.HEADER, self.rows()), "", self.rating_line(), self.speed_line(),
@@ -196,6 +203,7 @@ class ScoreCard:
             "games": self.games,
             "seconds": self.seconds,
             "games_per_second": self.games / self.seconds if self.seconds else None,
+            "wall_seconds": self.wall_seconds,
             "environment": {"python": platform.python_version(), "numpy": np.__version__,
                             "machine": platform.machine()},
         }
@@ -221,11 +229,12 @@ def run_benchmark(spec, protocol: Protocol = PROTOCOL_V1, games: int | None = No
     the games per opponent (the card is then marked not conformant). The agent and the panel are loaded and
     checked before the first game (``ValueError``). ``on_opponent(card)`` is called after each opponent.
     :class:`~evaluation.tournament.PairingError` if an agent fails; its ``card`` holds what was played."""
+    start = time.perf_counter()
     if games is not None:
         Settings(agents=[], games=games)  # checks the override
     agent = load_agent(spec) if isinstance(spec, str) else spec
     panel = [load_agent(member.spec) for member in protocol.panel]
-    config = protocol.settings(2).config()
+    config = protocol.config()
     for each in (agent, *panel):
         check_agent(each, config, protocol.seed)
     card = ScoreCard(agent.name, protocol, games, [each.name for each in panel])
@@ -236,11 +245,13 @@ def run_benchmark(spec, protocol: Protocol = PROTOCOL_V1, games: int | None = No
             try:
                 pairing = play_pairing(agent, opponent, protocol.settings(games or member.games), bar)
             except PairingError as error:
-                card.error = str(error)
+                card.error, card.wall_seconds = str(error), time.perf_counter() - start
                 error.card = card
                 raise
             card.results.append((member, replace(pairing, b=member.label)))
+            card.wall_seconds = time.perf_counter() - start
             if on_opponent is not None:
                 on_opponent(card)
     card.rating = fit_rating(protocol, card.results)
+    card.wall_seconds = time.perf_counter() - start
     return card

@@ -22,7 +22,6 @@ import argparse
 import os
 import re
 import sys
-import time
 from pathlib import Path
 
 from .benchmark import PROTOCOL_V1, REPOSITORY, SHIPPED_PPO, Protocol, ScoreCard, run_benchmark
@@ -40,15 +39,15 @@ def file_stem(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]+", "-", name).strip("-")
 
 
-def reference_table(cards: list[ScoreCard], walls: list[float]) -> str:
+def reference_table(cards: list[ScoreCard]) -> str:
     """Markdown: one row per card, its rating and its score against each opponent."""
     protocol = cards[0].protocol
     header = ["agent", "rating (Elo, 95 %)"] + [f"vs {m.label}" for m in protocol.panel] + ["games/s", "wall time"]
     rows = []
-    for card, wall in zip(cards, walls):
+    for card in cards:
         rating = "n/a" if card.rating is None else f"{card.rating[0]:+.0f} ± {card.rating[1]:.0f}"
         scores = [f"{p.score:.3f} {format_interval(p.interval())}" for _, p in card.results]
-        rows.append([f"`{card.agent}`", rating, *scores, f"{card.games / card.seconds:,.0f}", f"{wall:.0f} s"])
+        rows.append([f"`{card.agent}`", rating, *scores, f"{card.games / card.seconds:,.0f}", f"{card.wall_seconds:.0f} s"])
     return markdown_table(header, rows)
 
 
@@ -90,16 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     docs = Path(args.docs).resolve()
     out = check_out(docs / "benchmark")
     os.chdir(REPOSITORY)
-    cards, walls = [], []
+    cards = []
     for spec in args.agents:
-        start = time.perf_counter()
         card = run_benchmark(spec, PROTOCOL_V1, progress=not args.no_progress)
-        walls.append(time.perf_counter() - start)
         cards.append(card)
         card.write(out, file_stem(card.agent))
-        print(card.text())
-        print(f"wall time {walls[-1]:.1f} s (loading and checks included)\n", flush=True)
-    table = reference_table(cards, walls)
+        print(card.text() + "\n", flush=True)
+    table = reference_table(cards)
     write_text(out / "reference.md", f"# Reference score cards, protocol {PROTOCOL_V1.version}\n\n{table}\n")
     document = docs / "BENCHMARK.md"
     write_text(document, replace_block(document.read_text(), table))

@@ -107,7 +107,9 @@ def fit_ratings(players: int, duels: Sequence[Duel], fixed: dict[int, float]) ->
     if free:
         covariance = np.linalg.inv(information[np.ix_(free, free)])
         half[free] = Z95 * np.sqrt(np.diag(covariance))
-    return s * ELO_PER_NAT, half * ELO_PER_NAT
+    ratings = s * ELO_PER_NAT
+    ratings[list(fixed)] = list(fixed.values())  # exactly as given, not round-tripped through log-odds
+    return ratings, half * ELO_PER_NAT
 
 
 def _check_linked(players: int, i: np.ndarray, j: np.ndarray, fixed: dict[int, float]) -> None:
