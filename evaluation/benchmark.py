@@ -18,6 +18,7 @@ the protocol, the JSON schema of a score card and the reference scores.
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 import time
@@ -107,9 +108,9 @@ PROTOCOL_V1 = Protocol(
     version="v1",
     panel=(
         PanelMember("random", "random", 4000, 0.0),
-        PanelMember("greedy", "greedy", 4000, 172.0),
-        PanelMember("expectimax:depth=2", "expectimax:depth=2", 2000, 184.0),
-        PanelMember("ppo_baseline", SHIPPED_PPO, 4000, 156.0),
+        PanelMember("greedy", "greedy", 4000, 171.2),
+        PanelMember("expectimax:depth=2", "expectimax:depth=2", 2000, 189.4),
+        PanelMember("ppo_baseline", SHIPPED_PPO, 4000, 159.2),
     ),
     seed=1,
     reserve=7,
@@ -135,6 +136,9 @@ class ScoreCard:
     error: str | None = None
     wall_seconds: float = 0.0
     """Wall time of the whole run: loading and checking the agents, and the games."""
+    load_average: float | None = None
+    """The machine's 1-minute load average at the end of the run (None where the system has none):
+    speeds on a shared machine mean little without it."""
 
     @property
     def conformant(self) -> bool:
@@ -175,8 +179,9 @@ class ScoreCard:
 
     def speed_line(self) -> str:
         rate = self.games / self.seconds if self.seconds else 0.0
+        load = f", load average {self.load_average:.1f}" if self.load_average is not None else ""
         return (f"{self.games:,} games in {self.seconds:.1f} s: {rate:,.0f} games/s; wall time {self.wall_seconds:.1f} s "
-                "with loading and checks")
+                f"with loading and checks{load}")
 
     def text(self) -> str:
         lines = [self.title(), "", text_table(self.HEADER, self.rows()), "", self.rating_line(), self.speed_line(),
@@ -205,7 +210,7 @@ class ScoreCard:
             "games_per_second": self.games / self.seconds if self.seconds else None,
             "wall_seconds": self.wall_seconds,
             "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                            "machine": platform.machine()},
+                            "machine": platform.machine(), "cpus": os.cpu_count(), "load_average": self.load_average},
         }
 
     def write(self, directory: Path, stem: str = "benchmark") -> None:
@@ -254,4 +259,5 @@ def run_benchmark(spec, protocol: Protocol = PROTOCOL_V1, games: int | None = No
                 on_opponent(card)
     card.rating = fit_rating(protocol, card.results)
     card.wall_seconds = time.perf_counter() - start
+    card.load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return card
