@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .board import NUM_SQUARES, bitboards_to_array, square_name
+from .board import BIT_ARRAY, NUM_SQUARES, bitboards_to_array, names_of, square_name
 from .observation import planes
 from .sampling import nth_set_bit, popcount
 
@@ -77,12 +77,13 @@ class InvalidActionsError(ValueError):
         self.row = row
 
 
-def checked_actions(answer, masks: np.ndarray) -> np.ndarray:
-    """A policy's ``answer`` to ``masks`` ((B, 36) bool) as (B,) int64 squares, after checking that it
-    is an integer array of shape (B,) holding a square index 0..35 in every row, legal in every row
-    whose mask has a legal square. :class:`InvalidActionsError` says what is wrong, and where."""
-    masks = np.asarray(masks, dtype=bool)
-    batch = masks.shape[0]
+def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
+    """A policy's ``answer`` for positions whose legal squares are ``legal`` ((B,) int64 bitboards) as
+    (B,) int64 squares, after checking that it is an integer array of shape (B,) holding a legal square
+    in every row that has one (other rows, where no placement is due, are not looked at).
+    :class:`InvalidActionsError` says what is wrong, and in which row."""
+    legal = np.asarray(legal, dtype=np.int64)
+    batch = legal.shape[0]
     try:
         actions = np.asarray(answer)
     except ValueError as error:  # e.g. a ragged list
@@ -93,16 +94,16 @@ def checked_actions(answer, masks: np.ndarray) -> np.ndarray:
         raise InvalidActionsError(
             f"returned {actions.dtype} values, not integer square indices 0..35 (row 0: {actions[0]!r})", 0)
     actions = actions.astype(np.int64, copy=False)
-    outside = (actions < 0) | (actions >= NUM_SQUARES)
+    playable = legal != 0
+    outside = playable & ((actions < 0) | (actions >= NUM_SQUARES))
     if outside.any():
         row = int(np.flatnonzero(outside)[0])
         raise InvalidActionsError(f"returned {actions[row]}, not a square index 0..35", row)
-    illegal = masks.any(axis=1) & ~masks[np.arange(batch), actions]
+    illegal = playable & ((BIT_ARRAY.take(actions, mode="clip") & legal) == 0)
     if illegal.any():
         row = int(np.flatnonzero(illegal)[0])
-        legal = ", ".join(square_name(int(s)) for s in np.flatnonzero(masks[row]))
         raise InvalidActionsError(f"returned {square_name(int(actions[row]))} (square {actions[row]}), "
-                                  f"which is not a legal placement; legal: {legal}", row)
+                                  f"which is not a legal placement; legal: {names_of(int(legal[row]))}", row)
     return actions
 
 
@@ -117,6 +118,5 @@ def choose(policy, position, rng: np.random.Generator):
         observations = planes(position, position.to_move)
         observations = observations[None] if single else observations
     legal = np.atleast_1d(np.asarray(position.legal, dtype=np.int64))
-    masks = bitboards_to_array(legal)
-    actions = checked_actions(policy.act(observations, masks, rng), masks)
+    actions = checked_actions(policy.act(observations, bitboards_to_array(legal), rng), legal)
     return int(actions[0]) if single else actions

@@ -18,6 +18,7 @@ from conftest import REPO
 from evaluate import main
 from evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
 from strategic_reserve_env import arena, engine
+from strategic_reserve_env.board import array_to_bitboards
 from strategic_reserve_env.config import Config
 
 
@@ -305,8 +306,20 @@ def test_wrong_answers_are_named_with_their_row(answer, message, row):
     masks = np.zeros((8, 36), dtype=bool)
     masks[:, 3:9] = True
     with pytest.raises(InvalidActionsError, match=message) as caught:
-        checked_actions(answer(masks), masks)
+        checked_actions(answer(masks), array_to_bitboards(masks))
     assert caught.value.row == row
+
+
+def test_rows_without_a_legal_square_are_not_looked_at():
+    from strategic_reserve_env.policies import InvalidActionsError, checked_actions
+
+    masks = np.zeros((4, 36), dtype=bool)
+    masks[1, [7, 8]] = True
+    assert checked_actions(np.array([-1, 8, 99, 0]), array_to_bitboards(masks)).tolist() == [-1, 8, 99, 0]
+    with pytest.raises(InvalidActionsError, match=r"returned a1 \(square 0\), which is not a legal placement; "
+                                                  r"legal: b2, c2$") as caught:
+        checked_actions(np.array([-1, 0, 99, 0]), array_to_bitboards(masks))
+    assert caught.value.row == 1
 
 
 def test_arena_names_the_agent_the_game_and_the_position():
