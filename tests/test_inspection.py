@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -123,9 +124,12 @@ def test_terminal_play_quits_and_handles_end_of_input(tmp_path):
     assert "Input ended" in "\n".join(said)
 
 
-def test_example_notebook_executes():
+def test_example_notebook_executes(monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     from nbclient import NotebookClient
+
+    # the kernel runs in examples/: it must import this checkout's packages, not an older installed copy
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
 
     path = REPO / "examples" / "inspect_learned_play.ipynb"
     notebook = nbformat.read(path, as_version=4)
