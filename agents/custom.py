@@ -184,8 +184,8 @@ def adapt(spec: str, what: str, value, options: dict[str, object], build: bool =
         try:
             inspect.signature(value).bind(**options)
         except TypeError as error:
-            raise ValueError(f"agent spec {spec!r}: {what} does not take the options {_option_text(options) or '(none)'}: "
-                             f"{error}") from None
+            given = f"the options {_option_text(options)}" if options else "no options"
+            raise ValueError(f"agent spec {spec!r}: {what} cannot be built with {given}: {error}") from None
         except ValueError:  # no readable signature
             pass
         try:

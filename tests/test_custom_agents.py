@@ -56,6 +56,12 @@ class BadAct:
         return 0
 
 not_an_agent = 42
+
+class Needs:
+    def __init__(self, path):
+        self.path = path
+    def act(self, observations, masks, rng):
+        return np.argmax(masks, axis=1)
 '''
 
 
@@ -152,7 +158,8 @@ def test_single_game_functions_are_called_once_per_game(bots, positions):
         ("mybots.heuristics:not_an_agent", "is a int, not an agent"),
         ("mybots.heuristics:lowest:highest=true", "is an agent object, which takes no options"),
         ("mybots.heuristics:first_legal:x=1", "is a function of the game, which takes no options"),
-        ("mybots.heuristics:Lowest:depth=2", "does not take the options depth=2"),
+        ("mybots.heuristics:Lowest:depth=2", "Lowest cannot be built with the options depth=2: got an unexpected"),
+        ("mybots.heuristics:Needs", "Needs cannot be built with no options: missing a required argument: 'path'"),
         ("mybots.heuristics:Lowest:highest", "option 'highest' is not key=value"),
         ("mybots.heuristics:Lowest:a=1,a=2", "option 'a' given twice"),
         ("mybots.heuristics:factory_fails", "building mybots.heuristics:factory_fails raised RuntimeError: no model"),
