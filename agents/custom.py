@@ -289,7 +289,8 @@ def load_registered_agent(spec: str, name: str, option_text: str, known: str):
     if not entries:
         registered = sorted(n for n in registered_agents() if not is_user_spec(n))
         also = f"; registered by installed packages: {', '.join(registered)}" if registered else ""
-        raise ValueError(f"unknown agent {name!r}; known agents: {known}{also}; your own agent: {USER_SPEC_FORMS}")
+        raise ValueError(f"unknown agent {name!r}; known agents: {known}{also}; your own agent: {USER_SPEC_FORMS}"
+                         + _top_level_hint(name))
     if len(entries) > 1:
         raise ValueError(f"agent {name!r} is registered by several packages: "
                          + "; ".join(f"{e.value} ({_distribution(e)})" for e in entries))
@@ -302,6 +303,22 @@ def load_registered_agent(spec: str, name: str, option_text: str, known: str):
                          f"{type(error).__name__}: {error}") from error
     agent = adapt(spec, f"{entry.value} (entry point {name!r} of {_distribution(entry)})", value, options)
     return NamedAgent(agent, name + (f":{_option_text(options)}" if options else ""))
+
+
+def _top_level_hint(name: str) -> str:
+    """If ``name`` is a Python file in the working directory or an importable top-level module (a likely
+    slip for ``name.py:attribute``), how to name it; else nothing. Nothing is imported to find out."""
+    if name.isidentifier() and Path(f"{name}.py").is_file():
+        return f" (there is a file {name}.py here: name it as {name}.py:attribute)"
+    try:
+        found = importlib.util.find_spec(name) if name.isidentifier() else None
+    except (ImportError, ValueError):
+        found = None
+    if found is None or not found.origin or not found.origin.endswith(".py"):
+        return ""
+    if found.submodule_search_locations is not None:
+        return f" (there is a package {name!r}: name a module in it, {name}.module:attribute)"
+    return f" (there is a module {name!r}: name it by its file, {canonical_path(found.origin)}:attribute)"
 
 
 def describe_registered() -> list[tuple[str, str]]:

@@ -167,6 +167,9 @@ def test_single_game_functions_are_called_once_per_game(bots, positions):
         ("some/dir:Agent", "a file agent must be a .py file"),
         ("my-bots.x:Agent", "'my-bots.x' is not a module name"),
         ("mybot:Agent", "unknown agent 'mybot'; known agents: random, greedy.*your own agent: package.module:attr"),
+        ("bots_file:Lowest", r"\(there is a file bots_file.py here: name it as bots_file.py:attribute\)$"),
+        ("csv:Lowest", r"\(there is a module 'csv': name it by its file, /.*/csv.py:attribute\)$"),
+        ("mybots:Lowest", r"\(there is a package 'mybots': name a module in it, mybots.module:attribute\)$"),
     ],
 )
 def test_user_agent_errors_say_what_is_wrong(bots, spec, message):
