@@ -119,6 +119,10 @@ PROTOCOL_V1 = Protocol(
 )
 
 
+CARD_HEADER = ["opponent", "games", "score", "95% CI", "win as Red", "win as Blue", "mean plies", "truncated",
+               "games/s"]
+
+
 @dataclass
 class ScoreCard:
     """The result of benchmarking one agent."""
@@ -169,9 +173,6 @@ class ScoreCard:
             f"{p.total_plies / p.games:.1f}", str(p.truncated), f"{p.games / p.seconds:,.0f}",
         ] for member, p in self.results]
 
-    HEADER = ["opponent", "games", "score", "95% CI", "win as Red", "win as Blue", "mean plies", "truncated",
-              "games/s"]
-
     def rating_line(self) -> str:
         anchors = ", ".join(f"{m.label} {m.rating:+.0f}" for m in self.protocol.panel)
         value = "n/a (unfinished)" if self.rating is None else f"{self.rating[0]:+.0f} ± {self.rating[1]:.0f}"
@@ -184,12 +185,12 @@ class ScoreCard:
                 f"with loading and checks{load}")
 
     def text(self) -> str:
-        lines = [self.title(), "", text_table(self.HEADER, self.rows()), "", self.rating_line(), self.speed_line(),
+        lines = [self.title(), "", text_table(CARD_HEADER, self.rows()), "", self.rating_line(), self.speed_line(),
                  self.protocol.summary()]
         return "\n".join(lines + ([f"unfinished: {self.error}"] if self.error else []))
 
     def markdown(self) -> str:
-        lines = [f"# {self.title()}", "", markdown_table(self.HEADER, self.rows()), "", f"- {self.rating_line()}",
+        lines = [f"# {self.title()}", "", markdown_table(CARD_HEADER, self.rows()), "", f"- {self.rating_line()}",
                  f"- {self.speed_line()}", f"- {self.protocol.summary()}"]
         return "\n".join(lines + ([f"- **unfinished**: {self.error}"] if self.error else [])) + "\n"
 

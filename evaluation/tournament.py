@@ -115,12 +115,14 @@ class Pairing:
 
 
 class PairingError(RuntimeError):
-    """An agent failed during a pairing. ``pairings`` holds the pairings finished before (set by
-    :func:`run`); the :class:`~strategic_reserve_env.arena.AgentError` is the cause."""
+    """An agent failed during a pairing; the :class:`~strategic_reserve_env.arena.AgentError` is the cause.
+    ``pairings`` holds the pairings finished before (set by :func:`run`), ``card`` the benchmark's score
+    card so far (set by :func:`evaluation.benchmark.run_benchmark`)."""
 
     def __init__(self, message: str, pairings: list[Pairing] | None = None) -> None:
         super().__init__(message)
         self.pairings = pairings or []
+        self.card = None
 
 
 def dice_seeds(seed: int, pairs: int) -> np.ndarray:
