@@ -102,7 +102,8 @@ class Protocol:
 
 # Games per opponent: expectimax:depth=2 plays about 150 games/s against fast agents on one core, the
 # others thousands; 2,000 games against it and 4,000 against the rest keep a benchmark of the shipped
-# PPO near 25 s on one core of the project's 2-core machine (see docs/BENCHMARK.md for the budget).
+# PPO at 18 s of wall time on the project's 2-core machine (44 s when it is busy, load average 7), with
+# 95 % half-widths of 0.013 and 0.019 on the scores (docs/BENCHMARK.md, "Budget").
 # The ratings are those of the panel's round robin under this protocol (python -m evaluation.reference).
 PROTOCOL_V1 = Protocol(
     version="v1",
