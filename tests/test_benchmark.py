@@ -17,7 +17,7 @@ import pytest
 
 from conftest import REPO
 from evaluation.benchmark import PROTOCOL_V1, SCHEMA, SHIPPED_PPO, ScoreCard, fit_rating, run_benchmark
-from evaluation.reference import END, START, file_stem
+from evaluation.reference import END, REFERENCE_AGENTS, START, file_stem
 from evaluation.tournament import Pairing, PairingError
 
 QUICK = ["--benchmark-games", "20", "--no-progress"]
@@ -172,8 +172,9 @@ def _reference_cards() -> list[dict]:
 
 def test_the_reference_cards_are_protocol_v1_and_their_ratings_follow_from_their_games():
     cards = _reference_cards()
-    assert {card["agent"] for card in cards} == {"random", "greedy", "expectimax:depth=1", "expectimax:depth=2",
-                                                 "ppo:models/ppo_baseline.zip"}
+    kind, _, model = SHIPPED_PPO.partition(":")  # named from the repository root, where the reference runs
+    expected = {spec for spec in REFERENCE_AGENTS if spec != SHIPPED_PPO} | {f"{kind}:{os.path.relpath(model, REPO)}"}
+    assert {card["agent"] for card in cards} == expected
     for card in cards:
         assert card["schema"] == SCHEMA and card["conformant"] and card["complete"]
         assert card["protocol"]["version"] == PROTOCOL_V1.version
