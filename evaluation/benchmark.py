@@ -17,7 +17,6 @@ the protocol, the JSON schema of a score card and the reference scores.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -38,6 +37,7 @@ from .tournament import (
     Settings,
     check_agent,
     format_interval,
+    json_text,
     markdown_table,
     play_pairing,
     text_table,
@@ -218,7 +218,7 @@ class ScoreCard:
     def write(self, directory: Path, stem: str = "benchmark") -> None:
         """``{stem}.json`` and ``{stem}.md`` in ``directory`` (created if missing)."""
         directory.mkdir(parents=True, exist_ok=True)
-        write_text(directory / f"{stem}.json", json.dumps(self.as_json(), indent=1, allow_nan=False) + "\n")
+        write_text(directory / f"{stem}.json", json_text(self.as_json()))
         write_text(directory / f"{stem}.md", self.markdown())
 
 

@@ -27,6 +27,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -313,6 +314,16 @@ def check_out(path: str | Path) -> Path:
     return directory
 
 
+_NUMBER_LIST = re.compile(r"\[\n\s*((?:-?[0-9][0-9.e+-]*,\n\s*)*-?[0-9][0-9.e+-]*)\n\s*\]")
+
+
+def json_text(payload: dict) -> str:
+    """``payload`` as indented JSON with each list of numbers on one line (per-pair scores stay readable
+    and small); NaN or infinity raise ``ValueError`` (JSON has neither)."""
+    text = json.dumps(payload, indent=1, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda match: "[" + re.sub(r",\n\s*", ", ", match.group(1)) + "]", text) + "\n"
+
+
 def write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file renamed over it (never a half-written file)."""
     with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
@@ -335,7 +346,7 @@ def write_outputs(directory: Path, settings: Settings, pairings: list[Pairing], 
             name: {"rating": value, "ci95_half_width": half} for name, (value, half) in ratings.items()},
         **(extra or {}),
     }
-    write_text(directory / f"{stem}.json", json.dumps(payload, indent=1, allow_nan=False) + "\n")
+    write_text(directory / f"{stem}.json", json_text(payload))
     markdown = [
         f"# Tournament: {settings.games} games per pairing, seed {settings.seed}, reserve {settings.reserve}",
         "", markdown_table(PAIRING_HEADER, pairing_rows(pairings)), "",

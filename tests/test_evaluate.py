@@ -339,3 +339,14 @@ def test_arena_names_the_agent_the_game_and_the_position():
     assert error.agent == 1 and error.name == "occupied" and 100 <= error.game < 120
     assert "which is not a legal placement" in error.detail and re.match(r"board [.RB]{36} ", error.position)
     assert isinstance(error.__cause__, ValueError)
+
+
+def test_json_text_keeps_number_lists_on_one_line_and_refuses_nan():
+    from evaluation.tournament import json_text
+
+    payload = {"pair_scores": [0.5, 1.0, 0.0, 0.25], "ci95": [-1e-05, 2.5e+300], "nested": {"names": ["a", "b"]}}
+    text = json_text(payload)
+    assert json.loads(text) == payload
+    assert '"pair_scores": [0.5, 1.0, 0.0, 0.25]' in text and '"ci95": [-1e-05, 2.5e+300]' in text
+    with pytest.raises(ValueError):
+        json_text({"score": float("nan")})
