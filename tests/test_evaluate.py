@@ -16,6 +16,7 @@ import pytest
 from agents import load_agent
 from conftest import REPO
 from evaluate import main
+from evaluation.benchmark import SHIPPED_PPO
 from evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.board import array_to_bitboards
@@ -159,6 +160,14 @@ def raises_late(observation, mask, calls=[0]):
 '''
 
 
+def _shipped_ppo(prefix: str = "") -> str:
+    """The panel's PPO spec (evaluation.benchmark.SHIPPED_PPO) with its model path relative to the
+    repository, written after ``prefix`` (``./`` for a second spelling of the same agent)."""
+    kind, _, rest = SHIPPED_PPO.partition(":")
+    path, comma, options = rest.partition(",")
+    return f"{kind}:{prefix}{os.path.relpath(path, REPO)}{comma}{options}"
+
+
 def _main(argv: list[str], capsys) -> tuple[int, str, str]:
     """evaluate.main's exit status (argparse's SystemExit included), stdout and stderr."""
     try:
@@ -179,7 +188,7 @@ def _strict_json(path):
 @pytest.mark.parametrize(
     "typed, canonical",
     [("expectimax", "expectimax:depth=2"), ("expectimax:width=6", "expectimax:depth=2"),
-     ("ppo:./models/ppo_baseline.zip", "ppo:models/ppo_baseline.zip")],
+     (_shipped_ppo("./"), _shipped_ppo())],
 )
 def test_results_are_keyed_by_canonical_names(typed, canonical, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(REPO)
@@ -196,8 +205,7 @@ def test_results_are_keyed_by_canonical_names(typed, canonical, tmp_path, capsys
     [
         (["random", "expectimax", "expectimax:depth=2"],
          "'expectimax' and 'expectimax:depth=2' are the same agent (expectimax:depth=2): give each agent once"),
-        (["ppo:models/ppo_baseline.zip", "ppo:./models/ppo_baseline.zip"],
-         "'ppo:models/ppo_baseline.zip' and 'ppo:./models/ppo_baseline.zip' are the same agent"),
+        ([_shipped_ppo(), _shipped_ppo("./")], f"{_shipped_ppo()!r} and {_shipped_ppo('./')!r} are the same agent"),
         (["greedy", "random", "greedy"], "'greedy' is given 2 times"),
         (["greedy"], "give at least two different agents, got 1"),
         (["greedy", "minimax"], "unknown agent 'minimax'; known agents: random, greedy"),
