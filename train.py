@@ -8,7 +8,7 @@ The learner plays ``n_envs`` games in one engine batch
 (:class:`strategic_reserve_env.sb3_env.StrategicReserveVecEnv`). Each game draws
 its opponent when it starts, from a weighted mixture of baseline agents and
 frozen snapshots of the learner ("self"). Periodic and final evaluations use
-tournament.py's paired-dice matches. Everything goes to ``--out``: TensorBoard
+evaluation/tournament.py's paired-dice matches. Everything goes to ``--out``: TensorBoard
 logs (``tb/``), checkpoints, the policy file ``model.safetensors`` (the agent
 spec ``ppo:OUT/model.safetensors``; it cannot run code when loaded), SB3's
 ``model.zip`` (pickles: for SB3 users, loaded only with ``,trust=pickle``),
@@ -44,10 +44,11 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 
-from agents import load_agent, tournament
+from agents import load_agent
 from agents.networks import BoardCNN
 from agents.policy_file import architecture_of, save_policy
 from agents.ppo import PPOAgent
+from evaluation import tournament
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
@@ -278,9 +279,9 @@ class TrainingCallback(BaseCallback):
                                      progress=False)
         for opponent in ("random", "greedy"):
             pairing = tournament.play_pairing(learner, opponent, settings)
-            low, high = pairing.interval()
             self.logger.record(f"eval/score_vs_{opponent}", pairing.score)
-            self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} [{low:.3f}, {high:.3f}]")
+            interval = tournament.format_interval(pairing.interval())
+            self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} {interval}")
 
     def _on_training_end(self) -> None:
         self.progress.close()

@@ -1,8 +1,8 @@
-"""Baseline agents for Strategic Reserve, named by spec strings.
+"""Baseline agents for Strategic Reserve, and agents of your own, named by spec strings.
 
-=========================  ===============================================
+==========================  ==============================================
 spec                       agent
-=========================  ===============================================
+==========================  ==============================================
 ``random``                 uniform over the legal squares
 ``greedy``                 one-ply lookahead: fewest own checkers expected
                            to be sent back by the opponent's next roll
@@ -13,21 +13,37 @@ spec                       agent
                            to sample from it); an SB3 ``.zip`` holds pickles
                            that can run code, so it needs ``,trust=pickle``
                            (see :mod:`agents.ppo`)
-=========================  ===============================================
+``NAME[:options]``         an agent an installed package registers under
+                           ``NAME`` (entry-point group
+                           ``strategic_reserve_env.agents``)
+``pkg.module:attr[:opts]``  an agent of your own from a module
+``path/file.py:attr``      ... or from a Python file (see :mod:`agents.custom`)
+==========================  ==============================================
 
 Every agent acts on a batch (:mod:`agents.base`):
-``agent.act(observations, masks, rng) -> actions``.
+``agent.act(observations, masks, rng) -> actions``. ``load_agent(spec).name``
+is the canonical spelling of the spec (``expectimax`` ->
+``expectimax:depth=2``): two specs with the same name are the same agent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from strategic_reserve_env.policies import UniformRandomPolicy
 
+from .custom import (
+    ENTRY_POINT_GROUP,
+    USER_SPEC_FORMS,
+    canonical_path,
+    describe_registered,
+    is_user_spec,
+    load_registered_agent,
+    load_user_agent,
+)
 from .expectimax import ExpectimaxAgent
 from .greedy import GreedyAgent
-
-KNOWN_AGENTS = ("random, greedy, expectimax[:depth=1|2,width=K], "
-                "ppo:PATH.safetensors[,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)")
 
 
 class RandomAgent(UniformRandomPolicy):
@@ -59,25 +75,75 @@ def _options(spec: str, text: str, allowed: dict) -> dict:
     return options
 
 
+@dataclass(frozen=True)
+class BuiltIn:
+    """One built-in agent of the registry."""
+
+    usage: str
+    """Its spec grammar, as shown to users."""
+    summary: str
+    """What it is, in a few words."""
+    load: Callable[[str, str], object]
+    """``load(spec, options)``: the agent, from the whole spec and the text after ``name:``."""
+
+
+def _without_options(agent_class: type) -> Callable[[str, str], object]:
+    def load(spec: str, options: str):
+        if options:
+            raise ValueError(f"agent spec {spec!r}: {spec.partition(':')[0]} takes no options")
+        return agent_class()
+
+    return load
+
+
+def _expectimax(spec: str, options: str):
+    return ExpectimaxAgent(**_options(spec, options, {"depth": int, "width": int}))
+
+
+def _ppo(spec: str, rest: str):
+    path, _, more = rest.partition(",")
+    if not path:
+        raise ValueError(f"agent spec {spec!r}: give the model file, e.g. ppo:models/ppo_baseline.safetensors")
+    from .ppo import PPOAgent
+
+    return PPOAgent.load(canonical_path(path), **_options(spec, more, {"deterministic": bool, "trust": str}))
+
+
+# one entry per built-in agent; heavy imports stay inside the loaders
+BUILT_IN: dict[str, BuiltIn] = {
+    "random": BuiltIn("random", "uniform over the legal squares", _without_options(RandomAgent)),
+    "greedy": BuiltIn("greedy", "fewest own checkers expected to be captured by the next roll",
+                      _without_options(GreedyAgent)),
+    "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls",
+                          _expectimax),
+    "ppo": BuiltIn("ppo:PATH.safetensors[,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)",
+                   "a MaskablePPO policy file", _ppo),
+}
+KNOWN_AGENTS = ", ".join(entry.usage for entry in BUILT_IN.values())
+
+
 def load_agent(spec: str):
-    """The agent named by ``spec`` (see the module docstring); ``ValueError`` listing the known agents."""
-    if not isinstance(spec, str) or not spec:
-        raise ValueError(f"an agent spec must be a non-empty string; known agents: {KNOWN_AGENTS}")
+    """The agent named by ``spec`` (see the module docstring and :mod:`agents.custom` for the grammar);
+    ``ValueError`` saying what is wrong (unknown name, bad option, module or file not found, missing
+    attribute, wrong signature), listing the known agents for an unknown name."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"an agent spec must be a non-empty string; known agents: {KNOWN_AGENTS}; "
+                         f"your own agent: {USER_SPEC_FORMS}")
     name, _, rest = spec.partition(":")
-    if name == "random" and not rest:
-        return RandomAgent()
-    if name == "greedy" and not rest:
-        return GreedyAgent()
-    if name == "expectimax":
-        return ExpectimaxAgent(**_options(spec, rest, {"depth": int, "width": int}))
-    if name == "ppo":
-        path, _, more = rest.partition(",")
-        if not path:
-            raise ValueError(f"agent spec {spec!r}: give the model file, e.g. ppo:models/ppo_baseline.safetensors")
-        from .ppo import PPOAgent
-
-        return PPOAgent.load(path, **_options(spec, more, {"deterministic": bool, "trust": str}))
-    raise ValueError(f"unknown agent {spec!r}; known agents: {KNOWN_AGENTS}")
+    if is_user_spec(name):
+        return load_user_agent(spec)
+    if name in BUILT_IN:
+        return BUILT_IN[name].load(spec, rest)
+    return load_registered_agent(spec, name, rest, KNOWN_AGENTS)
 
 
-__all__ = ["ExpectimaxAgent", "GreedyAgent", "KNOWN_AGENTS", "RandomAgent", "load_agent"]
+def list_agents() -> list[tuple[str, str]]:
+    """(spec, description) of every agent a name can load: the built-ins, then those of installed packages."""
+    rows = [(entry.usage, entry.summary) for entry in BUILT_IN.values()]
+    for name, where in describe_registered():
+        rows.append((name, where + ("  [ignored: a built-in has this name]" if name in BUILT_IN else "")))
+    return rows
+
+
+__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "ExpectimaxAgent", "GreedyAgent", "KNOWN_AGENTS", "RandomAgent",
+           "list_agents", "load_agent"]

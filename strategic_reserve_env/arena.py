@@ -6,6 +6,10 @@ roll ``t`` of its stream, whatever the agents do. Give both games of a pair
 the same seed and swap the seats, and they see the same rolls for as long as
 their positions allow. The agents' own randomness comes from generators of
 their own, apart from the dice.
+
+An agent that raises, or answers with anything but one legal square per
+game, stops the play with an :class:`AgentError` naming the agent, the game
+and its position.
 """
 
 from __future__ import annotations
@@ -16,11 +20,51 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import engine
-from .board import RED
+from .board import COLOURS, RED, square_name
 from .config import Config
 from .dice import DiceStream, DiceStreams
 from .game import Game
-from .policies import choose
+from .policies import InvalidActionsError, choose
+
+
+class AgentError(RuntimeError):
+    """An agent failed while playing: it raised, or its answer was not one legal square per game.
+
+    ``agent`` is its index in the agents played (0 or 1), ``name`` its name,
+    ``game`` the number of the game concerned (when the failure concerns the
+    whole call, e.g. an exception or a wrong shape: the first game of the
+    call, and ``detail`` says so), ``detail`` what went wrong and
+    ``position`` that game's position. The cause is chained.
+    """
+
+    def __init__(self, agent: int, name: str, game: int, detail: str, position: str) -> None:
+        super().__init__(f"agent {name!r} in game {game}: {detail}; position: {position}")
+        self.agent, self.name, self.game, self.detail, self.position = agent, name, game, detail, position
+
+
+def describe(state: engine.State, game: int) -> str:
+    """One line on game ``game`` of ``state`` awaiting a placement: board, reserves, mover and roll."""
+    one = state[game]
+    red, blue = (int(n) for n in one.reserves()[0])
+    roll = int(one.rolled[0])
+    return (f"board {one.board_strings()[0]} (squares a1, b1, .., f6; R red, B blue), reserves red {red} blue {blue}, "
+            f"{COLOURS[int(one.to_move[0])]} to place after rolling {square_name(roll) if roll >= 0 else 'nothing'}")
+
+
+def choose_checked(agent, index: int, state: engine.State, games: np.ndarray, rng: np.random.Generator,
+                   game_numbers: np.ndarray) -> np.ndarray:
+    """``choose`` for games ``games`` of ``state`` ((k,) indices), turning any failure of the agent into an
+    :class:`AgentError` (``game_numbers``: (N,) numbers of the state's games for the message)."""
+    try:
+        return choose(agent, state[games], rng)
+    except Exception as error:
+        row = error.row if isinstance(error, InvalidActionsError) else None
+        game = int(games[row if row is not None else 0])
+        detail = str(error) if isinstance(error, InvalidActionsError) else f"raised {type(error).__name__}: {error}"
+        if row is None:
+            detail += f" (choosing for {len(games)} game(s) at once, the first shown)"
+        name = str(getattr(agent, "name", repr(agent)))
+        raise AgentError(index, name, int(game_numbers[game]), detail, describe(state, game)) from error
 
 
 @dataclass(frozen=True)
@@ -39,7 +83,8 @@ class Games:
 
 
 def play(agents, red_agent: np.ndarray, dice_seeds: np.ndarray, config: Config, rngs,
-         on_ply: Callable[[engine.State], None] | None = None, start: engine.State | None = None) -> Games:
+         on_ply: Callable[[engine.State], None] | None = None, start: engine.State | None = None,
+         game_numbers: np.ndarray | None = None) -> Games:
     """Play ``len(red_agent)`` games of ``agents[0]`` against ``agents[1]`` to the end (or the ply limit).
 
     ``red_agent`` ((N,) 0/1) says who plays Red in each game, ``dice_seeds``
@@ -47,9 +92,12 @@ def play(agents, red_agent: np.ndarray, dice_seeds: np.ndarray, config: Config, 
     agent. ``on_ply(state)`` is called with the state after the first roll
     and after every ply (for a progress bar, or to record the games).
     ``start`` (N games, each awaiting its next roll) continues given games
-    instead of starting from the configured position.
+    instead of starting from the configured position. An agent's failure
+    raises :class:`AgentError`, numbering the games by ``game_numbers``
+    ((N,) ints, default 0..N-1).
     """
     red_agent = np.asarray(red_agent, dtype=np.int64)
+    game_numbers = np.arange(len(red_agent)) if game_numbers is None else np.asarray(game_numbers)
     state = engine.init(config, len(red_agent)) if start is None else start
     if state.batch_size != len(red_agent) or np.any(state.legal != 0):
         raise ValueError(f"start must hold {len(red_agent)} games awaiting their roll")
@@ -65,7 +113,7 @@ def play(agents, red_agent: np.ndarray, dice_seeds: np.ndarray, config: Config, 
             games = np.flatnonzero(live & (mover == index))
             if games.size == 0:
                 continue
-            actions[games] = choose(agent, state[games], rngs[index])
+            actions[games] = choose_checked(agent, index, state, games, rngs[index], game_numbers)
         state = engine.place(state, actions, config)
         live = ~state.done
         state = engine.roll(state, dice.next(live))

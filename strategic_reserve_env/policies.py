@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .board import NUM_SQUARES, bitboards_to_array
+from .board import BIT_ARRAY, NUM_SQUARES, bitboards_to_array, names_of, square_name
 from .observation import planes
 from .sampling import nth_set_bit, popcount, uniform_square
 
@@ -82,6 +82,45 @@ def as_policy(policy) -> object:
     raise ValueError(f"a policy must be 'random', an object with act(observations, masks, rng), or a callable; got {policy!r}")
 
 
+class InvalidActionsError(ValueError):
+    """A policy's answer is not one legal square per game; ``row`` is the first faulty row of the
+    batch it was given (None when the answer as a whole is wrong, e.g. its shape)."""
+
+    def __init__(self, message: str, row: int | None = None) -> None:
+        super().__init__(message)
+        self.row = row
+
+
+def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
+    """A policy's ``answer`` for positions whose legal squares are ``legal`` ((B,) int64 bitboards) as
+    (B,) int64 squares, after checking that it is an integer array of shape (B,) holding a legal square
+    in every row that has one (other rows, where no placement is due, are not looked at).
+    :class:`InvalidActionsError` says what is wrong, and in which row."""
+    legal = np.asarray(legal, dtype=np.int64)
+    batch = legal.shape[0]
+    try:
+        actions = np.asarray(answer)
+    except ValueError as error:  # e.g. a ragged list
+        raise InvalidActionsError(f"returned {answer!r:.80}, not an array of squares ({error})") from None
+    if actions.shape != (batch,):
+        raise InvalidActionsError(f"returned shape {actions.shape} for {batch} game(s), expected ({batch},)")
+    if actions.dtype.kind not in "iu":
+        raise InvalidActionsError(
+            f"returned {actions.dtype} values, not integer square indices 0..35 (row 0: {actions[0]!r})", 0)
+    actions = actions.astype(np.int64, copy=False)
+    playable = legal != 0
+    outside = playable & ((actions < 0) | (actions >= NUM_SQUARES))
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        raise InvalidActionsError(f"returned {actions[row]}, not a square index 0..35", row)
+    illegal = playable & ((BIT_ARRAY.take(actions, mode="clip") & legal) == 0)
+    if illegal.any():
+        row = int(np.flatnonzero(illegal)[0])
+        raise InvalidActionsError(f"returned {square_name(int(actions[row]))} (square {actions[row]}), "
+                                  f"which is not a legal placement; legal: {names_of(int(legal[row]))}", row)
+    return actions
+
+
 def policy_name(policy) -> str:
     """A policy's display name: its ``name`` attribute, else its type's name."""
     return str(getattr(policy, "name", type(policy).__name__))
@@ -103,6 +142,8 @@ def policy_inputs(policy, position) -> tuple[np.ndarray | None, np.ndarray]:
 def choose(policy, position, rng: np.random.Generator):
     """The squares ``policy`` picks for the player to move: (B,) int64 for a batched State, an int
     for a :class:`~strategic_reserve_env.game.Game`. Observations are encoded only for policies
-    that use them."""
-    actions = np.asarray(policy.act(*policy_inputs(policy, position), rng)).astype(np.int64, copy=False)
+    that use them. The answer is checked (:func:`checked_actions`): a policy that returns a wrong
+    shape or dtype, or a square that is out of range or illegal, raises :class:`InvalidActionsError`."""
+    legal = np.atleast_1d(np.asarray(position.legal, dtype=np.int64))
+    actions = checked_actions(policy.act(*policy_inputs(policy, position), rng), legal)
     return int(actions[0]) if type(position.me) is int else actions

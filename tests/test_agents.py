@@ -122,7 +122,7 @@ def test_expectimax_depth2_values_match_brute_force():
         ("expectimax:depth=3", r"expectimax depth must be one of \(1, 2\), got 3"),
         ("expectimax:depth=two", "depth must be int, got 'two'"),
         ("expectimax:breadth=2", "unknown option 'breadth=2'; options: depth, width"),
-        ("greedy:depth=2", "unknown agent 'greedy:depth=2'"),
+        ("greedy:depth=2", "agent spec 'greedy:depth=2': greedy takes no options"),
         ("ppo:", "give the model file"),
         ("ppo:missing/model.safetensors", "ppo model not found: missing/model.safetensors"),
         ("ppo:models/ppo_baseline.zip",

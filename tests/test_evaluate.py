@@ -1,18 +1,25 @@
-"""evaluate.py: paired dice, determinism by seed, ratings, and a small tournament end to end."""
+"""evaluate.py and evaluation.tournament: paired dice, determinism by seed, ratings, a small tournament
+end to end, and every bad argument or agent caught before the first game (issue 11)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from agents import load_agent
 from conftest import REPO
-from evaluate import Pairing, Settings, bradley_terry, dice_seeds, main, play_pairing
+from evaluate import main
+from evaluation.benchmark import SHIPPED_PPO
+from evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
 from strategic_reserve_env import arena, engine
+from strategic_reserve_env.board import array_to_bitboards
 from strategic_reserve_env.config import Config
 
 
@@ -126,3 +133,228 @@ def test_play_continues_given_games_and_rejects_games_awaiting_a_placement():
         arena.play(agents, red, seeds, config, [np.random.default_rng(0)] * 2, start=rolled)
     with pytest.raises(ValueError, match="40 games awaiting their roll"):
         arena.play(agents, red, seeds, config, [np.random.default_rng(0)] * 2, start=engine.init(config, 39))
+
+
+# ---- issue 11: every argument and agent checked before the first game; nothing computed is lost ----
+
+FAULTY = '''
+import numpy as np
+
+class LateFault:
+    """Legal squares (the lowest) for ``calls`` calls, then an occupied square in the middle row."""
+    def __init__(self, calls=0):
+        self.calls, self.limit = 0, calls
+    def act(self, observations, masks, rng):
+        self.calls += 1
+        squares = np.argmax(masks, axis=1)
+        if self.calls > self.limit:
+            row = len(squares) // 2
+            squares[row] = np.flatnonzero(~masks[row])[0]
+        return squares
+
+def raises_late(observation, mask, calls=[0]):
+    calls[0] += 1
+    if calls[0] > 3000:
+        raise KeyError("no such opening")
+    return int(np.flatnonzero(mask)[0])
+'''
+
+
+def _shipped_ppo(prefix: str = "") -> str:
+    """The panel's PPO spec (evaluation.benchmark.SHIPPED_PPO) with its model path relative to the
+    repository, written after ``prefix`` (``./`` for a second spelling of the same agent)."""
+    kind, _, rest = SHIPPED_PPO.partition(":")
+    path, comma, options = rest.partition(",")
+    return f"{kind}:{prefix}{os.path.relpath(path, REPO)}{comma}{options}"
+
+
+def _main(argv: list[str], capsys) -> tuple[int, str, str]:
+    """evaluate.main's exit status (argparse's SystemExit included), stdout and stderr."""
+    try:
+        status = main([*argv, "--no-progress"])
+    except SystemExit as exit_:
+        status = exit_.code
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def _strict_json(path):
+    """The JSON of ``path``; NaN or Infinity in it fail the test."""
+    def refuse(constant):
+        raise AssertionError(f"{path} holds {constant}")
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    "typed, canonical",
+    [("expectimax", "expectimax:depth=2"), ("expectimax:width=6", "expectimax:depth=2"),
+     (_shipped_ppo("./"), _shipped_ppo())],
+)
+def test_results_are_keyed_by_canonical_names(typed, canonical, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    status, out, err = _main(["random", typed, "--games", "4", "--out", str(tmp_path)], capsys)
+    assert status == 0, err
+    data = _strict_json(tmp_path / "results.json")
+    assert data["complete"] is True and data["settings"]["agents"] == ["random", canonical]
+    assert data["pairings"][0]["b"] == canonical and set(data["ratings_elo"]) == {"random", canonical}
+    assert canonical in out
+
+
+@pytest.mark.parametrize(
+    "specs, message",
+    [
+        (["random", "expectimax", "expectimax:depth=2"],
+         "'expectimax' and 'expectimax:depth=2' are the same agent (expectimax:depth=2): give each agent once"),
+        ([_shipped_ppo(), _shipped_ppo("./")], f"{_shipped_ppo()!r} and {_shipped_ppo('./')!r} are the same agent"),
+        (["greedy", "random", "greedy"], "'greedy' is given 2 times"),
+        (["greedy"], "give at least two different agents, got 1"),
+        (["greedy", "minimax"], "unknown agent 'minimax'; known agents: random, greedy"),
+    ],
+)
+def test_bad_agent_lists_are_refused_before_the_first_game(specs, message, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "new"
+    status, stdout, err = _main([*specs, "--games", "4", "--out", str(out)], capsys)
+    assert status == 2 and message in err and "Traceback" not in err
+    assert not out.exists() and stdout == ""  # nothing created, nothing played
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--seed", "-1"], "--seed must be an integer >= 0, got -1"),
+        (["--games", "7"], "--games must be an even number >= 2, got 7"),
+        (["--games", "0"], "--games must be an even number >= 2, got 0"),
+        (["--batch", "3"], "--batch must be an even number >= 2, got 3"),
+        (["--reserve", "13"], "--reserve must be in 1..12, got 13"),
+        (["--ply-limit", "0"], "--ply-limit must be in 1.."),
+        (["--benchmark-games", "4"], "--benchmark-games needs --benchmark SPEC"),
+    ],
+)
+def test_bad_settings_are_refused_by_the_parser(arguments, message, tmp_path, capsys):
+    status, stdout, err = _main(["random", "greedy", *arguments, "--out", str(tmp_path / "new")], capsys)
+    assert status == 2 and message in err and stdout == ""
+    assert not (tmp_path / "new").exists()
+
+
+def test_out_must_be_a_writable_directory(tmp_path, capsys):
+    file = tmp_path / "results.txt"
+    file.write_text("keep me")
+    for out, message in [(file, "is a file, not a directory"), (file / "sub", f"lies under the file {file}")]:
+        for command in (["random", "greedy", "--games", "4"], ["--benchmark", "greedy", "--benchmark-games", "2"]):
+            status, stdout, err = _main([*command, "--out", str(out)], capsys)
+            assert status == 2 and f"--out {out}: {message}" in err and stdout == ""
+    assert file.read_text() == "keep me"
+    if os.geteuid() == 0:  # root writes everywhere a file system lets it: take a folder no one can write in
+        locked = Path("/proc")
+    else:
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+    status, _, err = _main(["random", "greedy", "--games", "4", "--out", str(locked / "results")], capsys)
+    assert status == 2 and f"cannot write in {locked}" in err
+
+
+def test_two_games_give_valid_json_with_null_intervals(tmp_path, capsys):
+    status, stdout, err = _main(["random", "greedy", "--games", "2", "--out", str(tmp_path)], capsys)
+    assert status == 0, err
+    data = _strict_json(tmp_path / "results.json")
+    assert data["pairings"][0]["ci95"] is None and len(data["pairings"][0]["pair_scores"]) == 1
+    assert "n/a" in stdout and "| n/a |" in (tmp_path / "results.md").read_text()
+
+
+def test_an_agent_failing_mid_tournament_keeps_the_finished_pairings(tmp_path, capsys):
+    (tmp_path / "faulty.py").write_text(FAULTY)
+    spec = f"{tmp_path / 'faulty.py'}:LateFault:calls=150"
+    out = tmp_path / "results"
+    status, stdout, err = _main(["random", "greedy", spec, "--games", "200", "--batch", "100", "--out", str(out)],
+                                capsys)
+    assert status == 1
+    name = f"{tmp_path / 'faulty.py'}:LateFault:calls=150"
+    assert re.search(rf"error: random vs {re.escape(name)}: agent '{re.escape(name)}' in game \d+: returned [a-f][1-6] "
+                     r"\(square \d+\), which is not a legal placement; legal: .*; position: board [.RB]{36} ", err)
+    assert "the 1 pairing(s) finished before are kept" in err and "where it came from" not in err
+    assert "random   greedy" in stdout  # the finished pairing is printed
+    data = _strict_json(out / "results.json")
+    assert data["complete"] is False and data["ratings_elo"] is None and "LateFault" in data["error"]
+    assert [(p["a"], p["b"], p["games"]) for p in data["pairings"]] == [("random", "greedy", 200)]
+    assert "**Unfinished**" in (out / "results.md").read_text() and not (out / "ratings.png").exists()
+
+
+def test_an_exception_in_the_agent_names_it_and_shows_where_it_came_from(tmp_path, capsys):
+    (tmp_path / "faulty.py").write_text(FAULTY)
+    status, _, err = _main(["random", f"{tmp_path / 'faulty.py'}:raises_late", "--games", "400"], capsys)
+    assert status == 1
+    assert "raised KeyError: 'no such opening' (choosing for" in err
+    assert 'faulty.py", line' in err and "where it came from" in err  # the user's own traceback
+
+
+def test_a_faulty_agent_is_caught_before_the_first_game(tmp_path, capsys):
+    (tmp_path / "faulty.py").write_text(FAULTY)
+    out = tmp_path / "results"
+    status, stdout, err = _main(["random", f"{tmp_path / 'faulty.py'}:LateFault", "--out", str(out)], capsys)
+    assert status == 2 and stdout == ""
+    assert re.search(r"agent '.*LateFault' failed before the first game, on test position \d+: returned [a-f][1-6] "
+                     r"\(square \d+\), which is not a legal placement", err)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "answer, message, row",
+    [
+        (lambda masks: np.argmax(masks, axis=1)[:-1], r"returned shape \(7,\) for 8 game\(s\), expected \(8,\)", None),
+        (lambda masks: np.argmax(masks, axis=1).astype(float), "returned float64 values, not integer square", 0),
+        (lambda masks: np.where(np.arange(8) == 5, 36, np.argmax(masks, axis=1)), "returned 36, not a square index", 5),
+        (lambda masks: [[1, 2], [3]], "not an array of squares", None),
+        (lambda masks: np.argmax(masks, axis=1) > 0, "returned bool values", 0),
+    ],
+)
+def test_wrong_answers_are_named_with_their_row(answer, message, row):
+    from strategic_reserve_env.policies import InvalidActionsError, checked_actions
+
+    masks = np.zeros((8, 36), dtype=bool)
+    masks[:, 3:9] = True
+    with pytest.raises(InvalidActionsError, match=message) as caught:
+        checked_actions(answer(masks), array_to_bitboards(masks))
+    assert caught.value.row == row
+
+
+def test_rows_without_a_legal_square_are_not_looked_at():
+    from strategic_reserve_env.policies import InvalidActionsError, checked_actions
+
+    masks = np.zeros((4, 36), dtype=bool)
+    masks[1, [7, 8]] = True
+    assert checked_actions(np.array([-1, 8, 99, 0]), array_to_bitboards(masks)).tolist() == [-1, 8, 99, 0]
+    with pytest.raises(InvalidActionsError, match=r"returned a1 \(square 0\), which is not a legal placement; "
+                                                  r"legal: b2, c2$") as caught:
+        checked_actions(np.array([-1, 0, 99, 0]), array_to_bitboards(masks))
+    assert caught.value.row == 1
+
+
+def test_arena_names_the_agent_the_game_and_the_position():
+    class Occupied:
+        name = "occupied"
+
+        def act(self, observations, masks, rng):
+            squares = np.argmax(masks, axis=1)
+            if observations[:, :, :, 0].sum() > 0:  # once the mover has a checker on the board
+                squares[0] = np.flatnonzero(~masks[0])[0]
+            return squares
+
+    with pytest.raises(arena.AgentError) as caught:
+        arena.play((load_agent("random"), Occupied()), np.tile([0, 1], 10), np.arange(20), Config(),
+                   [np.random.default_rng(k) for k in range(2)], game_numbers=np.arange(100, 120))
+    error = caught.value
+    assert error.agent == 1 and error.name == "occupied" and 100 <= error.game < 120
+    assert "which is not a legal placement" in error.detail and re.match(r"board [.RB]{36} ", error.position)
+    assert isinstance(error.__cause__, ValueError)
+
+
+def test_json_text_keeps_number_lists_on_one_line_and_refuses_nan():
+    from evaluation.tournament import json_text
+
+    payload = {"pair_scores": [0.5, 1.0, 0.0, 0.25], "ci95": [-1e-05, 2.5e+300], "nested": {"names": ["a", "b"]}}
+    text = json_text(payload)
+    assert json.loads(text) == payload
+    assert '"pair_scores": [0.5, 1.0, 0.0, 0.25]' in text and '"ci95": [-1e-05, 2.5e+300]' in text
+    with pytest.raises(ValueError):
+        json_text({"score": float("nan")})

@@ -1,0 +1,265 @@
+"""A versioned benchmark protocol: any agent against a fixed panel, with a score card.
+
+``python evaluate.py --benchmark SPEC`` plays the agent SPEC against each
+member of the panel of :data:`PROTOCOL_V1` (random, greedy,
+expectimax:depth=2 and the shipped PPO) with everything else fixed by the
+protocol: games per opponent, paired dice from a fixed seed, reserve 7,
+the ply limit and the engine batch (the agents' generators are consumed
+batch by batch, so the batch is part of what makes a run reproducible).
+The score card gives the score against each opponent with its 95 %
+interval, a Bradley-Terry rating on the protocol's fixed scale (the panel's
+ratings are constants of the protocol, random at 0; only the agent's rating
+is fitted), the games per second and the protocol version. Any change to
+what the protocol fixes, the panel's agents included, makes a new version;
+scores are comparable only within one version. docs/BENCHMARK.md describes
+the protocol, the JSON schema of a score card and the reference scores.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from agents import load_agent
+
+from .statistics import Duel, fit_ratings
+from .tournament import (
+    Pairing,
+    PairingError,
+    Settings,
+    check_agent,
+    format_interval,
+    json_text,
+    markdown_table,
+    play_pairing,
+    text_table,
+    write_text,
+)
+
+REPOSITORY = Path(__file__).resolve().parents[1]
+SHIPPED_PPO = "ppo:" + (REPOSITORY / "models" / "ppo_baseline.safetensors").as_posix()
+"""The spec of the panel's PPO: the shipped model (the one place to change when the model file moves)."""
+SCHEMA = "strategic-reserve-benchmark/1"  # the JSON layout of a score card (docs/BENCHMARK.md)
+
+
+@dataclass(frozen=True)
+class PanelMember:
+    """An opponent of the panel."""
+
+    label: str
+    """Its name on score cards (the same on every machine, unlike a model's path)."""
+    spec: str
+    """Its agent spec."""
+    games: int
+    """Games the benchmarked agent plays against it (even: each dice stream twice, seats swapped)."""
+    rating: float
+    """Its Bradley-Terry rating under the protocol (Elo scale, random at 0): fixed, it sets the scale."""
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """Everything a benchmark run fixes."""
+
+    version: str
+    panel: tuple[PanelMember, ...]
+    seed: int
+    """Seed of the dice streams and of the agents' generators."""
+    reserve: int
+    ply_limit: int
+    batch: int
+    """Games per engine batch."""
+
+    def config(self):
+        """The game settings."""
+        return self.settings(2).config()
+
+    def settings(self, games: int) -> Settings:
+        """Tournament settings of one opponent's games."""
+        return Settings(agents=[], games=games, seed=self.seed, batch=self.batch, reserve=self.reserve,
+                        ply_limit=self.ply_limit, progress=False)
+
+    def as_json(self, panel_names: list[str] | None = None) -> dict:
+        """The protocol; ``panel_names`` (the loaded agents' canonical names) replace the specs if given."""
+        names = panel_names or [m.spec for m in self.panel]
+        return {"version": self.version, "seed": self.seed, "reserve": self.reserve, "ply_limit": self.ply_limit,
+                "batch": self.batch, "panel": [{"label": m.label, "agent": name, "games": m.games, "rating": m.rating}
+                                               for m, name in zip(self.panel, names)]}
+
+    def summary(self) -> str:
+        """One line: what the protocol fixes."""
+        games = ", ".join(f"{m.games:,} vs {m.label}" for m in self.panel)
+        return (f"protocol {self.version}: paired dice (seed {self.seed}), reserve {self.reserve}, "
+                f"ply limit {self.ply_limit}, batch {self.batch}; games: {games}")
+
+
+# Games per opponent: expectimax:depth=2 plays about 150 games/s against fast agents on one core, the
+# others thousands; 2,000 games against it and 4,000 against the rest keep a benchmark of the shipped
+# PPO at 18 s of wall time on the project's 2-core machine (44 s when it is busy, load average 7), with
+# 95 % half-widths of 0.013 and 0.019 on the scores (docs/BENCHMARK.md, "Budget").
+# The ratings are those of the panel's round robin under this protocol (python -m evaluation.reference).
+PROTOCOL_V1 = Protocol(
+    version="v1",
+    panel=(
+        PanelMember("random", "random", 4000, 0.0),
+        PanelMember("greedy", "greedy", 4000, 171.2),
+        PanelMember("expectimax:depth=2", "expectimax:depth=2", 2000, 189.4),
+        PanelMember("ppo_baseline", SHIPPED_PPO, 4000, 159.2),
+    ),
+    seed=1,
+    reserve=7,
+    ply_limit=1000,
+    batch=1000,
+)
+
+
+CARD_HEADER = ["opponent", "games", "score", "95% CI", "win as Red", "win as Blue", "mean plies", "truncated",
+               "games/s"]
+
+
+@dataclass
+class ScoreCard:
+    """The result of benchmarking one agent."""
+
+    agent: str
+    """The agent's canonical name."""
+    protocol: Protocol
+    games_override: int | None
+    """Games per opponent when overridden (the run is then not protocol-conformant)."""
+    panel_names: list[str]
+    """Canonical names of the panel's agents as loaded (a model's path as seen from the working directory)."""
+    results: list[tuple[PanelMember, Pairing]] = field(default_factory=list)
+    rating: tuple[float, float] | None = None
+    """(Elo, 95 % half-width) on the protocol's scale; None until every opponent is played."""
+    error: str | None = None
+    wall_seconds: float = 0.0
+    """Wall time of the whole run: loading and checking the agents, and the games."""
+    load_average: float | None = None
+    """The machine's 1-minute load average at the end of the run (None where the system has none):
+    speeds on a shared machine mean little without it."""
+
+    @property
+    def conformant(self) -> bool:
+        return self.games_override is None
+
+    @property
+    def complete(self) -> bool:
+        return self.rating is not None and self.error is None
+
+    @property
+    def games(self) -> int:
+        return sum(p.games for _, p in self.results)
+
+    @property
+    def seconds(self) -> float:
+        return sum(p.seconds for _, p in self.results)
+
+    def title(self) -> str:
+        if self.conformant:
+            return f"Strategic Reserve benchmark, protocol {self.protocol.version}: {self.agent}"
+        return (f"Strategic Reserve benchmark, NOT protocol {self.protocol.version} ({self.games_override} games per "
+                f"opponent; not comparable with protocol scores): {self.agent}")
+
+    def rows(self) -> list[list[str]]:
+        return [[
+            member.label, f"{p.games:,}", f"{p.score:.3f}", format_interval(p.interval()),
+            f"{p.wins_as_red / p.games_as_red:.3f}", f"{p.wins_as_blue / p.games_as_blue:.3f}",
+            f"{p.total_plies / p.games:.1f}", str(p.truncated), f"{p.games / p.seconds:,.0f}",
+        ] for member, p in self.results]
+
+    def rating_line(self) -> str:
+        anchors = ", ".join(f"{m.label} {m.rating:+.0f}" for m in self.protocol.panel)
+        value = "n/a (unfinished)" if self.rating is None else f"{self.rating[0]:+.0f} ± {self.rating[1]:.0f}"
+        return f"rating: {value} (Bradley-Terry, Elo scale; the panel fixed at {anchors})"
+
+    def speed_line(self) -> str:
+        rate = self.games / self.seconds if self.seconds else 0.0
+        load = f", load average {self.load_average:.1f}" if self.load_average is not None else ""
+        return (f"{self.games:,} games in {self.seconds:.1f} s: {rate:,.0f} games/s; wall time {self.wall_seconds:.1f} s "
+                f"with loading and checks{load}")
+
+    def text(self) -> str:
+        lines = [self.title(), "", text_table(CARD_HEADER, self.rows()), "", self.rating_line(), self.speed_line(),
+                 self.protocol.summary()]
+        return "\n".join(lines + ([f"unfinished: {self.error}"] if self.error else []))
+
+    def markdown(self) -> str:
+        lines = [f"# {self.title()}", "", markdown_table(CARD_HEADER, self.rows()), "", f"- {self.rating_line()}",
+                 f"- {self.speed_line()}", f"- {self.protocol.summary()}"]
+        return "\n".join(lines + ([f"- **unfinished**: {self.error}"] if self.error else [])) + "\n"
+
+    def as_json(self) -> dict:
+        """The score card in the layout :data:`SCHEMA` (docs/BENCHMARK.md)."""
+        return {
+            "schema": SCHEMA,
+            "agent": self.agent,
+            "protocol": self.protocol.as_json(self.panel_names),
+            "conformant": self.conformant,
+            "games_per_opponent_override": self.games_override,
+            "complete": self.complete,
+            "error": self.error,
+            "opponents": [{"label": member.label, **pairing.as_json()} for member, pairing in self.results],
+            "rating": None if self.rating is None else {"elo": self.rating[0], "ci95_half_width": self.rating[1]},
+            "games": self.games,
+            "seconds": self.seconds,
+            "games_per_second": self.games / self.seconds if self.seconds else None,
+            "wall_seconds": self.wall_seconds,
+            "environment": {"python": platform.python_version(), "numpy": np.__version__,
+                            "machine": platform.machine(), "cpus": os.cpu_count(), "load_average": self.load_average},
+        }
+
+    def write(self, directory: Path, stem: str = "benchmark") -> None:
+        """``{stem}.json`` and ``{stem}.md`` in ``directory`` (created if missing)."""
+        directory.mkdir(parents=True, exist_ok=True)
+        write_text(directory / f"{stem}.json", json_text(self.as_json()))
+        write_text(directory / f"{stem}.md", self.markdown())
+
+
+def fit_rating(protocol: Protocol, results: list[tuple[PanelMember, Pairing]]) -> tuple[float, float]:
+    """The benchmarked agent's rating and 95 % half-width with the panel's ratings held fixed."""
+    duels = [Duel(0, k + 1, pairing.score * pairing.games, pairing.games) for k, (_, pairing) in enumerate(results)]
+    fixed = {k + 1: member.rating for k, (member, _) in enumerate(results)}
+    ratings, half = fit_ratings(len(results) + 1, duels, fixed)
+    return float(ratings[0]), float(half[0])
+
+
+def run_benchmark(spec, protocol: Protocol = PROTOCOL_V1, games: int | None = None, progress: bool = True,
+                  on_opponent: Callable[[ScoreCard], None] | None = None) -> ScoreCard:
+    """Benchmark the agent ``spec`` (a spec string or an agent object) under ``protocol``; ``games`` overrides
+    the games per opponent (the card is then marked not conformant). The agent and the panel are loaded and
+    checked before the first game (``ValueError``). ``on_opponent(card)`` is called after each opponent.
+    :class:`~evaluation.tournament.PairingError` if an agent fails; its ``card`` holds what was played."""
+    start = time.perf_counter()
+    if games is not None:
+        Settings(agents=[], games=games)  # checks the override
+    agent = load_agent(spec) if isinstance(spec, str) else spec
+    panel = [load_agent(member.spec) for member in protocol.panel]
+    config = protocol.config()
+    for each in (agent, *panel):
+        check_agent(each, config, protocol.seed)
+    card = ScoreCard(agent.name, protocol, games, [each.name for each in panel])
+    total = sum(games or member.games for member in protocol.panel)
+    with tqdm(total=total, unit="game", disable=not progress, file=sys.stderr) as bar:
+        for member, opponent in zip(protocol.panel, panel):
+            bar.set_description(f"{agent.name} vs {member.label}")
+            try:
+                pairing = play_pairing(agent, opponent, protocol.settings(games or member.games), bar)
+            except PairingError as error:
+                card.error, card.wall_seconds = str(error), time.perf_counter() - start
+                error.card = card
+                raise
+            card.results.append((member, replace(pairing, b=member.label)))
+            card.wall_seconds = time.perf_counter() - start
+            if on_opponent is not None:
+                on_opponent(card)
+    card.rating = fit_rating(protocol, card.results)
+    card.wall_seconds = time.perf_counter() - start
+    card.load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    return card

@@ -1,0 +1,127 @@
+"""The statistics of the evaluation: score intervals and Bradley-Terry ratings (scipy underneath).
+
+**Score interval.** A pairing's score is the mean of its per-pair scores
+(each pair of games shares one dice stream, seats swapped; a pair scores 0,
+1/4, ..., 1). Its 95 % interval is Student's t-interval over those pair
+scores (``scipy.stats.t``), clipped to [0, 1]. It is undefined (``None``)
+with fewer than two pairs, and has zero width when every pair scored the
+same.
+
+**Bradley-Terry ratings.** P(i beats j) = 1 / (1 + exp(s_j - s_i)), fitted
+by maximum likelihood (``scipy.optimize.minimize``) on win counts, a
+truncated game counting half a win for each side. Some ratings are held
+fixed (a round robin fixes one agent at 0; the benchmark fixes the whole
+panel at its protocol's ratings) and the others are fitted. One pseudo-game
+per duel, split evenly, keeps a rating finite when a side never loses. The
+95 % intervals come from the Fisher information of the fitted ratings with
+the fixed ones taken as known; games within a dice pair are treated as
+independent there, which the paired design makes conservative. Ratings are
+given on the Elo scale (400 / ln 10 points per unit of log-odds).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+CONFIDENCE = 0.95
+ELO_PER_NAT = 400 / math.log(10)  # Bradley-Terry strength (natural log-odds) to Elo points
+PRIOR_GAMES = 1.0  # one pseudo-game drawn per duel keeps ratings finite when a side never loses
+Z95 = float(stats.norm.ppf(0.5 + CONFIDENCE / 2))  # 1.96: half-width of a 95 % normal interval in std devs
+
+
+def score_interval(pair_scores: Sequence[float]) -> tuple[float, float] | None:
+    """95 % t-interval of the mean of ``pair_scores`` (each in [0, 1]), clipped to [0, 1];
+    None with fewer than two pairs (no spread can be estimated)."""
+    scores = np.asarray(pair_scores, dtype=np.float64)
+    if scores.size < 2:
+        return None
+    mean, error = float(scores.mean()), float(stats.sem(scores))
+    if error == 0.0:
+        return mean, mean
+    low, high = stats.t.interval(CONFIDENCE, scores.size - 1, loc=mean, scale=error)
+    return max(0.0, float(low)), min(1.0, float(high))
+
+
+@dataclass(frozen=True)
+class Duel:
+    """Results between players ``i`` and ``j`` (indices): ``wins`` of ``i`` (a truncated game counts
+    1/2) out of ``games``."""
+
+    i: int
+    j: int
+    wins: float
+    games: int
+
+
+def fit_ratings(players: int, duels: Sequence[Duel], fixed: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Bradley-Terry ratings of ``players`` players (Elo scale) by maximum likelihood, with the
+    ratings of ``fixed`` ({index: Elo}) held and the others fitted; returns ``(ratings, half_widths)``,
+    two (players,) arrays, the half-widths of the 95 % intervals (0 for the fixed players).
+    ``ValueError`` if a fitted player is not linked to a fixed one by duels (its rating is undefined)."""
+    if not fixed:
+        raise ValueError("fix at least one rating (the scale has no origin otherwise)")
+    free = [k for k in range(players) if k not in fixed]
+    base = np.zeros(players)
+    for k, value in fixed.items():
+        base[k] = value / ELO_PER_NAT
+    i = np.array([d.i for d in duels], dtype=np.int64)
+    j = np.array([d.j for d in duels], dtype=np.int64)
+    wins = np.array([d.wins for d in duels], dtype=np.float64) + PRIOR_GAMES / 2
+    games = np.array([d.games for d in duels], dtype=np.float64) + PRIOR_GAMES
+    _check_linked(players, i, j, fixed)
+
+    def strengths(theta: np.ndarray) -> np.ndarray:
+        full = base.copy()
+        full[free] = theta
+        return full
+
+    def negative_log_likelihood(theta: np.ndarray) -> float:
+        s = strengths(theta)
+        return float(np.sum(wins * np.logaddexp(0, s[j] - s[i]) + (games - wins) * np.logaddexp(0, s[i] - s[j])))
+
+    def gradient(theta: np.ndarray) -> np.ndarray:
+        s = strengths(theta)
+        expected = games / (1 + np.exp(s[j] - s[i]))  # expected wins of i
+        full = np.zeros(players)
+        np.add.at(full, i, expected - wins)
+        np.add.at(full, j, wins - expected)
+        return full[free]
+
+    s = base
+    if free:
+        result = optimize.minimize(negative_log_likelihood, np.zeros(len(free)), jac=gradient, method="BFGS",
+                                   options={"gtol": 1e-9})
+        s = strengths(result.x)
+    p = 1 / (1 + np.exp(s[j] - s[i]))
+    information = np.zeros((players, players))
+    np.add.at(information, (i, i), games * p * (1 - p))
+    np.add.at(information, (j, j), games * p * (1 - p))
+    np.add.at(information, (i, j), -games * p * (1 - p))
+    np.add.at(information, (j, i), -games * p * (1 - p))
+    half = np.zeros(players)
+    if free:
+        covariance = np.linalg.inv(information[np.ix_(free, free)])
+        half[free] = Z95 * np.sqrt(np.diag(covariance))
+    ratings = s * ELO_PER_NAT
+    ratings[list(fixed)] = list(fixed.values())  # exactly as given, not round-tripped through log-odds
+    return ratings, half * ELO_PER_NAT
+
+
+def _check_linked(players: int, i: np.ndarray, j: np.ndarray, fixed: dict[int, float]) -> None:
+    """Every player must reach a fixed one through duels."""
+    reached, frontier = set(fixed), list(fixed)
+    while frontier:
+        k = frontier.pop()
+        for a, b in zip(i, j):
+            for here, there in ((a, b), (b, a)):
+                if here == k and there not in reached:
+                    reached.add(int(there))
+                    frontier.append(int(there))
+    missing = sorted(set(range(players)) - reached)
+    if missing:
+        raise ValueError(f"players {missing} have no games linking them to a rated player")

@@ -1,0 +1,415 @@
+"""Round-robin tournaments of Strategic Reserve agents, with paired dice (the code behind evaluate.py).
+
+Luck control: every pair of games shares one dice stream (roll t of both
+games is the same) and swaps the seats, so both agents meet the same rolls
+for as long as the positions allow. Dice are drawn per game slot and ply from
+streams derived from the seed and independent of the agents' own
+randomness; every pairing reuses the same streams.
+
+Reported per pairing: score of the first agent (win 1, truncated game 1/2)
+with a 95 % t-interval over the per-pair scores, its win rate as Red and as
+Blue, mean game length, truncations and games per second. Ratings:
+Bradley-Terry on the whole table (Elo scale, ``random`` anchored at 0 when
+present, else the first agent); see :mod:`evaluation.statistics`.
+
+Before the first game every agent is loaded once, under its canonical name
+(``load_agent(spec).name``; two specs naming the same agent are refused),
+and asked for a move on a few test positions, so a broken agent fails
+before anything is played. An agent that fails later stops the tournament
+with a :class:`PairingError` naming the agent, the game and the position;
+the pairings finished before it are kept on the error (and written by
+evaluate.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from agents import RandomAgent, load_agent
+from strategic_reserve_env import arena, engine
+from strategic_reserve_env.config import Config
+from strategic_reserve_env.sampling import uniform_square
+
+from .statistics import Duel, fit_ratings, score_interval
+
+PROBE_POSITIONS = 8  # positions every agent is asked about before the first game
+DICE_SALT = 0xD1CE  # mixed into the seed of the dice streams, apart from the agents' generators
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What to play; ``ValueError`` on construction if a setting is out of range."""
+
+    agents: list[str]
+    """Agent specs (at least two): random, greedy, expectimax:depth=2, ppo:PATH.zip ..."""
+    games: int = 2000
+    """Games per pairing; even, as each dice stream is played twice with the seats swapped."""
+    seed: int = 0
+    """Seed of the dice streams and of the agents' generators (>= 0)."""
+    batch: int = 1000
+    """Games played at once in one engine batch (memory grows with it for the search agents); even."""
+    reserve: int = 7
+    """Reserve size of the variant (1..12)."""
+    ply_limit: int = 1000
+    """Plies after which a game counts as truncated (half a point each)."""
+    out: str | None = None
+    """Directory for results.json, results.md and ratings.png (nothing written if unset)."""
+    progress: bool = True
+    """Show a progress bar."""
+
+    def __post_init__(self) -> None:
+        for name in ("games", "batch"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 2 or value % 2:
+                raise ValueError(f"{name} must be an even number >= 2, got {value!r}")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        self.config()  # checks reserve and ply_limit
+
+    def config(self) -> Config:
+        """The game settings."""
+        return Config(reserve=self.reserve, ply_limit=self.ply_limit)
+
+
+@dataclass
+class Pairing:
+    """Raw counts of one pairing (agent ``a`` against agent ``b``), from ``a``'s side."""
+
+    a: str
+    b: str
+    games: int
+    wins_as_red: int
+    games_as_red: int
+    wins_as_blue: int
+    games_as_blue: int
+    truncated: int
+    total_plies: int
+    seconds: float
+    pair_scores: list[float] = field(repr=False)
+
+    @property
+    def score(self) -> float:
+        return float(np.mean(self.pair_scores))
+
+    def interval(self) -> tuple[float, float] | None:
+        """95 % t-interval of the mean per-pair score; None with a single pair (see
+        :func:`evaluation.statistics.score_interval`)."""
+        return score_interval(self.pair_scores)
+
+    def as_json(self) -> dict:
+        """The raw counts, the score and its interval (``ci95`` null when undefined)."""
+        interval = self.interval()
+        return asdict(self) | {"score": self.score, "ci95": list(interval) if interval else None}
+
+
+class PairingError(RuntimeError):
+    """An agent failed during a pairing; the :class:`~strategic_reserve_env.arena.AgentError` is the cause.
+    ``pairings`` holds the pairings finished before (set by :func:`run`), ``card`` the benchmark's score
+    card so far (set by :func:`evaluation.benchmark.run_benchmark`)."""
+
+    def __init__(self, message: str, pairings: list[Pairing] | None = None) -> None:
+        super().__init__(message)
+        self.pairings = pairings or []
+        self.card = None
+
+
+def dice_seeds(seed: int, pairs: int) -> np.ndarray:
+    """One dice stream per pair of games, the same two games in a row; derived from ``seed`` only."""
+    per_pair = np.random.SeedSequence([seed, DICE_SALT]).generate_state(pairs, dtype=np.uint64) >> np.uint64(1)
+    return np.repeat(per_pair.astype(np.int64), 2)
+
+
+def load_agents(specs: Sequence) -> list:
+    """The agents of ``specs`` (spec strings, or agent objects with a ``name``), each loaded once;
+    ``ValueError`` if fewer than two are given or two of them are the same agent (same canonical
+    name), naming the spellings."""
+    agents = [load_agent(spec) if isinstance(spec, str) else spec for spec in specs]
+    spellings: dict[str, list[str]] = {}
+    for spec, agent in zip(specs, agents):
+        spellings.setdefault(agent.name, []).append(spec if isinstance(spec, str) else repr(spec))
+    repeated = [(name, given) for name, given in spellings.items() if len(given) > 1]
+    if repeated:
+        raise ValueError("; ".join(
+            f"{' and '.join(repr(s) for s in given)} are the same agent ({name})" if len(set(given)) > 1
+            else f"{given[0]!r} is given {len(given)} times" for name, given in repeated
+        ) + ": give each agent once")
+    if len(agents) < 2:
+        raise ValueError(f"give at least two different agents, got {len(agents)}")
+    return agents
+
+
+def probe_positions(config: Config, seed: int = 0) -> engine.State:
+    """Up to ``PROBE_POSITIONS`` positions awaiting a placement, game ``k`` after ``2 k`` uniformly random
+    plies (games already over are left out); random dice and placements from ``seed``."""
+    rng = np.random.default_rng([seed, DICE_SALT, 1])
+    state = engine.roll(engine.init(config, PROBE_POSITIONS), engine.draw_rolls(rng, PROBE_POSITIONS))
+    stop_at = 2 * np.arange(PROBE_POSITIONS)
+    for ply in range(int(stop_at.max())):
+        moving = (ply < stop_at) & ~state.done
+        state = engine.place(state, uniform_square(state.legal, rng.random(PROBE_POSITIONS)), config, active=moving)
+        state = engine.roll(state, engine.draw_rolls(rng, PROBE_POSITIONS), active=moving & ~state.done)
+    return state[~state.done]
+
+
+def check_agent(agent, config: Config, seed: int = 0) -> None:
+    """Ask ``agent`` for a placement on the test positions of :func:`probe_positions`; ``ValueError``
+    naming the agent, what it did wrong and the position if it raises or answers with anything but
+    one legal square per position. Its own generator for this is seeded apart from the games'."""
+    positions = probe_positions(config, seed)
+    games = np.arange(positions.batch_size)
+    try:
+        arena.choose_checked(agent, 0, positions, games, np.random.default_rng([seed, DICE_SALT, 2]), games)
+    except arena.AgentError as error:
+        raise ValueError(f"agent {error.name!r} failed before the first game, on test position {error.game}: "
+                         f"{error.detail}; position: {error.position}") from error
+
+
+@contextlib.contextmanager
+def one_torch_thread():
+    """While games are played, torch (if an agent imported it) computes on one thread; restored after.
+
+    The agents' batches are small (at most ``Settings.batch`` positions), and on a busy machine torch's
+    thread pool waits for cores instead of computing: the shipped PPO against random ran 2,600 games/s
+    on one thread and 170 on two, with two cores shared by several processes."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def play_pairing(a, b, settings: Settings, progress=None) -> Pairing:
+    """All games of one pairing (agent specs or agent objects), in engine batches, with paired
+    dice and swapped seats. :class:`PairingError` if an agent fails."""
+    agents = tuple(load_agent(x) if isinstance(x, str) else x for x in (a, b))
+    config = settings.config()
+    seeds = dice_seeds(settings.seed, settings.games // 2)
+    red_agent = np.tile([0, 1], settings.games // 2)  # even game: a is Red; odd game: b is Red
+    rngs = [np.random.default_rng([settings.seed, 1, index]) for index in range(2)]
+    results = []
+    start = time.perf_counter()
+    finished_before = 0
+
+    def advance(state) -> None:
+        """Move the progress bar by the games finished since the last ply."""
+        nonlocal finished_before
+        finished = int(state.done.sum())
+        if progress is not None:
+            progress.update(finished - finished_before)
+        finished_before = finished
+
+    with one_torch_thread():
+        for first in range(0, settings.games, settings.batch):
+            chunk = slice(first, min(first + settings.batch, settings.games))
+            finished_before = 0
+            try:
+                results.append(arena.play(agents, red_agent[chunk], seeds[chunk], config, rngs, on_ply=advance,
+                                          game_numbers=np.arange(chunk.start, chunk.stop)))
+            except arena.AgentError as error:
+                raise PairingError(f"{agents[0].name} vs {agents[1].name}: {error}") from error
+    seconds = time.perf_counter() - start
+    red = np.concatenate([r.red_agent for r in results])
+    winner = np.concatenate([r.winning_agent for r in results])
+    points = np.where(winner == 0, 1.0, np.where(winner < 0, 0.5, 0.0))
+    return Pairing(
+        a=agents[0].name, b=agents[1].name, games=settings.games,
+        wins_as_red=int(((red == 0) & (winner == 0)).sum()), games_as_red=int((red == 0).sum()),
+        wins_as_blue=int(((red == 1) & (winner == 0)).sum()), games_as_blue=int((red == 1).sum()),
+        truncated=int((winner < 0).sum()), total_plies=int(np.concatenate([r.plies for r in results]).sum()),
+        seconds=seconds, pair_scores=points.reshape(-1, 2).mean(axis=1).tolist(),
+    )
+
+
+def duel_of(pairing: Pairing, i: int, j: int) -> Duel:
+    """The pairing's result as a :class:`~evaluation.statistics.Duel` between players ``i`` (its ``a``) and ``j``."""
+    return Duel(i, j, pairing.score * pairing.games, pairing.games)
+
+
+def bradley_terry(names: list[str], pairings: list[Pairing]) -> dict[str, tuple[float, float]]:
+    """Elo-scale ratings and 95 % half-widths, fitted by maximum likelihood on all pairings
+    (``random`` fixed at 0 when present, else the first agent); names must be distinct."""
+    if len(set(names)) != len(names):
+        raise ValueError(f"agent names must be distinct, got {names}")
+    index = {name: i for i, name in enumerate(names)}
+    unknown = sorted(({p.a for p in pairings} | {p.b for p in pairings}) - set(index))
+    if unknown:
+        raise ValueError(f"pairings of agents not rated: {unknown}")
+    anchor = index.get(RandomAgent.name, 0)
+    ratings, half = fit_ratings(len(names), [duel_of(p, index[p.a], index[p.b]) for p in pairings], {anchor: 0.0})
+    return {name: (float(ratings[i]), float(half[i])) for name, i in index.items()}
+
+
+def format_interval(interval: tuple[float, float] | None) -> str:
+    """``[low, high]`` with three decimals, ``n/a`` when undefined."""
+    return "n/a" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def pairing_rows(pairings: list[Pairing]) -> list[list[str]]:
+    """Table rows: one per pairing."""
+    return [[
+        p.a, p.b, f"{p.score:.3f}", format_interval(p.interval()),
+        f"{p.wins_as_red / p.games_as_red:.3f}", f"{p.wins_as_blue / p.games_as_blue:.3f}",
+        f"{p.total_plies / p.games:.1f}", str(p.truncated), str(p.games), f"{p.games / p.seconds:,.0f}",
+    ] for p in pairings]
+
+
+PAIRING_HEADER = ["agent A", "agent B", "A score", "95% CI", "A win as Red", "A win as Blue",
+                  "mean plies", "truncated", "games", "games/s"]
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    """A plain aligned table."""
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def rating_rows(ratings: dict[str, tuple[float, float]]) -> list[list[str]]:
+    """Table rows: agents by rating."""
+    ordered = sorted(ratings.items(), key=lambda item: -item[1][0])
+    return [[name, f"{value:+.0f}", f"±{half:.0f}"] for name, (value, half) in ordered]
+
+
+def check_out(path: str | Path) -> Path:
+    """``path`` as a directory results can be written in, checked without creating anything: an existing
+    directory we can write in, or a missing one whose nearest existing parent is such a directory.
+    ``ValueError`` saying why not. (:func:`write_outputs` creates the directory.)"""
+    directory = Path(path)
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "is a file" if existing == directory else f"lies under the file {existing}"
+        raise ValueError(f"--out {path}: {where}, not a directory")
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-test-"):
+            pass
+    except OSError as error:
+        raise ValueError(f"--out {path}: cannot write in {existing} ({error.strerror or error})") from None
+    return directory
+
+
+_NUMBER_LIST = re.compile(r"\[\n\s*((?:-?[0-9][0-9.e+-]*,\n\s*)*-?[0-9][0-9.e+-]*)\n\s*\]")
+
+
+def json_text(payload: dict) -> str:
+    """``payload`` as indented JSON with each list of numbers on one line (per-pair scores stay readable
+    and small); NaN or infinity raise ``ValueError`` (JSON has neither)."""
+    text = json.dumps(payload, indent=1, allow_nan=False)
+    return _NUMBER_LIST.sub(lambda match: "[" + re.sub(r",\n\s*", ", ", match.group(1)) + "]", text) + "\n"
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file renamed over it (never a half-written file)."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
+        handle.write(text)
+    os.replace(handle.name, path)
+
+
+def write_outputs(directory: Path, settings: Settings, pairings: list[Pairing], ratings, stem: str = "results",
+                  plot: bool = True, extra: dict | None = None, error: str | None = None) -> None:
+    """``{stem}.json`` (raw counts and settings, plus ``extra``), ``{stem}.md`` and, if ``plot`` and the
+    ratings are there, ratings.png. ``ratings`` None and ``error`` describe an unfinished tournament:
+    the files then hold the pairings finished so far, with ``"complete": false``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "complete": ratings is not None and error is None,
+        "error": error,
+        "settings": asdict(settings),
+        "pairings": [p.as_json() for p in pairings],
+        "ratings_elo": None if ratings is None else {
+            name: {"rating": value, "ci95_half_width": half} for name, (value, half) in ratings.items()},
+        **(extra or {}),
+    }
+    write_text(directory / f"{stem}.json", json_text(payload))
+    markdown = [
+        f"# Tournament: {settings.games} games per pairing, seed {settings.seed}, reserve {settings.reserve}",
+        "", markdown_table(PAIRING_HEADER, pairing_rows(pairings)), "",
+    ]
+    if ratings is not None:
+        markdown += ["## Bradley-Terry ratings (Elo scale, 95 % intervals)", "",
+                     markdown_table(["agent", "rating", "95% CI"], rating_rows(ratings)), ""]
+    else:
+        markdown += [f"**Unfinished**: {error or 'still running'}", ""]
+    write_text(directory / f"{stem}.md", "\n".join(markdown))
+    if plot and ratings is not None:
+        plot_ratings(directory / "ratings.png", settings, ratings)
+
+
+def plot_ratings(path: Path, settings: Settings, ratings) -> None:
+    """Ratings with their intervals as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ordered = sorted(ratings.items(), key=lambda item: item[1][0])
+    figure, axes = plt.subplots(figsize=(6, 0.6 * len(ordered) + 1.2))
+    axes.errorbar([v for _, (v, _) in ordered], range(len(ordered)), xerr=[h for _, (_, h) in ordered],
+                  fmt="o", capsize=4)
+    axes.set_yticks(range(len(ordered)), [name for name, _ in ordered])
+    axes.set_xlabel("Bradley-Terry rating (Elo scale), 95 % interval")
+    axes.set_title(f"Strategic Reserve, {settings.games} games per pairing")
+    axes.grid(axis="x", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def prepare_agents(specs: Sequence, config: Config, seed: int = 0) -> list:
+    """:func:`load_agents`, then :func:`check_agent` on each: ``ValueError`` before any game is played."""
+    agents = load_agents(specs)
+    for agent in agents:
+        check_agent(agent, config, seed)
+    return agents
+
+
+def run(settings: Settings, agents: Sequence | None = None,
+        on_pairing: Callable[[list[Pairing]], None] | None = None,
+        checked: bool = False) -> tuple[list[Pairing], dict[str, tuple[float, float]]]:
+    """Play the round robin of ``agents`` (default: ``settings.agents``), loaded and checked first by
+    :func:`prepare_agents` unless ``checked`` says the caller did, and fit the ratings.
+    ``on_pairing(pairings)`` is called after each pairing with those finished so far.
+    :class:`PairingError` (carrying them) if an agent fails."""
+    agents = list(agents) if checked else prepare_agents(settings.agents if agents is None else agents,
+                                                         settings.config(), settings.seed)
+    matchups = list(itertools.combinations(agents, 2))
+    pairings: list[Pairing] = []
+    with tqdm(total=len(matchups) * settings.games, unit="game", disable=not settings.progress,
+              file=sys.stderr) as progress:
+        for a, b in matchups:
+            progress.set_description(f"{a.name} vs {b.name}")
+            try:
+                pairings.append(play_pairing(a, b, settings, progress))
+            except PairingError as error:
+                error.pairings = list(pairings)
+                raise
+            if on_pairing is not None:
+                on_pairing(list(pairings))
+    return pairings, bradley_terry([agent.name for agent in agents], pairings)
+

@@ -1,0 +1,233 @@
+"""The benchmark (issue 14): agents from outside the repository (a module, a single-game function file, an
+entry-point plugin) through evaluate.py and --benchmark, the README's own example, the score card and its
+documented JSON schema, the reference cards, and a faulty agent keeping what was played."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO
+from evaluation.benchmark import PROTOCOL_V1, SCHEMA, SHIPPED_PPO, ScoreCard, fit_rating, run_benchmark
+from evaluation.reference import END, REFERENCE_AGENTS, START, file_stem
+from evaluation.tournament import Pairing, PairingError
+
+QUICK = ["--benchmark-games", "20", "--no-progress"]
+SPREAD = '''
+import numpy as np
+
+class Spread:
+    """The legal square with the fewest own checkers around it (lowest index on ties)."""
+    def __init__(self, penalty=1):
+        self.penalty = penalty
+    def act(self, observations, masks, rng):
+        own = np.pad(observations[..., 0], ((0, 0), (1, 1), (1, 1)))
+        around = own[:, :-2, 1:-1] + own[:, 2:, 1:-1] + own[:, 1:-1, :-2] + own[:, 1:-1, 2:]
+        return np.argmin(np.where(masks, self.penalty * around.reshape(-1, 36), 99), axis=1)
+'''
+SINGLE = '''
+import numpy as np
+
+def act(observation, mask):
+    return int(np.flatnonzero(mask)[-1])
+'''
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory):
+    """Agents outside the repository: a package on a folder of its own, a single-game function file,
+    and an installed plugin (a .dist-info folder with an entry point, as pip leaves one)."""
+    root = tmp_path_factory.mktemp("outside")
+    (root / "lib" / "mybots").mkdir(parents=True)
+    (root / "lib" / "mybots" / "__init__.py").write_text("")
+    (root / "lib" / "mybots" / "heuristics.py").write_text(SPREAD)
+    (root / "single.py").write_text(SINGLE)
+    plugins = root / "plugins"
+    (plugins / "sr_spread_plugin").mkdir(parents=True)
+    (plugins / "sr_spread_plugin" / "__init__.py").write_text(SPREAD)
+    info = plugins / "sr_spread_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sr-spread-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[strategic_reserve_env.agents]\nspread = sr_spread_plugin:Spread\n")
+    return root
+
+
+def _evaluate(arguments: list[str], cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
+    """evaluate.py run as a user would, from ``cwd`` (outside the repository)."""
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return subprocess.run([sys.executable, str(REPO / "evaluate.py"), *arguments], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=300, check=False)
+
+
+def _kinds(outside: Path) -> dict[str, tuple[str, Path | None, str]]:
+    """kind -> (spec, PYTHONPATH, canonical name)"""
+    return {
+        "module": ("mybots.heuristics:Spread:penalty=2", outside / "lib", "mybots.heuristics:Spread:penalty=2"),
+        "single-game function": (str(outside / "single.py") + ":act", None, "single.py:act"),
+        "entry point": ("spread:penalty=2", outside / "plugins", "spread:penalty=2"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["module", "single-game function", "entry point"])
+def test_an_agent_from_outside_runs_a_tournament_and_a_benchmark(kind, outside, tmp_path):
+    spec, pythonpath, name = _kinds(outside)[kind]
+    cwd = outside if kind == "single-game function" else tmp_path
+    tournament = _evaluate([spec, "random", "--games", "20", "--no-progress", "--out", str(tmp_path / "rr")], cwd,
+                           pythonpath)
+    assert tournament.returncode == 0, tournament.stderr
+    results = json.loads((tmp_path / "rr" / "results.json").read_text())
+    assert results["settings"]["agents"] == [name, "random"] and results["pairings"][0]["games"] == 20
+
+    benchmark = _evaluate(["--benchmark", spec, *QUICK, "--out", str(tmp_path / "bench")], cwd, pythonpath)
+    assert benchmark.returncode == 0, benchmark.stderr
+    assert f"NOT protocol v1 (20 games per opponent; not comparable with protocol scores): {name}" in benchmark.stdout
+    assert re.search(r"^rating: [+-]\d+ ± \d+ \(Bradley-Terry", benchmark.stdout, flags=re.MULTILINE)
+    card = json.loads((tmp_path / "bench" / "benchmark.json").read_text())
+    assert card["agent"] == name and card["conformant"] is False and card["complete"] is True
+    assert [o["label"] for o in card["opponents"]] == [m.label for m in PROTOCOL_V1.panel]
+    assert all(o["games"] == 20 for o in card["opponents"]) and card["games"] == 80
+    assert card["rating"]["ci95_half_width"] > 0
+    assert (tmp_path / "bench" / "benchmark.md").read_text().startswith("# Strategic Reserve benchmark, NOT protocol")
+
+
+def test_list_agents_shows_installed_plugins(outside, tmp_path):
+    result = _evaluate(["--list-agents"], tmp_path, outside / "plugins")
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^spread\s+sr_spread_plugin:Spread \(sr-spread-plugin 0.1\)$", result.stdout, flags=re.MULTILINE)
+    assert "expectimax[:depth=1|2,width=K]" in result.stdout and "path/to/file.py:attribute" in result.stdout
+
+
+def test_benchmark_errors_come_before_the_first_game(outside, tmp_path):
+    missing = _evaluate(["--benchmark", "mybots.heuristics:Nope", *QUICK], tmp_path, outside / "lib")
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert "mybots.heuristics has no attribute 'Nope' (it has: Spread)" in missing.stderr
+    (tmp_path / "illegal.py").write_text("def act(observation, mask):\n    return 40\n")
+    illegal = _evaluate(["--benchmark", "illegal.py:act", *QUICK], tmp_path)
+    assert illegal.returncode == 2 and illegal.stdout == ""
+    assert re.search(r"agent 'illegal.py:act' failed before the first game, on test position 0: returned 40, not a "
+                     r"square index 0..35; position: board [.RB]{36} ", illegal.stderr)
+    clash = _evaluate(["--benchmark", "greedy", "random", "--games", "20"], tmp_path)
+    assert clash.returncode == 2 and "drop --games, random" in clash.stderr
+
+
+def _readme_example() -> tuple[str, str, str]:
+    """The README's custom agent file, its name, and the benchmark command that follows it."""
+    section = (REPO / "README.md").read_text().split("## Benchmark your own agent", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(# (\S+\.py).*?)```", section, flags=re.DOTALL)
+    command = re.search(r"```bash\n(python evaluate.py --benchmark \S+.*?)\n", section)
+    assert code and command, "the README's section lost its example"
+    return code.group(1), code.group(2), command.group(1)
+
+
+def test_the_readmes_custom_agent_benchmarks_as_shown(tmp_path):
+    code, filename, command = _readme_example()
+    assert len(code.strip().splitlines()) <= 12  # "a ten-line custom agent"
+    (tmp_path / filename).write_text(code)
+    arguments = shlex.split(command)[2:]  # after "python evaluate.py"
+    result = _evaluate([*arguments, *QUICK], tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f": {filename}:act" in result.stdout and "rating:" in result.stdout
+    out = arguments[arguments.index("--out") + 1]
+    assert json.loads((tmp_path / out / "benchmark.json").read_text())["agent"] == f"{filename}:act"
+
+
+def _schema_fields(heading: str) -> list[str]:
+    """The field names listed in the table under ``heading`` of docs/BENCHMARK.md."""
+    text = (REPO / "docs" / "BENCHMARK.md").read_text().split(heading, 1)[1].split("\n#", 1)[0]
+    return re.findall(r"^\| `([a-z_0-9]+)` \|", text, flags=re.MULTILINE)
+
+
+def test_the_json_schema_is_documented_field_by_field():
+    card = run_benchmark("random", games=2, progress=False)
+    data = card.as_json()
+    assert data["schema"] == SCHEMA and SCHEMA in (REPO / "docs" / "BENCHMARK.md").read_text()
+    assert _schema_fields("### Score card fields") == list(data)
+    assert _schema_fields("### Opponent fields") == list(data["opponents"][0])
+    assert _schema_fields("### Protocol fields") == list(data["protocol"])
+    assert data["opponents"][0]["ci95"] is None  # one pair: no interval, and valid JSON
+    json.loads(json.dumps(data, allow_nan=False))
+
+
+def test_protocol_v1_is_well_formed():
+    assert PROTOCOL_V1.version == "v1" and PROTOCOL_V1.panel[0].spec == "random" and PROTOCOL_V1.panel[0].rating == 0
+    assert all(m.games % 2 == 0 and m.games >= 2 for m in PROTOCOL_V1.panel)
+    assert len({m.label for m in PROTOCOL_V1.panel}) == len(PROTOCOL_V1.panel)
+    assert SHIPPED_PPO in [m.spec for m in PROTOCOL_V1.panel] and Path(SHIPPED_PPO.partition(":")[2]).is_file()
+
+
+def _reference_cards() -> list[dict]:
+    return [json.loads(path.read_text()) for path in sorted((REPO / "docs" / "benchmark").glob("*.json"))]
+
+
+def test_the_reference_cards_are_protocol_v1_and_their_ratings_follow_from_their_games():
+    cards = _reference_cards()
+    kind, _, model = SHIPPED_PPO.partition(":")  # named from the repository root, where the reference runs
+    expected = {spec for spec in REFERENCE_AGENTS if spec != SHIPPED_PPO} | {f"{kind}:{os.path.relpath(model, REPO)}"}
+    assert {card["agent"] for card in cards} == expected
+    for card in cards:
+        assert card["schema"] == SCHEMA and card["conformant"] and card["complete"]
+        assert card["protocol"]["version"] == PROTOCOL_V1.version
+        expected = PROTOCOL_V1.as_json()
+        for key in ("seed", "reserve", "ply_limit", "batch"):
+            assert card["protocol"][key] == expected[key]
+        assert [(m["label"], m["games"], m["rating"]) for m in card["protocol"]["panel"]] == [
+            (m.label, m.games, m.rating) for m in PROTOCOL_V1.panel]
+        results = [(member, Pairing(**{k: o[k] for k in Pairing.__dataclass_fields__}))
+                   for member, o in zip(PROTOCOL_V1.panel, card["opponents"])]
+        value, half = fit_rating(PROTOCOL_V1, results)
+        assert card["rating"]["elo"] == pytest.approx(value, abs=1e-6)
+        assert card["rating"]["ci95_half_width"] == pytest.approx(half, abs=1e-6)
+        assert (REPO / "docs" / "benchmark" / f"{file_stem(card['agent'])}.md").is_file()
+
+
+def test_the_reference_table_in_benchmark_md_is_the_generated_one():
+    document = (REPO / "docs" / "BENCHMARK.md").read_text()
+    table = document.split(START, 1)[1].split(END, 1)[0].strip()
+    generated = (REPO / "docs" / "benchmark" / "reference.md").read_text()
+    assert table and table in generated
+    for card in _reference_cards():
+        assert f"`{card['agent']}` | {card['rating']['elo']:+.0f} ± {card['rating']['ci95_half_width']:.0f} |" in table
+
+
+class FailsLate:
+    """Plays the lowest legal square, then raises once it has been asked ``calls`` times."""
+
+    name = "fails-late"
+    uses_observation = False
+
+    def __init__(self, calls: int) -> None:
+        self.calls, self.limit = 0, calls
+
+    def act(self, observations, masks, rng):
+        self.calls += 1
+        if self.calls > self.limit:
+            raise RuntimeError("out of memory in my tree search")
+        return np.argmax(masks, axis=1)
+
+
+def test_a_faulty_agent_keeps_the_opponents_played_before(tmp_path):
+    agent, seen = FailsLate(calls=10**9), []
+
+    def after_opponent(card: ScoreCard) -> None:  # the first opponent is played out; the second fails
+        seen.append(len(card.results))
+        agent.limit = agent.calls + 5
+
+    with pytest.raises(PairingError, match=r"agent 'fails-late' in game \d+: raised RuntimeError: out of memory") as caught:
+        run_benchmark(agent, games=20, progress=False, on_opponent=after_opponent)
+    card: ScoreCard = caught.value.card
+    assert seen == [1] and len(card.results) == 1 and card.rating is None and not card.complete
+    card.write(tmp_path)
+    data = json.loads((tmp_path / "benchmark.json").read_text())
+    assert data["complete"] is False and "out of memory" in data["error"] and len(data["opponents"]) == 1
+    assert "unfinished:" in card.text()
