@@ -203,7 +203,7 @@ def test_shipped_policy_file_replays_the_published_tournament():
     as results/tournament (played with the SB3 zip)."""
     import json
 
-    from agents.tournament import Settings, play_pairing
+    from evaluation.tournament import Settings, play_pairing
 
     published = json.loads((SHIPPED_MODEL.parents[1] / "results" / "tournament" / "results.json").read_text())
     settings = published["settings"]
