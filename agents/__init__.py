@@ -11,6 +11,8 @@ spec                       agent
                            ``width`` candidate placements searched deeper)
 ``ppo:PATH.zip``           a MaskablePPO model (``,deterministic=false`` to
                            sample from it)
+``rllib:PATH``             a module trained by ``train_rllib.py`` (Ray RLlib;
+                           plays without ray; ``,deterministic=false``)
 =========================  ===============================================
 
 Every agent acts on a batch (:mod:`agents.base`):
@@ -24,7 +26,8 @@ from strategic_reserve_env.policies import UniformRandomPolicy
 from .expectimax import ExpectimaxAgent
 from .greedy import GreedyAgent
 
-KNOWN_AGENTS = "random, greedy, expectimax[:depth=1|2,width=K], ppo:PATH.zip[,deterministic=false]"
+KNOWN_AGENTS = ("random, greedy, expectimax[:depth=1|2,width=K], ppo:PATH.zip[,deterministic=false], "
+                "rllib:PATH[,deterministic=false]")
 
 
 class RandomAgent(UniformRandomPolicy):
@@ -74,6 +77,11 @@ def load_agent(spec: str):
         from .ppo import PPOAgent
 
         return PPOAgent.load(path, **_options(spec, more, {"deterministic": bool}))
+    if name == "rllib":  # a directory written by train_rllib.py (loads without pickle, plays without ray)
+        from .rllib_agent import RLlibAgent
+
+        path, _, more = rest.partition(",")
+        return RLlibAgent.load(path, **_options(spec, more, {"deterministic": bool}))
     raise ValueError(f"unknown agent {spec!r}; known agents: {KNOWN_AGENTS}")
 
 
