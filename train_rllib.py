@@ -105,8 +105,9 @@ class Settings:
         make_config(reserve=self.reserve, ply_limit=self.ply_limit)
 
 
-def progress(iteration: int, result: dict, seconds: float) -> dict:
-    """The numbers of one iteration, from RLlib's result dict and the iteration's wall time."""
+def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> dict:
+    """The numbers of one iteration, from RLlib's result dict, the iteration's wall time and the number
+    of healthy remote env runners."""
     from ray.rllib.utils.metrics import (
         ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN, NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED_LIFETIME, NUM_EPISODES,
     )
@@ -118,6 +119,7 @@ def progress(iteration: int, result: dict, seconds: float) -> dict:
     red = runners.get("agent_episode_returns_mean", {}).get("player_0", float("nan"))
     return {
         "iteration": iteration,
+        "env_runners": env_runners,
         "env_steps": steps,
         "env_steps_total": int(runners.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)),
         "seconds": seconds,
@@ -182,7 +184,8 @@ def train(settings: Settings) -> list[dict]:
                 for iteration in range(1, settings.iterations + 1):
                     clock = time.perf_counter()
                     result = algorithm.train()
-                    row = progress(iteration, result, time.perf_counter() - clock)
+                    seconds = time.perf_counter() - clock
+                    row = progress(iteration, result, seconds, algorithm.env_runner_group.num_healthy_remote_workers())
                     rows.append(row)
                     print(progress_line(row, settings.iterations), flush=True)
                     log.write(json.dumps(row) + "\n")
