@@ -74,6 +74,9 @@ class Settings:
     """Games are truncated after this many placements."""
     seed: int = 0
     """Seed of the env runners' dice and of the network."""
+    threads: int = 1
+    """Torch CPU threads of this (driver) process, which runs the PPO update (and the sampling with
+    --num-env-runners 0). Env runners use one thread each; more threads here pay only on idle cores."""
     out: str = "runs/rllib"
     """Output directory: model.json, weights.npz, progress.jsonl."""
 
@@ -82,7 +85,7 @@ class Settings:
 
     def check(self) -> None:
         """``ValueError`` naming the first bad setting."""
-        positive = ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "num_epochs")
+        positive = ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "num_epochs", "threads")
         for name in positive:
             value = getattr(self, name)
             if value < 1:
@@ -162,9 +165,11 @@ def train(settings: Settings) -> list[dict]:
     """Run the training, print and record progress, write the module; returns the progress rows."""
     settings.check()
     import ray
+    import torch
 
     from strategic_reserve_env.rllib import ppo_config, save_module
 
+    torch.set_num_threads(settings.threads)
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
     config = ppo_config(
