@@ -171,7 +171,9 @@ def ppo_config(*, network: NetworkConfig = NetworkConfig(), env_config: dict | N
     aec_env(**env_config)  # bad env settings fail here, in the driver, with the env's own error
     return (
         PPOConfig()
-        .environment(StrategicReserveMultiAgentEnv, env_config=env_config)
+        # RLlib's env checker would step a random action, usually illegal: a lost game and PettingZoo's warning
+        # in every env runner's log. tests/integration/test_rllib.py runs the checker on the env instead.
+        .environment(StrategicReserveMultiAgentEnv, env_config=env_config, disable_env_checking=True)
         .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=num_envs_per_env_runner)
         .multi_agent(policies={POLICY}, policy_mapping_fn=shared_policy)
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={

@@ -44,8 +44,18 @@ TRAIN = [
 ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Small forward passes on busy cores: one thread is many times faster (as train_rllib.py --threads 1)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def run(arguments: list[str], timeout: float) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    environment = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}  # torch: one thread, as above
     return subprocess.run([sys.executable, *arguments], capture_output=True, text=True, cwd=REPO, env=environment,
                           timeout=timeout)
 
@@ -184,26 +194,36 @@ def test_rllibs_env_checker_accepts_the_env():
     check_multiagent_environments(StrategicReserveMultiAgentEnv({"reserve": 5}))
 
 
-def sample_with_rllibs_env_runner(random_actions: bool, steps: int = 600) -> dict:
-    """RLlib's MultiAgentEnvRunner (in this process) samples ``steps`` env steps; its reduced metrics."""
-    config = ppo_config(network=SMALL, num_env_runners=0, num_envs_per_env_runner=2, train_batch_size=64,
-                        minibatch_size=32, seed=1)
-    runner = MultiAgentEnvRunner(config=config)
-    try:
-        episodes = runner.sample(num_timesteps=steps, random_actions=random_actions)
-        metrics = runner.get_metrics()
-    finally:
-        runner.stop()
+def rllibs_env_runner(seed: int = 1) -> MultiAgentEnvRunner:
+    """RLlib's own MultiAgentEnvRunner, built in this process (no Ray cluster)."""
+    return MultiAgentEnvRunner(config=ppo_config(network=SMALL, num_env_runners=0, num_envs_per_env_runner=2,
+                                                 train_batch_size=64, minibatch_size=32, seed=seed))
+
+
+def sample(runner: MultiAgentEnvRunner, random_actions: bool, steps: int = 600) -> tuple[dict, list]:
+    """``steps`` env steps: the runner's metrics of them and each episode's actions per agent."""
+    # fresh games: RLlib cannot continue an episode begun by the module with random actions (or vice versa)
+    episodes = runner.sample(num_timesteps=steps, random_actions=random_actions, force_reset=True)
     assert sum(episode.env_steps() for episode in episodes) >= steps
-    return {key: metrics[key].peek() for key in ("num_episodes", ILLEGAL_ACTIONS)}
+    metrics = runner.get_metrics()
+    actions = [(agent, single.get_actions().tolist()) for episode in episodes
+               for agent, single in sorted(episode.agent_episodes.items())]
+    return {key: metrics[key].peek() for key in ("num_episodes", ILLEGAL_ACTIONS)}, actions
 
 
 def test_illegal_actions_are_counted_and_the_masked_module_makes_none():
-    ignoring_the_mask = sample_with_rllibs_env_runner(random_actions=True)  # RLlib samples the action space
-    assert ignoring_the_mask[ILLEGAL_ACTIONS] > 0  # the issue's symptom: games end after a few illegal moves
-    assert ignoring_the_mask[ILLEGAL_ACTIONS] <= ignoring_the_mask["num_episodes"]  # each ends its game
-    masked = sample_with_rllibs_env_runner(random_actions=False)
-    assert masked["num_episodes"] > 0 and masked[ILLEGAL_ACTIONS] == 0
+    runners = [rllibs_env_runner()]
+    try:
+        masked, actions = sample(runners[0], random_actions=False)
+        assert masked["num_episodes"] > 0 and masked[ILLEGAL_ACTIONS] == 0
+        runners.append(rllibs_env_runner())  # RLlib seeds the process's global generators when it builds one
+        assert sample(runners[1], random_actions=False)[1] == actions  # same seed, same games
+        ignoring_the_mask, _ = sample(runners[0], random_actions=True)  # RLlib samples the action space
+        assert ignoring_the_mask[ILLEGAL_ACTIONS] > 0  # the issue's symptom: games end after a few illegal moves
+        assert ignoring_the_mask[ILLEGAL_ACTIONS] <= ignoring_the_mask["num_episodes"]  # each ends its game
+    finally:
+        for runner in runners:
+            runner.stop()
 
 
 def test_both_seats_share_one_module():
