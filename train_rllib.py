@@ -155,7 +155,8 @@ def start_ray(settings: Settings) -> bool:
         return False
     runtime_env = {"py_modules": [str(PACKAGE)]}
     if settings.address is None:
-        ray.init(num_cpus=settings.num_cpus, include_dashboard=False, runtime_env=runtime_env)
+        # "local": a new instance even when `ray start` runs on this machine (that one takes --address auto)
+        ray.init(address="local", num_cpus=settings.num_cpus, include_dashboard=False, runtime_env=runtime_env)
     else:
         ray.init(address=settings.address, runtime_env=runtime_env)
     return True
