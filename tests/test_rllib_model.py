@@ -16,27 +16,14 @@ import torch
 from agents import load_agent
 from agents.rllib_agent import RLlibAgent
 from conftest import REPO
-from strategic_reserve_env import arena, engine, rllib_model
+from test_agents import random_positions
+from strategic_reserve_env import arena, rllib_model
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 from strategic_reserve_env.rllib_model import BoardNet, NetworkConfig
-from strategic_reserve_env.sampling import uniform_square
 
 SMALL = NetworkConfig(channels=4, conv_layers=2, hidden=16)
-
-
-def positions(games: int, seed: int) -> engine.State:
-    """Rolled positions after 0..39 random plies, each awaiting a placement."""
-    rng = np.random.default_rng(seed)
-    config = Config(ply_limit=10_000)
-    state = engine.roll(engine.init(config, games), engine.draw_rolls(rng, games))
-    stop_at = rng.integers(0, 40, games)
-    for ply in range(40):
-        moving = (ply < stop_at) & ~state.done
-        state = engine.place(state, uniform_square(state.legal, rng.random(games)), config, active=moving)
-        state = engine.roll(state, engine.draw_rolls(rng, games), active=moving)
-    return state[~state.done]
 
 
 def saved_module(directory, seed: int = 0, config: NetworkConfig = SMALL):
@@ -53,7 +40,7 @@ def test_save_and_load_give_the_same_network(tmp_path):
     loaded, description = rllib_model.load(tmp_path)
     assert description["network"] == {"channels": 4, "conv_layers": 2, "hidden": 16}
     assert description["notes"] == {"test": True}
-    state = positions(300, seed=1)
+    state = random_positions(300, seed=1)
     planes = torch.as_tensor(mover_planes(state))
     masks = torch.as_tensor(bitboards_to_array(state.legal))
     with torch.no_grad():
@@ -73,7 +60,7 @@ def test_masked_logits_give_illegal_squares_no_probability():
 
 def test_the_agent_plays_legal_squares_deterministic_and_sampled(tmp_path):
     net = saved_module(tmp_path)
-    state = positions(500, seed=2)
+    state = random_positions(500, seed=2)
     observations, masks = mover_planes(state), bitboards_to_array(state.legal)
     greedy = load_agent(f"rllib:{tmp_path}")
     sampled = load_agent(f"rllib:{tmp_path},deterministic=false")

@@ -33,7 +33,6 @@ from strategic_reserve_env.rllib import (
     ILLEGAL_ACTIONS, POLICY, MaskedBoardModule, StrategicReserveMultiAgentEnv, ppo_config,
 )
 from strategic_reserve_env.rllib_model import NetworkConfig
-from strategic_reserve_env.sampling import uniform_square
 
 SMALL = NetworkConfig(channels=8, conv_layers=2, hidden=32)
 ITERATIONS, ENV_RUNNERS, BATCH = 2, 2, 400
@@ -118,16 +117,12 @@ def test_evaluate_py_plays_the_trained_module(trained):
 
 
 def positions(games: int, seed: int) -> engine.State:
-    """Rolled positions after 0..39 random plies, each awaiting a placement."""
-    rng = np.random.default_rng(seed)
-    config = Config(ply_limit=10_000)
-    state = engine.roll(engine.init(config, games), engine.draw_rolls(rng, games))
-    stop_at = rng.integers(0, 40, games)
-    for ply in range(40):
-        moving = (ply < stop_at) & ~state.done
-        state = engine.place(state, uniform_square(state.legal, rng.random(games)), config, active=moving)
-        state = engine.roll(state, engine.draw_rolls(rng, games), active=moving)
-    return state[~state.done]
+    """Every position of ``games`` games of random play, each awaiting a placement."""
+    seen = []
+    random = load_agent("random")
+    arena.play([random, random], np.arange(games) % 2, seed + np.arange(games), Config(),
+               [np.random.default_rng(seed)] * 2, on_ply=lambda state: seen.append(state[~state.done]))
+    return engine.concatenate([state for state in seen if state.batch_size])
 
 
 def module_batch(state: engine.State) -> tuple[dict, np.ndarray]:
@@ -151,7 +146,7 @@ def build_module(trained_dir=None) -> MaskedBoardModule:
 
 def test_the_module_honours_the_mask_in_exploration_and_inference(trained):
     module = build_module(trained[0])
-    state = positions(400, seed=3)
+    state = positions(8, seed=3)
     batch, masks = module_batch(state)
     rows = np.arange(len(masks))
     with torch.no_grad():
@@ -170,7 +165,7 @@ def test_the_module_honours_the_mask_in_exploration_and_inference(trained):
 
 def test_values_and_training_outputs_are_finite_even_for_finished_games():
     module = build_module()
-    state = positions(64, seed=4)
+    state = positions(2, seed=4)
     batch, _ = module_batch(state)
     batch["obs"]["action_mask"][:8] = 0  # observations of finished games: no legal square
     with torch.no_grad():
