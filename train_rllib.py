@@ -53,7 +53,7 @@ class Settings:
     lr: float = 3e-4
     """Adam learning rate."""
     gamma: float = 0.995
-    """Discount; a game ends with +1 / -1 after about 12 decisions per player."""
+    """Discount per decision; a game ends with +1 / -1 after 13 to 30 decisions per player."""
     gae_lambda: float = 0.95
     """GAE lambda."""
     clip_param: float = 0.2
