@@ -73,7 +73,8 @@ class Settings:
     ply_limit: int = 1000
     """Games are truncated after this many placements."""
     seed: int = 0
-    """Seed of the env runners' dice and of the network."""
+    """Seed of the env runners' dice and of the network. With --num-env-runners 0 a run repeats exactly;
+    remote env runners get new weights without RLlib waiting for them, so runs part after the first iteration."""
     threads: int = 1
     """Torch CPU threads of this (driver) process, which runs the PPO update (and the sampling with
     --num-env-runners 0). Env runners use one thread each; more threads here pay only on idle cores."""
