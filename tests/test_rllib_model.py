@@ -82,7 +82,8 @@ def test_the_agent_plays_legal_squares_deterministic_and_sampled(tmp_path):
 def test_the_agent_plays_whole_games_through_the_arena(tmp_path):
     saved_module(tmp_path)
     agents = [load_agent(f"rllib:{tmp_path}"), load_agent("random")]
-    games = arena.play(agents, np.arange(20) % 2, np.repeat(np.arange(10), 2), Config(), [np.random.default_rng(s) for s in (0, 1)])
+    games = arena.play(agents, np.arange(20) % 2, np.repeat(np.arange(10), 2), Config(),
+                       [np.random.default_rng(seed) for seed in (0, 1)])
     assert not games.truncated.any() and (games.winner >= 0).all()  # every game played to its end with legal moves
 
 
@@ -111,15 +112,17 @@ FAULTS = {
                     "channels must be an integer"),
     "unknown setting": (lambda d, desc, arr: _write(d, {**desc, "network": {"width": 4}}),
                         "unknown network settings"),
-    "wrong shape": (lambda d, desc, arr: _write(d, {**desc, "network": {**desc["network"], "hidden": 17}}),
+    "other network": (lambda d, desc, arr: _write(d, {**desc, "network": {**desc["network"], "hidden": 17}}),
                     "has shape"),
     "extra array": (lambda d, desc, arr: _write(d, arrays={**arr, "extra": np.zeros(3, np.float32)}),
                     "unexpected ['extra']"),
     "missing array": (lambda d, desc, arr: _write(d, arrays={k: v for k, v in arr.items() if k != _first(arr)}),
                       "missing ['"),
-    "NaN weights": (lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.full_like(arr[_first(arr)], np.nan)}),
-                    "finite"),
-    "object array": (lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.array([{"x": 1}], dtype=object)}),
+    "wrong array shape": (lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.zeros(1, np.float32)}),
+                          "has shape"),
+    "NaN values": (lambda d, desc, arr: _write(d, arrays={k: np.full_like(v, np.nan) for k, v in arr.items()}),
+                   "finite"),
+    "object array": (lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.array([{}], dtype=object)}),
                      "without pickles"),
     "not an archive": (lambda d, desc, arr: (d / rllib_model.WEIGHTS_FILE).write_bytes(b"\x80\x04junk"),
                        "not a readable"),
