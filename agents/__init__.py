@@ -18,8 +18,7 @@ spec                       agent
                            ``strategic_reserve_env.agents``)
 ``pkg.module:attr[:opts]``  an agent of your own from a module
 ``path/file.py:attr``      ... or from a Python file (see :mod:`agents.custom`)
-==========================  ==============================================
-
+==========================  =======================================
 Every agent acts on a batch (:mod:`agents.base`):
 ``agent.act(observations, masks, rng) -> actions``. ``load_agent(spec).name``
 is the canonical spelling of the spec (``expectimax`` ->
@@ -109,6 +108,15 @@ def _ppo(spec: str, rest: str):
     return PPOAgent.load(canonical_path(path), **_options(spec, more, {"deterministic": bool, "trust": str}))
 
 
+def _rllib(spec: str, rest: str):
+    path, _, more = rest.partition(",")  # a directory written by train_rllib.py (no pickle; plays without ray)
+    if not path:
+        raise ValueError(f"agent spec {spec!r}: give the module directory written by train_rllib.py")
+    from .rllib_agent import RLlibAgent
+
+    return RLlibAgent.load(canonical_path(path), **_options(spec, more, {"deterministic": bool}))
+
+
 # one entry per built-in agent; heavy imports stay inside the loaders
 BUILT_IN: dict[str, BuiltIn] = {
     "random": BuiltIn("random", "uniform over the legal squares", _without_options(RandomAgent)),
@@ -118,6 +126,7 @@ BUILT_IN: dict[str, BuiltIn] = {
                           _expectimax),
     "ppo": BuiltIn("ppo:PATH.safetensors[,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)",
                    "a MaskablePPO policy file", _ppo),
+    "rllib": BuiltIn("rllib:PATH[,deterministic=false]", "a Ray RLlib module written by train_rllib.py", _rllib),
 }
 KNOWN_AGENTS = ", ".join(entry.usage for entry in BUILT_IN.values())
 

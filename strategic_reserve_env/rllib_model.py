@@ -1,0 +1,188 @@
+"""The network of the RLlib module, in plain torch, and its file format (no pickle anywhere).
+
+:class:`BoardNet` is what :mod:`strategic_reserve_env.rllib` trains with
+Ray RLlib and what ``agents.rllib_agent`` plays with: 3x3 convolutions over
+the ``(6, 6, 9)`` observation planes (channels last in the observation,
+moved first here), a linear layer, then a policy head (36 logits, one per
+square) and a value head, both on the same features. Illegal squares are
+masked with :func:`masked_logits` in training, exploration and play alike.
+
+A saved module is a directory:
+
+- ``model.json``: the format tag and version, the network's settings
+  (:class:`NetworkConfig`), the spaces it was trained on and free-form
+  training notes;
+- ``weights.npz``: one float32 array per parameter, read with
+  ``numpy.load(allow_pickle=False)``, so loading a model never executes code
+  from its files.
+
+This module needs torch but not ray: a trained module plays (``evaluate.py
+rllib:PATH``) wherever torch is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from .board import NUM_SQUARES
+from .observation import OBSERVATION_SHAPE
+
+MASKED_LOGIT = -1e8  # logit of an illegal square (sb3-contrib's value): probability exactly 0 in float32
+FORMAT = "strategic-reserve-rllib-module"
+FORMAT_VERSION = 1
+MODEL_FILE, WEIGHTS_FILE = "model.json", "weights.npz"
+MAX_WIDTH = 4096  # bound on channels and hidden units, so a malformed file cannot ask for huge tensors
+MAX_CONV_LAYERS = 16
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Settings of :class:`BoardNet`."""
+
+    channels: int = 32  # channels of every 3x3 convolution
+    conv_layers: int = 3  # number of 3x3 convolutions (padding keeps the 6x6 board)
+    hidden: int = 256  # width of the linear layer both heads read
+
+    def __post_init__(self) -> None:
+        for name, high in (("channels", MAX_WIDTH), ("conv_layers", MAX_CONV_LAYERS), ("hidden", MAX_WIDTH)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+                raise ValueError(f"network setting {name} must be an integer in 1..{high}, got {value!r}")
+
+    @classmethod
+    def from_mapping(cls, mapping) -> NetworkConfig:
+        """The settings named in ``mapping`` (other keys are ignored: RLlib adds its own to a model config)."""
+        return cls(**{f.name: mapping[f.name] for f in fields(cls) if f.name in mapping})
+
+
+class BoardNet(nn.Module):
+    """Convolutions over the planes, a shared linear layer, policy and value heads."""
+
+    def __init__(self, config: NetworkConfig = NetworkConfig()) -> None:
+        super().__init__()
+        self.config = config
+        height, width, planes = OBSERVATION_SHAPE
+        layers: list[nn.Module] = []
+        for index in range(config.conv_layers):
+            layers += [nn.Conv2d(planes if index == 0 else config.channels, config.channels, 3, padding=1), nn.ReLU()]
+        self.convolutions = nn.Sequential(*layers, nn.Flatten())
+        self.linear = nn.Sequential(nn.Linear(config.channels * height * width, config.hidden), nn.ReLU())
+        self.policy_head = nn.Linear(config.hidden, NUM_SQUARES)
+        self.value_head = nn.Linear(config.hidden, 1)
+
+    def features(self, planes: torch.Tensor) -> torch.Tensor:
+        """(B, hidden) features of (B, 6, 6, 9) planes (any numeric dtype)."""
+        return self.linear(self.convolutions(planes.float().permute(0, 3, 1, 2)))
+
+    def logits(self, features: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+        """(B, 36) masked policy logits from (B, hidden) features and (B, 36) masks."""
+        return masked_logits(self.policy_head(features), masks)
+
+    def value(self, features: torch.Tensor) -> torch.Tensor:
+        """(B,) value estimates (from the mover's side) from (B, hidden) features."""
+        return self.value_head(features).squeeze(-1)
+
+    def forward(self, planes: torch.Tensor, masks: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, 36) masked logits and (B,) values of (B, 6, 6, 9) planes and (B, 36) masks."""
+        features = self.features(planes)
+        return self.logits(features, masks), self.value(features)
+
+
+def masked_logits(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
+    """``logits`` with every square whose mask entry is 0 set to :data:`MASKED_LOGIT`.
+
+    A row with no legal square (an observation of a finished game, never acted
+    on) becomes uniform, which keeps every loss term finite.
+    """
+    return torch.where(masks.bool(), logits, torch.full_like(logits, MASKED_LOGIT))
+
+
+def save(directory: str | Path, weights: dict[str, np.ndarray], config: NetworkConfig,
+         notes: dict | None = None) -> Path:
+    """Write a module (``weights`` = a :class:`BoardNet` state dict as arrays) to ``directory``.
+
+    The weights are checked against ``config``'s network first, so a saved
+    module always loads. Returns the directory.
+    """
+    directory = Path(directory)
+    reference = BoardNet(config).state_dict()
+    arrays = {key: np.asarray(value, dtype=np.float32) for key, value in weights.items()}
+    _check_weights(arrays, reference, "weights to save")
+    directory.mkdir(parents=True, exist_ok=True)
+    np.savez(directory / WEIGHTS_FILE, **arrays)
+    description = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "network": asdict(config),
+        "observation_shape": list(OBSERVATION_SHAPE),
+        "actions": NUM_SQUARES,
+        "notes": notes or {},
+    }
+    (directory / MODEL_FILE).write_text(json.dumps(description, indent=2) + "\n")
+    return directory
+
+
+def load(directory: str | Path) -> tuple[BoardNet, dict]:
+    """The :class:`BoardNet` saved in ``directory`` (in eval mode) and its ``model.json`` contents.
+
+    ``ValueError`` naming the file and the fault for a missing or malformed
+    file, another format, other spaces, or weights that do not fit the network.
+    """
+    directory = Path(directory)
+    model_path, weights_path = directory / MODEL_FILE, directory / WEIGHTS_FILE
+    for path in (model_path, weights_path):
+        if not path.is_file():
+            raise ValueError(f"rllib module {directory}: {path.name} not found (train one with train_rllib.py)")
+    try:
+        description = json.loads(model_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{model_path}: not valid JSON ({error})") from None
+    if not isinstance(description, dict) or description.get("format") != FORMAT:
+        raise ValueError(f"{model_path}: not a {FORMAT} description (its 'format' must be {FORMAT!r})")
+    if description.get("version") != FORMAT_VERSION:
+        raise ValueError(f"{model_path}: format version {description.get('version')!r}, "
+                         f"this code reads {FORMAT_VERSION}")
+    shape, actions = description.get("observation_shape"), description.get("actions")
+    if shape != list(OBSERVATION_SHAPE) or actions != NUM_SQUARES:
+        raise ValueError(f"{model_path}: trained on observations {shape} and {actions} actions; "
+                         f"this environment has {list(OBSERVATION_SHAPE)} and {NUM_SQUARES}")
+    network = description.get("network")
+    if not isinstance(network, dict):
+        raise ValueError(f"{model_path}: 'network' must be an object of settings, got {network!r}")
+    unknown = sorted(set(network) - {f.name for f in fields(NetworkConfig)})
+    if unknown:
+        raise ValueError(f"{model_path}: unknown network settings {unknown}")
+    try:
+        config = NetworkConfig.from_mapping(network)
+    except ValueError as error:
+        raise ValueError(f"{model_path}: {error}") from None
+    net = BoardNet(config)
+    try:
+        with np.load(weights_path, allow_pickle=False) as archive:
+            arrays = {key: archive[key] for key in archive.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as error:  # not an npz, or an object array (pickle refused)
+        raise ValueError(f"{weights_path}: not a readable array archive without pickles ({error})") from None
+    reference = net.state_dict()
+    _check_weights(arrays, reference, str(weights_path))
+    net.load_state_dict({key: torch.from_numpy(np.asarray(value, dtype=np.float32)) for key, value in arrays.items()})
+    return net.eval(), description
+
+
+def _check_weights(arrays: dict[str, np.ndarray], reference: dict[str, torch.Tensor], where: str) -> None:
+    """``ValueError`` unless ``arrays`` has exactly ``reference``'s keys, shapes, and finite real values."""
+    missing, extra = sorted(set(reference) - set(arrays)), sorted(set(arrays) - set(reference))
+    if missing or extra:
+        raise ValueError(f"{where}: parameters do not fit the network (missing {missing}, unexpected {extra})")
+    for key, tensor in reference.items():
+        array = arrays[key]
+        if array.shape != tuple(tensor.shape):
+            raise ValueError(f"{where}: {key} has shape {array.shape}, the network needs {tuple(tensor.shape)}")
+        if array.dtype.kind not in "fiu" or not np.isfinite(array).all():
+            raise ValueError(f"{where}: {key} must hold finite real numbers (dtype {array.dtype})")

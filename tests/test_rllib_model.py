@@ -1,0 +1,185 @@
+"""The RLlib module's network and file format, and the ``rllib:PATH`` agent: torch only, no ray needed.
+
+Training with Ray RLlib itself is tested in tests/integration/test_rllib.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from agents import load_agent
+from agents.rllib_agent import RLlibAgent
+from conftest import REPO
+from test_agents import random_positions
+from strategic_reserve_env import arena, rllib_model
+from strategic_reserve_env.board import bitboards_to_array
+from strategic_reserve_env.config import Config
+from strategic_reserve_env.observation import mover_planes
+from strategic_reserve_env.rllib_model import BoardNet, NetworkConfig
+
+SMALL = NetworkConfig(channels=4, conv_layers=2, hidden=16)
+
+
+def saved_module(directory, seed: int = 0, config: NetworkConfig = SMALL):
+    """A randomly initialised network written to ``directory``; returns the network."""
+    torch.manual_seed(seed)
+    net = BoardNet(config).eval()
+    rllib_model.save(directory, {key: value.numpy() for key, value in net.state_dict().items()}, config,
+                     notes={"test": True})
+    return net
+
+
+def test_save_and_load_give_the_same_network(tmp_path):
+    net = saved_module(tmp_path)
+    loaded, description = rllib_model.load(tmp_path)
+    assert description["network"] == {"channels": 4, "conv_layers": 2, "hidden": 16}
+    assert description["notes"] == {"test": True}
+    state = random_positions(300, seed=1)
+    planes = torch.as_tensor(mover_planes(state))
+    masks = torch.as_tensor(bitboards_to_array(state.legal))
+    with torch.no_grad():
+        for expected, actual in zip(net(planes, masks), loaded(planes, masks)):
+            torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+
+
+def test_masked_logits_give_illegal_squares_no_probability():
+    logits = torch.randn(5, 36) * 50
+    masks = torch.zeros(5, 36, dtype=torch.int8)
+    masks[:4, ::7] = 1  # rows 0..3 legal on squares 0, 7, 14, 21, 28, 35; row 4 on none (a finished game)
+    probabilities = torch.softmax(rllib_model.masked_logits(logits, masks), dim=-1)
+    assert torch.all(probabilities[:4][masks[:4] == 0] == 0)
+    torch.testing.assert_close(probabilities.sum(-1), torch.ones(5))
+    torch.testing.assert_close(probabilities[4], torch.full((36,), 1 / 36))  # finite and uniform, never NaN
+
+
+def test_the_agent_plays_legal_squares_deterministic_and_sampled(tmp_path):
+    net = saved_module(tmp_path)
+    state = random_positions(500, seed=2)
+    observations, masks = mover_planes(state), bitboards_to_array(state.legal)
+    greedy = load_agent(f"rllib:{tmp_path}")
+    sampled = load_agent(f"rllib:{tmp_path},deterministic=false")
+    assert isinstance(greedy, RLlibAgent) and greedy.name == f"rllib:{tmp_path}" and greedy.uses_observation
+    assert sampled.name == f"rllib:{tmp_path},deterministic=false"
+    rows = np.arange(len(masks))
+    actions = greedy.act(observations, masks, np.random.default_rng(0))
+    assert masks[rows, actions].all()
+    with torch.no_grad():
+        logits, values = net(torch.as_tensor(observations), torch.as_tensor(masks))
+    np.testing.assert_array_equal(actions, logits.argmax(-1).numpy())
+    np.testing.assert_allclose(greedy.values(observations), values.numpy(), rtol=1e-6)
+    draws = [sampled.act(observations, masks, np.random.default_rng(seed)) for seed in (5, 5, 6)]
+    assert all(masks[rows, d].all() for d in draws)
+    np.testing.assert_array_equal(draws[0], draws[1])  # same generator seed, same squares
+    assert (draws[0] != draws[2]).any()
+
+
+def test_the_agent_plays_whole_games_through_the_arena(tmp_path):
+    saved_module(tmp_path)
+    agents = [load_agent(f"rllib:{tmp_path}"), load_agent("random")]
+    games = arena.play(agents, np.arange(20) % 2, np.repeat(np.arange(10), 2), Config(),
+                       [np.random.default_rng(seed) for seed in (0, 1)])
+    assert not games.truncated.any() and (games.winner >= 0).all()  # every game played to its end with legal moves
+
+
+def _write(directory, description=None, arrays=None):
+    """Overwrite the files of a saved module with a modified description and/or arrays."""
+    if description is not None:
+        (directory / rllib_model.MODEL_FILE).write_text(json.dumps(description))
+    if arrays is not None:
+        np.savez(directory / rllib_model.WEIGHTS_FILE, **arrays)
+
+
+def _first(arrays: dict) -> str:
+    return next(iter(arrays))
+
+
+# fault: (change(directory, description, arrays) applied to a saved module, part of the error message)
+FAULTS = {
+    "no model.json": (lambda d, desc, arr: (d / rllib_model.MODEL_FILE).unlink(), "model.json not found"),
+    "no weights": (lambda d, desc, arr: (d / rllib_model.WEIGHTS_FILE).unlink(), "weights.npz not found"),
+    "bad JSON": (lambda d, desc, arr: (d / rllib_model.MODEL_FILE).write_text("{not json"), "not valid JSON"),
+    "other format": (lambda d, desc, arr: _write(d, {**desc, "format": "other"}),
+                     "not a strategic-reserve-rllib-module"),
+    "other version": (lambda d, desc, arr: _write(d, {**desc, "version": 99}), "format version 99"),
+    "other actions": (lambda d, desc, arr: _write(d, {**desc, "actions": 37}), "37 actions"),
+    "bad setting": (lambda d, desc, arr: _write(d, {**desc, "network": {"channels": 0}}),
+                    "channels must be an integer"),
+    "unknown setting": (lambda d, desc, arr: _write(d, {**desc, "network": {"width": 4}}),
+                        "unknown network settings"),
+    "other network": (lambda d, desc, arr: _write(d, {**desc, "network": {**desc["network"], "hidden": 17}}),
+                    "has shape"),
+    "extra array": (lambda d, desc, arr: _write(d, arrays={**arr, "extra": np.zeros(3, np.float32)}),
+                    "unexpected ['extra']"),
+    "missing array": (lambda d, desc, arr: _write(d, arrays={k: v for k, v in arr.items() if k != _first(arr)}),
+                      "missing ['"),
+    "wrong array shape": (lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.zeros(1, np.float32)}),
+                          "has shape"),
+    "NaN values": (lambda d, desc, arr: _write(d, arrays={k: np.full_like(v, np.nan) for k, v in arr.items()}),
+                   "finite"),
+    "object array": (lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.array([{}], dtype=object)}),
+                     "without pickles"),
+    "not an archive": (lambda d, desc, arr: (d / rllib_model.WEIGHTS_FILE).write_bytes(b"\x80\x04junk"),
+                       "not a readable"),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_malformed_modules_give_clear_errors(tmp_path, fault):
+    saved_module(tmp_path)
+    description = json.loads((tmp_path / rllib_model.MODEL_FILE).read_text())
+    with np.load(tmp_path / rllib_model.WEIGHTS_FILE) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    change, message = FAULTS[fault]
+    change(tmp_path, description, arrays)
+    with pytest.raises(ValueError) as error:
+        load_agent(f"rllib:{tmp_path}")
+    assert message in str(error.value)
+
+
+def test_an_empty_rllib_spec_asks_for_the_directory():
+    with pytest.raises(ValueError, match="give the directory"):
+        load_agent("rllib:")
+
+
+def test_a_pickled_weights_file_is_never_unpickled(tmp_path):
+    """An archive member holding a pickle that would run code is refused, and the code does not run."""
+    saved_module(tmp_path)
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self):
+            return (marker.write_text, ("ran",))
+
+    with np.load(tmp_path / rllib_model.WEIGHTS_FILE) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    first = next(iter(arrays))
+    payload = np.empty(1, dtype=object)
+    payload[0] = Exploit()
+    np.savez(tmp_path / rllib_model.WEIGHTS_FILE, **{**arrays, first: payload})
+    with pytest.raises(ValueError, match="without pickles"):
+        load_agent(f"rllib:{tmp_path}")
+    assert not marker.exists()
+
+
+def test_saving_checks_the_weights_against_the_network(tmp_path):
+    weights = {key: value.numpy() for key, value in BoardNet(SMALL).state_dict().items()}
+    with pytest.raises(ValueError, match="weights to save: parameters do not fit"):
+        rllib_model.save(tmp_path, weights, NetworkConfig(channels=4, conv_layers=3, hidden=16))
+    assert not (tmp_path / rllib_model.MODEL_FILE).exists()
+
+
+def test_train_rllib_explains_itself_and_checks_its_settings_without_ray():
+    run = [sys.executable, "train_rllib.py"]
+    shown = subprocess.run([*run, "--help"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    for option in ("--num-env-runners", "--address", "--iterations", "--out"):
+        assert option in shown.stdout
+    bad = subprocess.run([*run, "--minibatch-size", "5000"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert bad.returncode == 2
+    assert "--minibatch-size (5000) exceeds --train-batch-size (4000)" in bad.stderr
