@@ -32,7 +32,6 @@ import sys
 import time
 import traceback
 from dataclasses import replace
-from pathlib import Path
 
 from agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents
 from agents.custom import USER_SPEC_FORMS

@@ -110,11 +110,9 @@ def _ppo(spec: str, rest: str):
 
 def _rllib(spec: str, rest: str):
     path, _, more = rest.partition(",")  # a directory written by train_rllib.py (no pickle; plays without ray)
-    if not path:
-        raise ValueError(f"agent spec {spec!r}: give the module directory written by train_rllib.py")
     from .rllib_agent import RLlibAgent
 
-    return RLlibAgent.load(canonical_path(path), **_options(spec, more, {"deterministic": bool}))
+    return RLlibAgent.load(canonical_path(path) if path else path, **_options(spec, more, {"deterministic": bool}))
 
 
 # one entry per built-in agent; heavy imports stay inside the loaders

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import os
 import platform
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from agents import load_agent
+from strategic_reserve_env.progress import Progress
 
 from .statistics import Duel, fit_ratings
 from .tournament import (
@@ -246,7 +245,7 @@ def run_benchmark(spec, protocol: Protocol = PROTOCOL_V1, games: int | None = No
         check_agent(each, config, protocol.seed)
     card = ScoreCard(agent.name, protocol, games, [each.name for each in panel])
     total = sum(games or member.games for member in protocol.panel)
-    with tqdm(total=total, unit="game", disable=not progress, file=sys.stderr) as bar:
+    with Progress(total, "game", enabled=progress) as bar:
         for member, opponent in zip(protocol.panel, panel):
             bar.set_description(f"{agent.name} vs {member.label}")
             try:

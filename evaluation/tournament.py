@@ -36,11 +36,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from agents import RandomAgent, load_agent
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sampling import uniform_square
 
 from .statistics import Duel, fit_ratings, score_interval
@@ -400,8 +400,7 @@ def run(settings: Settings, agents: Sequence | None = None,
                                                          settings.config(), settings.seed)
     matchups = list(itertools.combinations(agents, 2))
     pairings: list[Pairing] = []
-    with tqdm(total=len(matchups) * settings.games, unit="game", disable=not settings.progress,
-              file=sys.stderr) as progress:
+    with Progress(len(matchups) * settings.games, "game", enabled=settings.progress) as progress:
         for a, b in matchups:
             progress.set_description(f"{a.name} vs {b.name}")
             try:

@@ -17,7 +17,7 @@ from reference import ReferenceGame
 from strategic_reserve_env import IllegalActionError, env, raw_env, records
 from strategic_reserve_env.aec_env import INFO_KEYS, NO_ROLL, describe, roll_info
 from strategic_reserve_env.board import SQUARE_INDEX, parse_square
-from strategic_reserve_env.config import Config, StartPosition
+from strategic_reserve_env.config import StartPosition
 from strategic_reserve_env.game import Game
 
 S = SQUARE_INDEX

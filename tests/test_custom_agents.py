@@ -4,7 +4,6 @@ functions, classes and factories with options, entry-point plugins, and the erro
 from __future__ import annotations
 
 import sys
-import textwrap
 
 import numpy as np
 import pytest
