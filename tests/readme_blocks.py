@@ -45,3 +45,12 @@ def python_blocks(readme: Path = README) -> list[Block]:
 def run_block(block: Block) -> None:
     """Execute a block as a fresh script."""
     exec(compile(block.code, block.name, "exec"), {"__name__": "__readme__"})
+
+
+def run_as_a_reader_would(block: Block, monkeypatch, capsys) -> None:
+    """Run ``block`` from the repository's root (pytest's ``monkeypatch`` and ``capsys`` fixtures); a block
+    that prints must print something."""
+    monkeypatch.chdir(README.parent)
+    run_block(block)
+    if "print(" in block.code:
+        assert capsys.readouterr().out.strip(), f"{block.name} printed nothing"

@@ -55,6 +55,7 @@ def test_a_1600_ply_game_replays_in_full(tmp_path, capsys):
     assert game.winner >= 0 and game.ply >= LONG_GAME
     path = tmp_path / "long.json"
     records.write_record(records.record_of(game), path)
+    assert path.stat().st_size * 20 < records.MAX_RECORD_BYTES  # the size limit leaves room for far longer games
     assert list(records.replay(records.load_record(path))) == played
     assert main(["replay", str(path)]) == 0
     lines = capsys.readouterr().out.splitlines()

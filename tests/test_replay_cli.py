@@ -50,11 +50,8 @@ def test_dev_zero_is_read_only_up_to_the_limit():
     assert f"/dev/zero is larger than {records.MAX_RECORD_BYTES:,} bytes, the limit of a record" in line
 
 
-def test_limit_is_documented_and_fits_a_long_game(tmp_path):
-    # a 1,600-ply record (written as write_record writes) is far below the limit
-    plies = [["a1", "a1"]] * 1600
-    text = json.dumps({"variant": {"reserve": 7}, "plies": plies}, indent=1)
-    assert len(text) * 20 < records.MAX_RECORD_BYTES
+def test_limit_is_documented():
+    # that a real 1,600-ply record fits well below the limit is checked in test_records
     assert f"{records.MAX_RECORD_BYTES:,} bytes" in subprocess.run(
         [sys.executable, "-m", "strategic_reserve_env", "replay", "--help"], capture_output=True, text=True,
         cwd=REPO, check=True).stdout.replace("\n", " ").replace("  ", " ")

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
-import pytest
-
-pytest.importorskip("sb3_contrib")
 
 import pettingzoo.utils
 from pettingzoo import make

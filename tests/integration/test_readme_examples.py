@@ -7,7 +7,7 @@ import importlib.util
 
 import pytest
 
-from readme_blocks import README, python_blocks, run_block
+from readme_blocks import python_blocks, run_as_a_reader_would
 
 MARKED = [block for block in python_blocks() if block.needs]
 
@@ -20,7 +20,4 @@ def test_the_readme_has_integration_examples():
 def test_marked_readme_example_runs(block, monkeypatch, capsys):
     missing = [name for name in block.needs if importlib.util.find_spec(name.split(".")[0]) is None]
     assert not missing, f"{block.name}: {', '.join(missing)} not installed in this venv"
-    monkeypatch.chdir(README.parent)
-    run_block(block)
-    if "print(" in block.code:
-        assert capsys.readouterr().out.strip()
+    run_as_a_reader_would(block, monkeypatch, capsys)

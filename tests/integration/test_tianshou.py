@@ -5,10 +5,7 @@ thu-ml/tianshou v2.0.1): ``tianshou.env.PettingZooEnv`` around the AEC env, ``Mu
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
-
-pytest.importorskip("tianshou")
 
 from tianshou.algorithm import DQN, MARLRandomDiscreteMaskedOffPolicyAlgorithm, MultiAgentOffPolicyAlgorithm
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy

@@ -5,10 +5,7 @@ random policy, which samples from the masked action spec."""
 
 from __future__ import annotations
 
-import pytest
 import torch
-
-pytest.importorskip("torchrl")
 
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 from torchrl.envs.utils import check_env_specs
