@@ -174,14 +174,17 @@ class LearnerGames:
         return self._atomically(self._step_and_restart, actions)
 
     def _atomically(self, run, *args):
-        """``run(*args)``; if it raises, every field it may change is put back first."""
+        """``run(*args)``; if it raises, every field it may change is put back first (``rng`` with the
+        state of its generator: a stochastic opponent may have drawn from it before failing)."""
         saved = (self.state, self.seat, self.opponent_id, self.dice, self.dice.counters, self.chance,
                  self.chance.counters, self.rng, self.started)
+        rng_state = self.rng.bit_generator.state
         try:
             return run(*args)
         except BaseException:
             (self.state, self.seat, self.opponent_id, self.dice, self.dice.counters, self.chance,
              self.chance.counters, self.rng, self.started) = saved
+            self.rng.bit_generator.state = rng_state
             raise
 
     # -- the steps themselves ----------------------------------------------------------------
