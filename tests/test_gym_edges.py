@@ -270,14 +270,15 @@ def _raise(masks):
 FAULTS = [
     (_raise, OpponentError, r"opponent 'flaky' raised ZeroDivisionError: the opponent's bug"),
     (lambda masks: np.argmin(masks, axis=-1), OpponentError,
-     r"opponent 'flaky' chose [a-f][1-6] \(action \d+\) in game \d, which is not a legal placement; legal: "),
+     r"opponent 'flaky' in game 0 returned [a-f][1-6] \(square \d+\), which is not a legal placement; legal: [a-f][1-6]"),
     (lambda masks: np.full(len(masks), 99), OpponentError,
-     r"opponent 'flaky' chose no square \(not in 0\.\.35\) \(action 99\) in game \d"),
+     r"opponent 'flaky' in game 0 returned 99, not a square index 0\.\.35"),
     (lambda masks: np.zeros(len(masks) + 1, dtype=np.int64), OpponentError,
-     r"opponent 'flaky''s actions must have shape"),
+     r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned shape \((2|6),\) for (1|5) game\(s\)"),
     (lambda masks: np.argmax(masks, axis=-1) + 0.5, OpponentError,
-     r"opponent 'flaky''s actions must be integer square indices 0\.\.35, got an array of dtype float64"),
-    (lambda masks: None, OpponentError, r"opponent 'flaky''s actions must be integer square indices 0\.\.35, got None"),
+     r"opponent 'flaky' in game 0 returned float64 values, not integer square indices 0\.\.35 \(the first: \d+\.5\)"),
+    (lambda masks: None, OpponentError,
+     r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned None, not an array of (1|5) square"),
 ]
 
 
