@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import engine
-from .board import BLUE, COLOURS, NUM_SQUARES, RED, brief, clip
+from .board import BLUE, COLOURS, RED, clip
 from .config import Config
 from .dice import DiceStreams, UniformStreams
 from .observation import OBSERVATION_SHAPE, planes
@@ -65,26 +65,14 @@ def check_count(name: str, value: object) -> int:
     return int(value)
 
 
-def as_actions(actions: object, num_games: int, what: str = "actions", error: type = ValueError) -> np.ndarray:
-    """(B,) int64 square indices from integer ``actions`` of shape (B,), or a scalar when B = 1.
-
-    Raises ``error`` naming ``what`` for any other shape or for a
-    non-integer type (floats and bools included: ``6.9`` is not square 6).
-    Values are not range-checked here; a value that is not a legal placement
-    is an illegal action.
-    """
-    try:
-        array = np.asarray(actions)
-    except (TypeError, ValueError):  # e.g. a ragged list
-        array = np.asarray(None)
-    if array.dtype.kind not in "iu":
-        shown = brief(actions) if array.ndim == 0 else f"an array of dtype {array.dtype}"
-        raise error(f"{what} must be integer square indices 0..{NUM_SQUARES - 1}, got {shown}")
-    if array.ndim == 0 and num_games == 1:
-        array = array.reshape(1)
-    if array.shape != (num_games,):
-        raise error(f"{what} must have shape ({num_games},), got {array.shape}")
-    return array.astype(np.int64, copy=False)
+def as_actions(actions: object, num_games: int) -> np.ndarray:
+    """(B,) int64 square indices from the learner's integer ``actions`` of shape (B,), or a scalar when
+    B = 1 (:func:`~.engine.as_squares`: ``ValueError`` for any other type or shape). Values are not
+    range-checked here; a value that is not a legal placement is an illegal action."""
+    integer = isinstance(actions, (int, np.integer)) and not isinstance(actions, bool)
+    if num_games == 1 and (integer or isinstance(actions, np.ndarray) and actions.shape == () and actions.dtype.kind in "iu"):
+        actions = np.reshape(actions, 1)
+    return engine.as_squares(actions, num_games, "actions")
 
 
 class LearnerGames:
