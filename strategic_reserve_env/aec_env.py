@@ -86,7 +86,8 @@ rewards, terminations, infos and agent to act, independently of the original
 
 **Arguments.** ``reserve`` (1..12, default 7), ``ply_limit`` (default 1000),
 ``start`` (a :class:`~strategic_reserve_env.config.StartPosition` or a dict
-``{"board", "reserves": (red, blue), "to_move"}``), ``render_mode``
+``{"board", "reserves": (red, blue), "to_move"}`` whose absent fields are the
+standard board, ``(reserve, reserve)`` and Red, as in a record), ``render_mode``
 (``"human"``, ``"ansi"``, ``"rgb_array"``).
 
 **Forcing the dice** (replay and analysis): ``reset(seed, options={"rolls": [...]})``
@@ -116,7 +117,7 @@ from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
 from .board import BLUE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, squares_of
-from .config import Config, StartPosition
+from .config import Config, StartPosition, start_position
 from .dice import DiceStream
 from .engine import IllegalActionError
 from .game import Game
@@ -144,10 +145,9 @@ def env(**kwargs: Any) -> AECEnv:
 
 
 def make_config(reserve: int = 7, ply_limit: int = 1000, start: StartPosition | dict | None = None) -> Config:
-    """A Config from env keyword arguments (``start`` may be a plain dict)."""
-    if isinstance(start, dict):
-        start = StartPosition(**start)
-    return Config(reserve=reserve, ply_limit=ply_limit, start=start)
+    """A Config from env keyword arguments (``start`` may be a plain dict: :func:`~.config.start_position`,
+    its reserves ``(reserve, reserve)`` unless given)."""
+    return Config(reserve=reserve, ply_limit=ply_limit, start=start_position(start, reserve))
 
 
 def parse_rolls(rolls) -> list[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BOARD, brief, parse_board
@@ -88,3 +89,25 @@ class Config:
         if self.start is not None:
             return self.start
         return StartPosition(STANDARD_BOARD, (self.reserve, self.reserve), "red")
+
+
+START_FIELDS = ("board", "reserves", "to_move")
+
+
+def start_position(start: StartPosition | Mapping | None, reserve: int) -> StartPosition | None:
+    """``start`` as a :class:`StartPosition` (None stays None, a StartPosition is returned as it is).
+
+    A mapping may hold the fields ``board``, ``reserves`` ((red, blue)) and
+    ``to_move``; absent ones are the standard board, ``(reserve, reserve)``
+    (the variant's reserve: docs/RULES.md, "Reserves at the start") and Red.
+    ``ValueError`` for unknown fields or anything else.
+    """
+    if start is None or isinstance(start, StartPosition):
+        return start
+    if not isinstance(start, Mapping):
+        raise ValueError(f"start must be a StartPosition, a mapping of its fields or None, got {type(start).__name__}")
+    unknown = sorted(set(start) - set(START_FIELDS), key=str)
+    if unknown:
+        raise ValueError(f"unknown start field(s): {', '.join(map(str, unknown))}")
+    return StartPosition(board=start.get("board", STANDARD_BOARD), reserves=start.get("reserves", (reserve, reserve)),
+                         to_move=start.get("to_move", "red"))

@@ -25,7 +25,18 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from . import rules
-from .board import BIT_ARRAY, BLUE, BOARD_SIZE, NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, names_of, square_name
+from .board import (
+    BIT_ARRAY,
+    BLUE,
+    BOARD_SIZE,
+    NO_PLAYER,
+    NUM_SQUARES,
+    RED,
+    bitboards_to_array,
+    brief,
+    names_of,
+    square_name,
+)
 from .config import Config
 
 _INT = np.int64
@@ -182,13 +193,22 @@ def _select(mask, if_true, if_false):
     return np.where(mask, if_true, if_false).astype(if_false.dtype, copy=False)
 
 
-def _as_squares(name: str, values, batch_size: int) -> np.ndarray:
-    """Validate a (B,) array of square indices (any integer dtype) and return it as int64."""
-    array = np.asarray(values)
-    if array.shape != (batch_size,):
-        raise ValueError(f"{name} must have shape ({batch_size},), got {array.shape}")
+def as_squares(values: object, batch_size: int, what: str = "squares", error: type = ValueError) -> np.ndarray:
+    """(B,) int64 square indices from integer ``values`` of shape (``batch_size``,).
+
+    Raises ``error`` naming ``what`` for a non-integer type (floats and bools
+    included: ``6.9`` is not square 6) or any other shape. Values are not
+    range-checked here (the caller says which games must hold a square).
+    """
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError):  # e.g. a ragged list
+        array = np.asarray(None)
     if array.dtype.kind not in "iu":
-        raise ValueError(f"{name} must be integer square indices 0..35, got dtype {array.dtype}")
+        shown = brief(values) if array.ndim == 0 else f"an array of dtype {array.dtype}"
+        raise error(f"{what} must be integer square indices 0..{NUM_SQUARES - 1}, got {shown}")
+    if array.shape != (batch_size,):
+        raise error(f"{what} must have shape ({batch_size},), got {array.shape}")
     return array.astype(_INT, copy=False)
 
 
@@ -211,7 +231,7 @@ def _playing(state: State, active) -> np.ndarray:
 def roll(state: State, squares, active=None) -> State:
     """Resolve the roll on ``squares`` ((B,) ints 0..35) in each live game (and, if given, where
     ``active``); every other game is unchanged and its entry of ``squares`` ignored."""
-    squares = _as_squares("squares", squares, state.batch_size)
+    squares = as_squares(squares, state.batch_size, "squares")
     live = _playing(state, active)
     out_of_range = live & ((squares < 0) | (squares >= NUM_SQUARES))
     if out_of_range.any():
@@ -235,7 +255,7 @@ def place(state: State, actions, config: Config, active=None) -> State:
     Raises :class:`IllegalActionError` naming the first game whose action is
     not a legal placement; the state is not changed.
     """
-    actions = _as_squares("actions", actions, state.batch_size)
+    actions = as_squares(actions, state.batch_size, "actions")
     live = _playing(state, active)
     placed = BIT_ARRAY.take(actions, mode="clip")
     illegal = live & ((actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0))
@@ -264,7 +284,7 @@ def place(state: State, actions, config: Config, active=None) -> State:
 
 def illegal_actions(state: State, actions, active=None) -> np.ndarray:
     """(B,) bool: live (and ``active``) games whose action is not a legal placement now."""
-    actions = _as_squares("actions", actions, state.batch_size)
+    actions = as_squares(actions, state.batch_size, "actions")
     placed = BIT_ARRAY.take(actions, mode="clip")
     bad = (actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0)
     return _playing(state, active) & bad

@@ -37,12 +37,12 @@ from __future__ import annotations
 import numpy as np
 
 from . import engine
-from .board import BLUE, COLOURS, NUM_SQUARES, RED, brief, clip, names_of, square_name
+from .board import BLUE, COLOURS, RED, clip
 from .config import Config
 from .dice import DiceStreams, UniformStreams
 from .observation import OBSERVATION_SHAPE, planes
 from .observation import mask_from_planes as _mask_from_planes
-from .policies import as_policy, policy_inputs, policy_name
+from .policies import InvalidActionsError, as_policy, checked_actions, policy_inputs, policy_name
 
 SEATS = ("random", "red", "blue")
 ILLEGAL_ACTION = ("lose", "raise")
@@ -65,26 +65,14 @@ def check_count(name: str, value: object) -> int:
     return int(value)
 
 
-def as_actions(actions: object, num_games: int, what: str = "actions", error: type = ValueError) -> np.ndarray:
-    """(B,) int64 square indices from integer ``actions`` of shape (B,), or a scalar when B = 1.
-
-    Raises ``error`` naming ``what`` for any other shape or for a
-    non-integer type (floats and bools included: ``6.9`` is not square 6).
-    Values are not range-checked here; a value that is not a legal placement
-    is an illegal action.
-    """
-    try:
-        array = np.asarray(actions)
-    except (TypeError, ValueError):  # e.g. a ragged list
-        array = np.asarray(None)
-    if array.dtype.kind not in "iu":
-        shown = brief(actions) if array.ndim == 0 else f"an array of dtype {array.dtype}"
-        raise error(f"{what} must be integer square indices 0..{NUM_SQUARES - 1}, got {shown}")
-    if array.ndim == 0 and num_games == 1:
-        array = array.reshape(1)
-    if array.shape != (num_games,):
-        raise error(f"{what} must have shape ({num_games},), got {array.shape}")
-    return array.astype(np.int64, copy=False)
+def as_actions(actions: object, num_games: int) -> np.ndarray:
+    """(B,) int64 square indices from the learner's integer ``actions`` of shape (B,), or a scalar when
+    B = 1 (:func:`~.engine.as_squares`: ``ValueError`` for any other type or shape). Values are not
+    range-checked here; a value that is not a legal placement is an illegal action."""
+    integer = isinstance(actions, (int, np.integer)) and not isinstance(actions, bool)
+    if num_games == 1 and (integer or isinstance(actions, np.ndarray) and actions.shape == () and actions.dtype.kind in "iu"):
+        actions = np.reshape(actions, 1)
+    return engine.as_squares(actions, num_games, "actions")
 
 
 class LearnerGames:
@@ -174,14 +162,17 @@ class LearnerGames:
         return self._atomically(self._step_and_restart, actions)
 
     def _atomically(self, run, *args):
-        """``run(*args)``; if it raises, every field it may change is put back first."""
+        """``run(*args)``; if it raises, every field it may change is put back first (``rng`` with the
+        state of its generator: a stochastic opponent may have drawn from it before failing)."""
         saved = (self.state, self.seat, self.opponent_id, self.dice, self.dice.counters, self.chance,
                  self.chance.counters, self.rng, self.started)
+        rng_state = self.rng.bit_generator.state
         try:
             return run(*args)
         except BaseException:
             (self.state, self.seat, self.opponent_id, self.dice, self.dice.counters, self.chance,
              self.chance.counters, self.rng, self.started) = saved
+            self.rng.bit_generator.state = rng_state
             raise
 
     # -- the steps themselves ----------------------------------------------------------------
@@ -299,10 +290,7 @@ class LearnerGames:
                 if np.any(opponent_turn & everywhere):
                     actions = self._opponent_acts(opponent, state, opponent_turn & everywhere, everywhere.all(), actions)
             before = state.done
-            try:
-                state = engine.place(state, actions, self.config, active=opponent_turn)
-            except engine.IllegalActionError:
-                raise self._opponent_fault(state, actions, opponent_turn) from None
+            state = engine.place(state, actions, self.config, active=opponent_turn)
             lost = np.where(state.done & ~before & (state.winner >= 0), 1.0, 0.0)
         learner_turn = mask & ~state.done
         if learner_turn.any():
@@ -313,8 +301,10 @@ class LearnerGames:
     def _opponent_acts(self, opponent, state: engine.State, mine: np.ndarray, whole: bool,
                        actions: np.ndarray) -> np.ndarray:
         """``actions`` with ``opponent``'s choices in the games of ``mine`` (its turn, rolled). When it is
-        the opponent of every game (``whole``), it acts on the whole batch (the other rows are ignored)."""
+        the opponent of every game (``whole``), it acts on the whole batch (the other rows are ignored).
+        Its answer is checked by :func:`~.policies.checked_actions`; any fault is an :class:`OpponentError`."""
         chosen = slice(None) if whole else np.flatnonzero(mine)
+        games = np.arange(self.num_games)[chosen]  # (k,) int64: the game of each row the opponent is given
         name = policy_name(opponent)
         try:
             if hasattr(opponent, "act_from_uniforms"):
@@ -323,20 +313,16 @@ class LearnerGames:
                 picked = opponent.act(*policy_inputs(opponent, state if whole else state[chosen]), self.rng)
         except Exception as error:
             raise OpponentError(f"opponent {name!r} raised {type(error).__name__}: {clip(str(error), _ERROR_TEXT)}") from error
-        picked = as_actions(picked, self.num_games if whole else len(chosen), f"opponent {name!r}'s actions",
-                            OpponentError)
+        try:
+            picked = checked_actions(picked, np.where(mine, state.legal, 0)[chosen])  # only its own games' rows
+        except InvalidActionsError as error:
+            where = (f"in game {games[error.row]}" if error.row is not None
+                     else f"(choosing for game(s) {clip(', '.join(map(str, games)), _ERROR_TEXT)})")
+            raise OpponentError(f"opponent {name!r} {where} {error}") from None
         if whole:
             return picked
         actions[chosen] = picked
         return actions
-
-    def _opponent_fault(self, state: engine.State, actions: np.ndarray, turn: np.ndarray) -> OpponentError:
-        """The error for the first game where an opponent's action is not a legal placement."""
-        game = int(np.flatnonzero(engine.illegal_actions(state, actions, turn))[0])
-        action, name = int(actions[game]), policy_name(self.opponents[self.opponent_id[game]])
-        square = square_name(action) if 0 <= action < NUM_SQUARES else "no square (not in 0..35)"
-        return OpponentError(f"opponent {name!r} chose {square} (action {action}) in game {game}, which is not "
-                             f"a legal placement; legal: {names_of(int(state.legal[game]))}")
 
     # -- the learner's view ----------------------------------------------------------------
     def observations(self) -> np.ndarray:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .board import BIT_ARRAY, NUM_SQUARES, bitboards_to_array, names_of, square_name
+from .board import BIT_ARRAY, NUM_SQUARES, bitboards_to_array, brief, names_of, square_name
 from .observation import planes
 from .sampling import nth_set_bit, popcount, uniform_square
 
@@ -102,11 +102,13 @@ def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
         actions = np.asarray(answer)
     except ValueError as error:  # e.g. a ragged list
         raise InvalidActionsError(f"returned {answer!r:.80}, not an array of squares ({error})") from None
+    if actions.ndim == 0:
+        raise InvalidActionsError(f"returned {brief(answer)}, not an array of {batch} square index(es)")
     if actions.shape != (batch,):
         raise InvalidActionsError(f"returned shape {actions.shape} for {batch} game(s), expected ({batch},)")
     if actions.dtype.kind not in "iu":
         raise InvalidActionsError(
-            f"returned {actions.dtype} values, not integer square indices 0..35 (row 0: {actions[0]!r})", 0)
+            f"returned {actions.dtype} values, not integer square indices 0..35 (the first: {brief(actions[:1].tolist()[0])})", 0)
     actions = actions.astype(np.int64, copy=False)
     playable = legal != 0
     outside = playable & ((actions < 0) | (actions >= NUM_SQUARES))

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .board import COLOURS, board_string, brief, clip, dice_for, parse_square, square_name, squares_of
-from .config import MAX_PLY_LIMIT, Config, StartPosition
+from .config import MAX_PLY_LIMIT, Config, StartPosition, start_position
 from .engine import IllegalActionError
 from .game import Game
 from .rules import HIT_NAMES
@@ -113,24 +113,19 @@ def _parse_start(start: object, reserve: int) -> StartPosition | None:
     """The ``start`` object of a record as a StartPosition (None when absent).
 
     Absent fields take the standard setup's board, Red to move and ``reserve``
-    checkers each (the variant's reserve).
+    checkers each (the variant's reserve): :func:`~.config.start_position`.
     """
     if start is None:
         return None
     if not isinstance(start, dict):
         raise ValueError(f"start must be an object, got {type(start).__name__}")
-    unknown = sorted(set(start) - {"board", "reserves", "to_move"})
-    if unknown:
-        raise ValueError(f"unknown start field(s): {', '.join(unknown)}")
-    reserves = start.get("reserves", dict.fromkeys(COLOURS, reserve))
-    if not isinstance(reserves, dict) or set(reserves) != set(COLOURS):
-        raise ValueError(f"start.reserves must be {{'red': n, 'blue': n}}, got {brief(reserves)}")
-    defaults = StartPosition()
-    return StartPosition(
-        board=start.get("board", defaults.board),
-        reserves=(reserves["red"], reserves["blue"]),
-        to_move=start.get("to_move", defaults.to_move),
-    )
+    fields = dict(start)
+    if "reserves" in fields:
+        reserves = fields["reserves"]
+        if not isinstance(reserves, dict) or set(reserves) != set(COLOURS):
+            raise ValueError(f"start.reserves must be {{'red': n, 'blue': n}}, got {brief(reserves)}")
+        fields["reserves"] = (reserves["red"], reserves["blue"])
+    return start_position(fields, reserve)
 
 
 MAX_RECORD_BYTES = 4 * 2**20  # 4 MiB: a 1,600-ply record written by write_record takes about 42 kB

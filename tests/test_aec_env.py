@@ -616,3 +616,24 @@ def test_render_modes():
         quiet = env()
         quiet.reset(seed=0)
         assert quiet.render() is None
+
+
+@pytest.mark.parametrize("reserve", [4, 7, 12])
+def test_a_start_dict_without_reserves_starts_with_the_variants_reserve(reserve):
+    # docs/RULES.md, "Reserves at the start": start.reserves when given, otherwise the variant's reserve
+    board = "RB" + "." * 34
+    e = raw_env(reserve=reserve, start={"board": board})
+    e.reset(seed=0)
+    assert e.game.reserves == (reserve, reserve) and e.game.board_string() == board
+    header = records.parse_record({"variant": {"reserve": reserve}, "start": {"board": board}, "plies": []})
+    assert e.config.start == header.config.start  # the env and a record read the same header alike
+    given = raw_env(reserve=reserve, start={"reserves": (2, 9), "to_move": "blue"})
+    given.reset(seed=0)
+    assert given.game.reserves == (2, 9) and given.config.start.to_move == "blue"
+
+
+def test_a_start_dict_with_unknown_fields_is_refused():
+    with pytest.raises(ValueError, match=r"unknown start field\(s\): side"):
+        raw_env(start={"side": "red"})
+    with pytest.raises(ValueError, match=r"start must be a StartPosition, a mapping of its fields or None, got str"):
+        raw_env(start="standard")

@@ -80,7 +80,7 @@ def test_illegal_action_names_game_and_square_and_changes_nothing():
         ([-1, 0], engine.IllegalActionError, r"game 0: action -1 is not a square index"),
         ([0, 0, 0], ValueError, r"actions must have shape \(2,\), got \(3,\)"),
         ([[0, 0]], ValueError, r"actions must have shape \(2,\), got \(1, 2\)"),
-        ([0.0, 1.0], ValueError, r"actions must be integer square indices 0\.\.35, got dtype float64"),
+        ([0.0, 1.0], ValueError, r"actions must be integer square indices 0\.\.35, got an array of dtype float64"),
     ],
 )
 def test_malformed_actions(actions, error, message):
@@ -202,3 +202,16 @@ def test_cli_unreadable_record(tmp_path, capsys, text, message):
 def test_cli_bad_bench_setting(capsys):
     assert main(["bench", "--reserve", "20", "--seconds", "0.01"]) == 2
     assert "reserve must be in 1..12, got 20" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("values", [[0.0, 1.0], [True, False], ["a1", "b1"], [[0], [1, 2]], None, 6.9, [0, 0, 0]])
+def test_the_engine_and_the_learner_check_actions_alike(values):
+    from strategic_reserve_env.learner import as_actions
+
+    state = _rolled(Config(), [0, 0])
+    with pytest.raises(ValueError) as engine_error:
+        engine.place(state, values, Config())
+    with pytest.raises(ValueError) as learner_error:
+        as_actions(values, 2)
+    assert str(engine_error.value) == str(learner_error.value)
+    assert str(engine_error.value).startswith("actions must ")

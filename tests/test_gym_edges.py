@@ -270,14 +270,15 @@ def _raise(masks):
 FAULTS = [
     (_raise, OpponentError, r"opponent 'flaky' raised ZeroDivisionError: the opponent's bug"),
     (lambda masks: np.argmin(masks, axis=-1), OpponentError,
-     r"opponent 'flaky' chose [a-f][1-6] \(action \d+\) in game \d, which is not a legal placement; legal: "),
+     r"opponent 'flaky' in game 0 returned [a-f][1-6] \(square \d+\), which is not a legal placement; legal: [a-f][1-6]"),
     (lambda masks: np.full(len(masks), 99), OpponentError,
-     r"opponent 'flaky' chose no square \(not in 0\.\.35\) \(action 99\) in game \d"),
+     r"opponent 'flaky' in game 0 returned 99, not a square index 0\.\.35"),
     (lambda masks: np.zeros(len(masks) + 1, dtype=np.int64), OpponentError,
-     r"opponent 'flaky''s actions must have shape"),
+     r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned shape \((2|6),\) for (1|5) game\(s\)"),
     (lambda masks: np.argmax(masks, axis=-1) + 0.5, OpponentError,
-     r"opponent 'flaky''s actions must be integer square indices 0\.\.35, got an array of dtype float64"),
-    (lambda masks: None, OpponentError, r"opponent 'flaky''s actions must be integer square indices 0\.\.35, got None"),
+     r"opponent 'flaky' in game 0 returned float64 values, not integer square indices 0\.\.35 \(the first: \d+\.5\)"),
+    (lambda masks: None, OpponentError,
+     r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned None, not an array of (1|5) square"),
 ]
 
 
@@ -380,3 +381,43 @@ def test_chance_streams():
     assert stream_key(5, CHANCE_TAG) != stream_key(5) == DiceStreams([5]).keys[0]
     values = UniformStreams(np.arange(4000)).next()
     assert abs(values.mean() - 0.5) < 0.02 and len(np.unique(values)) == 4000
+
+
+class Gambler:
+    """A stochastic opponent: a uniformly random legal square drawn from ``rng``; once armed, it draws
+    and then raises."""
+
+    name = "gambler"
+
+    def __init__(self) -> None:
+        self.armed = False
+
+    def act(self, observations, masks, rng):
+        picks = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        if self.armed:
+            self.armed = False
+            raise RuntimeError("drew, then failed")
+        return picks
+
+
+@pytest.mark.parametrize("make", [lambda opponent: StrategicReserveEnv(opponent=opponent, seat="red"),
+                                  lambda opponent: StrategicReserveVectorEnv(3, opponent=opponent, seat="red")],
+                         ids=["single", "vector"])
+def test_a_stochastic_opponent_that_draws_then_fails_leaves_the_generator_as_it_was(make):
+    gambler = Gambler()
+    env, twin = make(gambler), make(Gambler())
+    env.reset(seed=4), twin.reset(seed=4)
+    for _ in range(2):
+        masks = env.action_masks()
+        actions = np.argmax(masks, axis=-1)
+        env.step(actions), twin.step(actions)
+    before = snapshot(env)
+    gambler.armed = True
+    with pytest.raises(OpponentError, match=r"opponent 'gambler' raised RuntimeError: drew, then failed"):
+        env.step(np.argmax(env.action_masks(), axis=-1))
+    assert_unchanged(env, before)
+    for _ in range(8):  # the opponent draws the same numbers as the twin's, which never failed
+        actions = np.argmax(env.action_masks(), axis=-1)
+        got, expected = env.step(actions), twin.step(actions)
+        np.testing.assert_array_equal(got[0], expected[0])
+        np.testing.assert_array_equal(env.action_masks(), twin.action_masks())

@@ -195,3 +195,12 @@ def test_single_env_render_modes():
     frame = StrategicReserveEnv(render_mode="rgb_array")
     frame.reset(seed=0)
     assert frame.render().shape[2] == 3
+
+
+@pytest.mark.parametrize("make", [lambda **kw: StrategicReserveEnv(seat="red", **kw),
+                                  lambda **kw: StrategicReserveVectorEnv(2, seat="red", **kw)], ids=["single", "vector"])
+def test_a_start_dict_without_reserves_starts_with_the_variants_reserve(make):
+    env = make(reserve=4, start={"board": "R" + "." * 35})
+    env.reset(seed=0)
+    assert env.games.config.start.reserves == (4, 4)
+    assert env.games.state.reserves().tolist() == [[4, 4]] * env.games.num_games  # nobody has placed yet

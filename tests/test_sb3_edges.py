@@ -118,10 +118,12 @@ def _raise(masks):
     "bad, message",
     [
         (_raise, r"opponent 'flaky' raised KeyError: 'lost its table'"),
-        (lambda masks: np.argmin(masks, axis=-1), r"opponent 'flaky' chose [a-f][1-6] \(action \d+\) in game \d+, "
-                                                   r"which is not a legal placement; legal: "),
-        (lambda masks: np.argmax(masks, axis=-1)[:-1], r"opponent 'flaky''s actions must have shape"),
-        (lambda masks: [0.5] * len(masks), r"opponent 'flaky''s actions must be integer square indices"),
+        (lambda masks: np.argmin(masks, axis=-1), r"opponent 'flaky' in game \d+ returned [a-f][1-6] \(square \d+\), "
+                                                   r"which is not a legal placement; legal: [a-f][1-6]"),
+        (lambda masks: np.argmax(masks, axis=-1)[:-1],
+         r"opponent 'flaky' \(choosing for game\(s\) \d+(, \d+)*\) returned shape \(\d+,\) for \d+ game\(s\)"),
+        (lambda masks: [0.5] * len(masks), r"opponent 'flaky' in game \d+ returned float64 values, not integer square "
+                                           r"indices 0\.\.35 \(the first: 0\.5\)"),
     ],
     ids=["raises", "illegal", "shape", "float"],
 )
@@ -164,3 +166,24 @@ def test_game_i_is_the_game_of_a_batch_of_one_seeded_seed_plus_i():
                 np.testing.assert_array_equal(info[0][key], infos[i][key])
         finished += int(dones.sum())
     assert finished > 20
+
+
+def test_an_opponents_fault_names_the_game_of_the_batch_not_the_row_it_was_given():
+    # the faulty opponent plays some games of the pool; its last row is illegal: the error names that game
+    def bad(masks):
+        picks = np.argmax(masks, axis=-1)
+        picks[-1] = np.argmin(masks[-1])
+        return picks
+
+    flaky = Flaky(bad)
+    env = StrategicReserveVecEnv(8, opponents=["random", flaky], seed=3)
+    env.reset()
+    games = np.flatnonzero(env.games.opponent_id == 1)
+    assert 0 < len(games) < 8 and games[-1] != len(games) - 1  # rows and games differ
+    actions = _legal_actions(env)
+    flaky.armed = True
+    with pytest.raises(OpponentError) as caught:
+        env.step(actions)
+    last = int(games[-1])
+    assert str(caught.value).startswith(f"opponent 'flaky' in game {last} returned ")
+    assert "which is not a legal placement; legal: " in str(caught.value)
