@@ -128,6 +128,9 @@ def test_expectimax_depth2_values_match_brute_force():
         ("ppo:models/ppo_baseline.zip",
          "is an SB3 .zip: loading it unpickles .* ppo:models/ppo_baseline.zip,trust=pickle"),
         ("ppo:models/ppo_baseline.safetensors,trust=yes", "trust must be 'pickle'"),
+        ("ppo:models/ppo_baseline.safetensors,trust=pickle",
+         "trust=pickle is only for an SB3 .zip; models/ppo_baseline.safetensors is a policy file, which loads "
+         r"without it \(drop ,trust=pickle\)"),
         ("ppo:models/ppo_baseline.md", "not a safetensors file"),
         ("", "an agent spec must be a non-empty string"),
     ],
