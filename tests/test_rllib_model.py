@@ -188,6 +188,20 @@ def test_train_rllib_explains_itself_and_checks_its_settings_without_ray():
     assert "--minibatch-size (5000) exceeds --train-batch-size (4000)" in bad.stderr
 
 
+def test_train_rllib_checks_its_out_directory_first(tmp_path, unwritable_directory, capsys):
+    """A file, a path under a file, or a directory it cannot write in: one line and exit 2, before ray starts."""
+    import train_rllib
+
+    file = tmp_path / "file"
+    file.write_text("keep me")
+    for out, message in [(file, "is a file, not a directory"), (file / "run", f"lies under the file {file}"),
+                         (unwritable_directory, f"cannot write in {unwritable_directory} (")]:
+        assert train_rllib.main(["--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --out {out}: {message}") and err.count("\n") == 1, err
+    assert file.read_text() == "keep me"
+
+
 def third_party_imports(path) -> set[str]:
     """The top-level names of the modules ``path`` imports that are neither the standard library nor this project."""
     names = set()
