@@ -54,7 +54,7 @@ class Settings:
     """What to play; ``ValueError`` on construction if a setting is out of range."""
 
     agents: list[str]
-    """Agent specs (at least two): random, greedy, expectimax:depth=2, ppo:PATH.zip ..."""
+    """Agent specs (at least two): random, greedy, expectimax:depth=2, ppo:PATH.safetensors ..."""
     games: int = 2000
     """Games per pairing; even, as each dice stream is played twice with the seats swapped."""
     seed: int = 0
