@@ -5,7 +5,7 @@
     python evaluate.py --list-agents
 
 Agents are spec strings: built-ins (random, greedy, expectimax[:depth=1|2],
-ppo:PATH.zip), names registered by installed packages (entry-point group
+ppo:PATH.safetensors), names registered by installed packages (entry-point group
 strategic_reserve_env.agents), or your own: package.module:attribute or
 path/to/file.py:attribute, optionally followed by :key=value,... (see
 agents/custom.py).

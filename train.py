@@ -158,10 +158,7 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         raise ValueError(f"--device {settings.device!r} is not a torch device (e.g. cpu, cuda)") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {settings.device}: this torch build or machine has no CUDA device")
-    out = Path(settings.out)
-    existing = next(p for p in (out, *out.parents) if p.exists())
-    if not existing.is_dir():
-        raise ValueError(f"--out {settings.out}: {existing} is a file, not a directory")
+    tournament.check_out(settings.out)  # a directory we can write in (or can create), before anything is built
     return parse_opponents(settings.opponents)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import tyro
 
+from evaluation.tournament import check_out
 from strategic_reserve_env.aec_env import make_config
 from strategic_reserve_env.rllib_model import NetworkConfig
 
@@ -107,6 +108,7 @@ class Settings:
                 raise ValueError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
         self.network()
         make_config(reserve=self.reserve, ply_limit=self.ply_limit)
+        check_out(self.out)
 
 
 def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> dict:

@@ -40,6 +40,7 @@ from .custom import (
     is_user_spec,
     load_registered_agent,
     load_user_agent,
+    parse_options,
 )
 from .expectimax import ExpectimaxAgent
 from .greedy import GreedyAgent
@@ -54,23 +55,16 @@ class RandomAgent(UniformRandomPolicy):
         return "RandomAgent()"
 
 
-def _options(spec: str, text: str, allowed: dict) -> dict:
-    """Parse ``key=value,key=value`` with the types of ``allowed`` ({key: type})."""
-    options = {}
-    for item in filter(None, text.split(",")):
-        key, sep, value = item.partition("=")
-        if not sep or key not in allowed:
-            raise ValueError(f"agent spec {spec!r}: unknown option {item!r}; options: {', '.join(allowed)}")
-        kind = allowed[key]
-        try:
-            if kind is bool:
-                if value.lower() not in ("true", "false"):
-                    raise ValueError
-                options[key] = value.lower() == "true"
-            else:
-                options[key] = kind(value)
-        except ValueError:
-            raise ValueError(f"agent spec {spec!r}: {key} must be {kind.__name__}, got {value!r}") from None
+def _options(spec: str, text: str, allowed: dict[str, type]) -> dict[str, object]:
+    """The options of a built-in agent: ``key=value,...`` read by :func:`agents.custom.parse_options` (the one
+    option grammar: each key at most once, values read as bool, int, float or text), each key one of
+    ``allowed`` ({key: type}) and its value of exactly that type (``true`` is no int, ``2`` no text)."""
+    options = parse_options(spec, text)
+    for key, value in options.items():
+        if key not in allowed:
+            raise ValueError(f"agent spec {spec!r}: unknown option {key!r}; options: {', '.join(allowed)}")
+        if type(value) is not allowed[key]:
+            raise ValueError(f"agent spec {spec!r}: {key} must be {allowed[key].__name__}, got {value!r}")
     return options
 
 

@@ -73,7 +73,8 @@ def is_user_spec(head: str) -> bool:
 
 
 def parse_options(spec: str, text: str) -> dict[str, object]:
-    """``key=value,key=value`` -> {key: value}, each value read as bool, int, float or text."""
+    """``key=value,key=value`` -> {key: value}, each value read as bool, int, float or text; a key given twice
+    is an error. The one option parser of every agent spec (the built-ins then check each value's type)."""
     options: dict[str, object] = {}
     for item in filter(None, text.split(",")):
         key, sep, value = item.partition("=")

@@ -175,7 +175,9 @@ def read_description(path: str | Path) -> dict:
 
 
 def load_policy(path: str | Path):
-    """``(policy, description)`` of a policy file; :class:`PolicyFileError` says what is wrong with a bad one."""
+    """``(policy, description)`` of a policy file; :class:`PolicyFileError` says what is wrong with a bad one
+    (not a policy file, a description this code does not build, tensors of the wrong names, shapes or dtypes,
+    or NaN/infinite values)."""
     import torch
     from safetensors.torch import load
 
@@ -195,6 +197,8 @@ def load_policy(path: str | Path):
         if tensors[name].shape != target.shape or tensors[name].dtype != target.dtype:
             raise PolicyFileError(f"{path}: tensor {name} is {tuple(tensors[name].shape)} {tensors[name].dtype}, "
                                   f"the described network has {tuple(target.shape)} {target.dtype}")
+        if not torch.isfinite(tensors[name]).all():
+            raise PolicyFileError(f"{path}: tensor {name} holds NaN or infinite values")
         with torch.no_grad():
             target.copy_(tensors[name])
     return policy.eval(), description

@@ -5,11 +5,14 @@ which cannot run code when loaded; ``train.py`` writes one beside its SB3
 ``model.zip``. An SB3 ``.zip`` stores its settings as pickles, so loading
 one runs whatever code a crafted file holds: it loads only with the
 explicit opt-in ``trust="pickle"`` (agent spec ``ppo:PATH.zip,trust=pickle``),
-for files you made or trust. The policy must observe the planes of
-:mod:`strategic_reserve_env.observation` (``Box(0, 1, (6, 6, 9), int8)``)
-and choose among ``Discrete(36)`` squares. Actions are the masked policy's
-most likely square (``deterministic=True``, the default) or a sample from it
-drawn with the caller's generator, so sampled play is reproducible by seed.
+for files you made or trust. ``trust`` is an error on a policy file, where
+it would change nothing: each model has one spelling, so one agent name
+(evaluate.py and the tournament reject an agent named twice). The policy
+must observe the planes of :mod:`strategic_reserve_env.observation`
+(``Box(0, 1, (6, 6, 9), int8)``) and choose among ``Discrete(36)``
+squares. Actions are the masked policy's most likely square
+(``deterministic=True``, the default) or a sample from it drawn with the
+caller's generator, so sampled play is reproducible by seed.
 """
 
 from __future__ import annotations
@@ -42,6 +45,9 @@ class PPOAgent:
             raise ValueError(f"ppo: trust must be {TRUST_PICKLE!r} (to unpickle an SB3 .zip), got {trust!r}")
         if not path.is_file():
             raise ValueError(f"ppo model not found: {path} (train one with train.py, or use the shipped models/)")
+        if trust and path.suffix != ".zip":
+            raise ValueError(f"ppo: trust={trust} is only for an SB3 .zip; {path} is a policy file, which loads "
+                             f"without it (drop ,trust={trust})")
         options = ("" if deterministic else ",deterministic=false") + (f",trust={trust}" if trust else "")
         try:
             if path.suffix == ".zip":

@@ -29,16 +29,18 @@ import numpy as np
 from agents import load_agent
 from strategic_reserve_env.progress import Progress
 
-from .statistics import Duel, fit_ratings
+from .statistics import fit_ratings
 from .tournament import (
     Pairing,
     PairingError,
     Settings,
     check_agent,
-    format_interval,
+    duel_of,
     json_text,
     markdown_table,
     play_pairing,
+    result_cells,
+    speed_cell,
     text_table,
     write_text,
 )
@@ -167,11 +169,8 @@ class ScoreCard:
                 f"opponent; not comparable with protocol scores): {self.agent}")
 
     def rows(self) -> list[list[str]]:
-        return [[
-            member.label, f"{p.games:,}", f"{p.score:.3f}", format_interval(p.interval()),
-            f"{p.wins_as_red / p.games_as_red:.3f}", f"{p.wins_as_blue / p.games_as_blue:.3f}",
-            f"{p.total_plies / p.games:.1f}", str(p.truncated), f"{p.games / p.seconds:,.0f}",
-        ] for member, p in self.results]
+        """Table rows (:data:`CARD_HEADER`): one per opponent played."""
+        return [[member.label, f"{p.games:,}", *result_cells(p), speed_cell(p)] for member, p in self.results]
 
     def rating_line(self) -> str:
         anchors = ", ".join(f"{m.label} {m.rating:+.0f}" for m in self.protocol.panel)
@@ -223,7 +222,7 @@ class ScoreCard:
 
 def fit_rating(protocol: Protocol, results: list[tuple[PanelMember, Pairing]]) -> tuple[float, float]:
     """The benchmarked agent's rating and 95 % half-width with the panel's ratings held fixed."""
-    duels = [Duel(0, k + 1, pairing.score * pairing.games, pairing.games) for k, (_, pairing) in enumerate(results)]
+    duels = [duel_of(pairing, 0, k + 1) for k, (_, pairing) in enumerate(results)]
     fixed = {k + 1: member.rating for k, (member, _) in enumerate(results)}
     ratings, half = fit_ratings(len(results) + 1, duels, fixed)
     return float(ratings[0]), float(half[0])

@@ -54,7 +54,7 @@ class Settings:
     """What to play; ``ValueError`` on construction if a setting is out of range."""
 
     agents: list[str]
-    """Agent specs (at least two): random, greedy, expectimax:depth=2, ppo:PATH.zip ..."""
+    """Agent specs (at least two): random, greedy, expectimax:depth=2, ppo:PATH.safetensors ..."""
     games: int = 2000
     """Games per pairing; even, as each dice stream is played twice with the seats swapped."""
     seed: int = 0
@@ -262,13 +262,21 @@ def format_interval(interval: tuple[float, float] | None) -> str:
     return "n/a" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
 
 
+def result_cells(p: Pairing) -> list[str]:
+    """The table cells of a pairing's result, from ``a``'s side: score, 95 % interval, win rates as Red and as
+    Blue, mean plies, truncated games (the tournament's and the benchmark card's tables both show them)."""
+    return [f"{p.score:.3f}", format_interval(p.interval()), f"{p.wins_as_red / p.games_as_red:.3f}",
+            f"{p.wins_as_blue / p.games_as_blue:.3f}", f"{p.total_plies / p.games:.1f}", str(p.truncated)]
+
+
+def speed_cell(p: Pairing) -> str:
+    """Games per second of a pairing, as a table cell."""
+    return f"{p.games / p.seconds:,.0f}"
+
+
 def pairing_rows(pairings: list[Pairing]) -> list[list[str]]:
-    """Table rows: one per pairing."""
-    return [[
-        p.a, p.b, f"{p.score:.3f}", format_interval(p.interval()),
-        f"{p.wins_as_red / p.games_as_red:.3f}", f"{p.wins_as_blue / p.games_as_blue:.3f}",
-        f"{p.total_plies / p.games:.1f}", str(p.truncated), str(p.games), f"{p.games / p.seconds:,.0f}",
-    ] for p in pairings]
+    """Table rows (:data:`PAIRING_HEADER`): one per pairing."""
+    return [[p.a, p.b, *result_cells(p), str(p.games), speed_cell(p)] for p in pairings]
 
 
 PAIRING_HEADER = ["agent A", "agent B", "A score", "95% CI", "A win as Red", "A win as Blue",

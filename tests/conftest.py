@@ -37,6 +37,17 @@ def batch_of(configs: list[Config]) -> engine.State:
 
 
 @pytest.fixture
+def unwritable_directory(tmp_path) -> Path:
+    """An existing directory this process cannot create files in (as root, which writes wherever a file system
+    lets it: /proc)."""
+    if os.geteuid() == 0:
+        return Path("/proc")
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    return locked
+
+
+@pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
 

@@ -231,3 +231,27 @@ def test_a_faulty_agent_keeps_the_opponents_played_before(tmp_path):
     data = json.loads((tmp_path / "benchmark.json").read_text())
     assert data["complete"] is False and "out of memory" in data["error"] and len(data["opponents"]) == 1
     assert "unfinished:" in card.text()
+
+
+def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path, monkeypatch, capsys):
+    """A card of an agent the run no longer benchmarks (here: the PPO's old .zip spelling) would linger beside
+    the new ones and break the set of reference agents; other files in the folder stay."""
+    from evaluation import reference
+
+    monkeypatch.chdir(REPO)  # main moves to the repository root: put it back after the test
+    monkeypatch.setattr(reference, "run_benchmark", lambda spec, protocol, progress: run_benchmark(
+        spec, protocol, games=2, progress=False))
+    docs = tmp_path / "docs"
+    cards = docs / "benchmark"
+    cards.mkdir(parents=True)
+    (docs / "BENCHMARK.md").write_text(f"# Benchmark\n\n{START}\nold table\n{END}\n")
+    stale = [cards / "ppo-models-ppo_baseline-zip.json", cards / "ppo-models-ppo_baseline-zip.md"]
+    for path in [*stale, cards / "random.json", cards / "reference.md", cards / "notes.txt"]:
+        path.write_text("old")
+    assert reference.main(["--docs", str(docs), "--agents", "random", "greedy", "--no-progress"]) == 0
+    assert sorted(path.name for path in cards.iterdir()) == ["greedy.json", "greedy.md", "notes.txt", "random.json",
+                                                             "random.md", "reference.md"]
+    assert json.loads((cards / "random.json").read_text())["agent"] == "random"
+    assert "`greedy`" in (cards / "reference.md").read_text() and "old table" not in (docs / "BENCHMARK.md").read_text()
+    out = capsys.readouterr().out
+    assert all(f"removed {path}: its agent is not in this run" in out for path in stale)

@@ -5,9 +5,12 @@ Training with Ray RLlib itself is tested in tests/integration/test_rllib.py.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import subprocess
 import sys
+import tomllib
 
 import numpy as np
 import pytest
@@ -183,3 +186,40 @@ def test_train_rllib_explains_itself_and_checks_its_settings_without_ray():
     bad = subprocess.run([*run, "--minibatch-size", "5000"], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert bad.returncode == 2
     assert "--minibatch-size (5000) exceeds --train-batch-size (4000)" in bad.stderr
+
+
+def test_train_rllib_checks_its_out_directory_first(tmp_path, unwritable_directory, capsys):
+    """A file, a path under a file, or a directory it cannot write in: one line and exit 2, before ray starts."""
+    import train_rllib
+
+    file = tmp_path / "file"
+    file.write_text("keep me")
+    for out, message in [(file, "is a file, not a directory"), (file / "run", f"lies under the file {file}"),
+                         (unwritable_directory, f"cannot write in {unwritable_directory} (")]:
+        assert train_rllib.main(["--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --out {out}: {message}") and err.count("\n") == 1, err
+    assert file.read_text() == "keep me"
+
+
+def third_party_imports(path) -> set[str]:
+    """The top-level names of the modules ``path`` imports that are neither the standard library nor this project."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module.partition(".")[0])
+    return names - set(sys.stdlib_module_names) - {"__future__", "strategic_reserve_env", "agents", "evaluation"}
+
+
+def test_the_rllib_extra_installs_every_module_the_rllib_code_imports():
+    """``pip install -e '.[rllib]'`` then ``python train_rllib.py --help`` works: ray's own rllib extra pulls in
+    neither torch nor tyro, so the project's extra names them."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    installed = {re.match(r"[A-Za-z0-9_.-]+", requirement)[0].lower()
+                 for requirement in project["dependencies"] + project["optional-dependencies"]["rllib"]}
+    for path in ("train_rllib.py", "strategic_reserve_env/rllib.py", "strategic_reserve_env/rllib_model.py",
+                 "agents/rllib_agent.py"):
+        missing = third_party_imports(REPO / path) - installed
+        assert not missing, f"{path} imports {sorted(missing)}, which the [rllib] extra does not install"

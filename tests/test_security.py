@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import pickle
+import re
 import subprocess
 import sys
 import zipfile
@@ -169,6 +170,20 @@ def test_a_policy_file_names_no_code_and_must_fit_its_tensors(tmp_path, changes,
     """The description is data checked against known choices: no class is looked up by a name from the file."""
     with pytest.raises(PolicyFileError, match=message):
         load_policy(_policy_file_with(tmp_path, SHIPPED, **changes))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_a_policy_file_with_non_finite_weights_does_not_load(tmp_path, value):
+    from safetensors.torch import load, save
+
+    tensors = load(SHIPPED.read_bytes())
+    name = "action_net.bias"
+    tensors[name] = tensors[name].clone()
+    tensors[name][3] = value
+    path = tmp_path / "poisoned.safetensors"
+    path.write_bytes(save(tensors, metadata={METADATA_KEY: json.dumps(read_description(SHIPPED))}))
+    with pytest.raises(PolicyFileError, match=re.escape(f"{path}: tensor {name} holds NaN or infinite values")):
+        load_agent(f"ppo:{path}")
 
 
 def test_the_opt_in_is_documented():

@@ -183,13 +183,19 @@ def test_each_bad_setting_is_one_line_before_anything_runs(tmp_path, capsys, arg
     assert not out.exists()  # nothing was written, nothing trained
 
 
-def test_out_naming_a_file(tmp_path, capsys):
-    (tmp_path / "file").write_text("keep me")
-    for out in (tmp_path / "file", tmp_path / "file" / "run"):
+def test_out_must_be_a_writable_directory(tmp_path, unwritable_directory, capsys):
+    """A file, a path under a file, or an existing directory we cannot write in: one line, before anything is
+    built (not a traceback at the first checkpoint)."""
+    file = tmp_path / "file"
+    file.write_text("keep me")
+    for out, message in [(file, "is a file, not a directory"), (file / "run", f"lies under the file {file}, not a "
+                                                                              "directory"),
+                         (unwritable_directory, f"cannot write in {unwritable_directory} (")]:
         settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out)])
         assert train.main(settings) == 2
-        assert capsys.readouterr().err == f"error: --out {out}: {tmp_path / 'file'} is a file, not a directory\n"
-    assert (tmp_path / "file").read_text() == "keep me"
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: --out {out}: {message}") and err.count("\n") == 1, err
+    assert file.read_text() == "keep me"
 
 
 def test_bad_settings_on_the_command_line(tmp_path):
