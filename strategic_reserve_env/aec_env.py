@@ -122,11 +122,11 @@ from .dice import DiceStream
 from .engine import IllegalActionError
 from .game import Game
 from .observation import LEGAL_PLANE, OBSERVATION_SHAPE, planes
+from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
 AGENTS = ("player_0", "player_1")  # index = colour: player_0 Red, player_1 Blue
 AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
-ENV_NAME = "strategic_reserve_v1"
 NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
 INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
 DICE_SHAPE = (2,)  # (purple, green)
