@@ -25,6 +25,8 @@ import tyro
 
 from evaluation.tournament import check_out
 from strategic_reserve_env.aec_env import make_config
+from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
 from strategic_reserve_env.rllib_model import NetworkConfig
 
 PACKAGE = Path(__file__).resolve().parent / "strategic_reserve_env"
@@ -69,9 +71,9 @@ class Settings:
     """Number of 3x3 convolutions."""
     hidden: int = 256
     """Width of the layer both heads read."""
-    reserve: int = 7
+    reserve: int = DEFAULT_RESERVE
     """Reserve size of the games."""
-    ply_limit: int = 1000
+    ply_limit: int = DEFAULT_PLY_LIMIT
     """Games are truncated after this many placements."""
     seed: int = 0
     """Seed of the env runners' dice and of the network. With --num-env-runners 0 a run repeats exactly;

@@ -39,7 +39,8 @@ import numpy as np
 
 from agents import RandomAgent, load_agent
 from strategic_reserve_env import arena, engine
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sampling import uniform_square
 
@@ -61,9 +62,9 @@ class Settings:
     """Seed of the dice streams and of the agents' generators (>= 0)."""
     batch: int = 1000
     """Games played at once in one engine batch (memory grows with it for the search agents); even."""
-    reserve: int = 7
+    reserve: int = DEFAULT_RESERVE
     """Reserve size of the variant (1..12)."""
-    ply_limit: int = 1000
+    ply_limit: int = DEFAULT_PLY_LIMIT
     """Plies after which a game counts as truncated (half a point each)."""
     out: str | None = None
     """Directory for results.json, results.md and ratings.png (nothing written if unset)."""

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from . import bench, records
+from .board import DEFAULT_RESERVE
 from .config import Config
 
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_parser.add_argument(
         "--batch-sizes", type=int, nargs="+", default=[1, 64, 4096], metavar="B", help="batch sizes (default 1 64 4096)"
     )
-    bench_parser.add_argument("--reserve", type=int, default=7, help="reserve size (default 7)")
+    bench_parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
     bench_parser.set_defaults(run=_bench)
 
     play_parser = commands.add_parser("play", help="play against an agent in the terminal")
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
                              "expectimax:depth=2, ppo:models/ppo_baseline.safetensors")
     play_parser.add_argument("--seat", choices=["red", "blue", "random"], default="red", help="your colour")
     play_parser.add_argument("--seed", type=int, help="seed of the dice and the agent")
-    play_parser.add_argument("--reserve", type=int, default=7, help="reserve size (default 7)")
+    play_parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
     play_parser.add_argument("--save", help="write the game record here at the end (otherwise you are asked)")
     play_parser.set_defaults(run=_play)
 

@@ -116,8 +116,8 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
-from .board import BLUE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, squares_of
-from .config import Config, StartPosition, start_position
+from .board import BLUE, DEFAULT_RESERVE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, squares_of
+from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, start_position
 from .dice import DiceStream
 from .engine import IllegalActionError
 from .game import Game
@@ -144,7 +144,7 @@ def env(**kwargs: Any) -> AECEnv:
     return wrappers.OrderEnforcingWrapper(environment)
 
 
-def make_config(reserve: int = 7, ply_limit: int = 1000, start: StartPosition | dict | None = None) -> Config:
+def make_config(reserve: int = DEFAULT_RESERVE, ply_limit: int = DEFAULT_PLY_LIMIT, start: StartPosition | dict | None = None) -> Config:
     """A Config from env keyword arguments (``start`` may be a plain dict: :func:`~.config.start_position`,
     its reserves ``(reserve, reserve)`` unless given)."""
     return Config(reserve=reserve, ply_limit=ply_limit, start=start_position(start, reserve))
@@ -245,7 +245,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         "render_fps": 2,
     }
 
-    def __init__(self, reserve: int = 7, ply_limit: int = 1000, start: StartPosition | dict | None = None,
+    def __init__(self, reserve: int = DEFAULT_RESERVE, ply_limit: int = DEFAULT_PLY_LIMIT, start: StartPosition | dict | None = None,
                  render_mode: str | None = None) -> None:
         super().__init__()
         self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])

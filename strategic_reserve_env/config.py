@@ -10,6 +10,7 @@ from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BO
 MIN_RESERVE, MAX_RESERVE = 1, 12  # the variant's reserve size (docs/RULES.md: 7, or 6 on Board Game Arena)
 MAX_START_RESERVE = NUM_SQUARES  # a custom start may hold more in reserve than the variant (reading)
 MAX_PLY_LIMIT = 2**31 - 1  # ply counters are int32
+DEFAULT_PLY_LIMIT = 1000  # plies after which an unfinished game is truncated, unless set
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> int:
@@ -74,7 +75,7 @@ class Config:
     """
 
     reserve: int = DEFAULT_RESERVE
-    ply_limit: int = 1000
+    ply_limit: int = DEFAULT_PLY_LIMIT
     start: StartPosition | None = field(default=None)
 
     def __post_init__(self) -> None:

@@ -77,7 +77,8 @@ from gymnasium.vector.utils import batch_space
 
 from . import render as rendering
 from .aec_env import make_config
-from .board import COLOURS, NUM_SQUARES, brief, names_of
+from .board import COLOURS, DEFAULT_RESERVE, NUM_SQUARES, brief, names_of
+from .config import DEFAULT_PLY_LIMIT
 from .game import Game
 from .learner import LearnerGames, check_count
 from .observation import OBSERVATION_SHAPE
@@ -96,7 +97,7 @@ class StrategicReserveEnv(gymnasium.Env):
 
     metadata = {"render_modes": rendering.RENDER_MODES, "render_fps": 2}
 
-    def __init__(self, opponent="random", seat: str = "random", reserve: int = 7, ply_limit: int = 1000,
+    def __init__(self, opponent="random", seat: str = "random", reserve: int = DEFAULT_RESERVE, ply_limit: int = DEFAULT_PLY_LIMIT,
                  start=None, render_mode: str | None = None, illegal_action: str = "lose") -> None:
         self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])
         self.observation_space, self.action_space = _spaces()
@@ -148,8 +149,8 @@ class StrategicReserveVectorEnv(VectorEnv):
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, num_envs: int = 1, opponent="random", seat: str = "random", reserve: int = 7,
-                 ply_limit: int = 1000, start=None, render_mode: str | None = None,
+    def __init__(self, num_envs: int = 1, opponent="random", seat: str = "random", reserve: int = DEFAULT_RESERVE,
+                 ply_limit: int = DEFAULT_PLY_LIMIT, start=None, render_mode: str | None = None,
                  illegal_action: str = "lose") -> None:
         if render_mode is not None:
             raise ValueError("the vector env does not render; render a StrategicReserveEnv or the AEC env")

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import records
-from .board import COLOURS, names_of, parse_square, square_name
+from .board import COLOURS, DEFAULT_RESERVE, names_of, parse_square, square_name
 from .config import Config
 from .dice import DiceStream
 from .game import Game
@@ -53,7 +53,7 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
         return square
 
 
-def play(opponent: str, seat: str = "red", seed: int | None = None, reserve: int = 7, save: str | None = None,
+def play(opponent: str, seat: str = "red", seed: int | None = None, reserve: int = DEFAULT_RESERVE, save: str | None = None,
          read: Callable[[str], str] = input, say: Callable[[str], None] = print) -> int:
     """Run one game between a person (``read``/``say``) and the agent ``opponent``; returns an exit code
     (0, :data:`INTERRUPTED` after Ctrl-C, :data:`SAVE_FAILED` when the record was printed instead of saved)."""
