@@ -94,8 +94,9 @@ def fit_ratings(players: int, duels: Sequence[Duel], fixed: dict[int, float]) ->
 
     s = base
     if free:
-        result = optimize.minimize(negative_log_likelihood, np.zeros(len(free)), jac=gradient, method="BFGS",
-                                   options={"gtol": 1e-9})
+        result = optimize.minimize(
+            negative_log_likelihood, np.zeros(len(free)), jac=gradient, method="BFGS", options={"gtol": 1e-9}
+        )
         s = strengths(result.x)
     p = 1 / (1 + np.exp(s[j] - s[i]))
     information = np.zeros((players, players))

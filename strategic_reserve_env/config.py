@@ -110,5 +110,8 @@ def start_position(start: StartPosition | Mapping | None, reserve: int) -> Start
     unknown = sorted(set(start) - set(START_FIELDS), key=str)
     if unknown:
         raise ValueError(f"unknown start field(s): {', '.join(map(str, unknown))}")
-    return StartPosition(board=start.get("board", STANDARD_BOARD), reserves=start.get("reserves", (reserve, reserve)),
-                         to_move=start.get("to_move", "red"))
+    return StartPosition(
+        board=start.get("board", STANDARD_BOARD),
+        reserves=start.get("reserves", (reserve, reserve)),
+        to_move=start.get("to_move", "red"),
+    )

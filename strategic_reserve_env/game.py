@@ -24,7 +24,20 @@ from .board import (
 )
 from .config import Config, StartPosition
 
-_FIELDS = ("me", "opp", "reserve_me", "reserve_opp", "to_move", "ply", "winner", "truncated", "rolled", "hit", "captured", "legal")
+_FIELDS = (
+    "me",
+    "opp",
+    "reserve_me",
+    "reserve_opp",
+    "to_move",
+    "ply",
+    "winner",
+    "truncated",
+    "rolled",
+    "hit",
+    "captured",
+    "legal",
+)
 
 
 class Game:
@@ -119,7 +132,11 @@ class Game:
         if not self.legal:
             raise engine.IllegalActionError("no placement is due (roll first)")
         if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square]:
-            shown = square_name(square) if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES else repr(square)
+            shown = (
+                square_name(square)
+                if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES
+                else repr(square)
+            )
             raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
         reserve = self.reserve_me - 1
         self.me, self.opp = self.opp, self.me | BIT[square]

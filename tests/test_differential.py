@@ -62,7 +62,9 @@ def test_engine_and_game_match_reference(seed, reserve, custom_start, ply_limit)
             assert tuple(reserves[i]) == (ref.reserves["R"], ref.reserves["B"]), where
             expected_winner = COLOURS.index(NAME[ref.winner]) if ref.winner else -1
             assert int(placed.winner[i]) == expected_winner == game.winner, where
-            assert bool(placed.truncated[i]) == game.truncated == (ref.winner is None and int(placed.ply[i]) >= ply_limit)
+            assert (
+                bool(placed.truncated[i]) == game.truncated == (ref.winner is None and int(placed.ply[i]) >= ply_limit)
+            )
             if placed.done[i]:
                 ended_games += 1
                 refs[i] = ReferenceGame.from_config(config)

@@ -68,7 +68,9 @@ def test_illegal_action_names_game_and_square_and_changes_nothing():
     state = _rolled(config, [0, 0, SQUARE_INDEX["e5"], 0])
     before = _copy(state)
     actions = np.array([SQUARE_INDEX["a1"]] * 4)
-    with pytest.raises(engine.IllegalActionError, match=r"game 2: a1 \(action 0\) is not a legal placement; legal: e4, d5, f5, e6"):
+    with pytest.raises(
+        engine.IllegalActionError, match=r"game 2: a1 \(action 0\) is not a legal placement; legal: e4, d5, f5, e6"
+    ):
         engine.place(state, actions, config)
     assert _unchanged(state, before)
 
@@ -175,7 +177,10 @@ def test_cli_bad_record_prints_earlier_lines_then_one_error_line(tmp_path):
     path.write_text(json.dumps(_record([["a1", "a1"], ["b1", "b1"], ["e5", "zz"]])))
     result = subprocess.run(
         [sys.executable, "-m", "strategic_reserve_env", "replay", str(path)],
-        capture_output=True, text=True, cwd=REPO, check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
     )
     assert result.returncode == 1
     assert len(result.stdout.splitlines()) == 2

@@ -56,8 +56,9 @@ def _vector_env_runs(num_envs: int, seed: int, steps: int, **kwargs) -> list[lis
                 assert (rewards[i], terminated[i], truncated[i]) == (0.0, False, False)
                 runs[i].append(("reset", observations[i], info))
             else:
-                runs[i].append(("step", observations[i], float(rewards[i]), bool(terminated[i]),
-                                bool(truncated[i]), info))
+                runs[i].append(
+                    ("step", observations[i], float(rewards[i]), bool(terminated[i]), bool(truncated[i]), info)
+                )
         restarting = terminated | truncated
     return runs
 
@@ -170,8 +171,12 @@ def test_vector_env_rejects_non_integer_actions_and_changes_nothing():
     before = snapshot(vector)
     masks = vector.action_masks()
     good = np.array([np.flatnonzero(m)[0] for m in masks])
-    for bad, message in [(good + 0.5, "got an array of dtype float64"), (good.astype(bool), "dtype bool"),
-                         (good[:3], r"must have shape \(4,\), got \(3,\)"), (good[None], r"got \(1, 4\)")]:
+    for bad, message in [
+        (good + 0.5, "got an array of dtype float64"),
+        (good.astype(bool), "dtype bool"),
+        (good[:3], r"must have shape \(4,\), got \(3,\)"),
+        (good[None], r"got \(1, 4\)"),
+    ]:
         with pytest.raises(ValueError, match=message):
             vector.step(bad)
         assert_unchanged(vector, before)
@@ -224,8 +229,13 @@ def test_editing_a_returned_observation_or_mask_changes_nothing():
 
 @pytest.mark.parametrize(
     "num_envs, message",
-    [(0, "num_envs must be a positive integer, got 0"), (-2, "got -2"), (True, "got True"), ("4", "got '4'"),
-     (2.0, "got 2.0")],
+    [
+        (0, "num_envs must be a positive integer, got 0"),
+        (-2, "got -2"),
+        (True, "got True"),
+        ("4", "got '4'"),
+        (2.0, "got 2.0"),
+    ],
 )
 def test_vector_env_size(num_envs, message):
     with pytest.raises(ValueError, match=message):
@@ -236,8 +246,12 @@ def test_vector_env_bad_seeds_change_nothing():
     vector = StrategicReserveVectorEnv(2)
     vector.reset(seed=1)
     before = snapshot(vector)
-    for seed, message in [([1.5, 2], r"seed must be an int or 2 ints, got \[1\.5, 2\]"), ([1, 2, 3], "got 3"),
-                          (-1, "seeds must be non-negative, got -1"), ("7", r"seed must be an int or 2 ints")]:
+    for seed, message in [
+        ([1.5, 2], r"seed must be an int or 2 ints, got \[1\.5, 2\]"),
+        ([1, 2, 3], "got 3"),
+        (-1, "seeds must be non-negative, got -1"),
+        ("7", r"seed must be an int or 2 ints"),
+    ]:
         with pytest.raises(ValueError, match=message):
             vector.reset(seed=seed)
         assert_unchanged(vector, before)
@@ -269,21 +283,37 @@ def _raise(masks):
 
 FAULTS = [
     (_raise, OpponentError, r"opponent 'flaky' raised ZeroDivisionError: the opponent's bug"),
-    (lambda masks: np.argmin(masks, axis=-1), OpponentError,
-     r"opponent 'flaky' in game 0 returned [a-f][1-6] \(square \d+\), which is not a legal placement; legal: [a-f][1-6]"),
-    (lambda masks: np.full(len(masks), 99), OpponentError,
-     r"opponent 'flaky' in game 0 returned 99, not a square index 0\.\.35"),
-    (lambda masks: np.zeros(len(masks) + 1, dtype=np.int64), OpponentError,
-     r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned shape \((2|6),\) for (1|5) game\(s\)"),
-    (lambda masks: np.argmax(masks, axis=-1) + 0.5, OpponentError,
-     r"opponent 'flaky' in game 0 returned float64 values, not integer square indices 0\.\.35 \(the first: \d+\.5\)"),
-    (lambda masks: None, OpponentError,
-     r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned None, not an array of (1|5) square"),
+    (
+        lambda masks: np.argmin(masks, axis=-1),
+        OpponentError,
+        r"opponent 'flaky' in game 0 returned [a-f][1-6] \(square \d+\), which is not a legal placement; legal: [a-f][1-6]",
+    ),
+    (
+        lambda masks: np.full(len(masks), 99),
+        OpponentError,
+        r"opponent 'flaky' in game 0 returned 99, not a square index 0\.\.35",
+    ),
+    (
+        lambda masks: np.zeros(len(masks) + 1, dtype=np.int64),
+        OpponentError,
+        r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned shape \((2|6),\) for (1|5) game\(s\)",
+    ),
+    (
+        lambda masks: np.argmax(masks, axis=-1) + 0.5,
+        OpponentError,
+        r"opponent 'flaky' in game 0 returned float64 values, not integer square indices 0\.\.35 \(the first: \d+\.5\)",
+    ),
+    (
+        lambda masks: None,
+        OpponentError,
+        r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned None, not an array of (1|5) square",
+    ),
 ]
 
 
-@pytest.mark.parametrize("bad, error, message", FAULTS, ids=["raises", "illegal", "not-a-square", "shape", "float",
-                                                             "none"])
+@pytest.mark.parametrize(
+    "bad, error, message", FAULTS, ids=["raises", "illegal", "not-a-square", "shape", "float", "none"]
+)
 def test_faulty_opponent_in_the_single_env(bad, error, message):
     flaky = Flaky(bad)
     env = StrategicReserveEnv(opponent=flaky, seat="red")
@@ -312,8 +342,9 @@ def test_faulty_opponent_in_the_single_env(bad, error, message):
     assert env.action_masks().any()
 
 
-@pytest.mark.parametrize("bad, error, message", FAULTS, ids=["raises", "illegal", "not-a-square", "shape", "float",
-                                                             "none"])
+@pytest.mark.parametrize(
+    "bad, error, message", FAULTS, ids=["raises", "illegal", "not-a-square", "shape", "float", "none"]
+)
 def test_faulty_opponent_in_the_vector_env(bad, error, message):
     flaky = Flaky(bad)
     vector = StrategicReserveVectorEnv(5, opponent=flaky)
@@ -363,8 +394,9 @@ def test_act_from_uniforms_is_the_choice_act_makes_from_the_same_uniforms():
     policy = UniformRandomPolicy()
     for seed in range(20):
         uniforms = np.random.default_rng(seed).random(3)
-        np.testing.assert_array_equal(policy.act(None, masks, np.random.default_rng(seed)),
-                                      policy.act_from_uniforms(legal, uniforms))
+        np.testing.assert_array_equal(
+            policy.act(None, masks, np.random.default_rng(seed)), policy.act_from_uniforms(legal, uniforms)
+        )
 
 
 def test_chance_streams():
@@ -400,9 +432,14 @@ class Gambler:
         return picks
 
 
-@pytest.mark.parametrize("make", [lambda opponent: StrategicReserveEnv(opponent=opponent, seat="red"),
-                                  lambda opponent: StrategicReserveVectorEnv(3, opponent=opponent, seat="red")],
-                         ids=["single", "vector"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda opponent: StrategicReserveEnv(opponent=opponent, seat="red"),
+        lambda opponent: StrategicReserveVectorEnv(3, opponent=opponent, seat="red"),
+    ],
+    ids=["single", "vector"],
+)
 def test_a_stochastic_opponent_that_draws_then_fails_leaves_the_generator_as_it_was(make):
     gambler = Gambler()
     env, twin = make(gambler), make(Gambler())

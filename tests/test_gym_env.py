@@ -197,8 +197,11 @@ def test_single_env_render_modes():
     assert frame.render().shape[2] == 3
 
 
-@pytest.mark.parametrize("make", [lambda **kw: StrategicReserveEnv(seat="red", **kw),
-                                  lambda **kw: StrategicReserveVectorEnv(2, seat="red", **kw)], ids=["single", "vector"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda **kw: StrategicReserveEnv(seat="red", **kw), lambda **kw: StrategicReserveVectorEnv(2, seat="red", **kw)],
+    ids=["single", "vector"],
+)
 def test_a_start_dict_without_reserves_starts_with_the_variants_reserve(make):
     env = make(reserve=4, start={"board": "R" + "." * 35})
     env.reset(seed=0)

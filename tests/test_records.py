@@ -29,8 +29,21 @@ def play_on(game: Game, rng: np.random.Generator, plies: int = MAX_PLY_LIMIT) ->
         rolled, hit, captured, legal = game.rolled, game.hit, game.captured, game.legal
         placed = int(uniform_square(legal, float(rng.random())))
         game.place(placed)
-        trace.append(records.trace_entry(len(game.history), mover, rolled, hit, captured, legal, placed,
-                                         game.red, game.blue, game.reserves, game.winner))
+        trace.append(
+            records.trace_entry(
+                len(game.history),
+                mover,
+                rolled,
+                hit,
+                captured,
+                legal,
+                placed,
+                game.red,
+                game.blue,
+                game.reserves,
+                game.winner,
+            )
+        )
     return trace
 
 
@@ -156,8 +169,7 @@ def test_to_json_writes_start_only_when_the_config_has_one():
     assert plain.to_json() == {"variant": {"reserve": 6}, "plies": []}
     assert through_json(plain) == plain
     custom = records.parse_record({"variant": {"reserve": 9}, "start": {"to_move": "blue"}, "plies": []})
-    assert custom.to_json()["start"] == {"board": STANDARD_BOARD, "reserves": {"red": 9, "blue": 9},
-                                         "to_move": "blue"}
+    assert custom.to_json()["start"] == {"board": STANDARD_BOARD, "reserves": {"red": 9, "blue": 9}, "to_move": "blue"}
     assert through_json(custom) == custom
 
 
@@ -172,8 +184,9 @@ def test_the_record_of_a_loaded_game_starts_from_the_loaded_position():
     game = Game(config)
     game.load(state, 2)
     start = game.history_start()
-    assert start == StartPosition(state.board_strings()[2], tuple(int(r) for r in state.reserves()[2]),
-                                  ("red", "blue")[int(state.to_move[2])])
+    assert start == StartPosition(
+        state.board_strings()[2], tuple(int(r) for r in state.reserves()[2]), ("red", "blue")[int(state.to_move[2])]
+    )
     played = play_on(game, rng, plies=30)
     assert played[0]["ply"] == 1 and game.ply == 25 + len(played)
     record = records.record_of(game)
@@ -190,8 +203,9 @@ def test_a_game_loaded_after_its_roll_or_its_win_has_no_record():
     game.load(rolled, 0)
     with pytest.raises(ValueError, match="loaded after its roll"):
         records.record_of(game)
-    won = records.parse_record({"start": {"board": "R" + "." * 35, "reserves": {"red": 1, "blue": 3}},
-                                "plies": [["f6", "f6"]]})
+    won = records.parse_record(
+        {"start": {"board": "R" + "." * 35, "reserves": {"red": 1, "blue": 3}}, "plies": [["f6", "f6"]]}
+    )
     finished = Game(won.config)
     finished.roll(parse_square("f6"))
     finished.place(parse_square("f6"))

@@ -33,9 +33,7 @@ class SB3ActionMaskWrapper(pettingzoo.utils.BaseWrapper, gym.Env):
         super().reset(seed, options)
 
         # Strip the action mask out from the observation space
-        self.observation_space = super().observation_space(self.possible_agents[0])[
-            "observation"
-        ]
+        self.observation_space = super().observation_space(self.possible_agents[0])["observation"]
         self.action_space = super().action_space(self.possible_agents[0])
 
         # Return initial observation, info (PettingZoo AEC envs do not by default)
