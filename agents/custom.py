@@ -134,7 +134,7 @@ class SingleGameAgent:
     def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """(B,) int64: ``function(observations[i], masks[i])`` for each game ``i``."""
         squares = np.empty(len(masks), dtype=np.int64)
-        for row, (observation, mask) in enumerate(zip(observations, masks)):
+        for row, (observation, mask) in enumerate(zip(observations, masks, strict=True)):
             answer = self.function(observation, mask)
             try:
                 squares[row] = operator.index(answer)

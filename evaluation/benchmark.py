@@ -105,7 +105,7 @@ class Protocol:
             "batch": self.batch,
             "panel": [
                 {"label": m.label, "agent": name, "games": m.games, "rating": m.rating}
-                for m, name in zip(self.panel, names)
+                for m, name in zip(self.panel, names, strict=True)
             ],
         }
 
@@ -299,7 +299,7 @@ def run_benchmark(
     card = ScoreCard(agent.name, protocol, games, [each.name for each in panel])
     total = sum(games or member.games for member in protocol.panel)
     with Progress(total, "game", enabled=progress) as bar:
-        for member, opponent in zip(protocol.panel, panel):
+        for member, opponent in zip(protocol.panel, panel, strict=True):
             bar.set_description(f"{agent.name} vs {member.label}")
             try:
                 pairing = play_pairing(agent, opponent, protocol.settings(games or member.games), bar)

@@ -118,7 +118,7 @@ def _check_linked(players: int, i: np.ndarray, j: np.ndarray, fixed: dict[int, f
     reached, frontier = set(fixed), list(fixed)
     while frontier:
         k = frontier.pop()
-        for a, b in zip(i, j):
+        for a, b in zip(i, j, strict=True):
             for here, there in ((a, b), (b, a)):
                 if here == k and there not in reached:
                     reached.add(int(there))

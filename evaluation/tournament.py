@@ -139,7 +139,7 @@ def load_agents(specs: Sequence) -> list:
     name), naming the spellings."""
     agents = [load_agent(spec) if isinstance(spec, str) else spec for spec in specs]
     spellings: dict[str, list[str]] = {}
-    for spec, agent in zip(specs, agents):
+    for spec, agent in zip(specs, agents, strict=True):
         spellings.setdefault(agent.name, []).append(spec if isinstance(spec, str) else repr(spec))
     repeated = [(name, given) for name, given in spellings.items() if len(given) > 1]
     if repeated:
@@ -324,8 +324,8 @@ PAIRING_HEADER = [
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
     """A plain aligned table."""
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header, *rows]]
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -59,7 +59,7 @@ def single(seconds: float, config: Config, seed: int = 0) -> float:
     def run_block() -> int:
         rolls = engine.draw_rolls(rng, BLOCK).tolist()
         uniforms = rng.random(BLOCK).tolist()
-        for rolled, uniform in zip(rolls, uniforms):
+        for rolled, uniform in zip(rolls, uniforms, strict=True):
             game.roll(rolled)
             game.place(uniform_square(game.legal, uniform))
             if game.done:
@@ -144,7 +144,7 @@ def reference(seconds: float, config: Config, seed: int = 0) -> float | None:
         nonlocal game
         rolls = engine.draw_rolls(rng, BLOCK).tolist()
         uniforms = rng.random(BLOCK).tolist()
-        for rolled, uniform in zip(rolls, uniforms):
+        for rolled, uniform in zip(rolls, uniforms, strict=True):
             legal = game.roll(rolled)
             game.place(legal[int(uniform * len(legal))])
             if game.winner is not None:

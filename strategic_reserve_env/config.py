@@ -46,7 +46,7 @@ class StartPosition:
         if not isinstance(self.reserves, (tuple, list)) or len(self.reserves) != 2:
             raise ValueError(f"start.reserves must be a (red, blue) pair, got {brief(self.reserves)}")
         object.__setattr__(self, "reserves", tuple(self.reserves))
-        for colour, value in zip(COLOURS, self.reserves):
+        for colour, value in zip(COLOURS, self.reserves, strict=True):
             _check_int(f"start.reserves.{colour}", value, 1, MAX_START_RESERVE)
         if self.to_move not in COLOURS:
             raise ValueError(f"start.to_move must be 'red' or 'blue', got {brief(self.to_move)}")

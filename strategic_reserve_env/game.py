@@ -60,7 +60,7 @@ class Game:
 
     def reset(self) -> None:
         """Back to the start position, before the first roll."""
-        for name, value in zip(_FIELDS, self._start):
+        for name, value in zip(_FIELDS, self._start, strict=True):
             setattr(self, name, value)
         self.history = []
         self._origin = self._start
@@ -98,7 +98,7 @@ class Game:
         if self._origin is self._start:
             return None
         origin = Game.__new__(Game)  # the loaded position, for its readable views
-        for name, value in zip(_FIELDS, self._origin):
+        for name, value in zip(_FIELDS, self._origin, strict=True):
             setattr(origin, name, value)
         if origin.legal:
             raise ValueError("the game was loaded after its roll: a record cannot start between roll and placement")

@@ -70,7 +70,7 @@ class Record:
         if start is not None:
             data["start"] = {
                 "board": start.board,
-                "reserves": dict(zip(COLOURS, start.reserves)),
+                "reserves": dict(zip(COLOURS, start.reserves, strict=True)),
                 "to_move": start.to_move,
             }
         data["plies"] = [list(ply) for ply in self.plies]
@@ -205,7 +205,7 @@ def trace_entry(
         "legal": [square_name(s) for s in squares_of(legal)],
         "place": square_name(placed),
         "board": board_string(red, blue),
-        "reserves": dict(zip(COLOURS, reserves)),
+        "reserves": dict(zip(COLOURS, reserves, strict=True)),
         "winner": COLOURS[winner] if winner >= 0 else None,
     }
 

@@ -536,8 +536,8 @@ def test_conformance_records_replay_through_the_aec_env(record_path):
     e, plies = _play_record(record_path)
     expected = [json.loads(line) for line in expected_trace(record_path).splitlines()]
     start = e.unwrapped.config.start_position
-    board, reserves = start.board, dict(zip(("red", "blue"), start.reserves))
-    for (_, placed), trace in zip(plies, expected):
+    board, reserves = start.board, dict(zip(("red", "blue"), start.reserves, strict=True))
+    for (_, placed), trace in zip(plies, expected, strict=True):
         agent = e.agent_selection
         observation, _, terminated, truncated, info = e.last()
         assert not (terminated or truncated)
@@ -554,7 +554,7 @@ def test_conformance_records_replay_through_the_aec_env(record_path):
         reserves[opponent] += len(cleared)
         game = e.unwrapped.game
         assert game.board_string() == board
-        assert dict(zip(("red", "blue"), game.reserves)) == reserves
+        assert dict(zip(("red", "blue"), game.reserves, strict=True)) == reserves
         e.step(placed)
         board, reserves = trace["board"], dict(trace["reserves"])
     if expected[-1]["winner"] is not None:

@@ -197,7 +197,7 @@ def test_the_reference_cards_are_protocol_v1_and_their_ratings_follow_from_their
         ]
         results = [
             (member, Pairing(**{k: o[k] for k in Pairing.__dataclass_fields__}))
-            for member, o in zip(PROTOCOL_V1.panel, card["opponents"])
+            for member, o in zip(PROTOCOL_V1.panel, card["opponents"], strict=True)
         ]
         value, half = fit_rating(PROTOCOL_V1, results)
         assert card["rating"]["elo"] == pytest.approx(value, abs=1e-6)

@@ -84,5 +84,5 @@ def test_batched_engine_reproduces_every_trace_in_one_batch():
             ended_in_win[i] = bool(state.done[i])
     wins = ['"winner": "' in expected_trace(r).splitlines()[-1] for r in RECORDS]
     assert ended_in_win.tolist() == wins
-    for record, lines in zip(RECORDS, traces):
+    for record, lines in zip(RECORDS, traces, strict=True):
         assert "".join(line + "\n" for line in lines) == expected_trace(record), record.stem

@@ -40,7 +40,7 @@ def test_engine_and_game_match_reference(seed, reserve, custom_start, ply_limit)
         legal_mask = state.legal_mask()
         reserves = state.reserves()
         choices = np.empty(BATCH, dtype=np.int64)
-        for i, (ref, game) in enumerate(zip(refs, games)):
+        for i, (ref, game) in enumerate(zip(refs, games, strict=True)):
             where = f"case seed {seed}, ply {ply}, game {i}"
             legal = ref.roll(int(squares[i]))
             game.roll(int(squares[i]))
@@ -56,7 +56,7 @@ def test_engine_and_game_match_reference(seed, reserve, custom_start, ply_limit)
         placed = engine.place(state, choices, config)
         boards = placed.board_strings()
         reserves = placed.reserves()
-        for i, (ref, game) in enumerate(zip(refs, games)):
+        for i, (ref, game) in enumerate(zip(refs, games, strict=True)):
             where = f"case seed {seed}, ply {ply}, game {i}"
             assert boards[i] == ref.board_string() == game.board_string(), where
             assert tuple(reserves[i]) == (ref.reserves["R"], ref.reserves["B"]), where

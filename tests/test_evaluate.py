@@ -42,7 +42,7 @@ def test_both_games_of_a_pair_see_the_same_rolls():
     agents = (load_agent("random"), load_agent("greedy"))
     rolled, live = _rolls_per_ply(agents, seeds, agent_seed=0)
     compared = 0
-    for ply_rolls, ply_live in zip(rolled, live):
+    for ply_rolls, ply_live in zip(rolled, live, strict=True):
         both = ply_live[0::2] & ply_live[1::2]
         assert np.array_equal(ply_rolls[0::2][both], ply_rolls[1::2][both])
         compared += int(both.sum())
@@ -55,7 +55,7 @@ def test_dice_do_not_depend_on_the_agents_randomness():
     agents = (load_agent("random"), load_agent("random"))
     first, live_first = _rolls_per_ply(agents, seeds, agent_seed=1)
     second, live_second = _rolls_per_ply(agents, seeds, agent_seed=2)
-    for a, b, la, lb in zip(first, second, live_first, live_second):
+    for a, b, la, lb in zip(first, second, live_first, live_second, strict=True):
         both = la & lb
         assert np.array_equal(a[both], b[both])
 

@@ -87,7 +87,7 @@ def test_sub_env_i_plays_the_single_env_game_of_seed_plus_i(kwargs):
     episodes = 0
     for i, run in enumerate(runs):
         expected = _single_env_run(seed - 1 + i, len(run), **kwargs)
-        for got, want in zip(run, expected):
+        for got, want in zip(run, expected, strict=True):
             assert got[0] == want[0]  # a reset where the single env was reset
             np.testing.assert_array_equal(got[1], want[1])
             if got[0] == "step":
@@ -107,7 +107,7 @@ def test_sub_env_of_seed_minus_i_matches_the_readme_claim():
     for i in range(3):
         run = _vector_env_runs(3, seed - i, 60)[i]
         expected = _single_env_run(seed, len(run))
-        for got, want in zip(run, expected):
+        for got, want in zip(run, expected, strict=True):
             np.testing.assert_array_equal(got[1], want[1])
 
 
@@ -181,7 +181,7 @@ def test_vector_env_rejects_non_integer_actions_and_changes_nothing():
             vector.step(bad)
         assert_unchanged(vector, before)
     got, want = vector.step(list(good)), twin.step(good)  # a list of ints is fine
-    for a, b in zip(got[:4], want[:4]):
+    for a, b in zip(got[:4], want[:4], strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -368,7 +368,7 @@ def test_faulty_opponent_in_the_vector_env(bad, error, message):
         chosen = actions()
         observations, rewards, terminated, truncated, infos = vector.step(chosen)
         expected = twin.step(chosen)
-        for got, want in zip((observations, rewards, terminated, truncated), expected[:4]):
+        for got, want in zip((observations, rewards, terminated, truncated), expected[:4], strict=True):
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(infos["action_mask"], expected[4]["action_mask"])
 

@@ -133,7 +133,7 @@ def test_start_reserves_then_the_variant_reserve(header, reserves):
     assert record.config.start_position.reserves == reserves
     first = next(records.replay(record))
     mover = first["mover"]
-    assert first["reserves"][mover] == dict(zip(("red", "blue"), reserves))[mover] - 1
+    assert first["reserves"][mover] == dict(zip(("red", "blue"), reserves, strict=True))[mover] - 1
     board = list(header.get("start", {}).get("board", STANDARD_BOARD))
     board[parse_square("a1")] = mover[0].upper()  # a1 is empty, or emptied by the roll, and placed on
     assert first["board"] == "".join(board)

@@ -48,7 +48,7 @@ def test_save_and_load_give_the_same_network(tmp_path):
     planes = torch.as_tensor(mover_planes(state))
     masks = torch.as_tensor(bitboards_to_array(state.legal))
     with torch.no_grad():
-        for expected, actual in zip(net(planes, masks), loaded(planes, masks)):
+        for expected, actual in zip(net(planes, masks), loaded(planes, masks), strict=True):
             torch.testing.assert_close(actual, expected, rtol=0, atol=0)
 
 

@@ -21,7 +21,7 @@ def _legal_actions(env) -> np.ndarray:
     """A deterministic legal action per game, varied by the position."""
     masks = env.action_masks()
     observations = env.games.observations()
-    return np.array([np.flatnonzero(m)[int(o.sum()) % m.sum()] for m, o in zip(masks, observations)])
+    return np.array([np.flatnonzero(m)[int(o.sum()) % m.sum()] for m, o in zip(masks, observations, strict=True)])
 
 
 def _assert_same_step(got, want) -> None:
@@ -29,7 +29,7 @@ def _assert_same_step(got, want) -> None:
     np.testing.assert_array_equal(observations, observations2)
     np.testing.assert_array_equal(rewards, rewards2)
     np.testing.assert_array_equal(dones, dones2)
-    for info, info2 in zip(infos, infos2):
+    for info, info2 in zip(infos, infos2, strict=True):
         assert info.keys() == info2.keys()
         for key in info:
             np.testing.assert_array_equal(info[key], info2[key])
