@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     error = split.std(ddof=1) / np.sqrt(len(split)) if len(split) > 1 else float("nan")
     print(f"{len(gains)} decisions, {args.rollouts} greedy rollouts per placement (common dice):")
     print(
-        f"  split-sample gain over greedy  {split.mean():+.4f} +- {1.96 * error:.4f} (95 %) win probability per decision"
+        f"  split-sample gain over greedy  {split.mean():+.4f} +- {1.96 * error:.4f} (95 %)"
+        " win probability per decision"
     )
     print(f"  in-sample gain over greedy     {in_sample.mean():+.4f} (biased upwards by noise)")
     print(f"  best - worst placement         {spread.mean():.4f}")

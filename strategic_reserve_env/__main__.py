@@ -9,7 +9,6 @@ from . import bench, records
 from .board import DEFAULT_RESERVE
 from .config import Config
 
-
 STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
 
 

@@ -69,8 +69,8 @@ until ``reset``.)
 
 from __future__ import annotations
 
-import numpy as np
 import gymnasium
+import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space

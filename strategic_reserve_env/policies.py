@@ -110,7 +110,8 @@ def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
         raise InvalidActionsError(f"returned shape {actions.shape} for {batch} game(s), expected ({batch},)")
     if actions.dtype.kind not in "iu":
         raise InvalidActionsError(
-            f"returned {actions.dtype} values, not integer square indices 0..35 (the first: {brief(actions[:1].tolist()[0])})",
+            f"returned {actions.dtype} values, not integer square indices 0..35"
+            f" (the first: {brief(actions[:1].tolist()[0])})",
             0,
         )
     actions = actions.astype(np.int64, copy=False)

@@ -12,13 +12,14 @@ import pettingzoo
 import pytest
 from pettingzoo.test import api_test, render_test, seed_test
 
-from conftest import conformance_records, expected_trace, random_start
-from reference import ReferenceGame
 from strategic_reserve_env import IllegalActionError, env, raw_env, records
 from strategic_reserve_env.aec_env import INFO_KEYS, NO_ROLL, describe, roll_info
 from strategic_reserve_env.board import SQUARE_INDEX, parse_square
 from strategic_reserve_env.config import StartPosition
 from strategic_reserve_env.game import Game
+
+from conftest import conformance_records, expected_trace, random_start
+from reference import ReferenceGame
 
 S = SQUARE_INDEX
 AGENTS = ("player_0", "player_1")
@@ -258,7 +259,7 @@ def test_the_readme_sampling_loop_never_fails():
         start = random_start(rng) if game % 3 == 0 else None
         e = make(start=start, ply_limit=int(rng.integers(3, 80)))
         e.reset(seed=game)
-        for agent in e.agent_iter():
+        for _agent in e.agent_iter():
             observation, reward, terminated, truncated, info = e.last()
             if terminated or truncated:
                 action = None

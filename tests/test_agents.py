@@ -10,12 +10,13 @@ import pytest
 from agents import KNOWN_AGENTS, load_agent
 from agents.expectimax import ExpectimaxAgent, win_probability
 from agents.greedy import expected_losses
-from reference import ReferenceGame
 from strategic_reserve_env import engine
 from strategic_reserve_env.board import BIT, bitboards_to_array, board_string, squares_of
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 from strategic_reserve_env.sampling import uniform_square
+
+from reference import ReferenceGame
 
 SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "models" / "ppo_baseline.safetensors"
 SHIPPED_ZIP = SHIPPED_MODEL.with_suffix(".zip")  # the SB3 model it was converted from

@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO
 from evaluation.benchmark import PROTOCOL_V1, SCHEMA, SHIPPED_PPO, ScoreCard, fit_rating, run_benchmark
 from evaluation.reference import END, REFERENCE_AGENTS, START, file_stem
 from evaluation.tournament import Pairing, PairingError
+
+from conftest import REPO
 
 QUICK = ["--benchmark-games", "20", "--no-progress"]
 SPREAD = '''

@@ -8,12 +8,13 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, batch_of, conformance_records, expected_trace
 from strategic_reserve_env import engine, records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.board import parse_square
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.sampling import uniform_square
+
+from conftest import REPO, batch_of, conformance_records, expected_trace
 
 RECORDS = conformance_records()
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import random_start
-from reference import ReferenceGame
 from strategic_reserve_env import Game, engine
 from strategic_reserve_env.board import COLOURS, squares_of
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.rules import HIT_NAMES
+
+from conftest import random_start
+from reference import ReferenceGame
 
 BATCH = 24
 PLIES = 110

@@ -10,11 +10,12 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from conftest import REPO
 from strategic_reserve_env import Game, engine, records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.board import SQUARE_INDEX, STANDARD_BOARD
 from strategic_reserve_env.config import Config, StartPosition
+
+from conftest import REPO
 
 
 @pytest.mark.parametrize(

@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 from agents import load_agent
-from conftest import REPO
 from evaluate import main
 from evaluation.benchmark import SHIPPED_PPO
 from evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.board import array_to_bitboards
 from strategic_reserve_env.config import Config
+
+from conftest import REPO
 
 
 def _rolls_per_ply(agents, seeds, agent_seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:

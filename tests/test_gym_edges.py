@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_helpers import assert_unchanged, assert_vector_masks, snapshot
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.dice import CHANCE_TAG, DiceStreams, UniformStreams, stream_key
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
 from strategic_reserve_env.learner import OpponentError, ResetNeeded
 from strategic_reserve_env.policies import UniformRandomPolicy
+
+from edge_helpers import assert_unchanged, assert_vector_masks, snapshot
 
 INFO_KEYS = ("action_mask", "seat", "ply")
 
@@ -286,7 +287,8 @@ FAULTS = [
     (
         lambda masks: np.argmin(masks, axis=-1),
         OpponentError,
-        r"opponent 'flaky' in game 0 returned [a-f][1-6] \(square \d+\), which is not a legal placement; legal: [a-f][1-6]",
+        r"opponent 'flaky' in game 0 returned [a-f][1-6] \(square \d+\), which is not a legal placement;"
+        r" legal: [a-f][1-6]",
     ),
     (
         lambda masks: np.full(len(masks), 99),
@@ -320,7 +322,7 @@ def test_faulty_opponent_in_the_single_env(bad, error, message):
     twin = StrategicReserveEnv(opponent=lowest, seat="red")
     observation, info = env.reset(seed=8)
     twin.reset(seed=8)
-    for call in range(2):  # the opponent's first two moves are fine
+    for _call in range(2):  # the opponent's first two moves are fine
         action = learner(observation, info["action_mask"])
         observation, _, _, _, info = env.step(action)
         twin.step(action)

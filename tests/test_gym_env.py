@@ -8,10 +8,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import strategic_reserve_env  # noqa: F401 - registers the envs
-from edge_helpers import assert_vector_masks
 from strategic_reserve_env import IllegalActionError, raw_env
 from strategic_reserve_env.config import StartPosition
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
+
+from edge_helpers import assert_vector_masks
 
 
 def lowest(observations, masks, rng):

@@ -16,11 +16,12 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from conftest import REPO, conformance_records  # noqa: E402
 from strategic_reserve_env import Game, records  # noqa: E402
 from strategic_reserve_env.board import SQUARE_INDEX  # noqa: E402
 from strategic_reserve_env.play import play  # noqa: E402
 from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_position  # noqa: E402
+
+from conftest import REPO, conformance_records  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -40,7 +40,8 @@ def test_gymnasium_make_after_import(gymnasium_first):
         "\n".join(imports) + "\n"
         "single = gymnasium.make('StrategicReserve-v0', seat='blue')\n"
         "vector = gymnasium.make_vec('StrategicReserve-v0', num_envs=2, vectorization_mode='vector_entry_point')\n"
-        "print(type(single.unwrapped).__name__, type(vector).__name__, single.reset(seed=0)[0] in single.observation_space)"
+        "observation = single.reset(seed=0)[0]\n"
+        "print(type(single.unwrapped).__name__, type(vector).__name__, observation in single.observation_space)"
     )
     assert out.split() == ["StrategicReserveEnv", "StrategicReserveVectorEnv", "True"]
 

@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from conftest import REPO
 from strategic_reserve_env import records
 from strategic_reserve_env.play import INTERRUPTED, PROMPT, SAVE_FAILED, play
+
+from conftest import REPO
 
 
 def scripted(answers: list[str], interrupt_at: int | None = None, interrupt_prompt: str | None = None):

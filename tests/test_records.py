@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import random_start
 from strategic_reserve_env import Game, engine, env, records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.board import STANDARD_BOARD, parse_square, square_name
 from strategic_reserve_env.config import MAX_PLY_LIMIT, Config, StartPosition
 from strategic_reserve_env.sampling import uniform_square
+
+from conftest import random_start
 
 LONG_GAME = 1_600  # plies: longer than the environments' default ply limit of 1000
 

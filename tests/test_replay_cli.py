@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from conftest import REPO
 from strategic_reserve_env import records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.board import ECHO_LIMIT
+
+from conftest import REPO
 
 GAME = {"plies": [["a1", "a1"], ["b1", "b1"], ["e5", "e4"]]}
 MAX_LINE = 200  # characters of an error line besides the file's name, whatever the input

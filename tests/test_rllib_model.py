@@ -10,21 +10,22 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 
 import numpy as np
 import pytest
+import tomllib
 import torch
+from test_agents import random_positions
 
 from agents import load_agent
 from agents.rllib_agent import RLlibAgent
-from conftest import REPO
-from test_agents import random_positions
 from strategic_reserve_env import arena, rllib_model
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 from strategic_reserve_env.rllib_model import BoardNet, NetworkConfig
+
+from conftest import REPO
 
 SMALL = NetworkConfig(channels=4, conv_layers=2, hidden=16)
 

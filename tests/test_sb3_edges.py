@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from agents import load_agent
-from edge_helpers import assert_unchanged, snapshot
 from strategic_reserve_env.learner import OpponentError, ResetNeeded
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
+
+from edge_helpers import assert_unchanged, snapshot
 
 
 def lowest(observations, masks, rng):

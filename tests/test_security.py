@@ -23,6 +23,7 @@ import tyro
 import train
 from agents import load_agent
 from agents.policy_file import METADATA_KEY, PolicyFileError, load_policy, read_description
+
 from conftest import REPO
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CONFORMANCE, REPO, conformance_records
 from strategic_reserve_env import records
+
+from conftest import CONFORMANCE, REPO, conformance_records
 
 # text that points outside the checkout: the old shared folder beside it, or this machine's layout
 OUTSIDE = ("../shared", "shared/conformance", "SR_CONFORMANCE_DIR", "/work/")

@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 import train
 from agents import load_agent
+
 from conftest import REPO
 
 TINY = [

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
-
 import pettingzoo.utils
 from pettingzoo import make
 from sb3_contrib import MaskablePPO

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 import ray
 import torch
-from conftest import REPO
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.pre_checks.env import check_multiagent_environments
 
@@ -37,6 +36,8 @@ from strategic_reserve_env.rllib import (
     ppo_config,
 )
 from strategic_reserve_env.rllib_model import NetworkConfig
+
+from conftest import REPO
 
 SMALL = NetworkConfig(channels=8, conv_layers=2, hidden=32)
 ITERATIONS, ENV_RUNNERS, BATCH = 2, 2, 400

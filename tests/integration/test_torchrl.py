@@ -6,7 +6,6 @@ random policy, which samples from the masked action spec."""
 from __future__ import annotations
 
 import torch
-
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 from torchrl.envs.utils import check_env_specs
 
