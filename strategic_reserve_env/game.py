@@ -53,6 +53,25 @@ class Game:
 
     __slots__ = ("config", "history", "_start", "_origin") + _FIELDS
 
+    # the slots' types (declarations only; load() and reset() set them)
+    config: Config
+    history: list[tuple[int, int]]  # (rolled, placed) squares
+    _start: tuple[int | bool, ...]  # the _FIELDS values of the configured start
+    _origin: tuple[int | bool, ...]  # the _FIELDS values where ``history`` begins
+    # _FIELDS: one game of engine.State (see its field comments) as Python ints, truncated a bool
+    me: int
+    opp: int
+    reserve_me: int
+    reserve_opp: int
+    to_move: int
+    ply: int
+    winner: int
+    truncated: bool
+    rolled: int
+    hit: int
+    captured: int
+    legal: int
+
     def __init__(self, config: Config | None = None) -> None:
         self.config = config if config is not None else Config()
         self.load(engine.init(self.config, 1), 0)
