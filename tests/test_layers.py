@@ -31,33 +31,33 @@ def test_core_imports_no_adapter_library(module):
     assert loaded.split() == [], f"import strategic_reserve_env{module} loaded {loaded.split()}"
 
 
-@pytest.mark.parametrize("gymnasium_first", [False, True], ids=["package-first", "gymnasium-first"])
-def test_gymnasium_make_after_import(gymnasium_first):
-    imports = ["import strategic_reserve_env", "import gymnasium"]
-    if gymnasium_first:
-        imports.reverse()
-    out = run_python(
-        "\n".join(imports) + "\n"
+# library -> (code using its registry, what the code prints)
+MAKE_CASES = {
+    "gymnasium": (
         "single = gymnasium.make('StrategicReserve-v0', seat='blue')\n"
         "vector = gymnasium.make_vec('StrategicReserve-v0', num_envs=2, vectorization_mode='vector_entry_point')\n"
         "observation = single.reset(seed=0)[0]\n"
-        "print(type(single.unwrapped).__name__, type(vector).__name__, observation in single.observation_space)"
-    )
-    assert out.split() == ["StrategicReserveEnv", "StrategicReserveVectorEnv", "True"]
-
-
-@pytest.mark.parametrize("pettingzoo_first", [False, True], ids=["package-first", "pettingzoo-first"])
-def test_pettingzoo_make_after_import(pettingzoo_first):
-    imports = ["import strategic_reserve_env", "import pettingzoo"]
-    if pettingzoo_first:
-        imports.reverse()
-    out = run_python(
-        "\n".join(imports) + "\n"
+        "print(type(single.unwrapped).__name__, type(vector).__name__, observation in single.observation_space)",
+        ["StrategicReserveEnv", "StrategicReserveVectorEnv", "True"],
+    ),
+    "pettingzoo": (
         "made = pettingzoo.make('aec', 'strategic_reserve_v1', reserve=6)\n"
         "made.reset(seed=0)\n"
-        "print(made.unwrapped.config.reserve, made.metadata['name'], strategic_reserve_env.ENV_NAME)"
-    )
-    assert out.split() == ["6", "strategic_reserve_v1", "strategic_reserve_v1"]
+        "print(made.unwrapped.config.reserve, made.metadata['name'], strategic_reserve_env.ENV_NAME)",
+        ["6", "strategic_reserve_v1", "strategic_reserve_v1"],
+    ),
+}
+
+
+@pytest.mark.parametrize("library", sorted(MAKE_CASES))
+@pytest.mark.parametrize("library_first", [False, True], ids=["package-first", "library-first"])
+def test_registry_make_after_import(library, library_first):
+    """The library's own make finds the env whichever of the package and the library is imported first."""
+    imports = ["import strategic_reserve_env", f"import {library}"]
+    if library_first:
+        imports.reverse()
+    code, expected = MAKE_CASES[library]
+    assert run_python("\n".join(imports) + "\n" + code).split() == expected
 
 
 def test_adapters_are_exposed_lazily():
