@@ -12,7 +12,7 @@ ISTAMP := $(IVENV)/.installed
 TORCH ?= torch==2.13.0
 PIP := $(BIN)/python -m pip
 
-.PHONY: test test-core test-integrations train bench install clean
+.PHONY: test test-core test-integrations lint train bench install clean
 
 install: $(STAMP)
 
@@ -33,6 +33,12 @@ $(ISTAMP): pyproject.toml constraints-cpu.txt | $(IBIN)/python
 	touch $@
 
 test: test-core test-integrations
+
+# ruff (rules and format: [tool.ruff] in pyproject.toml) over the repository, mypy over the core ([tool.mypy])
+lint: $(STAMP)
+	$(BIN)/python -m ruff check .
+	$(BIN)/python -m ruff format --check .
+	$(BIN)/python -m mypy
 
 test-core: $(STAMP)
 	$(BIN)/python -m pytest -n 2

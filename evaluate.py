@@ -64,13 +64,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ply-limit", type=int, help=f"truncation (default {defaults.ply_limit})")
     parser.add_argument("--out", help="directory to write the results in (created if missing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--benchmark", metavar="SPEC",
-                        help=f"benchmark SPEC against the panel of protocol {PROTOCOL_V1.version} (docs/BENCHMARK.md)")
-    parser.add_argument("--benchmark-games", type=int, metavar="N",
-                        help="with --benchmark: N games per opponent instead of the protocol's, for a quick look "
-                             "(the score card is then marked as not protocol-conformant)")
-    parser.add_argument("--list-agents", action="store_true",
-                        help=f"list the built-in agents and those installed packages register ({ENTRY_POINT_GROUP})")
+    parser.add_argument(
+        "--benchmark",
+        metavar="SPEC",
+        help=f"benchmark SPEC against the panel of protocol {PROTOCOL_V1.version} (docs/BENCHMARK.md)",
+    )
+    parser.add_argument(
+        "--benchmark-games",
+        type=int,
+        metavar="N",
+        help="with --benchmark: N games per opponent instead of the protocol's, for a quick look "
+        "(the score card is then marked as not protocol-conformant)",
+    )
+    parser.add_argument(
+        "--list-agents",
+        action="store_true",
+        help=f"list the built-in agents and those installed packages register ({ENTRY_POINT_GROUP})",
+    )
     return parser
 
 
@@ -159,9 +169,11 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     clashing = [f"--{name.replace('_', '-')}" for name in TOURNAMENT_ONLY if getattr(args, name) is not None]
     if clashing or args.agents:
-        parser.error(f"--benchmark plays one agent under protocol {PROTOCOL_V1.version}, which fixes games, seed, "
-                     f"batch, reserve and ply limit: drop {', '.join(clashing + args.agents)} "
-                     "(--benchmark-games N for a quick, non-conformant run)")
+        parser.error(
+            f"--benchmark plays one agent under protocol {PROTOCOL_V1.version}, which fixes games, seed, "
+            f"batch, reserve and ply limit: drop {', '.join(clashing + args.agents)} "
+            "(--benchmark-games N for a quick, non-conformant run)"
+        )
     if args.benchmark_games is not None:
         try:
             Settings(agents=[], games=args.benchmark_games)
@@ -170,8 +182,9 @@ def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
     try:
         out = check_out(args.out) if args.out else None
         save = (lambda card: card.write(out)) if out is not None else None
-        card = run_benchmark(args.benchmark, games=args.benchmark_games, progress=not args.no_progress,
-                             on_opponent=save)
+        card = run_benchmark(
+            args.benchmark, games=args.benchmark_games, progress=not args.no_progress, on_opponent=save
+        )
     except ValueError as error:
         print_cause(error)
         return fail(str(error), 2)

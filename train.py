@@ -126,15 +126,26 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
 
     Nothing is written and nothing trains before every setting has passed.
     """
-    for name in ("total_steps", "n_envs", "n_steps", "n_epochs", "snapshot_every", "max_snapshots",
-                 "checkpoint_every", "threads", "cnn_channels"):
+    for name in (
+        "total_steps",
+        "n_envs",
+        "n_steps",
+        "n_epochs",
+        "snapshot_every",
+        "max_snapshots",
+        "checkpoint_every",
+        "threads",
+        "cnn_channels",
+    ):
         _at_least(settings, name, 1)
     _at_least(settings, "batch_size", 2)  # PPO normalises advantages over each minibatch
     _at_least(settings, "eval_every", 0)
     _at_least(settings, "ent_coef", 0)
     if settings.n_envs * settings.n_steps < 2:
-        raise ValueError(f"--n-envs times --n-steps must be >= 2 (a rollout of one step has no advantage spread), "
-                         f"got {settings.n_envs} x {settings.n_steps}")
+        raise ValueError(
+            f"--n-envs times --n-steps must be >= 2 (a rollout of one step has no advantage spread), "
+            f"got {settings.n_envs} x {settings.n_steps}"
+        )
     for name in ("eval_games", "final_eval_games"):
         games = getattr(settings, name)
         if games < 2 or games % 2:
@@ -195,7 +206,7 @@ class OpponentPool:
         frozen = copy.deepcopy(policy)
         if weights is not None:
             frozen.load_state_dict(weights)
-        self.snapshots = (self.snapshots + [PPOAgent(frozen.eval(), name, deterministic=False)])[-self.max_snapshots:]
+        self.snapshots = (self.snapshots + [PPOAgent(frozen.eval(), name, deterministic=False)])[-self.max_snapshots :]
 
     def members(self) -> tuple[list, list[float]]:
         """Opponents and their weights for the environment."""
@@ -216,8 +227,14 @@ class TrainingCallback(BaseCallback):
     one, after the PPO update on the rollout.
     """
 
-    def __init__(self, settings: TrainSettings, pool: OpponentPool, env: StrategicReserveVecEnv, out: Path,
-                 schedule: dict[str, float] | None = None) -> None:
+    def __init__(
+        self,
+        settings: TrainSettings,
+        pool: OpponentPool,
+        env: StrategicReserveVecEnv,
+        out: Path,
+        schedule: dict[str, float] | None = None,
+    ) -> None:
         super().__init__()
         self.settings, self.pool, self.env, self.out = settings, pool, env, out
         self.schedule = dict(schedule) if schedule else {}
@@ -272,8 +289,9 @@ class TrainingCallback(BaseCallback):
 
     def _evaluate(self, steps: int) -> None:
         learner = PPOAgent(self.model.policy, "ppo", deterministic=True)
-        settings = tournament.Settings(agents=[], games=self.settings.eval_games, seed=self.settings.seed + 1,
-                                     progress=False)
+        settings = tournament.Settings(
+            agents=[], games=self.settings.eval_games, seed=self.settings.seed + 1, progress=False
+        )
         for opponent in ("random", "greedy"):
             pairing = tournament.play_pairing(learner, opponent, settings)
             self.logger.record(f"eval/score_vs_{opponent}", pairing.score)
@@ -286,9 +304,11 @@ class TrainingCallback(BaseCallback):
 
 def initial_schedule(settings: TrainSettings, steps: int) -> dict[str, float]:
     """Steps of the first snapshot, evaluation and checkpoint of a run starting at ``steps``."""
-    return {"snapshot": steps + settings.snapshot_every,
-            "eval": steps + settings.eval_every if settings.eval_every else float("inf"),
-            "checkpoint": steps + settings.checkpoint_every}
+    return {
+        "snapshot": steps + settings.snapshot_every,
+        "eval": steps + settings.eval_every if settings.eval_every else float("inf"),
+        "checkpoint": steps + settings.checkpoint_every,
+    }
 
 
 class TimedVecEnv(StrategicReserveVecEnv):
@@ -337,8 +357,11 @@ def _arrays(tree):
 def generator_states() -> dict:
     """The global generators of torch, numpy and Python (SB3 samples actions and minibatches from them)."""
     kind, keys, position, has_gauss, gauss = np.random.get_state()
-    return {"torch": torch.get_rng_state(), "numpy": [kind, torch.from_numpy(keys.copy()), position, has_gauss, gauss],
-            "python": random.getstate()}
+    return {
+        "torch": torch.get_rng_state(),
+        "numpy": [kind, torch.from_numpy(keys.copy()), position, has_gauss, gauss],
+        "python": random.getstate(),
+    }
 
 
 def set_generator_states(states: dict) -> None:
@@ -350,20 +373,35 @@ def set_generator_states(states: dict) -> None:
     random.setstate((version, tuple(internal), gauss_next))
 
 
-def save_checkpoint(model: MaskablePPO, env: StrategicReserveVecEnv, pool: OpponentPool, schedule: dict[str, float],
-                    settings: TrainSettings, out: Path) -> Path:
+def save_checkpoint(
+    model: MaskablePPO,
+    env: StrategicReserveVecEnv,
+    pool: OpponentPool,
+    schedule: dict[str, float],
+    settings: TrainSettings,
+    out: Path,
+) -> Path:
     """Write ``checkpoints/checkpoint_{steps}.pt`` (see the module docstring); older ones but the previous go."""
     directory = out / "checkpoints"
     directory.mkdir(parents=True, exist_ok=True)
     steps = model.num_timesteps
     payload = {
-        "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "steps": steps,
-        "settings": json.dumps(asdict(settings)), "architecture": json.dumps(architecture_of(model.policy)),
-        "policy": model.policy.state_dict(), "optimizer": model.policy.optimizer.state_dict(),
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "steps": steps,
+        "settings": json.dumps(asdict(settings)),
+        "architecture": json.dumps(architecture_of(model.policy)),
+        "policy": model.policy.state_dict(),
+        "optimizer": model.policy.optimizer.state_dict(),
         "snapshots": [{"name": s.name, "policy": s.policy.state_dict()} for s in pool.snapshots],
-        "learner": {"n_updates": model._n_updates, "episode_num": model._episode_num,
-                    "last_episode_starts": torch.from_numpy(np.array(model._last_episode_starts, dtype=bool))},
-        "schedule": dict(schedule), "env": _tensors(env.get_state()), "generators": generator_states(),
+        "learner": {
+            "n_updates": model._n_updates,
+            "episode_num": model._episode_num,
+            "last_episode_starts": torch.from_numpy(np.array(model._last_episode_starts, dtype=bool)),
+        },
+        "schedule": dict(schedule),
+        "env": _tensors(env.get_state()),
+        "generators": generator_states(),
     }
     path = directory / f"checkpoint_{steps}.pt"
     # written under a temporary name and renamed, so a kill mid-write leaves no half-written checkpoint under
@@ -412,16 +450,19 @@ def latest_checkpoint(out: Path) -> dict:
     raise ValueError(f"--resume: none of the {len(steps)} checkpoint(s) in {out / 'checkpoints'} loads")
 
 
-def resume(checkpoint: dict, settings: TrainSettings, model: MaskablePPO, env: StrategicReserveVecEnv,
-           pool: OpponentPool) -> dict[str, float]:
+def resume(
+    checkpoint: dict, settings: TrainSettings, model: MaskablePPO, env: StrategicReserveVecEnv, pool: OpponentPool
+) -> dict[str, float]:
     """Put the learner, its snapshot pool, the games and the generators where ``checkpoint`` left them;
     returns the schedule of the next snapshot, evaluation and checkpoint."""
     saved = json.loads(checkpoint["settings"])
     for name in MUST_MATCH:
         now = list(value) if isinstance(value := getattr(settings, name), tuple) else value
         if saved[name] != now:
-            raise ValueError(f"--resume: the checkpoint was trained with --{name.replace('_', '-')} {saved[name]}, "
-                             f"not {now}; resume with the same setting")
+            raise ValueError(
+                f"--resume: the checkpoint was trained with --{name.replace('_', '-')} {saved[name]}, "
+                f"not {now}; resume with the same setting"
+            )
     model.policy.load_state_dict(checkpoint["policy"])
     model.policy.optimizer.load_state_dict(checkpoint["optimizer"])
     for snapshot in checkpoint["snapshots"]:
@@ -441,26 +482,43 @@ def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
     """A fresh MaskablePPO learner."""
     policy_kwargs: dict = {"net_arch": list(settings.net_arch)}
     if settings.features == "cnn":
-        policy_kwargs |= {"features_extractor_class": BoardCNN,
-                          "features_extractor_kwargs": {"channels": settings.cnn_channels}}
+        policy_kwargs |= {
+            "features_extractor_class": BoardCNN,
+            "features_extractor_kwargs": {"channels": settings.cnn_channels},
+        }
     return MaskablePPO(
-        "MlpPolicy", env, learning_rate=settings.learning_rate, n_steps=settings.n_steps,
-        batch_size=settings.batch_size, n_epochs=settings.n_epochs, gamma=settings.gamma,
-        gae_lambda=settings.gae_lambda, clip_range=settings.clip_range, ent_coef=settings.ent_coef,
-        policy_kwargs=policy_kwargs, tensorboard_log=str(out / "tb"),
-        seed=settings.seed, device=settings.device, verbose=0,
+        "MlpPolicy",
+        env,
+        learning_rate=settings.learning_rate,
+        n_steps=settings.n_steps,
+        batch_size=settings.batch_size,
+        n_epochs=settings.n_epochs,
+        gamma=settings.gamma,
+        gae_lambda=settings.gae_lambda,
+        clip_range=settings.clip_range,
+        ent_coef=settings.ent_coef,
+        policy_kwargs=policy_kwargs,
+        tensorboard_log=str(out / "tb"),
+        seed=settings.seed,
+        device=settings.device,
+        verbose=0,
     )
 
 
 def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[tournament.Pairing]:
     """Paired-dice evaluation against random and greedy, written beside the model."""
     learner = PPOAgent(model.policy, f"ppo:{out / 'model.safetensors'}", deterministic=True)
-    eval_settings = tournament.Settings(agents=[learner.name, "random", "greedy"], games=settings.final_eval_games,
-                                      seed=settings.seed + 2, progress=False)
+    eval_settings = tournament.Settings(
+        agents=[learner.name, "random", "greedy"],
+        games=settings.final_eval_games,
+        seed=settings.seed + 2,
+        progress=False,
+    )
     pairings = [tournament.play_pairing(learner, opponent, eval_settings) for opponent in ("random", "greedy")]
     ratings = tournament.bradley_terry(eval_settings.agents, pairings)
-    tournament.write_outputs(out, eval_settings, pairings, ratings, stem="evaluation", plot=False,
-                           extra={"training": asdict(settings)})
+    tournament.write_outputs(
+        out, eval_settings, pairings, ratings, stem="evaluation", plot=False, extra={"training": asdict(settings)}
+    )
     return pairings
 
 
@@ -499,9 +557,11 @@ def main(settings: TrainSettings) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 2
         except (KeyError, TypeError, AttributeError, RuntimeError) as error:  # it loads, but its contents are wrong
-            print(f"error: --resume: the checkpoint of step {checkpoint['steps']} in {out / 'checkpoints'} is "
-                  f"malformed ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})",
-                  file=sys.stderr)
+            print(
+                f"error: --resume: the checkpoint of step {checkpoint['steps']} in {out / 'checkpoints'} is "
+                f"malformed ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})",
+                file=sys.stderr,
+            )
             return 2
         print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
     elif pool.self_weight > 0:
@@ -520,14 +580,19 @@ def main(settings: TrainSettings) -> int:
         save_checkpoint(model, env, pool, callback.schedule, settings, out)
     model.save(out / "model.zip")
     save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
-    print(f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
-          f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment", flush=True)
+    print(
+        f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
+        f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment",
+        flush=True,
+    )
     print(time_split(seconds, env.seconds, callback.seconds), flush=True)
 
     pairings = final_evaluation(model, settings, out)
     print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
-    print(f"wrote {out / 'model.safetensors'} (agent spec ppo:{out / 'model.safetensors'}), {out / 'model.zip'} "
-          f"(SB3), {out / 'evaluation.json'}, {out / 'evaluation.md'}")
+    print(
+        f"wrote {out / 'model.safetensors'} (agent spec ppo:{out / 'model.safetensors'}), {out / 'model.zip'} "
+        f"(SB3), {out / 'evaluation.json'}, {out / 'evaluation.md'}"
+    )
     return 0
 
 

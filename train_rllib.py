@@ -25,6 +25,8 @@ import tyro
 
 from evaluation.tournament import check_out
 from strategic_reserve_env.aec_env import make_config
+from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
 from strategic_reserve_env.rllib_model import NetworkConfig
 
 PACKAGE = Path(__file__).resolve().parent / "strategic_reserve_env"
@@ -69,9 +71,9 @@ class Settings:
     """Number of 3x3 convolutions."""
     hidden: int = 256
     """Width of the layer both heads read."""
-    reserve: int = 7
+    reserve: int = DEFAULT_RESERVE
     """Reserve size of the games."""
-    ply_limit: int = 1000
+    ply_limit: int = DEFAULT_PLY_LIMIT
     """Games are truncated after this many placements."""
     seed: int = 0
     """Seed of the env runners' dice and of the network. With --num-env-runners 0 a run repeats exactly;
@@ -95,8 +97,9 @@ class Settings:
         if self.num_env_runners < 0:
             raise ValueError(f"--num-env-runners must be 0 or more, got {self.num_env_runners}")
         if self.minibatch_size > self.train_batch_size:
-            raise ValueError(f"--minibatch-size ({self.minibatch_size}) exceeds --train-batch-size "
-                             f"({self.train_batch_size})")
+            raise ValueError(
+                f"--minibatch-size ({self.minibatch_size}) exceeds --train-batch-size ({self.train_batch_size})"
+            )
         if self.num_cpus is not None and self.num_cpus < 1:
             raise ValueError(f"--num-cpus must be at least 1, got {self.num_cpus}")
         for name in ("lr", "gamma", "gae_lambda", "clip_param"):
@@ -115,7 +118,11 @@ def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> 
     """The numbers of one iteration, from RLlib's result dict, the iteration's wall time and the number
     of healthy remote env runners."""
     from ray.rllib.utils.metrics import (
-        ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN, NUM_ENV_STEPS_SAMPLED, NUM_ENV_STEPS_SAMPLED_LIFETIME, NUM_EPISODES,
+        ENV_RUNNER_RESULTS,
+        EPISODE_LEN_MEAN,
+        NUM_ENV_STEPS_SAMPLED,
+        NUM_ENV_STEPS_SAMPLED_LIFETIME,
+        NUM_EPISODES,
     )
 
     from strategic_reserve_env.rllib import ILLEGAL_ACTIONS, ILLEGAL_ACTIONS_LIFETIME
@@ -139,10 +146,12 @@ def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> 
 
 
 def progress_line(row: dict, iterations: int) -> str:
-    return (f"iteration {row['iteration']}/{iterations}: {row['env_steps']:,} env steps in {row['seconds']:.1f} s "
-            f"= {row['env_steps_per_s']:,.0f} env steps/s ({row['env_steps_total']:,} total); "
-            f"{row['episodes']} games, Red's return {row['return_red']:+.3f}, length {row['length']:.1f} plies; "
-            f"illegal actions {row['illegal_actions']} ({row['illegal_actions_total']} total)")
+    return (
+        f"iteration {row['iteration']}/{iterations}: {row['env_steps']:,} env steps in {row['seconds']:.1f} s "
+        f"= {row['env_steps_per_s']:,.0f} env steps/s ({row['env_steps_total']:,} total); "
+        f"{row['episodes']} games, Red's return {row['return_red']:+.3f}, length {row['length']:.1f} plies; "
+        f"illegal actions {row['illegal_actions']} ({row['illegal_actions_total']} total)"
+    )
 
 
 def start_ray(settings: Settings) -> bool:
@@ -177,12 +186,20 @@ def train(settings: Settings) -> list[dict]:
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
     config = ppo_config(
-        network=settings.network(), env_config={"reserve": settings.reserve, "ply_limit": settings.ply_limit},
-        num_env_runners=settings.num_env_runners, num_envs_per_env_runner=settings.envs_per_runner,
-        train_batch_size=settings.train_batch_size, minibatch_size=settings.minibatch_size,
-        num_epochs=settings.num_epochs, lr=settings.lr, gamma=settings.gamma, lambda_=settings.gae_lambda,
-        clip_param=settings.clip_param, entropy_coeff=settings.entropy_coeff,
-        vf_loss_coeff=settings.vf_loss_coeff, seed=settings.seed,
+        network=settings.network(),
+        env_config={"reserve": settings.reserve, "ply_limit": settings.ply_limit},
+        num_env_runners=settings.num_env_runners,
+        num_envs_per_env_runner=settings.envs_per_runner,
+        train_batch_size=settings.train_batch_size,
+        minibatch_size=settings.minibatch_size,
+        num_epochs=settings.num_epochs,
+        lr=settings.lr,
+        gamma=settings.gamma,
+        lambda_=settings.gae_lambda,
+        clip_param=settings.clip_param,
+        entropy_coeff=settings.entropy_coeff,
+        vf_loss_coeff=settings.vf_loss_coeff,
+        seed=settings.seed,
     )
     started = start_ray(settings)
     rows = []
@@ -199,8 +216,12 @@ def train(settings: Settings) -> list[dict]:
                     print(progress_line(row, settings.iterations), flush=True)
                     log.write(json.dumps(row) + "\n")
                     log.flush()
-            notes = {"trained_by": "train_rllib.py", "ray": ray.__version__, "settings": asdict(settings),
-                     "env_steps": rows[-1]["env_steps_total"]}
+            notes = {
+                "trained_by": "train_rllib.py",
+                "ray": ray.__version__,
+                "settings": asdict(settings),
+                "env_steps": rows[-1]["env_steps_total"],
+            }
             save_module(algorithm, out, settings.network(), notes)
         finally:
             algorithm.stop()

@@ -112,12 +112,15 @@ def _rllib(spec: str, rest: str):
 # one entry per built-in agent; heavy imports stay inside the loaders
 BUILT_IN: dict[str, BuiltIn] = {
     "random": BuiltIn("random", "uniform over the legal squares", _without_options(RandomAgent)),
-    "greedy": BuiltIn("greedy", "fewest own checkers expected to be captured by the next roll",
-                      _without_options(GreedyAgent)),
-    "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls",
-                          _expectimax),
-    "ppo": BuiltIn("ppo:PATH.safetensors[,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)",
-                   "a MaskablePPO policy file", _ppo),
+    "greedy": BuiltIn(
+        "greedy", "fewest own checkers expected to be captured by the next roll", _without_options(GreedyAgent)
+    ),
+    "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls", _expectimax),
+    "ppo": BuiltIn(
+        "ppo:PATH.safetensors[,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)",
+        "a MaskablePPO policy file",
+        _ppo,
+    ),
     "rllib": BuiltIn("rllib:PATH[,deterministic=false]", "a Ray RLlib module written by train_rllib.py", _rllib),
 }
 KNOWN_AGENTS = ", ".join(entry.usage for entry in BUILT_IN.values())
@@ -128,8 +131,9 @@ def load_agent(spec: str):
     ``ValueError`` saying what is wrong (unknown name, bad option, module or file not found, missing
     attribute, wrong signature), listing the known agents for an unknown name."""
     if not isinstance(spec, str) or not spec.strip():
-        raise ValueError(f"an agent spec must be a non-empty string; known agents: {KNOWN_AGENTS}; "
-                         f"your own agent: {USER_SPEC_FORMS}")
+        raise ValueError(
+            f"an agent spec must be a non-empty string; known agents: {KNOWN_AGENTS}; your own agent: {USER_SPEC_FORMS}"
+        )
     name, _, rest = spec.partition(":")
     if is_user_spec(name):
         return load_user_agent(spec)
@@ -146,5 +150,13 @@ def list_agents() -> list[tuple[str, str]]:
     return rows
 
 
-__all__ = ["BUILT_IN", "ENTRY_POINT_GROUP", "ExpectimaxAgent", "GreedyAgent", "KNOWN_AGENTS", "RandomAgent",
-           "list_agents", "load_agent"]
+__all__ = [
+    "BUILT_IN",
+    "ENTRY_POINT_GROUP",
+    "ExpectimaxAgent",
+    "GreedyAgent",
+    "KNOWN_AGENTS",
+    "RandomAgent",
+    "list_agents",
+    "load_agent",
+]

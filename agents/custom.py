@@ -99,8 +99,11 @@ def _read_value(text: str) -> object:
 
 def _option_text(options: dict[str, object]) -> str:
     """Canonical ``key=value,...`` (sorted by key) of parsed options."""
+
     def show(value: object) -> str:
-        return str(value).lower() if isinstance(value, bool) else repr(value) if isinstance(value, float) else str(value)
+        return (
+            str(value).lower() if isinstance(value, bool) else repr(value) if isinstance(value, float) else str(value)
+        )
 
     return ",".join(f"{key}={show(options[key])}" for key in sorted(options))
 
@@ -131,7 +134,7 @@ class SingleGameAgent:
     def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """(B,) int64: ``function(observations[i], masks[i])`` for each game ``i``."""
         squares = np.empty(len(masks), dtype=np.int64)
-        for row, (observation, mask) in enumerate(zip(observations, masks)):
+        for row, (observation, mask) in enumerate(zip(observations, masks, strict=True)):
             answer = self.function(observation, mask)
             try:
                 squares[row] = operator.index(answer)
@@ -161,14 +164,18 @@ def _check_act(spec: str, what: str, agent) -> None:
     try:
         inspect.signature(act).bind(None, None, None)
     except TypeError:
-        raise ValueError(f"agent spec {spec!r}: {what} has act{inspect.signature(act)}, which does not take "
-                         "(observations, masks, rng)") from None
+        raise ValueError(
+            f"agent spec {spec!r}: {what} has act{inspect.signature(act)}, which does not take "
+            "(observations, masks, rng)"
+        ) from None
     except ValueError:  # no readable signature (e.g. a builtin): trust it
         pass
 
 
-SIGNATURES = ("an object with act(observations, masks, rng), a class or factory building one from the options, "
-              "a single-game function f(observation, mask) -> square, or f(observations, masks, rng) -> squares")
+SIGNATURES = (
+    "an object with act(observations, masks, rng), a class or factory building one from the options, "
+    "a single-game function f(observation, mask) -> square, or f(observations, masks, rng) -> squares"
+)
 
 
 def adapt(spec: str, what: str, value, options: dict[str, object], build: bool = True):
@@ -179,7 +186,9 @@ def adapt(spec: str, what: str, value, options: dict[str, object], build: bool =
         _check_act(spec, what, value)
         return value
     if not callable(value):
-        raise ValueError(f"agent spec {spec!r}: {what} is a {type(value).__name__}, not an agent; expected {SIGNATURES}")
+        raise ValueError(
+            f"agent spec {spec!r}: {what} is a {type(value).__name__}, not an agent; expected {SIGNATURES}"
+        )
     required = 0 if inspect.isclass(value) else _required_positional(value)
     if required == 0 and build:
         try:
@@ -207,14 +216,17 @@ def adapt(spec: str, what: str, value, options: dict[str, object], build: bool =
 
 def _import_module(spec: str, name: str):
     if not all(part.isidentifier() for part in name.split(".")):
-        raise ValueError(f"agent spec {spec!r}: {name!r} is not a module name (a file must end in .py); "
-                         f"your own agent: {USER_SPEC_FORMS}")
+        raise ValueError(
+            f"agent spec {spec!r}: {name!r} is not a module name (a file must end in .py); "
+            f"your own agent: {USER_SPEC_FORMS}"
+        )
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as error:
         if error.name and (name == error.name or name.startswith(error.name + ".")):
-            raise ValueError(f"agent spec {spec!r}: module {error.name!r} not found (is it installed, or its "
-                             "folder on PYTHONPATH?)") from None
+            raise ValueError(
+                f"agent spec {spec!r}: module {error.name!r} not found (is it installed, or its folder on PYTHONPATH?)"
+            ) from None
         raise ValueError(f"agent spec {spec!r}: importing {name} failed: {error}") from error
     except Exception as error:
         raise ValueError(f"agent spec {spec!r}: importing {name} raised {type(error).__name__}: {error}") from error
@@ -247,8 +259,10 @@ def _attribute(spec: str, module, source: str, attribute: str):
     for part in attribute.split("."):
         if not hasattr(value, part):
             public = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
-            raise ValueError(f"agent spec {spec!r}: {source} has no attribute {attribute!r}"
-                             + (f" (it has: {', '.join(public[:12])})" if public else ""))
+            raise ValueError(
+                f"agent spec {spec!r}: {source} has no attribute {attribute!r}"
+                + (f" (it has: {', '.join(public[:12])})" if public else "")
+            )
         value = getattr(value, part)
     return value
 
@@ -290,18 +304,24 @@ def load_registered_agent(spec: str, name: str, option_text: str, known: str):
     if not entries:
         registered = sorted(n for n in registered_agents() if not is_user_spec(n))
         also = f"; registered by installed packages: {', '.join(registered)}" if registered else ""
-        raise ValueError(f"unknown agent {name!r}; known agents: {known}{also}; your own agent: {USER_SPEC_FORMS}"
-                         + _top_level_hint(name))
+        raise ValueError(
+            f"unknown agent {name!r}; known agents: {known}{also}; your own agent: {USER_SPEC_FORMS}"
+            + _top_level_hint(name)
+        )
     if len(entries) > 1:
-        raise ValueError(f"agent {name!r} is registered by several packages: "
-                         + "; ".join(f"{e.value} ({_distribution(e)})" for e in entries))
+        raise ValueError(
+            f"agent {name!r} is registered by several packages: "
+            + "; ".join(f"{e.value} ({_distribution(e)})" for e in entries)
+        )
     entry = entries[0]
     options = parse_options(spec, option_text)
     try:
         value = entry.load()
     except Exception as error:
-        raise ValueError(f"agent spec {spec!r}: loading entry point {entry.value} ({_distribution(entry)}) raised "
-                         f"{type(error).__name__}: {error}") from error
+        raise ValueError(
+            f"agent spec {spec!r}: loading entry point {entry.value} ({_distribution(entry)}) raised "
+            f"{type(error).__name__}: {error}"
+        ) from error
     agent = adapt(spec, f"{entry.value} (entry point {name!r} of {_distribution(entry)})", value, options)
     return NamedAgent(agent, name + (f":{_option_text(options)}" if options else ""))
 

@@ -38,7 +38,7 @@ def self_play_decisions(games: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
         actions[live] = choose(agent, part, rng)
         state = engine.place(state, actions, config)
         state = engine.roll(state, dice.next(~state.done))
-    game, mine, theirs, mover = (np.concatenate(column) for column in zip(*records))
+    game, mine, theirs, mover = (np.concatenate(column) for column in zip(*records, strict=True))
     return mine, theirs, (state.winner[game] == mover).astype(np.float64)
 
 

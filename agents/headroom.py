@@ -51,8 +51,10 @@ class Decision:
         """(split-sample gain, in-sample gain, spread) in win probability; see the module docstring."""
         half = self.wins.shape[1] // 2
         first, second = self.wins[:, :half].mean(axis=1), self.wins[:, half:].mean(axis=1)
-        split = 0.5 * ((second[np.argmax(first)] - second[self.greedy].mean())
-                       + (first[np.argmax(second)] - first[self.greedy].mean()))
+        split = 0.5 * (
+            (second[np.argmax(first)] - second[self.greedy].mean())
+            + (first[np.argmax(second)] - first[self.greedy].mean())
+        )
         value = self.wins.mean(axis=1)
         return float(split), float(value.max() - value[self.greedy].mean()), float(value.max() - value.min())
 
@@ -68,8 +70,14 @@ def sample_decisions(count: int, seed: int, config: Config) -> engine.State:
             found.setdefault(int(game), state[np.array([game])])
 
     greedy = GreedyAgent()
-    arena.play([greedy, greedy], np.zeros(count), 10**6 * seed + np.arange(count), config,
-               [np.random.default_rng([seed, 2])] * 2, on_ply=keep)
+    arena.play(
+        [greedy, greedy],
+        np.zeros(count),
+        10**6 * seed + np.arange(count),
+        config,
+        [np.random.default_rng([seed, 2])] * 2,
+        on_ply=keep,
+    )
     return engine.concatenate([found[game] for game in sorted(found)])
 
 
@@ -79,8 +87,14 @@ def rollouts(decision: engine.State, count: int, dice_seed: int, config: Config,
     mover = int(decision.to_move[0])
     games = engine.place(decision[np.zeros(len(squares) * count, dtype=np.int64)], np.repeat(squares, count), config)
     greedy = GreedyAgent()
-    result = arena.play([greedy, greedy], np.zeros(games.batch_size), dice_seed + np.tile(np.arange(count), len(squares)),
-                        config, [rng, rng], start=games)
+    result = arena.play(
+        [greedy, greedy],
+        np.zeros(games.batch_size),
+        dice_seed + np.tile(np.arange(count), len(squares)),
+        config,
+        [rng, rng],
+        start=games,
+    )
     losses = expected_losses(decision.me, decision.opp, bitboards_to_array(decision.legal))[0, squares]
     return Decision(squares, (result.winner == mover).reshape(len(squares), count), losses == losses.min())
 
@@ -104,7 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     split, in_sample, spread = np.array(gains).T
     error = split.std(ddof=1) / np.sqrt(len(split)) if len(split) > 1 else float("nan")
     print(f"{len(gains)} decisions, {args.rollouts} greedy rollouts per placement (common dice):")
-    print(f"  split-sample gain over greedy  {split.mean():+.4f} +- {1.96 * error:.4f} (95 %) win probability per decision")
+    print(
+        f"  split-sample gain over greedy  {split.mean():+.4f} +- {1.96 * error:.4f} (95 %)"
+        " win probability per decision"
+    )
     print(f"  in-sample gain over greedy     {in_sample.mean():+.4f} (biased upwards by noise)")
     print(f"  best - worst placement         {spread.mean():.4f}")
     return 0

@@ -22,9 +22,12 @@ class BoardCNN(BaseFeaturesExtractor):
         super().__init__(observation_space, features_dim)
         height, width, planes = observation_space.shape
         self.convolutions = nn.Sequential(
-            nn.Conv2d(planes, channels, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(planes, channels, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.ReLU(),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.ReLU(),
             nn.Flatten(),
         )
         self.linear = nn.Sequential(nn.Linear(channels * height * width, features_dim), nn.ReLU())

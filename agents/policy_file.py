@@ -61,8 +61,11 @@ def architecture_of(policy) -> dict:
     if policy.features_extractor_class is FlattenExtractor:
         features = {"kind": "mlp"}
     elif policy.features_extractor_class is BoardCNN:
-        features = {"kind": "cnn", "channels": policy.features_extractor.convolutions[0].out_channels,
-                    "features_dim": policy.features_extractor.features_dim}
+        features = {
+            "kind": "cnn",
+            "channels": policy.features_extractor.convolutions[0].out_channels,
+            "features_dim": policy.features_extractor.features_dim,
+        }
     else:
         raise PolicyFileError(f"no policy-file format for features extractor {policy.features_extractor_class}")
     activation = policy.activation_fn.__name__
@@ -70,11 +73,14 @@ def architecture_of(policy) -> dict:
         raise PolicyFileError(f"no policy-file format for activation {activation}; known: {', '.join(ACTIVATIONS)}")
     net_arch = policy.net_arch
     return {
-        "format": FORMAT, "version": VERSION,
+        "format": FORMAT,
+        "version": VERSION,
         "observation_shape": list(policy.observation_space.shape),
-        "observation_dtype": str(policy.observation_space.dtype), "actions": int(policy.action_space.n),
+        "observation_dtype": str(policy.observation_space.dtype),
+        "actions": int(policy.action_space.n),
         "net_arch": {k: list(v) for k, v in net_arch.items()} if isinstance(net_arch, dict) else list(net_arch),
-        "activation": activation, "features": features,
+        "activation": activation,
+        "features": features,
         "share_features_extractor": bool(policy.share_features_extractor),
         "normalize_images": bool(policy.normalize_images),
     }
@@ -92,14 +98,17 @@ def _checked(description: object, where: str) -> dict:
         fail(f"format version {description.get('version')!r}; this code reads version {VERSION}")
     shape = tuple(description.get("observation_shape", ()))
     if shape != OBSERVATION_SHAPE or description.get("observation_dtype") != OBSERVATION_DTYPE:
-        fail(f"the policy observes {shape} {description.get('observation_dtype')}, "
-             f"this environment gives {OBSERVATION_SHAPE} {OBSERVATION_DTYPE}")
+        fail(
+            f"the policy observes {shape} {description.get('observation_dtype')}, "
+            f"this environment gives {OBSERVATION_SHAPE} {OBSERVATION_DTYPE}"
+        )
     if description.get("actions") != NUM_SQUARES:
         fail(f"the policy has {description.get('actions')} actions, this environment {NUM_SQUARES}")
     net_arch = description.get("net_arch")
     layers = list(net_arch.values()) if isinstance(net_arch, dict) else [net_arch]
     if (isinstance(net_arch, dict) and set(net_arch) - {"pi", "vf"}) or not all(
-            isinstance(sizes, list) and all(type(n) is int and n > 0 for n in sizes) for sizes in layers):
+        isinstance(sizes, list) and all(type(n) is int and n > 0 for n in sizes) for sizes in layers
+    ):
         fail(f"net_arch must be a list of positive ints or {{'pi': [...], 'vf': [...]}}, got {net_arch!r}")
     if description.get("activation") not in ACTIVATIONS:
         fail(f"activation {description.get('activation')!r} is not one of {', '.join(ACTIVATIONS)}")
@@ -128,8 +137,10 @@ def build_policy(description: dict, where: str = "policy description"):
     features = description["features"]
     extractor = {"mlp": FlattenExtractor, "cnn": BoardCNN}[features["kind"]]
     policy = MaskableActorCriticPolicy(
-        spaces.Box(0, 1, OBSERVATION_SHAPE, np.dtype(OBSERVATION_DTYPE)), spaces.Discrete(NUM_SQUARES),
-        lr_schedule=lambda _: 0.0, net_arch=description["net_arch"],
+        spaces.Box(0, 1, OBSERVATION_SHAPE, np.dtype(OBSERVATION_DTYPE)),
+        spaces.Discrete(NUM_SQUARES),
+        lr_schedule=lambda _: 0.0,
+        net_arch=description["net_arch"],
         activation_fn=getattr(nn, description["activation"]),
         features_extractor_class=extractor,
         features_extractor_kwargs={k: v for k, v in features.items() if k != "kind"},
@@ -191,12 +202,15 @@ def load_policy(path: str | Path):
     expected = _tensors_of(policy)
     if set(tensors) != set(expected):
         missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
-        raise PolicyFileError(f"{path}: the tensors do not fit the described network: missing {missing}, "
-                              f"unexpected {unexpected}")
+        raise PolicyFileError(
+            f"{path}: the tensors do not fit the described network: missing {missing}, unexpected {unexpected}"
+        )
     for name, target in expected.items():
         if tensors[name].shape != target.shape or tensors[name].dtype != target.dtype:
-            raise PolicyFileError(f"{path}: tensor {name} is {tuple(tensors[name].shape)} {tensors[name].dtype}, "
-                                  f"the described network has {tuple(target.shape)} {target.dtype}")
+            raise PolicyFileError(
+                f"{path}: tensor {name} is {tuple(tensors[name].shape)} {tensors[name].dtype}, "
+                f"the described network has {tuple(target.shape)} {target.dtype}"
+            )
         if not torch.isfinite(tensors[name]).all():
             raise PolicyFileError(f"{path}: tensor {name} holds NaN or infinite values")
         with torch.no_grad():
@@ -215,13 +229,24 @@ def convert(zip_path: str | Path, out: str | Path | None = None, about: dict | N
     return save_policy(model.policy, out, about={"converted_from": zip_path.name} | (about or {}))
 
 
-__all__ = ["FORMAT", "PolicyFileError", "SUFFIX", "VERSION", "architecture_of", "build_policy", "convert",
-           "load_policy", "read_description", "save_policy"]
+__all__ = [
+    "FORMAT",
+    "PolicyFileError",
+    "SUFFIX",
+    "VERSION",
+    "architecture_of",
+    "build_policy",
+    "convert",
+    "load_policy",
+    "read_description",
+    "save_policy",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m agents.policy_file", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m agents.policy_file", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     converting = commands.add_parser("convert", help="SB3 MaskablePPO .zip (trusted: it is unpickled) -> policy file")
     converting.add_argument("zip", help="the SB3 model .zip")
@@ -242,4 +267,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-

@@ -46,8 +46,10 @@ class PPOAgent:
         if not path.is_file():
             raise ValueError(f"ppo model not found: {path} (train one with train.py, or use the shipped models/)")
         if trust and path.suffix != ".zip":
-            raise ValueError(f"ppo: trust={trust} is only for an SB3 .zip; {path} is a policy file, which loads "
-                             f"without it (drop ,trust={trust})")
+            raise ValueError(
+                f"ppo: trust={trust} is only for an SB3 .zip; {path} is a policy file, which loads "
+                f"without it (drop ,trust={trust})"
+            )
         options = ("" if deterministic else ",deterministic=false") + (f",trust={trust}" if trust else "")
         try:
             if path.suffix == ".zip":

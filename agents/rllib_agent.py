@@ -37,8 +37,9 @@ class RLlibAgent(PPOAgent):
         import torch
 
         with torch.no_grad():
-            logits, _ = self.policy(torch.as_tensor(np.asarray(observations)),
-                                    torch.as_tensor(np.asarray(masks, dtype=bool)))
+            logits, _ = self.policy(
+                torch.as_tensor(np.asarray(observations)), torch.as_tensor(np.asarray(masks, dtype=bool))
+            )
             return torch.softmax(logits, dim=-1).numpy()
 
     def values(self, observations: np.ndarray) -> np.ndarray:

@@ -84,21 +84,38 @@ class Protocol:
 
     def settings(self, games: int) -> Settings:
         """Tournament settings of one opponent's games."""
-        return Settings(agents=[], games=games, seed=self.seed, batch=self.batch, reserve=self.reserve,
-                        ply_limit=self.ply_limit, progress=False)
+        return Settings(
+            agents=[],
+            games=games,
+            seed=self.seed,
+            batch=self.batch,
+            reserve=self.reserve,
+            ply_limit=self.ply_limit,
+            progress=False,
+        )
 
     def as_json(self, panel_names: list[str] | None = None) -> dict:
         """The protocol; ``panel_names`` (the loaded agents' canonical names) replace the specs if given."""
         names = panel_names or [m.spec for m in self.panel]
-        return {"version": self.version, "seed": self.seed, "reserve": self.reserve, "ply_limit": self.ply_limit,
-                "batch": self.batch, "panel": [{"label": m.label, "agent": name, "games": m.games, "rating": m.rating}
-                                               for m, name in zip(self.panel, names)]}
+        return {
+            "version": self.version,
+            "seed": self.seed,
+            "reserve": self.reserve,
+            "ply_limit": self.ply_limit,
+            "batch": self.batch,
+            "panel": [
+                {"label": m.label, "agent": name, "games": m.games, "rating": m.rating}
+                for m, name in zip(self.panel, names, strict=True)
+            ],
+        }
 
     def summary(self) -> str:
         """One line: what the protocol fixes."""
         games = ", ".join(f"{m.games:,} vs {m.label}" for m in self.panel)
-        return (f"protocol {self.version}: paired dice (seed {self.seed}), reserve {self.reserve}, "
-                f"ply limit {self.ply_limit}, batch {self.batch}; games: {games}")
+        return (
+            f"protocol {self.version}: paired dice (seed {self.seed}), reserve {self.reserve}, "
+            f"ply limit {self.ply_limit}, batch {self.batch}; games: {games}"
+        )
 
 
 # Games per opponent: expectimax:depth=2 plays about 150 games/s against fast agents on one core, the
@@ -121,8 +138,17 @@ PROTOCOL_V1 = Protocol(
 )
 
 
-CARD_HEADER = ["opponent", "games", "score", "95% CI", "win as Red", "win as Blue", "mean plies", "truncated",
-               "games/s"]
+CARD_HEADER = [
+    "opponent",
+    "games",
+    "score",
+    "95% CI",
+    "win as Red",
+    "win as Blue",
+    "mean plies",
+    "truncated",
+    "games/s",
+]
 
 
 @dataclass
@@ -165,8 +191,10 @@ class ScoreCard:
     def title(self) -> str:
         if self.conformant:
             return f"Strategic Reserve benchmark, protocol {self.protocol.version}: {self.agent}"
-        return (f"Strategic Reserve benchmark, NOT protocol {self.protocol.version} ({self.games_override} games per "
-                f"opponent; not comparable with protocol scores): {self.agent}")
+        return (
+            f"Strategic Reserve benchmark, NOT protocol {self.protocol.version} ({self.games_override} games per "
+            f"opponent; not comparable with protocol scores): {self.agent}"
+        )
 
     def rows(self) -> list[list[str]]:
         """Table rows (:data:`CARD_HEADER`): one per opponent played."""
@@ -180,17 +208,33 @@ class ScoreCard:
     def speed_line(self) -> str:
         rate = self.games / self.seconds if self.seconds else 0.0
         load = f", load average {self.load_average:.1f}" if self.load_average is not None else ""
-        return (f"{self.games:,} games in {self.seconds:.1f} s: {rate:,.0f} games/s; wall time {self.wall_seconds:.1f} s "
-                f"with loading and checks{load}")
+        return (
+            f"{self.games:,} games in {self.seconds:.1f} s: {rate:,.0f} games/s; wall time {self.wall_seconds:.1f} s "
+            f"with loading and checks{load}"
+        )
 
     def text(self) -> str:
-        lines = [self.title(), "", text_table(CARD_HEADER, self.rows()), "", self.rating_line(), self.speed_line(),
-                 self.protocol.summary()]
+        lines = [
+            self.title(),
+            "",
+            text_table(CARD_HEADER, self.rows()),
+            "",
+            self.rating_line(),
+            self.speed_line(),
+            self.protocol.summary(),
+        ]
         return "\n".join(lines + ([f"unfinished: {self.error}"] if self.error else []))
 
     def markdown(self) -> str:
-        lines = [f"# {self.title()}", "", markdown_table(CARD_HEADER, self.rows()), "", f"- {self.rating_line()}",
-                 f"- {self.speed_line()}", f"- {self.protocol.summary()}"]
+        lines = [
+            f"# {self.title()}",
+            "",
+            markdown_table(CARD_HEADER, self.rows()),
+            "",
+            f"- {self.rating_line()}",
+            f"- {self.speed_line()}",
+            f"- {self.protocol.summary()}",
+        ]
         return "\n".join(lines + ([f"- **unfinished**: {self.error}"] if self.error else [])) + "\n"
 
     def as_json(self) -> dict:
@@ -209,8 +253,13 @@ class ScoreCard:
             "seconds": self.seconds,
             "games_per_second": self.games / self.seconds if self.seconds else None,
             "wall_seconds": self.wall_seconds,
-            "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                            "machine": platform.machine(), "cpus": os.cpu_count(), "load_average": self.load_average},
+            "environment": {
+                "python": platform.python_version(),
+                "numpy": np.__version__,
+                "machine": platform.machine(),
+                "cpus": os.cpu_count(),
+                "load_average": self.load_average,
+            },
         }
 
     def write(self, directory: Path, stem: str = "benchmark") -> None:
@@ -228,8 +277,13 @@ def fit_rating(protocol: Protocol, results: list[tuple[PanelMember, Pairing]]) -
     return float(ratings[0]), float(half[0])
 
 
-def run_benchmark(spec, protocol: Protocol = PROTOCOL_V1, games: int | None = None, progress: bool = True,
-                  on_opponent: Callable[[ScoreCard], None] | None = None) -> ScoreCard:
+def run_benchmark(
+    spec,
+    protocol: Protocol = PROTOCOL_V1,
+    games: int | None = None,
+    progress: bool = True,
+    on_opponent: Callable[[ScoreCard], None] | None = None,
+) -> ScoreCard:
     """Benchmark the agent ``spec`` (a spec string or an agent object) under ``protocol``; ``games`` overrides
     the games per opponent (the card is then marked not conformant). The agent and the panel are loaded and
     checked before the first game (``ValueError``). ``on_opponent(card)`` is called after each opponent.
@@ -245,7 +299,7 @@ def run_benchmark(spec, protocol: Protocol = PROTOCOL_V1, games: int | None = No
     card = ScoreCard(agent.name, protocol, games, [each.name for each in panel])
     total = sum(games or member.games for member in protocol.panel)
     with Progress(total, "game", enabled=progress) as bar:
-        for member, opponent in zip(protocol.panel, panel):
+        for member, opponent in zip(protocol.panel, panel, strict=True):
             bar.set_description(f"{agent.name} vs {member.label}")
             try:
                 pairing = play_pairing(agent, opponent, protocol.settings(games or member.games), bar)

@@ -50,7 +50,9 @@ def reference_table(cards: list[ScoreCard]) -> str:
     for card in cards:
         rating = "n/a" if card.rating is None else f"{card.rating[0]:+.0f} ± {card.rating[1]:.0f}"
         scores = [f"{p.score:.3f} {format_interval(p.interval())}" for _, p in card.results]
-        rows.append([f"`{card.agent}`", rating, *scores, f"{card.games / card.seconds:,.0f}", f"{card.wall_seconds:.0f} s"])
+        rows.append(
+            [f"`{card.agent}`", rating, *scores, f"{card.games / card.seconds:,.0f}", f"{card.wall_seconds:.0f} s"]
+        )
     return markdown_table(header, rows)
 
 
@@ -79,8 +81,12 @@ def remove_stale_cards(directory: Path, stems: set[str]) -> list[Path]:
     """Delete the score cards (``*.json``, ``*.md``) in ``directory`` whose stem is not in ``stems`` (the cards
     of this run), keeping ``reference.md``: a card of an agent no longer benchmarked (a renamed model file,
     say) must not linger beside the new ones. Returns the files deleted."""
-    stale = sorted(path for pattern in ("*.json", "*.md") for path in directory.glob(pattern)
-                   if path.is_file() and path.stem not in stems and path.name != REFERENCE_TABLE)
+    stale = sorted(
+        path
+        for pattern in ("*.json", "*.md")
+        for path in directory.glob(pattern)
+        if path.is_file() and path.stem not in stems and path.name != REFERENCE_TABLE
+    )
     for path in stale:
         path.unlink()
     return stale
@@ -127,8 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         moved |= abs(value - member.rating) > RATING_TOLERANCE
         print(f"panel rating of {member.label}: fitted {value:+.1f} ± {half:.1f}, protocol {member.rating:+.1f}")
     if moved:
-        print(f"the panel's ratings moved: protocol {PROTOCOL_V1.version} no longer holds; give the protocol a new "
-              "version with the fitted ratings (evaluation/benchmark.py) and regenerate", file=sys.stderr)
+        print(
+            f"the panel's ratings moved: protocol {PROTOCOL_V1.version} no longer holds; give the protocol a new "
+            "version with the fitted ratings (evaluation/benchmark.py) and regenerate",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

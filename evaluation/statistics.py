@@ -94,8 +94,9 @@ def fit_ratings(players: int, duels: Sequence[Duel], fixed: dict[int, float]) ->
 
     s = base
     if free:
-        result = optimize.minimize(negative_log_likelihood, np.zeros(len(free)), jac=gradient, method="BFGS",
-                                   options={"gtol": 1e-9})
+        result = optimize.minimize(
+            negative_log_likelihood, np.zeros(len(free)), jac=gradient, method="BFGS", options={"gtol": 1e-9}
+        )
         s = strengths(result.x)
     p = 1 / (1 + np.exp(s[j] - s[i]))
     information = np.zeros((players, players))
@@ -117,7 +118,7 @@ def _check_linked(players: int, i: np.ndarray, j: np.ndarray, fixed: dict[int, f
     reached, frontier = set(fixed), list(fixed)
     while frontier:
         k = frontier.pop()
-        for a, b in zip(i, j):
+        for a, b in zip(i, j, strict=True):
             for here, there in ((a, b), (b, a)):
                 if here == k and there not in reached:
                     reached.add(int(there))

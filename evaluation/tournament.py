@@ -39,7 +39,8 @@ import numpy as np
 
 from agents import RandomAgent, load_agent
 from strategic_reserve_env import arena, engine
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sampling import uniform_square
 
@@ -61,9 +62,9 @@ class Settings:
     """Seed of the dice streams and of the agents' generators (>= 0)."""
     batch: int = 1000
     """Games played at once in one engine batch (memory grows with it for the search agents); even."""
-    reserve: int = 7
+    reserve: int = DEFAULT_RESERVE
     """Reserve size of the variant (1..12)."""
-    ply_limit: int = 1000
+    ply_limit: int = DEFAULT_PLY_LIMIT
     """Plies after which a game counts as truncated (half a point each)."""
     out: str | None = None
     """Directory for results.json, results.md and ratings.png (nothing written if unset)."""
@@ -138,14 +139,19 @@ def load_agents(specs: Sequence) -> list:
     name), naming the spellings."""
     agents = [load_agent(spec) if isinstance(spec, str) else spec for spec in specs]
     spellings: dict[str, list[str]] = {}
-    for spec, agent in zip(specs, agents):
+    for spec, agent in zip(specs, agents, strict=True):
         spellings.setdefault(agent.name, []).append(spec if isinstance(spec, str) else repr(spec))
     repeated = [(name, given) for name, given in spellings.items() if len(given) > 1]
     if repeated:
-        raise ValueError("; ".join(
-            f"{' and '.join(repr(s) for s in given)} are the same agent ({name})" if len(set(given)) > 1
-            else f"{given[0]!r} is given {len(given)} times" for name, given in repeated
-        ) + ": give each agent once")
+        raise ValueError(
+            "; ".join(
+                f"{' and '.join(repr(s) for s in given)} are the same agent ({name})"
+                if len(set(given)) > 1
+                else f"{given[0]!r} is given {len(given)} times"
+                for name, given in repeated
+            )
+            + ": give each agent once"
+        )
     if len(agents) < 2:
         raise ValueError(f"give at least two different agents, got {len(agents)}")
     return agents
@@ -173,8 +179,10 @@ def check_agent(agent, config: Config, seed: int = 0) -> None:
     try:
         arena.choose_checked(agent, 0, positions, games, np.random.default_rng([seed, DICE_SALT, 2]), games)
     except arena.AgentError as error:
-        raise ValueError(f"agent {error.name!r} failed before the first game, on test position {error.game}: "
-                         f"{error.detail}; position: {error.position}") from error
+        raise ValueError(
+            f"agent {error.name!r} failed before the first game, on test position {error.game}: "
+            f"{error.detail}; position: {error.position}"
+        ) from error
 
 
 @contextlib.contextmanager
@@ -221,8 +229,17 @@ def play_pairing(a, b, settings: Settings, progress=None) -> Pairing:
             chunk = slice(first, min(first + settings.batch, settings.games))
             finished_before = 0
             try:
-                results.append(arena.play(agents, red_agent[chunk], seeds[chunk], config, rngs, on_ply=advance,
-                                          game_numbers=np.arange(chunk.start, chunk.stop)))
+                results.append(
+                    arena.play(
+                        agents,
+                        red_agent[chunk],
+                        seeds[chunk],
+                        config,
+                        rngs,
+                        on_ply=advance,
+                        game_numbers=np.arange(chunk.start, chunk.stop),
+                    )
+                )
             except arena.AgentError as error:
                 raise PairingError(f"{agents[0].name} vs {agents[1].name}: {error}") from error
     seconds = time.perf_counter() - start
@@ -230,11 +247,17 @@ def play_pairing(a, b, settings: Settings, progress=None) -> Pairing:
     winner = np.concatenate([r.winning_agent for r in results])
     points = np.where(winner == 0, 1.0, np.where(winner < 0, 0.5, 0.0))
     return Pairing(
-        a=agents[0].name, b=agents[1].name, games=settings.games,
-        wins_as_red=int(((red == 0) & (winner == 0)).sum()), games_as_red=int((red == 0).sum()),
-        wins_as_blue=int(((red == 1) & (winner == 0)).sum()), games_as_blue=int((red == 1).sum()),
-        truncated=int((winner < 0).sum()), total_plies=int(np.concatenate([r.plies for r in results]).sum()),
-        seconds=seconds, pair_scores=points.reshape(-1, 2).mean(axis=1).tolist(),
+        a=agents[0].name,
+        b=agents[1].name,
+        games=settings.games,
+        wins_as_red=int(((red == 0) & (winner == 0)).sum()),
+        games_as_red=int((red == 0).sum()),
+        wins_as_blue=int(((red == 1) & (winner == 0)).sum()),
+        games_as_blue=int((red == 1).sum()),
+        truncated=int((winner < 0).sum()),
+        total_plies=int(np.concatenate([r.plies for r in results]).sum()),
+        seconds=seconds,
+        pair_scores=points.reshape(-1, 2).mean(axis=1).tolist(),
     )
 
 
@@ -265,8 +288,14 @@ def format_interval(interval: tuple[float, float] | None) -> str:
 def result_cells(p: Pairing) -> list[str]:
     """The table cells of a pairing's result, from ``a``'s side: score, 95 % interval, win rates as Red and as
     Blue, mean plies, truncated games (the tournament's and the benchmark card's tables both show them)."""
-    return [f"{p.score:.3f}", format_interval(p.interval()), f"{p.wins_as_red / p.games_as_red:.3f}",
-            f"{p.wins_as_blue / p.games_as_blue:.3f}", f"{p.total_plies / p.games:.1f}", str(p.truncated)]
+    return [
+        f"{p.score:.3f}",
+        format_interval(p.interval()),
+        f"{p.wins_as_red / p.games_as_red:.3f}",
+        f"{p.wins_as_blue / p.games_as_blue:.3f}",
+        f"{p.total_plies / p.games:.1f}",
+        str(p.truncated),
+    ]
 
 
 def speed_cell(p: Pairing) -> str:
@@ -279,14 +308,24 @@ def pairing_rows(pairings: list[Pairing]) -> list[list[str]]:
     return [[p.a, p.b, *result_cells(p), str(p.games), speed_cell(p)] for p in pairings]
 
 
-PAIRING_HEADER = ["agent A", "agent B", "A score", "95% CI", "A win as Red", "A win as Blue",
-                  "mean plies", "truncated", "games", "games/s"]
+PAIRING_HEADER = [
+    "agent A",
+    "agent B",
+    "A score",
+    "95% CI",
+    "A win as Red",
+    "A win as Blue",
+    "mean plies",
+    "truncated",
+    "games",
+    "games/s",
+]
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
     """A plain aligned table."""
-    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows)]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in [header, *rows]]
+    widths = [max(len(str(c)) for c in column) for column in zip(header, *rows, strict=True)]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
@@ -339,8 +378,16 @@ def write_text(path: Path, text: str) -> None:
     os.replace(handle.name, path)
 
 
-def write_outputs(directory: Path, settings: Settings, pairings: list[Pairing], ratings, stem: str = "results",
-                  plot: bool = True, extra: dict | None = None, error: str | None = None) -> None:
+def write_outputs(
+    directory: Path,
+    settings: Settings,
+    pairings: list[Pairing],
+    ratings,
+    stem: str = "results",
+    plot: bool = True,
+    extra: dict | None = None,
+    error: str | None = None,
+) -> None:
     """``{stem}.json`` (raw counts and settings, plus ``extra``), ``{stem}.md`` and, if ``plot`` and the
     ratings are there, ratings.png. ``ratings`` None and ``error`` describe an unfinished tournament:
     the files then hold the pairings finished so far, with ``"complete": false``."""
@@ -350,18 +397,25 @@ def write_outputs(directory: Path, settings: Settings, pairings: list[Pairing], 
         "error": error,
         "settings": asdict(settings),
         "pairings": [p.as_json() for p in pairings],
-        "ratings_elo": None if ratings is None else {
-            name: {"rating": value, "ci95_half_width": half} for name, (value, half) in ratings.items()},
+        "ratings_elo": None
+        if ratings is None
+        else {name: {"rating": value, "ci95_half_width": half} for name, (value, half) in ratings.items()},
         **(extra or {}),
     }
     write_text(directory / f"{stem}.json", json_text(payload))
     markdown = [
         f"# Tournament: {settings.games} games per pairing, seed {settings.seed}, reserve {settings.reserve}",
-        "", markdown_table(PAIRING_HEADER, pairing_rows(pairings)), "",
+        "",
+        markdown_table(PAIRING_HEADER, pairing_rows(pairings)),
+        "",
     ]
     if ratings is not None:
-        markdown += ["## Bradley-Terry ratings (Elo scale, 95 % intervals)", "",
-                     markdown_table(["agent", "rating", "95% CI"], rating_rows(ratings)), ""]
+        markdown += [
+            "## Bradley-Terry ratings (Elo scale, 95 % intervals)",
+            "",
+            markdown_table(["agent", "rating", "95% CI"], rating_rows(ratings)),
+            "",
+        ]
     else:
         markdown += [f"**Unfinished**: {error or 'still running'}", ""]
     write_text(directory / f"{stem}.md", "\n".join(markdown))
@@ -378,8 +432,9 @@ def plot_ratings(path: Path, settings: Settings, ratings) -> None:
 
     ordered = sorted(ratings.items(), key=lambda item: item[1][0])
     figure, axes = plt.subplots(figsize=(6, 0.6 * len(ordered) + 1.2))
-    axes.errorbar([v for _, (v, _) in ordered], range(len(ordered)), xerr=[h for _, (_, h) in ordered],
-                  fmt="o", capsize=4)
+    axes.errorbar(
+        [v for _, (v, _) in ordered], range(len(ordered)), xerr=[h for _, (_, h) in ordered], fmt="o", capsize=4
+    )
     axes.set_yticks(range(len(ordered)), [name for name, _ in ordered])
     axes.set_xlabel("Bradley-Terry rating (Elo scale), 95 % interval")
     axes.set_title(f"Strategic Reserve, {settings.games} games per pairing")
@@ -397,15 +452,21 @@ def prepare_agents(specs: Sequence, config: Config, seed: int = 0) -> list:
     return agents
 
 
-def run(settings: Settings, agents: Sequence | None = None,
-        on_pairing: Callable[[list[Pairing]], None] | None = None,
-        checked: bool = False) -> tuple[list[Pairing], dict[str, tuple[float, float]]]:
+def run(
+    settings: Settings,
+    agents: Sequence | None = None,
+    on_pairing: Callable[[list[Pairing]], None] | None = None,
+    checked: bool = False,
+) -> tuple[list[Pairing], dict[str, tuple[float, float]]]:
     """Play the round robin of ``agents`` (default: ``settings.agents``), loaded and checked first by
     :func:`prepare_agents` unless ``checked`` says the caller did, and fit the ratings.
     ``on_pairing(pairings)`` is called after each pairing with those finished so far.
     :class:`PairingError` (carrying them) if an agent fails."""
-    agents = list(agents) if checked else prepare_agents(settings.agents if agents is None else agents,
-                                                         settings.config(), settings.seed)
+    agents = (
+        list(agents)
+        if checked
+        else prepare_agents(settings.agents if agents is None else agents, settings.config(), settings.seed)
+    )
     matchups = list(itertools.combinations(agents, 2))
     pairings: list[Pairing] = []
     with Progress(len(matchups) * settings.games, "game", enabled=settings.progress) as progress:
@@ -419,4 +480,3 @@ def run(settings: Settings, agents: Sequence | None = None,
             if on_pairing is not None:
                 on_pairing(list(pairings))
     return pairings, bradley_terry([agent.name for agent in agents], pairings)
-

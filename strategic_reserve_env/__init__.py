@@ -6,38 +6,39 @@ engine (:mod:`.engine`), a single-game fast path (:class:`Game`), game records
 and traces (:mod:`.records`).
 """
 
-from . import engine, records, rules
-from .aec_env import ENV_NAME, env, raw_env
-from .board import BLUE, NUM_SQUARES, RED, BOARD_SIZE
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import engine, records, registration, rules
+from .board import BLUE, BOARD_SIZE, NUM_SQUARES, RED
 from .config import Config, StartPosition
 from .engine import IllegalActionError, State
 from .game import Game
+from .registration import ENV_NAME
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from .aec_env import env, raw_env
 
+__version__ = "0.2.0"
 
-def _register() -> None:
-    """Register the PettingZoo env (where the registry exists) and the Gymnasium envs."""
-    import gymnasium
-
-    if "StrategicReserve-v0" not in gymnasium.registry:
-        gymnasium.register(
-            id="StrategicReserve-v0",
-            entry_point="strategic_reserve_env.gym_env:StrategicReserveEnv",
-            vector_entry_point="strategic_reserve_env.gym_env:StrategicReserveVectorEnv",
-        )
-    try:
-        from pettingzoo import aec_registry, register
-    except ImportError:  # PettingZoo < 1.26 has no registry
-        return
-    entry_point = "strategic_reserve_env.aec_env:env"
-    if not any(spec.entry_point == entry_point for spec in aec_registry.values()):
-        register("aec", ENV_NAME, entry_point=entry_point)
+#: names this package exposes from its env adapters, imported at first access (PEP 562): importing the
+#: package (and its core: board, config, rules, engine, game, records) imports numpy only
+_LAZY = {"env": "aec_env", "raw_env": "aec_env"}
 
 
-_register()
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+registration.install()
 
 __all__ = [
+    "ENV_NAME",
     "BLUE",
     "BOARD_SIZE",
     "NUM_SQUARES",

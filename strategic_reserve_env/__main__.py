@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from . import bench, records
+from .board import DEFAULT_RESERVE
 from .config import Config
-
 
 STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
 
@@ -53,8 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
 
     replay = commands.add_parser("replay", help="print the trace of a game record (docs/RULES.md format)")
-    replay.add_argument("record", help=f"path of a record .json file, or - for the standard input "
-                        f"(at most {records.MAX_RECORD_BYTES:,} bytes, UTF-8 JSON)")
+    replay.add_argument(
+        "record",
+        help=f"path of a record .json file, or - for the standard input "
+        f"(at most {records.MAX_RECORD_BYTES:,} bytes, UTF-8 JSON)",
+    )
     replay.set_defaults(run=_replay)
 
     bench_parser = commands.add_parser("bench", help="plies per second of uniformly random legal play")
@@ -62,15 +65,18 @@ def main(argv: list[str] | None = None) -> int:
     bench_parser.add_argument(
         "--batch-sizes", type=int, nargs="+", default=[1, 64, 4096], metavar="B", help="batch sizes (default 1 64 4096)"
     )
-    bench_parser.add_argument("--reserve", type=int, default=7, help="reserve size (default 7)")
+    bench_parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
     bench_parser.set_defaults(run=_bench)
 
     play_parser = commands.add_parser("play", help="play against an agent in the terminal")
-    play_parser.add_argument("--opponent", default="greedy", help="agent spec (default greedy), e.g. random, "
-                             "expectimax:depth=2, ppo:models/ppo_baseline.safetensors")
+    play_parser.add_argument(
+        "--opponent",
+        default="greedy",
+        help="agent spec (default greedy), e.g. random, expectimax:depth=2, ppo:models/ppo_baseline.safetensors",
+    )
     play_parser.add_argument("--seat", choices=["red", "blue", "random"], default="red", help="your colour")
     play_parser.add_argument("--seed", type=int, help="seed of the dice and the agent")
-    play_parser.add_argument("--reserve", type=int, default=7, help="reserve size (default 7)")
+    play_parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
     play_parser.add_argument("--save", help="write the game record here at the end (otherwise you are asked)")
     play_parser.set_defaults(run=_play)
 

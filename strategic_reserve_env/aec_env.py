@@ -116,17 +116,17 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
-from .board import BLUE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, squares_of
-from .config import Config, StartPosition, start_position
+from .board import BLUE, DEFAULT_RESERVE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, squares_of
+from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, start_position
 from .dice import DiceStream
 from .engine import IllegalActionError
 from .game import Game
 from .observation import LEGAL_PLANE, OBSERVATION_SHAPE, planes
+from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
 AGENTS = ("player_0", "player_1")  # index = colour: player_0 Red, player_1 Blue
 AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
-ENV_NAME = "strategic_reserve_v1"
 NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
 INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
 DICE_SHAPE = (2,)  # (purple, green)
@@ -144,7 +144,9 @@ def env(**kwargs: Any) -> AECEnv:
     return wrappers.OrderEnforcingWrapper(environment)
 
 
-def make_config(reserve: int = 7, ply_limit: int = 1000, start: StartPosition | dict | None = None) -> Config:
+def make_config(
+    reserve: int = DEFAULT_RESERVE, ply_limit: int = DEFAULT_PLY_LIMIT, start: StartPosition | dict | None = None
+) -> Config:
     """A Config from env keyword arguments (``start`` may be a plain dict: :func:`~.config.start_position`,
     its reserves ``(reserve, reserve)`` unless given)."""
     return Config(reserve=reserve, ply_limit=ply_limit, start=start_position(start, reserve))
@@ -176,8 +178,11 @@ def as_square(action) -> int:
     """
     value = action[()] if isinstance(action, np.ndarray) and action.ndim == 0 else action
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        kind = (f"ndarray of {action.dtype}, shape {action.shape}" if isinstance(action, np.ndarray)
-                else type(action).__name__)
+        kind = (
+            f"ndarray of {action.dtype}, shape {action.shape}"
+            if isinstance(action, np.ndarray)
+            else type(action).__name__
+        )
         raise TypeError(
             f"an action is a square index 0..{NUM_SQUARES - 1} (int, numpy integer or 0-d integer array), "
             f"got {kind} {action!r}"
@@ -203,8 +208,13 @@ def roll_info(game: Game, roller: int) -> dict:
     """
     captured = np.zeros(NUM_SQUARES, dtype=np.int8)  # (36,) int8, 1 = emptied by the roll
     if game.rolled == NO_ROLL:
-        return {"roll": NO_ROLL, "roller": NO_ROLL, "dice": np.zeros(DICE_SHAPE, dtype=np.int8),
-                "hit": NO_ROLL, "captured": captured}
+        return {
+            "roll": NO_ROLL,
+            "roller": NO_ROLL,
+            "dice": np.zeros(DICE_SHAPE, dtype=np.int8),
+            "hit": NO_ROLL,
+            "captured": captured,
+        }
     if game.captured:
         captured[squares_of(game.captured)] = 1
     return {
@@ -245,18 +255,25 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         "render_fps": 2,
     }
 
-    def __init__(self, reserve: int = 7, ply_limit: int = 1000, start: StartPosition | dict | None = None,
-                 render_mode: str | None = None) -> None:
+    def __init__(
+        self,
+        reserve: int = DEFAULT_RESERVE,
+        ply_limit: int = DEFAULT_PLY_LIMIT,
+        start: StartPosition | dict | None = None,
+        render_mode: str | None = None,
+    ) -> None:
         super().__init__()
         self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])
         self.config = make_config(reserve, ply_limit, start)
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)
         self.agents = list(AGENTS)
-        observation_space = spaces.Dict({
-            "observation": spaces.Box(0, 1, OBSERVATION_SHAPE, np.int8),
-            "action_mask": spaces.Box(0, 1, (NUM_SQUARES,), np.int8),
-        })
+        observation_space = spaces.Dict(
+            {
+                "observation": spaces.Box(0, 1, OBSERVATION_SHAPE, np.int8),
+                "action_mask": spaces.Box(0, 1, (NUM_SQUARES,), np.int8),
+            }
+        )
         self.observation_spaces = {agent: observation_space for agent in AGENTS}
         self.action_spaces = {agent: spaces.Discrete(NUM_SQUARES) for agent in AGENTS}
         self.game = Game(self.config)

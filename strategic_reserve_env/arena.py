@@ -47,12 +47,15 @@ def describe(state: engine.State, game: int) -> str:
     one = state[game]
     red, blue = (int(n) for n in one.reserves()[0])
     roll = int(one.rolled[0])
-    return (f"board {one.board_strings()[0]} (squares a1, b1, .., f6; R red, B blue), reserves red {red} blue {blue}, "
-            f"{COLOURS[int(one.to_move[0])]} to place after rolling {square_name(roll) if roll >= 0 else 'nothing'}")
+    return (
+        f"board {one.board_strings()[0]} (squares a1, b1, .., f6; R red, B blue), reserves red {red} blue {blue}, "
+        f"{COLOURS[int(one.to_move[0])]} to place after rolling {square_name(roll) if roll >= 0 else 'nothing'}"
+    )
 
 
-def choose_checked(agent, index: int, state: engine.State, games: np.ndarray, rng: np.random.Generator,
-                   game_numbers: np.ndarray) -> np.ndarray:
+def choose_checked(
+    agent, index: int, state: engine.State, games: np.ndarray, rng: np.random.Generator, game_numbers: np.ndarray
+) -> np.ndarray:
     """``choose`` for games ``games`` of ``state`` ((k,) indices), turning any failure of the agent into an
     :class:`AgentError` (``game_numbers``: (N,) numbers of the state's games for the message)."""
     try:
@@ -82,9 +85,16 @@ class Games:
         return np.where(self.winner < 0, -1, np.where(self.winner == RED, self.red_agent, 1 - self.red_agent))
 
 
-def play(agents, red_agent: np.ndarray, dice_seeds: np.ndarray, config: Config, rngs,
-         on_ply: Callable[[engine.State], None] | None = None, start: engine.State | None = None,
-         game_numbers: np.ndarray | None = None) -> Games:
+def play(
+    agents,
+    red_agent: np.ndarray,
+    dice_seeds: np.ndarray,
+    config: Config,
+    rngs,
+    on_ply: Callable[[engine.State], None] | None = None,
+    start: engine.State | None = None,
+    game_numbers: np.ndarray | None = None,
+) -> Games:
     """Play ``len(red_agent)`` games of ``agents[0]`` against ``agents[1]`` to the end (or the ply limit).
 
     ``red_agent`` ((N,) 0/1) says who plays Red in each game, ``dice_seeds``
@@ -119,8 +129,9 @@ def play(agents, red_agent: np.ndarray, dice_seeds: np.ndarray, config: Config, 
         state = engine.roll(state, dice.next(live))
         if on_ply is not None:
             on_ply(state)
-    return Games(red_agent=red_agent, winner=state.winner.copy(), plies=state.ply.copy(),
-                 truncated=state.truncated.copy())
+    return Games(
+        red_agent=red_agent, winner=state.winner.copy(), plies=state.ply.copy(), truncated=state.truncated.copy()
+    )
 
 
 @dataclass(frozen=True)
@@ -132,8 +143,9 @@ class Decision:
     action: int  # the square placed on
 
 
-def play_logged(agents, red_agent: int, dice_seed: int, config: Config | None = None,
-                rng: np.random.Generator | None = None) -> tuple[list[Decision], Game]:
+def play_logged(
+    agents, red_agent: int, dice_seed: int, config: Config | None = None, rng: np.random.Generator | None = None
+) -> tuple[list[Decision], Game]:
     """One game, kept decision by decision, for inspection (same dice as game slot ``dice_seed`` of
     :func:`play`). Returns the decisions and the finished game (``records.record_of(game)`` is its record)."""
     rng = rng if rng is not None else np.random.default_rng(dice_seed)

@@ -59,7 +59,7 @@ def single(seconds: float, config: Config, seed: int = 0) -> float:
     def run_block() -> int:
         rolls = engine.draw_rolls(rng, BLOCK).tolist()
         uniforms = rng.random(BLOCK).tolist()
-        for rolled, uniform in zip(rolls, uniforms):
+        for rolled, uniform in zip(rolls, uniforms, strict=True):
             game.roll(rolled)
             game.place(uniform_square(game.legal, uniform))
             if game.done:
@@ -103,8 +103,9 @@ def vector(num_envs: int, seconds: float, config: Config, seed: int = 0) -> floa
     from .gym_env import StrategicReserveVectorEnv
     from .policies import UniformRandomPolicy
 
-    environment = StrategicReserveVectorEnv(num_envs, reserve=config.reserve, ply_limit=config.ply_limit,
-                                            start=config.start)
+    environment = StrategicReserveVectorEnv(
+        num_envs, reserve=config.reserve, ply_limit=config.ply_limit, start=config.start
+    )
     environment.reset(seed=seed)
     learner, rng = UniformRandomPolicy(), np.random.default_rng(seed)
 
@@ -143,7 +144,7 @@ def reference(seconds: float, config: Config, seed: int = 0) -> float | None:
         nonlocal game
         rolls = engine.draw_rolls(rng, BLOCK).tolist()
         uniforms = rng.random(BLOCK).tolist()
-        for rolled, uniform in zip(rolls, uniforms):
+        for rolled, uniform in zip(rolls, uniforms, strict=True):
             legal = game.roll(rolled)
             game.place(legal[int(uniform * len(legal))])
             if game.winner is not None:
@@ -162,12 +163,18 @@ def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), conf
     lines.append(f"engine     B=1     single-game path (Python ints)  {rates['single']:>12,.0f} plies/s")
     for batch_size in batch_sizes:
         rates[batch_size] = batched(batch_size, seconds, config)
-        lines.append(f"engine     B={batch_size:<5d} batched numpy arrays            {rates[batch_size]:>12,.0f} plies/s")
+        lines.append(
+            f"engine     B={batch_size:<5d} batched numpy arrays            {rates[batch_size]:>12,.0f} plies/s"
+        )
     lines.append(f"aec env()  1 game  random masked play, public API  {aec(seconds, config):>12,.0f} plies/s")
-    lines.append(f"aec raw_env 1 game random masked play, public API  {aec(seconds, config, wrapped=False):>12,.0f} plies/s")
+    lines.append(
+        f"aec raw_env 1 game random masked play, public API  {aec(seconds, config, wrapped=False):>12,.0f} plies/s"
+    )
     vector_envs = max(batch_sizes)
-    lines.append(f"vector env {vector_envs:<5d}  random vs random              "
-                 f"{vector(vector_envs, seconds, config):>12,.0f} plies/s")
+    lines.append(
+        f"vector env {vector_envs:<5d}  random vs random              "
+        f"{vector(vector_envs, seconds, config):>12,.0f} plies/s"
+    )
     ref = reference(seconds, config)
     if ref is None:
         lines.append("reference  not found (tests/reference.py is in the source checkout only)")

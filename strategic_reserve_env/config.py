@@ -10,6 +10,7 @@ from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BO
 MIN_RESERVE, MAX_RESERVE = 1, 12  # the variant's reserve size (docs/RULES.md: 7, or 6 on Board Game Arena)
 MAX_START_RESERVE = NUM_SQUARES  # a custom start may hold more in reserve than the variant (reading)
 MAX_PLY_LIMIT = 2**31 - 1  # ply counters are int32
+DEFAULT_PLY_LIMIT = 1000  # plies after which an unfinished game is truncated, unless set
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> int:
@@ -45,7 +46,7 @@ class StartPosition:
         if not isinstance(self.reserves, (tuple, list)) or len(self.reserves) != 2:
             raise ValueError(f"start.reserves must be a (red, blue) pair, got {brief(self.reserves)}")
         object.__setattr__(self, "reserves", tuple(self.reserves))
-        for colour, value in zip(COLOURS, self.reserves):
+        for colour, value in zip(COLOURS, self.reserves, strict=True):
             _check_int(f"start.reserves.{colour}", value, 1, MAX_START_RESERVE)
         if self.to_move not in COLOURS:
             raise ValueError(f"start.to_move must be 'red' or 'blue', got {brief(self.to_move)}")
@@ -74,7 +75,7 @@ class Config:
     """
 
     reserve: int = DEFAULT_RESERVE
-    ply_limit: int = 1000
+    ply_limit: int = DEFAULT_PLY_LIMIT
     start: StartPosition | None = field(default=None)
 
     def __post_init__(self) -> None:
@@ -109,5 +110,8 @@ def start_position(start: StartPosition | Mapping | None, reserve: int) -> Start
     unknown = sorted(set(start) - set(START_FIELDS), key=str)
     if unknown:
         raise ValueError(f"unknown start field(s): {', '.join(map(str, unknown))}")
-    return StartPosition(board=start.get("board", STANDARD_BOARD), reserves=start.get("reserves", (reserve, reserve)),
-                         to_move=start.get("to_move", "red"))
+    return StartPosition(
+        board=start.get("board", STANDARD_BOARD),
+        reserves=start.get("reserves", (reserve, reserve)),
+        to_move=start.get("to_move", "red"),
+    )

@@ -122,6 +122,7 @@ class UniformStreams(_Streams):
         self.counters = advanced
         return uniform(self.keys[streams], counters)
 
+
 class DiceStream:
     """One dice stream on Python ints; ``forced`` rolls, if any, are used first."""
 

@@ -24,7 +24,20 @@ from .board import (
 )
 from .config import Config, StartPosition
 
-_FIELDS = ("me", "opp", "reserve_me", "reserve_opp", "to_move", "ply", "winner", "truncated", "rolled", "hit", "captured", "legal")
+_FIELDS = (
+    "me",
+    "opp",
+    "reserve_me",
+    "reserve_opp",
+    "to_move",
+    "ply",
+    "winner",
+    "truncated",
+    "rolled",
+    "hit",
+    "captured",
+    "legal",
+)
 
 
 class Game:
@@ -40,6 +53,25 @@ class Game:
 
     __slots__ = ("config", "history", "_start", "_origin") + _FIELDS
 
+    # the slots' types (declarations only; load() and reset() set them)
+    config: Config
+    history: list[tuple[int, int]]  # (rolled, placed) squares
+    _start: tuple[int | bool, ...]  # the _FIELDS values of the configured start
+    _origin: tuple[int | bool, ...]  # the _FIELDS values where ``history`` begins
+    # _FIELDS: one game of engine.State (see its field comments) as Python ints, truncated a bool
+    me: int
+    opp: int
+    reserve_me: int
+    reserve_opp: int
+    to_move: int
+    ply: int
+    winner: int
+    truncated: bool
+    rolled: int
+    hit: int
+    captured: int
+    legal: int
+
     def __init__(self, config: Config | None = None) -> None:
         self.config = config if config is not None else Config()
         self.load(engine.init(self.config, 1), 0)
@@ -47,7 +79,7 @@ class Game:
 
     def reset(self) -> None:
         """Back to the start position, before the first roll."""
-        for name, value in zip(_FIELDS, self._start):
+        for name, value in zip(_FIELDS, self._start, strict=True):
             setattr(self, name, value)
         self.history = []
         self._origin = self._start
@@ -85,7 +117,7 @@ class Game:
         if self._origin is self._start:
             return None
         origin = Game.__new__(Game)  # the loaded position, for its readable views
-        for name, value in zip(_FIELDS, self._origin):
+        for name, value in zip(_FIELDS, self._origin, strict=True):
             setattr(origin, name, value)
         if origin.legal:
             raise ValueError("the game was loaded after its roll: a record cannot start between roll and placement")
@@ -119,7 +151,11 @@ class Game:
         if not self.legal:
             raise engine.IllegalActionError("no placement is due (roll first)")
         if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square]:
-            shown = square_name(square) if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES else repr(square)
+            shown = (
+                square_name(square)
+                if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES
+                else repr(square)
+            )
             raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
         reserve = self.reserve_me - 1
         self.me, self.opp = self.opp, self.me | BIT[square]

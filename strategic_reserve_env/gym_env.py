@@ -69,15 +69,16 @@ until ``reset``.)
 
 from __future__ import annotations
 
-import numpy as np
 import gymnasium
+import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from . import render as rendering
 from .aec_env import make_config
-from .board import COLOURS, NUM_SQUARES, brief, names_of
+from .board import COLOURS, DEFAULT_RESERVE, NUM_SQUARES, brief, names_of
+from .config import DEFAULT_PLY_LIMIT
 from .game import Game
 from .learner import LearnerGames, check_count
 from .observation import OBSERVATION_SHAPE
@@ -96,8 +97,16 @@ class StrategicReserveEnv(gymnasium.Env):
 
     metadata = {"render_modes": rendering.RENDER_MODES, "render_fps": 2}
 
-    def __init__(self, opponent="random", seat: str = "random", reserve: int = 7, ply_limit: int = 1000,
-                 start=None, render_mode: str | None = None, illegal_action: str = "lose") -> None:
+    def __init__(
+        self,
+        opponent="random",
+        seat: str = "random",
+        reserve: int = DEFAULT_RESERVE,
+        ply_limit: int = DEFAULT_PLY_LIMIT,
+        start=None,
+        render_mode: str | None = None,
+        illegal_action: str = "lose",
+    ) -> None:
         self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])
         self.observation_space, self.action_space = _spaces()
         self.render_mode = render_mode
@@ -131,8 +140,11 @@ class StrategicReserveEnv(gymnasium.Env):
 
     def _info(self) -> dict:
         """Mask, seat and ply of the current game."""
-        return {"action_mask": self.action_masks(), "seat": COLOURS[int(self.games.seat[0])],
-                "ply": int(self.games.state.ply[0])}
+        return {
+            "action_mask": self.action_masks(),
+            "seat": COLOURS[int(self.games.seat[0])],
+            "ply": int(self.games.state.ply[0]),
+        }
 
     def render(self):
         game = Game(self.games.config)
@@ -148,9 +160,17 @@ class StrategicReserveVectorEnv(VectorEnv):
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, num_envs: int = 1, opponent="random", seat: str = "random", reserve: int = 7,
-                 ply_limit: int = 1000, start=None, render_mode: str | None = None,
-                 illegal_action: str = "lose") -> None:
+    def __init__(
+        self,
+        num_envs: int = 1,
+        opponent="random",
+        seat: str = "random",
+        reserve: int = DEFAULT_RESERVE,
+        ply_limit: int = DEFAULT_PLY_LIMIT,
+        start=None,
+        render_mode: str | None = None,
+        illegal_action: str = "lose",
+    ) -> None:
         if render_mode is not None:
             raise ValueError("the vector env does not render; render a StrategicReserveEnv or the AEC env")
         self.num_envs = check_count("num_envs", num_envs)
@@ -158,8 +178,7 @@ class StrategicReserveVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.render_mode = None
-        self.games = LearnerGames(make_config(reserve, ply_limit, start), self.num_envs, opponent, seat,
-                                  illegal_action)
+        self.games = LearnerGames(make_config(reserve, ply_limit, start), self.num_envs, opponent, seat, illegal_action)
         self._restart = np.zeros(self.num_envs, dtype=bool)  # (N,) bool: ended last step, restart on this one
         self._seeded = False
 
@@ -204,6 +223,11 @@ class StrategicReserveVectorEnv(VectorEnv):
 
     def _infos(self) -> dict:
         everyone = np.ones(self.num_envs, dtype=bool)
-        return {"action_mask": self.action_masks(), "_action_mask": everyone,
-                "seat": _COLOUR_NAMES[self.games.seat], "_seat": everyone,
-                "ply": self.games.state.ply.copy(), "_ply": everyone}
+        return {
+            "action_mask": self.action_masks(),
+            "_action_mask": everyone,
+            "seat": _COLOUR_NAMES[self.games.seat],
+            "_seat": everyone,
+            "ply": self.games.state.ply.copy(),
+            "_ply": everyone,
+        }

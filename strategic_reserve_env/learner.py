@@ -70,7 +70,9 @@ def as_actions(actions: object, num_games: int) -> np.ndarray:
     B = 1 (:func:`~.engine.as_squares`: ``ValueError`` for any other type or shape). Values are not
     range-checked here; a value that is not a legal placement is an illegal action."""
     integer = isinstance(actions, (int, np.integer)) and not isinstance(actions, bool)
-    if num_games == 1 and (integer or isinstance(actions, np.ndarray) and actions.shape == () and actions.dtype.kind in "iu"):
+    if num_games == 1 and (
+        integer or isinstance(actions, np.ndarray) and actions.shape == () and actions.dtype.kind in "iu"
+    ):
         actions = np.reshape(actions, 1)
     return engine.as_squares(actions, num_games, "actions")
 
@@ -86,8 +88,15 @@ class LearnerGames:
     ``counters``) and ``rng`` (for stochastic opponents of one's own).
     """
 
-    def __init__(self, config: Config, num_games: int, opponent="random", seat: str = "random",
-                 illegal_action: str = "lose", opponent_weights=None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        num_games: int,
+        opponent="random",
+        seat: str = "random",
+        illegal_action: str = "lose",
+        opponent_weights=None,
+    ) -> None:
         num_games = check_count("num_games", num_games)
         if seat not in SEATS:
             raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
@@ -120,7 +129,9 @@ class LearnerGames:
             raise ValueError("the opponent pool is empty")
         weights = np.ones(len(opponents)) if weights is None else np.asarray(weights, dtype=np.float64)
         if weights.shape != (len(opponents),) or np.any(weights < 0) or weights.sum() <= 0:
-            raise ValueError(f"opponent_weights must be {len(opponents)} non-negative numbers, not all 0; got {weights}")
+            raise ValueError(
+                f"opponent_weights must be {len(opponents)} non-negative numbers, not all 0; got {weights}"
+            )
         self.opponents = [as_policy(o) for o in opponents]
         self.opponent_weights = weights / weights.sum()
         self._cumulative_weights = np.cumsum(self.opponent_weights)  # (K,) float64: draws below [k] pick <= k
@@ -164,14 +175,32 @@ class LearnerGames:
     def _atomically(self, run, *args):
         """``run(*args)``; if it raises, every field it may change is put back first (``rng`` with the
         state of its generator: a stochastic opponent may have drawn from it before failing)."""
-        saved = (self.state, self.seat, self.opponent_id, self.dice, self.dice.counters, self.chance,
-                 self.chance.counters, self.rng, self.started)
+        saved = (
+            self.state,
+            self.seat,
+            self.opponent_id,
+            self.dice,
+            self.dice.counters,
+            self.chance,
+            self.chance.counters,
+            self.rng,
+            self.started,
+        )
         rng_state = self.rng.bit_generator.state
         try:
             return run(*args)
         except BaseException:
-            (self.state, self.seat, self.opponent_id, self.dice, self.dice.counters, self.chance,
-             self.chance.counters, self.rng, self.started) = saved
+            (
+                self.state,
+                self.seat,
+                self.opponent_id,
+                self.dice,
+                self.dice.counters,
+                self.chance,
+                self.chance.counters,
+                self.rng,
+                self.started,
+            ) = saved
             self.rng.bit_generator.state = rng_state
             raise
 
@@ -204,7 +233,9 @@ class LearnerGames:
         over = self.state.done & ~restart
         if over.any():
             game = int(np.flatnonzero(over)[0])
-            raise ResetNeeded(f"game {game} is over (its episode ended): reset (or restart) it before stepping it again")
+            raise ResetNeeded(
+                f"game {game} is over (its episode ended): reset (or restart) it before stepping it again"
+            )
         before = self.state.done
         rewards, illegal = self._learner_places(actions, ~restart)
         if restart.any():
@@ -288,7 +319,9 @@ class LearnerGames:
             for index, opponent in enumerate(self.opponents):
                 everywhere = self.opponent_id == index
                 if np.any(opponent_turn & everywhere):
-                    actions = self._opponent_acts(opponent, state, opponent_turn & everywhere, everywhere.all(), actions)
+                    actions = self._opponent_acts(
+                        opponent, state, opponent_turn & everywhere, everywhere.all(), actions
+                    )
             before = state.done
             state = engine.place(state, actions, self.config, active=opponent_turn)
             lost = np.where(state.done & ~before & (state.winner >= 0), 1.0, 0.0)
@@ -298,8 +331,9 @@ class LearnerGames:
         self.state = state
         return lost
 
-    def _opponent_acts(self, opponent, state: engine.State, mine: np.ndarray, whole: bool,
-                       actions: np.ndarray) -> np.ndarray:
+    def _opponent_acts(
+        self, opponent, state: engine.State, mine: np.ndarray, whole: bool, actions: np.ndarray
+    ) -> np.ndarray:
         """``actions`` with ``opponent``'s choices in the games of ``mine`` (its turn, rolled). When it is
         the opponent of every game (``whole``), it acts on the whole batch (the other rows are ignored).
         Its answer is checked by :func:`~.policies.checked_actions`; any fault is an :class:`OpponentError`."""
@@ -312,12 +346,17 @@ class LearnerGames:
             else:
                 picked = opponent.act(*policy_inputs(opponent, state if whole else state[chosen]), self.rng)
         except Exception as error:
-            raise OpponentError(f"opponent {name!r} raised {type(error).__name__}: {clip(str(error), _ERROR_TEXT)}") from error
+            raise OpponentError(
+                f"opponent {name!r} raised {type(error).__name__}: {clip(str(error), _ERROR_TEXT)}"
+            ) from error
         try:
             picked = checked_actions(picked, np.where(mine, state.legal, 0)[chosen])  # only its own games' rows
         except InvalidActionsError as error:
-            where = (f"in game {games[error.row]}" if error.row is not None
-                     else f"(choosing for game(s) {clip(', '.join(map(str, games)), _ERROR_TEXT)})")
+            where = (
+                f"in game {games[error.row]}"
+                if error.row is not None
+                else f"(choosing for game(s) {clip(', '.join(map(str, games)), _ERROR_TEXT)})"
+            )
             raise OpponentError(f"opponent {name!r} {where} {error}") from None
         if whole:
             return picked

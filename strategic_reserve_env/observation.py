@@ -37,7 +37,15 @@ from .rules import HIT_ENEMY, HIT_FRIENDLY
 
 NUM_PLANES = 9
 PLANE_NAMES = (
-    "own", "opponent", "legal", "rolled", "captured", "enemy_hit", "friendly_hit", "own_reserve", "opponent_reserve",
+    "own",
+    "opponent",
+    "legal",
+    "rolled",
+    "captured",
+    "enemy_hit",
+    "friendly_hit",
+    "own_reserve",
+    "opponent_reserve",
 )
 OBSERVATION_SHAPE = (BOARD_SIZE, BOARD_SIZE, NUM_PLANES)
 LEGAL_PLANE = PLANE_NAMES.index("legal")
@@ -68,17 +76,32 @@ def encode(own, opp, legal, rolled, captured, hit, own_reserve, opp_reserve) -> 
     or for a batch ((B,) arrays) -> (B, 6, 6, 9)."""
     if type(own) is int:
         bits = np.array(
-            [own, opp, legal, _ROLLED_BITS_LIST[rolled], captured,
-             FULL if hit == HIT_ENEMY else 0, FULL if hit == HIT_FRIENDLY else 0,
-             _COUNT_BITS_LIST[min(own_reserve, NUM_SQUARES)], _COUNT_BITS_LIST[min(opp_reserve, NUM_SQUARES)]],
+            [
+                own,
+                opp,
+                legal,
+                _ROLLED_BITS_LIST[rolled],
+                captured,
+                FULL if hit == HIT_ENEMY else 0,
+                FULL if hit == HIT_FRIENDLY else 0,
+                _COUNT_BITS_LIST[min(own_reserve, NUM_SQUARES)],
+                _COUNT_BITS_LIST[min(opp_reserve, NUM_SQUARES)],
+            ],
             dtype=np.int64,
         )
     else:
         bits = np.stack(
-            [own, opp, legal, _ROLLED_BITS.take(rolled), captured,
-             np.where(hit == HIT_ENEMY, FULL, 0), np.where(hit == HIT_FRIENDLY, FULL, 0),
-             _COUNT_BITS.take(np.minimum(own_reserve, NUM_SQUARES)),
-             _COUNT_BITS.take(np.minimum(opp_reserve, NUM_SQUARES))],
+            [
+                own,
+                opp,
+                legal,
+                _ROLLED_BITS.take(rolled),
+                captured,
+                np.where(hit == HIT_ENEMY, FULL, 0),
+                np.where(hit == HIT_FRIENDLY, FULL, 0),
+                _COUNT_BITS.take(np.minimum(own_reserve, NUM_SQUARES)),
+                _COUNT_BITS.take(np.minimum(opp_reserve, NUM_SQUARES)),
+            ],
             axis=-1,
         )
     return _unpack(bits)
@@ -99,8 +122,9 @@ def planes(position, observer) -> np.ndarray:
     own = p.opp ^ (swap & to_move)
     reserve_swap = p.reserve_me ^ p.reserve_opp
     own_reserve = p.reserve_opp ^ (reserve_swap & to_move)
-    return encode(own, own ^ swap, p.legal & to_move, p.rolled, p.captured, p.hit,
-                  own_reserve, own_reserve ^ reserve_swap)
+    return encode(
+        own, own ^ swap, p.legal & to_move, p.rolled, p.captured, p.hit, own_reserve, own_reserve ^ reserve_swap
+    )
 
 
 def mover_planes(state) -> np.ndarray:

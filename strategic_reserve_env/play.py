@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from . import records
-from .board import COLOURS, names_of, parse_square, square_name
+from .board import COLOURS, DEFAULT_RESERVE, names_of, parse_square, square_name
 from .config import Config
 from .dice import DiceStream
 from .game import Game
@@ -53,8 +53,15 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
         return square
 
 
-def play(opponent: str, seat: str = "red", seed: int | None = None, reserve: int = 7, save: str | None = None,
-         read: Callable[[str], str] = input, say: Callable[[str], None] = print) -> int:
+def play(
+    opponent: str,
+    seat: str = "red",
+    seed: int | None = None,
+    reserve: int = DEFAULT_RESERVE,
+    save: str | None = None,
+    read: Callable[[str], str] = input,
+    say: Callable[[str], None] = print,
+) -> int:
     """Run one game between a person (``read``/``say``) and the agent ``opponent``; returns an exit code
     (0, :data:`INTERRUPTED` after Ctrl-C, :data:`SAVE_FAILED` when the record was printed instead of saved)."""
     from agents import load_agent  # the agents ship beside this package
@@ -66,8 +73,10 @@ def play(opponent: str, seat: str = "red", seed: int | None = None, reserve: int
         seat = COLOURS[int(rng.integers(2))]
     human = COLOURS.index(seat)
     game, dice = Game(Config(reserve=reserve)), DiceStream(seed)
-    say(f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {agent.name} is "
-        f"{COLOURS[1 - human].capitalize()}. Red moves first. Seed {seed}.")
+    say(
+        f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {agent.name} is "
+        f"{COLOURS[1 - human].capitalize()}. Red moves first. Seed {seed}."
+    )
     quit_early, status = False, 0
     try:
         while not game.done:
@@ -95,8 +104,9 @@ def play(opponent: str, seat: str = "red", seed: int | None = None, reserve: int
     return status or saved
 
 
-def _offer_save(record: records.Record, save: str | None, read: Callable[[str], str],
-                say: Callable[[str], None]) -> int:
+def _offer_save(
+    record: records.Record, save: str | None, read: Callable[[str], str], say: Callable[[str], None]
+) -> int:
     """Write ``record`` to ``save``, or to a file name asked for (empty: skip); returns the exit status.
     When the file cannot be written, or the question is interrupted, the record is printed instead."""
     if save is None:
@@ -121,8 +131,10 @@ def _offer_save(record: records.Record, save: str | None, read: Callable[[str], 
 
 def _print_record(record: records.Record, reason: str, say: Callable[[str], None]) -> None:
     """Print ``record`` as one line of JSON, after a line saying why and how to replay it."""
-    say(f"{reason}; here is the game record (save the next line as a .json file and replay it with "
-        "python -m strategic_reserve_env replay FILE):")
+    say(
+        f"{reason}; here is the game record (save the next line as a .json file and replay it with "
+        "python -m strategic_reserve_env replay FILE):"
+    )
     say(json.dumps(record.to_json()))
 
 

@@ -57,16 +57,36 @@ def draw_position(game: Game, ax=None, title: str | None = None, legal: bool = T
         ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, color=_rgb(shade), zorder=0, gid=f"square-{square}"))
         bit = BIT[square]
         if red & bit or blue & bit:
-            ax.add_patch(Circle((x, y), 0.38, color=_rgb("red" if red & bit else "blue"), zorder=3,
-                                gid=f"checker-{'red' if red & bit else 'blue'}-{square}"))
+            ax.add_patch(
+                Circle(
+                    (x, y),
+                    0.38,
+                    color=_rgb("red" if red & bit else "blue"),
+                    zorder=3,
+                    gid=f"checker-{'red' if red & bit else 'blue'}-{square}",
+                )
+            )
         elif game.captured & bit:
-            ax.add_patch(Circle((x, y), 0.3, fill=False, edgecolor=_rgb("captured"), linewidth=2, zorder=3,
-                                gid=f"captured-{square}"))
+            ax.add_patch(
+                Circle(
+                    (x, y), 0.3, fill=False, edgecolor=_rgb("captured"), linewidth=2, zorder=3, gid=f"captured-{square}"
+                )
+            )
         if legal and game.legal & bit:
             ax.add_patch(Circle((x, y), 0.1, color=_rgb("legal"), zorder=4, gid=f"legal-{square}"))
         if square == game.rolled:
-            ax.add_patch(Rectangle((x - 0.46, y - 0.46), 0.92, 0.92, fill=False, edgecolor=_rgb("rolled"),
-                                   linewidth=3, zorder=5, gid=f"rolled-{square}"))
+            ax.add_patch(
+                Rectangle(
+                    (x - 0.46, y - 0.46),
+                    0.92,
+                    0.92,
+                    fill=False,
+                    edgecolor=_rgb("rolled"),
+                    linewidth=3,
+                    zorder=5,
+                    gid=f"rolled-{square}",
+                )
+            )
     reserves = game.reserves
     for player, y in ((BLUE, BOARD_SIZE - 0.6), (RED, 0.6)):
         ax.add_patch(Circle((BOARD_SIZE + 0.5, y), 0.3, color=_rgb(COLOURS[player]), gid=f"reserve-{COLOURS[player]}"))
@@ -75,8 +95,16 @@ def draw_position(game: Game, ax=None, title: str | None = None, legal: bool = T
     return ax
 
 
-def draw_heatmap(game: Game, values, ax=None, label: str = "", cmap: str = "viridis", value: float | None = None,
-                 colorbar: bool = True, title: str | None = None):
+def draw_heatmap(
+    game: Game,
+    values,
+    ax=None,
+    label: str = "",
+    cmap: str = "viridis",
+    value: float | None = None,
+    colorbar: bool = True,
+    title: str | None = None,
+):
     """The position with a per-square heatmap underneath (``values``: 36 numbers, NaN to leave a
     square plain), a colour bar named ``label``, and ``value`` (e.g. a critic's estimate) in the
     title. Returns the Axes."""

@@ -79,7 +79,9 @@ def as_policy(policy) -> object:
         return policy
     if callable(policy):
         return _CallablePolicy(policy)
-    raise ValueError(f"a policy must be 'random', an object with act(observations, masks, rng), or a callable; got {policy!r}")
+    raise ValueError(
+        f"a policy must be 'random', an object with act(observations, masks, rng), or a callable; got {policy!r}"
+    )
 
 
 class InvalidActionsError(ValueError):
@@ -108,7 +110,10 @@ def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
         raise InvalidActionsError(f"returned shape {actions.shape} for {batch} game(s), expected ({batch},)")
     if actions.dtype.kind not in "iu":
         raise InvalidActionsError(
-            f"returned {actions.dtype} values, not integer square indices 0..35 (the first: {brief(actions[:1].tolist()[0])})", 0)
+            f"returned {actions.dtype} values, not integer square indices 0..35"
+            f" (the first: {brief(actions[:1].tolist()[0])})",
+            0,
+        )
     actions = actions.astype(np.int64, copy=False)
     playable = legal != 0
     outside = playable & ((actions < 0) | (actions >= NUM_SQUARES))
@@ -118,8 +123,11 @@ def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
     illegal = playable & ((BIT_ARRAY.take(actions, mode="clip") & legal) == 0)
     if illegal.any():
         row = int(np.flatnonzero(illegal)[0])
-        raise InvalidActionsError(f"returned {square_name(int(actions[row]))} (square {actions[row]}), "
-                                  f"which is not a legal placement; legal: {names_of(int(legal[row]))}", row)
+        raise InvalidActionsError(
+            f"returned {square_name(int(actions[row]))} (square {actions[row]}), "
+            f"which is not a legal placement; legal: {names_of(int(legal[row]))}",
+            row,
+        )
     return actions
 
 

@@ -53,9 +53,18 @@ class Progress:
     Use it as a context manager, or call :meth:`close` (which writes the last plain line).
     """
 
-    def __init__(self, total: int | None, unit: str = "it", *, description: str = "", initial: int = 0,
-                 enabled: bool = True, stream: IO[str] | None = None, interval: float = PLAIN_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        total: int | None,
+        unit: str = "it",
+        *,
+        description: str = "",
+        initial: int = 0,
+        enabled: bool = True,
+        stream: IO[str] | None = None,
+        interval: float = PLAIN_INTERVAL,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.stream = sys.stderr if stream is None else stream
         self.total, self.unit, self.description = total, unit, description
         self.count = self.start_count = initial

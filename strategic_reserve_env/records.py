@@ -70,7 +70,7 @@ class Record:
         if start is not None:
             data["start"] = {
                 "board": start.board,
-                "reserves": dict(zip(COLOURS, start.reserves)),
+                "reserves": dict(zip(COLOURS, start.reserves, strict=True)),
                 "to_move": start.to_move,
             }
         data["plies"] = [list(ply) for ply in self.plies]
@@ -162,7 +162,9 @@ def load_record(source: str | Path | BinaryIO, name: str | None = None) -> Recor
     except RecordError as error:  # cut: a header message may echo a long value of the record
         raise RecordError(f"{name}: {clip(str(error), _HEADER_ERROR_TEXT)}") from None
     except json.JSONDecodeError as error:
-        raise RecordError(f"{name} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})") from None
+        raise RecordError(
+            f"{name} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        ) from None
     except RecursionError:
         raise RecordError(f"{name} is not a record: its JSON arrays or objects are nested too deeply") from None
     except ValueError as error:  # e.g. an integer past Python's 4300-digit limit
@@ -179,8 +181,19 @@ def _parse_ply(ply: object, number: int) -> tuple[int, int]:
         raise RecordError(str(error), number) from None
 
 
-def trace_entry(ply: int, mover: int, rolled: int, hit: int, captured: int, legal: int, placed: int,
-                red: int, blue: int, reserves: tuple[int, int], winner: int) -> dict:
+def trace_entry(
+    ply: int,
+    mover: int,
+    rolled: int,
+    hit: int,
+    captured: int,
+    legal: int,
+    placed: int,
+    red: int,
+    blue: int,
+    reserves: tuple[int, int],
+    winner: int,
+) -> dict:
     """One trace object in docs/RULES.md field order, from plain ints (bitboards for captured, legal, red, blue)."""
     return {
         "ply": ply,
@@ -192,7 +205,7 @@ def trace_entry(ply: int, mover: int, rolled: int, hit: int, captured: int, lega
         "legal": [square_name(s) for s in squares_of(legal)],
         "place": square_name(placed),
         "board": board_string(red, blue),
-        "reserves": dict(zip(COLOURS, reserves)),
+        "reserves": dict(zip(COLOURS, reserves, strict=True)),
         "winner": COLOURS[winner] if winner >= 0 else None,
     }
 
@@ -222,8 +235,9 @@ def replay(record: Record, on_roll: Callable[[Game], None] | None = None) -> Ite
             game.place(placed)
         except IllegalActionError as error:
             raise RecordError(str(error), number) from None
-        yield trace_entry(number, mover, rolled, hit, captured, legal, placed,
-                          game.red, game.blue, game.reserves, game.winner)
+        yield trace_entry(
+            number, mover, rolled, hit, captured, legal, placed, game.red, game.blue, game.reserves, game.winner
+        )
 
 
 def _result(game: Game) -> str:

@@ -23,8 +23,10 @@ def roll_summary(game: Game) -> str:
     roller = game.to_move if game.legal else game.to_move ^ 1
     purple, green = dice_for(game.rolled, roller)
     captured = names_of(game.captured) or "nothing"
-    return (f"{COLOURS[roller].capitalize()} rolled {square_name(game.rolled)} (dice {purple}, {green}): "
-            f"{HIT_NAMES[game.hit]} hit, captured {captured}.")
+    return (
+        f"{COLOURS[roller].capitalize()} rolled {square_name(game.rolled)} (dice {purple}, {green}): "
+        f"{HIT_NAMES[game.hit]} hit, captured {captured}."
+    )
 
 
 def status(game: Game) -> str:
@@ -69,17 +71,34 @@ PANEL = 64  # reserve panel right of the board
 HEIGHT = BOARD_SIZE * CELL + MARGIN + 8
 WIDTH = MARGIN + BOARD_SIZE * CELL + PANEL
 COLOUR = {
-    "background": (236, 226, 204), "light": (222, 196, 150), "dark": (196, 164, 112),
-    "red": (200, 40, 40), "blue": (40, 80, 200), "rolled": (250, 210, 0), "legal": (30, 150, 60),
-    "captured": (90, 90, 90), "ink": (40, 30, 20),
+    "background": (236, 226, 204),
+    "light": (222, 196, 150),
+    "dark": (196, 164, 112),
+    "red": (200, 40, 40),
+    "blue": (40, 80, 200),
+    "rolled": (250, 210, 0),
+    "legal": (30, 150, 60),
+    "captured": (90, 90, 90),
+    "ink": (40, 30, 20),
 }
 #: 3x5 glyphs (rows top to bottom) for the labels and reserve counts; files are drawn as capitals
 _GLYPHS = {
-    "a": ".#.#.#####.##.#", "b": "##.#.###.#.###.", "c": ".###..#..#...##", "d": "##.#.##.##.###.",
-    "e": "####..##.#..###", "f": "####..##.#..#..",
-    "0": "####.##.##.####", "1": ".#.##..#..#.###", "2": "###..#####..###", "3": "###..###..#####",
-    "4": "#.##.####..#..#", "5": "####..###..####", "6": "####..####.####", "7": "###..#..#..#..#",
-    "8": "####.#####.####", "9": "####.####..####",
+    "a": ".#.#.#####.##.#",
+    "b": "##.#.###.#.###.",
+    "c": ".###..#..#...##",
+    "d": "##.#.##.##.###.",
+    "e": "####..##.#..###",
+    "f": "####..##.#..#..",
+    "0": "####.##.##.####",
+    "1": ".#.##..#..#.###",
+    "2": "###..#####..###",
+    "3": "###..###..#####",
+    "4": "#.##.####..#..#",
+    "5": "####..###..####",
+    "6": "####..####.####",
+    "7": "###..#..#..#..#",
+    "8": "####.#####.####",
+    "9": "####.####..####",
 }
 
 
@@ -218,9 +237,11 @@ def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
     margin, panel = cell // 2 + 4, 2 * cell
     width, height = margin + BOARD_SIZE * cell + panel, BOARD_SIZE * cell + margin + 4
     red, blue = game.red, game.blue
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{cell // 3}">',
-             f'<rect width="{width}" height="{height}" fill="rgb{COLOUR["background"]}"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{cell // 3}">',
+        f'<rect width="{width}" height="{height}" fill="rgb{COLOUR["background"]}"/>',
+    ]
 
     def origin(square: int) -> tuple[int, int]:
         rank_index, file_index = divmod(square, BOARD_SIZE)
@@ -230,39 +251,58 @@ def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
         x, y = origin(square)
         name = square_name(square)
         shade = COLOUR["light" if sum(divmod(square, BOARD_SIZE)) % 2 else "dark"]
-        parts.append(f'<rect class="square" data-square="{name}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
-                     f'fill="rgb{shade}"/>')
+        parts.append(
+            f'<rect class="square" data-square="{name}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
+            f'fill="rgb{shade}"/>'
+        )
         if heat is not None and not np.isnan(heat[square]):
             level = float(np.clip(heat[square], 0, 1))
-            parts.append(f'<rect class="heat" data-square="{name}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
-                         f'fill="rgb(230,60,30)" fill-opacity="{0.1 + 0.7 * level:.2f}"/>')
+            parts.append(
+                f'<rect class="heat" data-square="{name}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
+                f'fill="rgb(230,60,30)" fill-opacity="{0.1 + 0.7 * level:.2f}"/>'
+            )
         cx, cy, bit = x + cell / 2, y + cell / 2, BIT[square]
         if red & bit or blue & bit:
             colour = "red" if red & bit else "blue"
-            parts.append(f'<circle class="checker {colour}" data-square="{name}" cx="{cx}" cy="{cy}" '
-                         f'r="{cell * 0.38:.1f}" fill="rgb{COLOUR[colour]}"/>')
+            parts.append(
+                f'<circle class="checker {colour}" data-square="{name}" cx="{cx}" cy="{cy}" '
+                f'r="{cell * 0.38:.1f}" fill="rgb{COLOUR[colour]}"/>'
+            )
         elif game.captured & bit:
-            parts.append(f'<circle class="captured" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.3:.1f}" '
-                         f'fill="none" stroke="rgb{COLOUR["captured"]}" stroke-width="3"/>')
+            parts.append(
+                f'<circle class="captured" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.3:.1f}" '
+                f'fill="none" stroke="rgb{COLOUR["captured"]}" stroke-width="3"/>'
+            )
         if game.legal & bit:
-            parts.append(f'<circle class="legal" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.12:.1f}" '
-                         f'fill="rgb{COLOUR["legal"]}"/>')
+            parts.append(
+                f'<circle class="legal" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.12:.1f}" '
+                f'fill="rgb{COLOUR["legal"]}"/>'
+            )
         if square == game.rolled:
-            parts.append(f'<rect class="rolled" data-square="{name}" x="{x + 2}" y="{y + 2}" width="{cell - 4}" '
-                         f'height="{cell - 4}" fill="none" stroke="rgb{COLOUR["rolled"]}" stroke-width="4"/>')
+            parts.append(
+                f'<rect class="rolled" data-square="{name}" x="{x + 2}" y="{y + 2}" width="{cell - 4}" '
+                f'height="{cell - 4}" fill="none" stroke="rgb{COLOUR["rolled"]}" stroke-width="4"/>'
+            )
     for i in range(BOARD_SIZE):
-        parts.append(f'<text class="file" x="{margin + i * cell + cell / 2}" y="{BOARD_SIZE * cell + margin}" '
-                     f'text-anchor="middle">{FILES[i]}</text>')
-        parts.append(f'<text class="rank" x="{margin / 2}" y="{(BOARD_SIZE - 1 - i) * cell + cell / 2 + 8}" '
-                     f'text-anchor="middle">{i + 1}</text>')
+        parts.append(
+            f'<text class="file" x="{margin + i * cell + cell / 2}" y="{BOARD_SIZE * cell + margin}" '
+            f'text-anchor="middle">{FILES[i]}</text>'
+        )
+        parts.append(
+            f'<text class="rank" x="{margin / 2}" y="{(BOARD_SIZE - 1 - i) * cell + cell / 2 + 8}" '
+            f'text-anchor="middle">{i + 1}</text>'
+        )
     reserves = game.reserves
     panel_x = margin + BOARD_SIZE * cell + cell // 3
     for player, y in ((BLUE, cell // 2), (RED, BOARD_SIZE * cell - cell // 2)):
         colour = COLOURS[player]
         mover = not game.done and game.to_move == player
-        parts.append(f'<circle class="reserve-disc {colour}" cx="{panel_x + cell / 3}" cy="{y}" r="{cell / 3:.1f}" '
-                     f'fill="rgb{COLOUR[colour]}" stroke="black" stroke-width="{3 if mover else 0}"/>')
-        parts.append(f'<text class="reserve {colour}" x="{panel_x + 0.8 * cell}" y="{y + cell / 8}">'
-                     f'{reserves[player]}</text>')
+        parts.append(
+            f'<circle class="reserve-disc {colour}" cx="{panel_x + cell / 3}" cy="{y}" r="{cell / 3:.1f}" '
+            f'fill="rgb{COLOUR[colour]}" stroke="black" stroke-width="{3 if mover else 0}"/>'
+        )
+        parts.append(
+            f'<text class="reserve {colour}" x="{panel_x + 0.8 * cell}" y="{y + cell / 8}">{reserves[player]}</text>'
+        )
     parts.append("</svg>")
     return "\n".join(parts)

@@ -143,8 +143,9 @@ class MaskedBoardModule(TorchRLModule, ValueFunctionAPI):
 class IllegalActionCounter(RLlibCallback):
     """Logs each finished episode's count of illegal actions (:class:`StrategicReserveMultiAgentEnv`)."""
 
-    def on_episode_end(self, *, episode, env_runner=None, metrics_logger=None, env=None, env_index: int = 0,
-                       **kwargs) -> None:
+    def on_episode_end(
+        self, *, episode, env_runner=None, metrics_logger=None, env=None, env_index: int = 0, **kwargs
+    ) -> None:
         count = env.envs[env_index].unwrapped.illegal_actions
         metrics_logger.log_value(ILLEGAL_ACTIONS, count, reduce="sum")
         metrics_logger.log_value(ILLEGAL_ACTIONS_LIFETIME, count, reduce="lifetime_sum")
@@ -155,11 +156,23 @@ def shared_policy(agent_id, episode=None, **kwargs) -> str:
     return POLICY
 
 
-def ppo_config(*, network: NetworkConfig = NetworkConfig(), env_config: dict | None = None,
-               num_env_runners: int = 2, num_envs_per_env_runner: int = 8, train_batch_size: int = 4000,
-               minibatch_size: int = 500, num_epochs: int = 4, lr: float = 3e-4, gamma: float = 0.995,
-               lambda_: float = 0.95, clip_param: float = 0.2, entropy_coeff: float = 0.01,
-               vf_loss_coeff: float = 0.5, seed: int | None = 0) -> PPOConfig:
+def ppo_config(
+    *,
+    network: NetworkConfig = NetworkConfig(),
+    env_config: dict | None = None,
+    num_env_runners: int = 2,
+    num_envs_per_env_runner: int = 8,
+    train_batch_size: int = 4000,
+    minibatch_size: int = 500,
+    num_epochs: int = 4,
+    lr: float = 3e-4,
+    gamma: float = 0.995,
+    lambda_: float = 0.95,
+    clip_param: float = 0.2,
+    entropy_coeff: float = 0.01,
+    vf_loss_coeff: float = 0.5,
+    seed: int | None = 0,
+) -> PPOConfig:
     """PPO with one shared :class:`MaskedBoardModule` for both seats, on :class:`StrategicReserveMultiAgentEnv`.
 
     ``train_batch_size`` counts env steps (placements) per iteration, summed
@@ -176,12 +189,24 @@ def ppo_config(*, network: NetworkConfig = NetworkConfig(), env_config: dict | N
         .environment(StrategicReserveMultiAgentEnv, env_config=env_config, disable_env_checking=True)
         .env_runners(num_env_runners=num_env_runners, num_envs_per_env_runner=num_envs_per_env_runner)
         .multi_agent(policies={POLICY}, policy_mapping_fn=shared_policy)
-        .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={
-            POLICY: RLModuleSpec(module_class=MaskedBoardModule, model_config=dataclasses.asdict(network)),
-        }))
-        .training(train_batch_size_per_learner=train_batch_size, minibatch_size=minibatch_size,
-                  num_epochs=num_epochs, lr=lr, gamma=gamma, lambda_=lambda_, clip_param=clip_param,
-                  entropy_coeff=entropy_coeff, vf_loss_coeff=vf_loss_coeff)
+        .rl_module(
+            rl_module_spec=MultiRLModuleSpec(
+                rl_module_specs={
+                    POLICY: RLModuleSpec(module_class=MaskedBoardModule, model_config=dataclasses.asdict(network)),
+                }
+            )
+        )
+        .training(
+            train_batch_size_per_learner=train_batch_size,
+            minibatch_size=minibatch_size,
+            num_epochs=num_epochs,
+            lr=lr,
+            gamma=gamma,
+            lambda_=lambda_,
+            clip_param=clip_param,
+            entropy_coeff=entropy_coeff,
+            vf_loss_coeff=vf_loss_coeff,
+        )
         .callbacks(IllegalActionCounter)
         .debugging(seed=seed)
     )

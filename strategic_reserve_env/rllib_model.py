@@ -104,8 +104,9 @@ def masked_logits(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
     return torch.where(masks.bool(), logits, torch.full_like(logits, MASKED_LOGIT))
 
 
-def save(directory: str | Path, weights: dict[str, np.ndarray], config: NetworkConfig,
-         notes: dict | None = None) -> Path:
+def save(
+    directory: str | Path, weights: dict[str, np.ndarray], config: NetworkConfig, notes: dict | None = None
+) -> Path:
     """Write a module (``weights`` = a :class:`BoardNet` state dict as arrays) to ``directory``.
 
     The weights are checked against ``config``'s network first, so a saved
@@ -147,12 +148,15 @@ def load(directory: str | Path) -> tuple[BoardNet, dict]:
     if not isinstance(description, dict) or description.get("format") != FORMAT:
         raise ValueError(f"{model_path}: not a {FORMAT} description (its 'format' must be {FORMAT!r})")
     if description.get("version") != FORMAT_VERSION:
-        raise ValueError(f"{model_path}: format version {description.get('version')!r}, "
-                         f"this code reads {FORMAT_VERSION}")
+        raise ValueError(
+            f"{model_path}: format version {description.get('version')!r}, this code reads {FORMAT_VERSION}"
+        )
     shape, actions = description.get("observation_shape"), description.get("actions")
     if shape != list(OBSERVATION_SHAPE) or actions != NUM_SQUARES:
-        raise ValueError(f"{model_path}: trained on observations {shape} and {actions} actions; "
-                         f"this environment has {list(OBSERVATION_SHAPE)} and {NUM_SQUARES}")
+        raise ValueError(
+            f"{model_path}: trained on observations {shape} and {actions} actions; "
+            f"this environment has {list(OBSERVATION_SHAPE)} and {NUM_SQUARES}"
+        )
     network = description.get("network")
     if not isinstance(network, dict):
         raise ValueError(f"{model_path}: 'network' must be an object of settings, got {network!r}")

@@ -46,10 +46,22 @@ _OPPONENT_RNG_TAG = 0x5EA7  # mixed into the seed of the generator given to stoc
 class StrategicReserveVecEnv(VecEnv):
     """``n_envs`` games of a learner against a pool of opponents; see the module docstring."""
 
-    def __init__(self, n_envs: int, opponents=("random",), opponent_weights=None, seat: str = "random",
-                 config: Config | None = None, seed: int = 0) -> None:
-        games = LearnerGames(config if config is not None else Config(), check_count("n_envs", n_envs), opponents,
-                             seat, opponent_weights=opponent_weights)
+    def __init__(
+        self,
+        n_envs: int,
+        opponents=("random",),
+        opponent_weights=None,
+        seat: str = "random",
+        config: Config | None = None,
+        seed: int = 0,
+    ) -> None:
+        games = LearnerGames(
+            config if config is not None else Config(),
+            check_count("n_envs", n_envs),
+            opponents,
+            seat,
+            opponent_weights=opponent_weights,
+        )
         super().__init__(games.num_games, spaces.Box(0, 1, OBSERVATION_SHAPE, np.int8), spaces.Discrete(NUM_SQUARES))
         self.games = games
         self._seed = seed
@@ -125,18 +137,27 @@ class StrategicReserveVecEnv(VecEnv):
         """
         games = self.games
         return {
-            "seed": int(self._seed), "started": bool(games.started),
+            "seed": int(self._seed),
+            "started": bool(games.started),
             "engine": {field.name: getattr(games.state, field.name).copy() for field in fields(games.state)},
-            "seat": games.seat.copy(), "opponent_id": games.opponent_id.copy(),
-            **{name: {"keys": streams.keys.copy(), "counters": streams.counters.copy()}
-               for name, streams in (("dice", games.dice), ("chance", games.chance))},
+            "seat": games.seat.copy(),
+            "opponent_id": games.opponent_id.copy(),
+            **{
+                name: {"keys": streams.keys.copy(), "counters": streams.counters.copy()}
+                for name, streams in (("dice", games.dice), ("chance", games.chance))
+            },
             "rng": games.rng.bit_generator.state,
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`get_state` (of an env with the same ``num_envs``); ``ValueError`` if it does not fit."""
-        arrays = [*state["engine"].values(), state["seat"], state["opponent_id"],
-                  *state["dice"].values(), *state["chance"].values()]
+        arrays = [
+            *state["engine"].values(),
+            state["seat"],
+            state["opponent_id"],
+            *state["dice"].values(),
+            *state["chance"].values(),
+        ]
         if any(np.shape(array) != (self.num_envs,) for array in arrays):
             raise ValueError(f"the saved games are not {self.num_envs} games")
         if np.any(np.asarray(state["opponent_id"]) >= len(self.games.opponents)):
@@ -161,4 +182,3 @@ class StrategicReserveVecEnv(VecEnv):
         if isinstance(indices, int):
             return [indices]
         return list(indices)
-

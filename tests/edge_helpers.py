@@ -14,10 +14,15 @@ def snapshot(env) -> dict:
     """Everything a step of ``env`` (any env wrapping LearnerGames as ``env.games``) may change, copied."""
     games = env.games
     values = {f.name: getattr(games.state, f.name).copy() for f in fields(games.state)}
-    values.update(seat=games.seat.copy(), opponent=games.opponent_id.copy(), dice=games.dice.counters.copy(),
-                  chance=games.chance.counters.copy(), masks=env.action_masks().copy(),
-                  observations=games.observations().copy(),
-                  rng=(id(games.rng), repr(games.rng.bit_generator.state)))  # the generator and its state
+    values.update(
+        seat=games.seat.copy(),
+        opponent=games.opponent_id.copy(),
+        dice=games.dice.counters.copy(),
+        chance=games.chance.counters.copy(),
+        masks=env.action_masks().copy(),
+        observations=games.observations().copy(),
+        rng=(id(games.rng), repr(games.rng.bit_generator.state)),
+    )  # the generator and its state
     return values
 
 

@@ -35,8 +35,9 @@ def python_blocks(readme: Path = README) -> list[Block]:
         if first.lstrip().startswith("# needs"):
             match = NEEDS.fullmatch(first.strip())
             if match is None:
-                raise ValueError(f"README.md python example {number}: malformed {first!r}; "
-                                 "write '# needs: module, module'")
+                raise ValueError(
+                    f"README.md python example {number}: malformed {first!r}; write '# needs: module, module'"
+                )
             needs = tuple(m.strip() for m in match["modules"].split(","))
         blocks.append(Block(number, needs, code))
     return blocks

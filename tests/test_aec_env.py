@@ -12,13 +12,14 @@ import pettingzoo
 import pytest
 from pettingzoo.test import api_test, render_test, seed_test
 
-from conftest import conformance_records, expected_trace, random_start
-from reference import ReferenceGame
 from strategic_reserve_env import IllegalActionError, env, raw_env, records
 from strategic_reserve_env.aec_env import INFO_KEYS, NO_ROLL, describe, roll_info
 from strategic_reserve_env.board import SQUARE_INDEX, parse_square
 from strategic_reserve_env.config import StartPosition
 from strategic_reserve_env.game import Game
+
+from conftest import conformance_records, expected_trace, random_start
+from reference import ReferenceGame
 
 S = SQUARE_INDEX
 AGENTS = ("player_0", "player_1")
@@ -45,9 +46,24 @@ def snapshot(e) -> tuple:
     game = raw.game
     infos = {agent: {k: np.asarray(v).tolist() for k, v in info.items()} for agent, info in raw.infos.items()}
     return (
-        game.board_string(), game.reserves, game.ply, game.rolled, game.legal, game.winner, game.truncated,
-        list(game.history), raw.agent_selection, list(raw.agents), dict(raw.rewards), dict(raw._cumulative_rewards),
-        dict(raw.terminations), dict(raw.truncations), infos, raw.dice.key, raw.dice.counter, list(raw.dice.forced),
+        game.board_string(),
+        game.reserves,
+        game.ply,
+        game.rolled,
+        game.legal,
+        game.winner,
+        game.truncated,
+        list(game.history),
+        raw.agent_selection,
+        list(raw.agents),
+        dict(raw.rewards),
+        dict(raw._cumulative_rewards),
+        dict(raw.terminations),
+        dict(raw.truncations),
+        infos,
+        raw.dice.key,
+        raw.dice.counter,
+        list(raw.dice.forced),
     )
 
 
@@ -165,14 +181,24 @@ def test_info_content_in_a_forced_dice_scenario():
         assert info["roll"] == S["e5"] and info["roller"] == 0 and info["hit"] == 2
         assert info["dice"].tolist() == [5, 5]
         assert info["captured"].tolist() == [1 if s in (S["e4"], S["d5"]) else 0 for s in range(36)]
-        assert describe(info) == {"roll": "e5", "roller": "player_0", "dice": (5, 5), "hit": "friendly",
-                                  "captured": ["e4", "d5"]}
+        assert describe(info) == {
+            "roll": "e5",
+            "roller": "player_0",
+            "dice": (5, 5),
+            "hit": "friendly",
+            "captured": ["e4", "d5"],
+        }
     e.step(S["e6"])
     # Blue rolls e3, Red's lone checker: an enemy hit; Blue reads the dice from the opposite seat
     for agent in AGENTS:
         info = e.infos[agent]
-        assert describe(info) == {"roll": "e3", "roller": "player_1", "dice": (2, 4), "hit": "enemy",
-                                  "captured": ["e3"]}
+        assert describe(info) == {
+            "roll": "e3",
+            "roller": "player_1",
+            "dice": (2, 4),
+            "hit": "enemy",
+            "captured": ["e3"],
+        }
         assert info["hit"] == 1 and info["captured"].dtype == np.int8 and info["captured"].sum() == 1
 
 
@@ -197,8 +223,13 @@ def test_infos_after_truncation_show_the_last_roll():
     e.step(S["d1"])
     assert all(e.truncations.values())
     assert_infos(e)
-    assert describe(e.infos["player_0"]) == {"roll": "f6", "roller": "player_1", "dice": (1, 1), "hit": "empty",
-                                             "captured": []}
+    assert describe(e.infos["player_0"]) == {
+        "roll": "f6",
+        "roller": "player_1",
+        "dice": (1, 1),
+        "hit": "empty",
+        "captured": [],
+    }
 
 
 def test_info_arrays_are_independent():
@@ -228,7 +259,7 @@ def test_the_readme_sampling_loop_never_fails():
         start = random_start(rng) if game % 3 == 0 else None
         e = make(start=start, ply_limit=int(rng.integers(3, 80)))
         e.reset(seed=game)
-        for agent in e.agent_iter():
+        for _agent in e.agent_iter():
             observation, reward, terminated, truncated, info = e.last()
             if terminated or truncated:
                 action = None
@@ -268,9 +299,17 @@ def test_unknown_agent_is_named_with_the_known_ones(make, call):
 @MAKERS
 @pytest.mark.parametrize(
     "action, type_name",
-    [("a1", "str"), (1.0, "float"), (np.float32(2), "float32"), (True, "bool"), (np.bool_(False), "bool"),
-     ([3], "list"), (np.array([3]), r"ndarray of int64, shape \(1,\)"),
-     (np.array(3.0), r"ndarray of float64, shape \(\)"), (None, "NoneType")],
+    [
+        ("a1", "str"),
+        (1.0, "float"),
+        (np.float32(2), "float32"),
+        (True, "bool"),
+        (np.bool_(False), "bool"),
+        ([3], "list"),
+        (np.array([3]), r"ndarray of int64, shape \(1,\)"),
+        (np.array(3.0), r"ndarray of float64, shape \(\)"),
+        (None, "NoneType"),
+    ],
 )
 def test_non_integer_actions_are_rejected_with_their_type(make, action, type_name):
     e = mid_game(make)
@@ -293,15 +332,21 @@ def test_numbers_outside_the_board_are_not_squares(make, action):
 
 
 @MAKERS
-@pytest.mark.parametrize("convert", [int, np.int64, np.int8, np.uint8, np.array, lambda s: np.array(s, np.int16)],
-                         ids=["int", "int64", "int8", "uint8", "0-d array", "0-d int16 array"])
+@pytest.mark.parametrize(
+    "convert",
+    [int, np.int64, np.int8, np.uint8, np.array, lambda s: np.array(s, np.int16)],
+    ids=["int", "int64", "int8", "uint8", "0-d array", "0-d int16 array"],
+)
 def test_numpy_integer_actions_play_like_ints(make, convert):
     plain, numpy = make(), make()
     for e in (plain, numpy):
         e.reset(seed=11)
     while plain.agents:
-        square = legal_squares(plain)[-1] if not (plain.terminations[plain.agent_selection]
-                                                  or plain.truncations[plain.agent_selection]) else None
+        square = (
+            legal_squares(plain)[-1]
+            if not (plain.terminations[plain.agent_selection] or plain.truncations[plain.agent_selection])
+            else None
+        )
         plain.step(square)
         numpy.step(None if square is None else convert(square))
         assert snapshot(numpy) == snapshot(plain)
@@ -337,8 +382,11 @@ def test_actions_for_done_agents_and_after_the_game():
     e.step(legal_squares(e)[0])
     assert e.terminations == {"player_0": True, "player_1": True}
     before = snapshot(e)
-    with pytest.raises(ValueError, match=r"the game is over: player_1 is done and its only valid action is None "
-                                         r"\(step\(None\) for each done agent, or reset\(\) for a new game\), got 5"):
+    with pytest.raises(
+        ValueError,
+        match=r"the game is over: player_1 is done and its only valid action is None "
+        r"\(step\(None\) for each done agent, or reset\(\) for a new game\), got 5",
+    ):
         e.step(5)
     assert snapshot(e) == before
     e.step(None)
@@ -489,8 +537,8 @@ def test_conformance_records_replay_through_the_aec_env(record_path):
     e, plies = _play_record(record_path)
     expected = [json.loads(line) for line in expected_trace(record_path).splitlines()]
     start = e.unwrapped.config.start_position
-    board, reserves = start.board, dict(zip(("red", "blue"), start.reserves))
-    for (_, placed), trace in zip(plies, expected):
+    board, reserves = start.board, dict(zip(("red", "blue"), start.reserves, strict=True))
+    for (_, placed), trace in zip(plies, expected, strict=True):
         agent = e.agent_selection
         observation, _, terminated, truncated, info = e.last()
         assert not (terminated or truncated)
@@ -507,7 +555,7 @@ def test_conformance_records_replay_through_the_aec_env(record_path):
         reserves[opponent] += len(cleared)
         game = e.unwrapped.game
         assert game.board_string() == board
-        assert dict(zip(("red", "blue"), game.reserves)) == reserves
+        assert dict(zip(("red", "blue"), game.reserves, strict=True)) == reserves
         e.step(placed)
         board, reserves = trace["board"], dict(trace["reserves"])
     if expected[-1]["winner"] is not None:

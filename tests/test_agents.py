@@ -10,12 +10,13 @@ import pytest
 from agents import KNOWN_AGENTS, load_agent
 from agents.expectimax import ExpectimaxAgent, win_probability
 from agents.greedy import expected_losses
-from reference import ReferenceGame
 from strategic_reserve_env import engine
 from strategic_reserve_env.board import BIT, bitboards_to_array, board_string, squares_of
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 from strategic_reserve_env.sampling import uniform_square
+
+from reference import ReferenceGame
 
 SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "models" / "ppo_baseline.safetensors"
 SHIPPED_ZIP = SHIPPED_MODEL.with_suffix(".zip")  # the SB3 model it was converted from
@@ -109,8 +110,9 @@ def test_expectimax_depth2_values_match_brute_force():
                 total += float(win_probability(m - 1 + lost, o - 1 + len(second.captured))) if o > 1 else 0.0
         values[placed] = total / 36**2
     agent = ExpectimaxAgent(depth=2, width=36)
-    picks = {int(agent.act(mover_planes(one), bitboards_to_array(one.legal), np.random.default_rng(s))[0])
-             for s in range(5)}
+    picks = {
+        int(agent.act(mover_planes(one), bitboards_to_array(one.legal), np.random.default_rng(s))[0]) for s in range(5)
+    }
     best = max(values.values())
     assert all(abs(values[p] - best) < 1e-9 for p in picks)
 
@@ -125,19 +127,27 @@ def test_expectimax_depth2_values_match_brute_force():
         ("expectimax:depth", "option 'depth' is not key=value"),
         ("expectimax:depth=true", "depth must be int, got True"),
         ("expectimax:depth=1,depth=2", "agent spec 'expectimax:depth=1,depth=2': option 'depth' given twice"),
-        ("ppo:models/ppo_baseline.safetensors,deterministic=false,deterministic=true",
-         "option 'deterministic' given twice"),
+        (
+            "ppo:models/ppo_baseline.safetensors,deterministic=false,deterministic=true",
+            "option 'deterministic' given twice",
+        ),
         ("ppo:models/ppo_baseline.safetensors,deterministic=1", "deterministic must be bool, got 1"),
         ("rllib:runs/x,deterministic=false,deterministic=false", "option 'deterministic' given twice"),
         ("greedy:depth=2", "agent spec 'greedy:depth=2': greedy takes no options"),
         ("ppo:", "give the model file"),
         ("ppo:missing/model.safetensors", "ppo model not found: missing/model.safetensors"),
-        ("ppo:models/ppo_baseline.zip",
-         "is an SB3 .zip: loading it unpickles .* ppo:models/ppo_baseline.zip,trust=pickle"),
+        (
+            "ppo:models/ppo_baseline.zip",
+            "is an SB3 .zip: loading it unpickles .* ppo:models/ppo_baseline.zip,trust=pickle",
+        ),
         ("ppo:models/ppo_baseline.safetensors,trust=yes", "trust must be 'pickle'"),
-        ("ppo:models/ppo_baseline.safetensors,trust=pickle",
-         ("trust=pickle is only for an SB3 .zip; models/ppo_baseline.safetensors is a policy file, which loads "
-          r"without it \(drop ,trust=pickle\)")),
+        (
+            "ppo:models/ppo_baseline.safetensors,trust=pickle",
+            (
+                "trust=pickle is only for an SB3 .zip; models/ppo_baseline.safetensors is a policy file, which loads "
+                r"without it \(drop ,trust=pickle\)"
+            ),
+        ),
         ("ppo:models/ppo_baseline.md", "not a safetensors file"),
         ("", "an agent spec must be a non-empty string"),
     ],
@@ -159,14 +169,18 @@ def test_ppo_agent_loads_a_policy_file_and_plays_legally(tmp_path, positions, fe
     kwargs = {"net_arch": [16]}
     if features == "cnn":
         kwargs |= {"features_extractor_class": BoardCNN, "features_extractor_kwargs": {"channels": 4}}
-    model = MaskablePPO("MlpPolicy", StrategicReserveEnv(), n_steps=32, batch_size=32, seed=0, device="cpu",
-                        policy_kwargs=kwargs)
+    model = MaskablePPO(
+        "MlpPolicy", StrategicReserveEnv(), n_steps=32, batch_size=32, seed=0, device="cpu", policy_kwargs=kwargs
+    )
     model.save(tmp_path / "tiny.zip")
     save_policy(model.policy, tmp_path / "tiny.safetensors")
     observations, masks = mover_planes(positions[:300]), bitboards_to_array(positions[:300].legal)
     agents = {}
-    for spec in (f"ppo:{tmp_path / 'tiny.safetensors'}", f"ppo:{tmp_path / 'tiny.safetensors'},deterministic=false",
-                 f"ppo:{tmp_path / 'tiny.zip'},trust=pickle"):
+    for spec in (
+        f"ppo:{tmp_path / 'tiny.safetensors'}",
+        f"ppo:{tmp_path / 'tiny.safetensors'},deterministic=false",
+        f"ppo:{tmp_path / 'tiny.zip'},trust=pickle",
+    ):
         agents[spec] = agent = load_agent(spec)
         assert agent.name == spec
         first = agent.act(observations, masks, np.random.default_rng(3))
@@ -204,8 +218,10 @@ def test_shipped_policy_file_is_bit_identical_to_the_shipped_zip():
     assert np.array_equal(safe.probabilities(observations, masks), pickled.probabilities(observations, masks))
     assert np.array_equal(safe.values(observations), pickled.values(observations))
     safe.deterministic = pickled.deterministic = False
-    assert np.array_equal(safe.act(observations, masks, np.random.default_rng(1)),
-                          pickled.act(observations, masks, np.random.default_rng(1)))
+    assert np.array_equal(
+        safe.act(observations, masks, np.random.default_rng(1)),
+        pickled.act(observations, masks, np.random.default_rng(1)),
+    )
 
 
 def test_shipped_policy_file_replays_the_published_tournament():
@@ -218,9 +234,11 @@ def test_shipped_policy_file_replays_the_published_tournament():
     published = json.loads((SHIPPED_MODEL.parents[1] / "results" / "tournament" / "results.json").read_text())
     settings = published["settings"]
     row = next(p for p in published["pairings"] if p["a"] == "greedy" and p["b"].startswith("ppo:"))
-    pairing = play_pairing("greedy", load_agent(f"ppo:{SHIPPED_MODEL}"),
-                           Settings(agents=[], games=settings["games"], seed=settings["seed"], batch=settings["batch"],
-                                    progress=False))
+    pairing = play_pairing(
+        "greedy",
+        load_agent(f"ppo:{SHIPPED_MODEL}"),
+        Settings(agents=[], games=settings["games"], seed=settings["seed"], batch=settings["batch"], progress=False),
+    )
     assert pairing.pair_scores == row["pair_scores"]
     assert (pairing.wins_as_red, pairing.wins_as_blue) == (row["wins_as_red"], row["wins_as_blue"])
 

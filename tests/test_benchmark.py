@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import REPO
 from evaluation.benchmark import PROTOCOL_V1, SCHEMA, SHIPPED_PPO, ScoreCard, fit_rating, run_benchmark
 from evaluation.reference import END, REFERENCE_AGENTS, START, file_stem
 from evaluation.tournament import Pairing, PairingError
+
+from conftest import REPO
 
 QUICK = ["--benchmark-games", "20", "--no-progress"]
 SPREAD = '''
@@ -33,12 +34,12 @@ class Spread:
         around = own[:, :-2, 1:-1] + own[:, 2:, 1:-1] + own[:, 1:-1, :-2] + own[:, 1:-1, 2:]
         return np.argmin(np.where(masks, self.penalty * around.reshape(-1, 36), 99), axis=1)
 '''
-SINGLE = '''
+SINGLE = """
 import numpy as np
 
 def act(observation, mask):
     return int(np.flatnonzero(mask)[-1])
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +67,15 @@ def _evaluate(arguments: list[str], cwd: Path, pythonpath: Path | None = None) -
     env.pop("PYTHONPATH", None)
     if pythonpath is not None:
         env["PYTHONPATH"] = str(pythonpath)
-    return subprocess.run([sys.executable, str(REPO / "evaluate.py"), *arguments], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, str(REPO / "evaluate.py"), *arguments],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=300,
+        check=False,
+    )
 
 
 def _kinds(outside: Path) -> dict[str, tuple[str, Path | None, str]]:
@@ -83,8 +91,9 @@ def _kinds(outside: Path) -> dict[str, tuple[str, Path | None, str]]:
 def test_an_agent_from_outside_runs_a_tournament_and_a_benchmark(kind, outside, tmp_path):
     spec, pythonpath, name = _kinds(outside)[kind]
     cwd = outside if kind == "single-game function" else tmp_path
-    tournament = _evaluate([spec, "random", "--games", "20", "--no-progress", "--out", str(tmp_path / "rr")], cwd,
-                           pythonpath)
+    tournament = _evaluate(
+        [spec, "random", "--games", "20", "--no-progress", "--out", str(tmp_path / "rr")], cwd, pythonpath
+    )
     assert tournament.returncode == 0, tournament.stderr
     results = json.loads((tmp_path / "rr" / "results.json").read_text())
     assert results["settings"]["agents"] == [name, "random"] and results["pairings"][0]["games"] == 20
@@ -115,8 +124,11 @@ def test_benchmark_errors_come_before_the_first_game(outside, tmp_path):
     (tmp_path / "illegal.py").write_text("def act(observation, mask):\n    return 40\n")
     illegal = _evaluate(["--benchmark", "illegal.py:act", *QUICK], tmp_path)
     assert illegal.returncode == 2 and illegal.stdout == ""
-    assert re.search(r"agent 'illegal.py:act' failed before the first game, on test position 0: returned 40, not a "
-                     r"square index 0..35; position: board [.RB]{36} ", illegal.stderr)
+    assert re.search(
+        r"agent 'illegal.py:act' failed before the first game, on test position 0: returned 40, not a "
+        r"square index 0..35; position: board [.RB]{36} ",
+        illegal.stderr,
+    )
     clash = _evaluate(["--benchmark", "greedy", "random", "--games", "20"], tmp_path)
     assert clash.returncode == 2 and "drop --games, random" in clash.stderr
 
@@ -182,9 +194,12 @@ def test_the_reference_cards_are_protocol_v1_and_their_ratings_follow_from_their
         for key in ("seed", "reserve", "ply_limit", "batch"):
             assert card["protocol"][key] == expected[key]
         assert [(m["label"], m["games"], m["rating"]) for m in card["protocol"]["panel"]] == [
-            (m.label, m.games, m.rating) for m in PROTOCOL_V1.panel]
-        results = [(member, Pairing(**{k: o[k] for k in Pairing.__dataclass_fields__}))
-                   for member, o in zip(PROTOCOL_V1.panel, card["opponents"])]
+            (m.label, m.games, m.rating) for m in PROTOCOL_V1.panel
+        ]
+        results = [
+            (member, Pairing(**{k: o[k] for k in Pairing.__dataclass_fields__}))
+            for member, o in zip(PROTOCOL_V1.panel, card["opponents"], strict=True)
+        ]
         value, half = fit_rating(PROTOCOL_V1, results)
         assert card["rating"]["elo"] == pytest.approx(value, abs=1e-6)
         assert card["rating"]["ci95_half_width"] == pytest.approx(half, abs=1e-6)
@@ -223,7 +238,9 @@ def test_a_faulty_agent_keeps_the_opponents_played_before(tmp_path):
         seen.append(len(card.results))
         agent.limit = agent.calls + 5
 
-    with pytest.raises(PairingError, match=r"agent 'fails-late' in game \d+: raised RuntimeError: out of memory") as caught:
+    with pytest.raises(
+        PairingError, match=r"agent 'fails-late' in game \d+: raised RuntimeError: out of memory"
+    ) as caught:
         run_benchmark(agent, games=20, progress=False, on_opponent=after_opponent)
     card: ScoreCard = caught.value.card
     assert seen == [1] and len(card.results) == 1 and card.rating is None and not card.complete
@@ -239,8 +256,11 @@ def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path,
     from evaluation import reference
 
     monkeypatch.chdir(REPO)  # main moves to the repository root: put it back after the test
-    monkeypatch.setattr(reference, "run_benchmark", lambda spec, protocol, progress: run_benchmark(
-        spec, protocol, games=2, progress=False))
+    monkeypatch.setattr(
+        reference,
+        "run_benchmark",
+        lambda spec, protocol, progress: run_benchmark(spec, protocol, games=2, progress=False),
+    )
     docs = tmp_path / "docs"
     cards = docs / "benchmark"
     cards.mkdir(parents=True)
@@ -249,8 +269,14 @@ def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path,
     for path in [*stale, cards / "random.json", cards / "reference.md", cards / "notes.txt"]:
         path.write_text("old")
     assert reference.main(["--docs", str(docs), "--agents", "random", "greedy", "--no-progress"]) == 0
-    assert sorted(path.name for path in cards.iterdir()) == ["greedy.json", "greedy.md", "notes.txt", "random.json",
-                                                             "random.md", "reference.md"]
+    assert sorted(path.name for path in cards.iterdir()) == [
+        "greedy.json",
+        "greedy.md",
+        "notes.txt",
+        "random.json",
+        "random.md",
+        "reference.md",
+    ]
     assert json.loads((cards / "random.json").read_text())["agent"] == "random"
     assert "`greedy`" in (cards / "reference.md").read_text() and "old table" not in (docs / "BENCHMARK.md").read_text()
     out = capsys.readouterr().out

@@ -8,12 +8,13 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import REPO, batch_of, conformance_records, expected_trace
 from strategic_reserve_env import engine, records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.board import parse_square
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.sampling import uniform_square
+
+from conftest import REPO, batch_of, conformance_records, expected_trace
 
 RECORDS = conformance_records()
 
@@ -36,7 +37,10 @@ def test_replay_cli_in_a_subprocess():
     record = next(r for r in RECORDS if r.stem == "scenario_capture_then_win")
     result = subprocess.run(
         [sys.executable, "-m", "strategic_reserve_env", "replay", str(record)],
-        capture_output=True, text=True, cwd=REPO, check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == expected_trace(record)
@@ -65,13 +69,21 @@ def test_batched_engine_reproduces_every_trace_in_one_batch():
         red, blue = state.red(), state.blue()
         for i in np.flatnonzero(active):
             entry = records.trace_entry(
-                ply + 1, int(rolled.to_move[i]), int(rolled.rolled[i]), int(rolled.hit[i]),
-                int(rolled.captured[i]), int(rolled.legal[i]), int(actions[i]),
-                int(red[i]), int(blue[i]), tuple(int(x) for x in reserves[i]), int(state.winner[i]),
+                ply + 1,
+                int(rolled.to_move[i]),
+                int(rolled.rolled[i]),
+                int(rolled.hit[i]),
+                int(rolled.captured[i]),
+                int(rolled.legal[i]),
+                int(actions[i]),
+                int(red[i]),
+                int(blue[i]),
+                tuple(int(x) for x in reserves[i]),
+                int(state.winner[i]),
             )
             traces[i].append(records.trace_line(entry))
             ended_in_win[i] = bool(state.done[i])
     wins = ['"winner": "' in expected_trace(r).splitlines()[-1] for r in RECORDS]
     assert ended_in_win.tolist() == wins
-    for record, lines in zip(RECORDS, traces):
+    for record, lines in zip(RECORDS, traces, strict=True):
         assert "".join(line + "\n" for line in lines) == expected_trace(record), record.stem

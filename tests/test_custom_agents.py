@@ -96,8 +96,11 @@ def _act(agent, positions):
     [
         ("mybots.heuristics:Lowest", "mybots.heuristics:Lowest", "lowest"),
         ("mybots.heuristics:Lowest:highest=true", "mybots.heuristics:Lowest:highest=true", "highest"),
-        ("mybots.heuristics:Lowest:weight=2.0,highest=false,label=abc",
-         "mybots.heuristics:Lowest:highest=false,label=abc,weight=2.0", "lowest"),
+        (
+            "mybots.heuristics:Lowest:weight=2.0,highest=false,label=abc",
+            "mybots.heuristics:Lowest:highest=false,label=abc,weight=2.0",
+            "lowest",
+        ),
         ("mybots.heuristics:lowest", "mybots.heuristics:lowest", "lowest"),
         ("mybots.heuristics:make:highest=true", "mybots.heuristics:make:highest=true", "highest"),
         ("mybots.heuristics:first_legal", "mybots.heuristics:first_legal", "lowest"),
@@ -181,8 +184,12 @@ def test_a_file_that_fails_to_run_names_the_error(bots):
     with pytest.raises(ValueError, match=r"running bad.py raised SyntaxError") as caught:
         load_agent("bad.py:f")
     assert isinstance(caught.value.__cause__, SyntaxError)
-    assert not [name for name in sys.modules if name.startswith("_strategic_reserve_agent_") and
-                getattr(sys.modules[name], "__file__", "").endswith("bad.py")]
+    assert not [
+        name
+        for name in sys.modules
+        if name.startswith("_strategic_reserve_agent_")
+        and getattr(sys.modules[name], "__file__", "").endswith("bad.py")
+    ]
 
 
 def _plugin(root, distribution: str, entries: dict[str, str], code: str = BOTS) -> None:
@@ -198,16 +205,27 @@ def _plugin(root, distribution: str, entries: dict[str, str], code: str = BOTS) 
 
 
 def test_entry_point_plugins_load_by_name_and_are_listed(tmp_path, monkeypatch):
-    _plugin(tmp_path, "sr-plugin-one", {"lowbot": "sr_plugin_one:Lowest", "firstbot": "sr_plugin_one:first_legal",
-                                        "greedy": "sr_plugin_one:Lowest", "clash": "sr_plugin_one:Lowest"})
+    _plugin(
+        tmp_path,
+        "sr-plugin-one",
+        {
+            "lowbot": "sr_plugin_one:Lowest",
+            "firstbot": "sr_plugin_one:first_legal",
+            "greedy": "sr_plugin_one:Lowest",
+            "clash": "sr_plugin_one:Lowest",
+        },
+    )
     _plugin(tmp_path, "sr-plugin-two", {"clash": "sr_plugin_two:make"})
     monkeypatch.syspath_prepend(str(tmp_path))
     agent = load_agent("lowbot:highest=true")
     assert agent.name == "lowbot:highest=true" and agent.agent.highest is True
     assert load_agent("firstbot").name == "firstbot"
     assert load_agent("greedy").__class__.__name__ == "GreedyAgent"  # a built-in keeps its name
-    with pytest.raises(ValueError, match=r"agent 'clash' is registered by several packages: "
-                                         r"sr_plugin_one:Lowest \(sr-plugin-one 1.0\); sr_plugin_two:make"):
+    with pytest.raises(
+        ValueError,
+        match=r"agent 'clash' is registered by several packages: "
+        r"sr_plugin_one:Lowest \(sr-plugin-one 1.0\); sr_plugin_two:make",
+    ):
         load_agent("clash")
     with pytest.raises(ValueError, match="unknown agent 'nobot'.*registered by installed packages: clash, firstbot"):
         load_agent("nobot")
@@ -220,6 +238,9 @@ def test_entry_point_plugins_load_by_name_and_are_listed(tmp_path, monkeypatch):
 def test_a_broken_plugin_names_its_distribution(tmp_path, monkeypatch):
     _plugin(tmp_path, "sr-plugin-bad", {"badbot": "sr_plugin_bad:missing_attribute"}, code="x = 1\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ValueError, match=r"loading entry point sr_plugin_bad:missing_attribute \(sr-plugin-bad 1.0\) "
-                                         r"raised AttributeError"):
+    with pytest.raises(
+        ValueError,
+        match=r"loading entry point sr_plugin_bad:missing_attribute \(sr-plugin-bad 1.0\) "
+        r"raised AttributeError",
+    ):
         load_agent("badbot")

@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import random_start
-from reference import ReferenceGame
 from strategic_reserve_env import Game, engine
 from strategic_reserve_env.board import COLOURS, squares_of
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.rules import HIT_NAMES
+
+from conftest import random_start
+from reference import ReferenceGame
 
 BATCH = 24
 PLIES = 110
@@ -40,7 +41,7 @@ def test_engine_and_game_match_reference(seed, reserve, custom_start, ply_limit)
         legal_mask = state.legal_mask()
         reserves = state.reserves()
         choices = np.empty(BATCH, dtype=np.int64)
-        for i, (ref, game) in enumerate(zip(refs, games)):
+        for i, (ref, game) in enumerate(zip(refs, games, strict=True)):
             where = f"case seed {seed}, ply {ply}, game {i}"
             legal = ref.roll(int(squares[i]))
             game.roll(int(squares[i]))
@@ -56,13 +57,15 @@ def test_engine_and_game_match_reference(seed, reserve, custom_start, ply_limit)
         placed = engine.place(state, choices, config)
         boards = placed.board_strings()
         reserves = placed.reserves()
-        for i, (ref, game) in enumerate(zip(refs, games)):
+        for i, (ref, game) in enumerate(zip(refs, games, strict=True)):
             where = f"case seed {seed}, ply {ply}, game {i}"
             assert boards[i] == ref.board_string() == game.board_string(), where
             assert tuple(reserves[i]) == (ref.reserves["R"], ref.reserves["B"]), where
             expected_winner = COLOURS.index(NAME[ref.winner]) if ref.winner else -1
             assert int(placed.winner[i]) == expected_winner == game.winner, where
-            assert bool(placed.truncated[i]) == game.truncated == (ref.winner is None and int(placed.ply[i]) >= ply_limit)
+            assert (
+                bool(placed.truncated[i]) == game.truncated == (ref.winner is None and int(placed.ply[i]) >= ply_limit)
+            )
             if placed.done[i]:
                 ended_games += 1
                 refs[i] = ReferenceGame.from_config(config)

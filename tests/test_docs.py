@@ -25,13 +25,17 @@ def test_readme_example_runs(block, monkeypatch, capsys):
 
 def test_needs_markers_are_read(tmp_path):
     readme = tmp_path / "README.md"
-    readme.write_text("```python\nprint(1)\n```\n\n```python\n# needs: tianshou, ray.rllib\nimport ray\n```\n"
-                      "```python\n# needs tianshou\n```\n")
+    readme.write_text(
+        "```python\nprint(1)\n```\n\n```python\n# needs: tianshou, ray.rllib\nimport ray\n```\n"
+        "```python\n# needs tianshou\n```\n"
+    )
     with pytest.raises(ValueError, match=r"python example 3: malformed '# needs tianshou'"):
         python_blocks(readme)
     readme.write_text(readme.read_text().rsplit("```python", 1)[0])
-    assert python_blocks(readme) == [Block(1, (), "print(1)\n"), Block(2, ("tianshou", "ray.rllib"),
-                                                                        "# needs: tianshou, ray.rllib\nimport ray\n")]
+    assert python_blocks(readme) == [
+        Block(1, (), "print(1)\n"),
+        Block(2, ("tianshou", "ray.rllib"), "# needs: tianshou, ray.rllib\nimport ray\n"),
+    ]
 
 
 @pytest.mark.parametrize(

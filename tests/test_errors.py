@@ -10,11 +10,12 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from conftest import REPO
 from strategic_reserve_env import Game, engine, records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.board import SQUARE_INDEX, STANDARD_BOARD
 from strategic_reserve_env.config import Config, StartPosition
+
+from conftest import REPO
 
 
 @pytest.mark.parametrize(
@@ -68,7 +69,9 @@ def test_illegal_action_names_game_and_square_and_changes_nothing():
     state = _rolled(config, [0, 0, SQUARE_INDEX["e5"], 0])
     before = _copy(state)
     actions = np.array([SQUARE_INDEX["a1"]] * 4)
-    with pytest.raises(engine.IllegalActionError, match=r"game 2: a1 \(action 0\) is not a legal placement; legal: e4, d5, f5, e6"):
+    with pytest.raises(
+        engine.IllegalActionError, match=r"game 2: a1 \(action 0\) is not a legal placement; legal: e4, d5, f5, e6"
+    ):
         engine.place(state, actions, config)
     assert _unchanged(state, before)
 
@@ -175,7 +178,10 @@ def test_cli_bad_record_prints_earlier_lines_then_one_error_line(tmp_path):
     path.write_text(json.dumps(_record([["a1", "a1"], ["b1", "b1"], ["e5", "zz"]])))
     result = subprocess.run(
         [sys.executable, "-m", "strategic_reserve_env", "replay", str(path)],
-        capture_output=True, text=True, cwd=REPO, check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
     )
     assert result.returncode == 1
     assert len(result.stdout.splitlines()) == 2

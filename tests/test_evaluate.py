@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 from agents import load_agent
-from conftest import REPO
 from evaluate import main
 from evaluation.benchmark import SHIPPED_PPO
 from evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.board import array_to_bitboards
 from strategic_reserve_env.config import Config
+
+from conftest import REPO
 
 
 def _rolls_per_ply(agents, seeds, agent_seed: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -42,7 +43,7 @@ def test_both_games_of_a_pair_see_the_same_rolls():
     agents = (load_agent("random"), load_agent("greedy"))
     rolled, live = _rolls_per_ply(agents, seeds, agent_seed=0)
     compared = 0
-    for ply_rolls, ply_live in zip(rolled, live):
+    for ply_rolls, ply_live in zip(rolled, live, strict=True):
         both = ply_live[0::2] & ply_live[1::2]
         assert np.array_equal(ply_rolls[0::2][both], ply_rolls[1::2][both])
         compared += int(both.sum())
@@ -55,15 +56,31 @@ def test_dice_do_not_depend_on_the_agents_randomness():
     agents = (load_agent("random"), load_agent("random"))
     first, live_first = _rolls_per_ply(agents, seeds, agent_seed=1)
     second, live_second = _rolls_per_ply(agents, seeds, agent_seed=2)
-    for a, b, la, lb in zip(first, second, live_first, live_second):
+    for a, b, la, lb in zip(first, second, live_first, live_second, strict=False):
         both = la & lb
         assert np.array_equal(a[both], b[both])
 
 
 def test_same_seed_same_results(tmp_path):
     for run in ("a", "b"):
-        assert main(["random", "greedy", "--games", "40", "--seed", "5", "--batch", "20", "--no-progress",
-                     "--out", str(tmp_path / run)]) == 0
+        assert (
+            main(
+                [
+                    "random",
+                    "greedy",
+                    "--games",
+                    "40",
+                    "--seed",
+                    "5",
+                    "--batch",
+                    "20",
+                    "--no-progress",
+                    "--out",
+                    str(tmp_path / run),
+                ]
+            )
+            == 0
+        )
     results = [json.loads((tmp_path / run / "results.json").read_text()) for run in ("a", "b")]
     for result in results:
         result["settings"].pop("out")
@@ -87,9 +104,14 @@ def test_bradley_terry_orders_and_anchors():
     def pairing(a, b, score, games=1000):
         return Pairing(a, b, games, 0, 1, 0, 1, 0, 0, 1.0, [score] * (games // 2))
 
-    ratings = bradley_terry(["strong", "random", "weak"], [
-        pairing("strong", "random", 0.75), pairing("random", "weak", 0.75), pairing("strong", "weak", 0.9),
-    ])
+    ratings = bradley_terry(
+        ["strong", "random", "weak"],
+        [
+            pairing("strong", "random", 0.75),
+            pairing("random", "weak", 0.75),
+            pairing("strong", "weak", 0.9),
+        ],
+    )
     assert ratings["random"] == (0.0, 0.0)
     assert ratings["strong"][0] > 150 and ratings["weak"][0] < -150
     assert 0 < ratings["strong"][1] < 60
@@ -98,9 +120,23 @@ def test_bradley_terry_orders_and_anchors():
 def test_small_tournament_end_to_end(tmp_path):
     out = tmp_path / "results"
     result = subprocess.run(
-        [sys.executable, "evaluate.py", "random", "greedy", "expectimax:depth=1", "--games", "20", "--seed", "3",
-         "--out", str(out)],
-        capture_output=True, text=True, cwd=REPO, check=False,
+        [
+            sys.executable,
+            "evaluate.py",
+            "random",
+            "greedy",
+            "expectimax:depth=1",
+            "--games",
+            "20",
+            "--seed",
+            "3",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "agent A" in result.stdout and "rating (Elo)" in result.stdout
@@ -111,13 +147,19 @@ def test_small_tournament_end_to_end(tmp_path):
 
 
 def test_bad_specs_and_settings():
-    result = subprocess.run([sys.executable, "evaluate.py", "random", "minimax"], capture_output=True, text=True,
-                            cwd=REPO, check=False)
+    result = subprocess.run(
+        [sys.executable, "evaluate.py", "random", "minimax"], capture_output=True, text=True, cwd=REPO, check=False
+    )
     assert result.returncode == 2
     assert "unknown agent 'minimax'; known agents: random, greedy" in result.stderr
     assert "Traceback" not in result.stderr
-    odd = subprocess.run([sys.executable, "evaluate.py", "random", "greedy", "--games", "7"],
-                         capture_output=True, text=True, cwd=REPO, check=False)
+    odd = subprocess.run(
+        [sys.executable, "evaluate.py", "random", "greedy", "--games", "7"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
     assert odd.returncode == 2 and "--games must be an even number" in odd.stderr
 
 
@@ -125,8 +167,9 @@ def test_play_continues_given_games_and_rejects_games_awaiting_a_placement():
     agents, config, seeds = (load_agent("greedy"), load_agent("random")), Config(), np.arange(40)
     red = np.tile([0, 1], 20)
     fresh = arena.play(agents, red, seeds, config, [np.random.default_rng(k) for k in range(2)])
-    given = arena.play(agents, red, seeds, config, [np.random.default_rng(k) for k in range(2)],
-                       start=engine.init(config, 40))
+    given = arena.play(
+        agents, red, seeds, config, [np.random.default_rng(k) for k in range(2)], start=engine.init(config, 40)
+    )
     assert np.array_equal(fresh.winner, given.winner) and np.array_equal(fresh.plies, given.plies)
     rolled = engine.roll(engine.init(config, 40), np.zeros(40, dtype=np.int64))
     with pytest.raises(ValueError, match="40 games awaiting their roll"):
@@ -180,15 +223,20 @@ def _main(argv: list[str], capsys) -> tuple[int, str, str]:
 
 def _strict_json(path):
     """The JSON of ``path``; NaN or Infinity in it fail the test."""
+
     def refuse(constant):
         raise AssertionError(f"{path} holds {constant}")
+
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
 @pytest.mark.parametrize(
     "typed, canonical",
-    [("expectimax", "expectimax:depth=2"), ("expectimax:width=6", "expectimax:depth=2"),
-     (_shipped_ppo("./"), _shipped_ppo())],
+    [
+        ("expectimax", "expectimax:depth=2"),
+        ("expectimax:width=6", "expectimax:depth=2"),
+        (_shipped_ppo("./"), _shipped_ppo()),
+    ],
 )
 def test_results_are_keyed_by_canonical_names(typed, canonical, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(REPO)
@@ -203,8 +251,10 @@ def test_results_are_keyed_by_canonical_names(typed, canonical, tmp_path, capsys
 @pytest.mark.parametrize(
     "specs, message",
     [
-        (["random", "expectimax", "expectimax:depth=2"],
-         "'expectimax' and 'expectimax:depth=2' are the same agent (expectimax:depth=2): give each agent once"),
+        (
+            ["random", "expectimax", "expectimax:depth=2"],
+            "'expectimax' and 'expectimax:depth=2' are the same agent (expectimax:depth=2): give each agent once",
+        ),
         ([_shipped_ppo(), _shipped_ppo("./")], f"{_shipped_ppo()!r} and {_shipped_ppo('./')!r} are the same agent"),
         (["greedy", "random", "greedy"], "'greedy' is given 2 times"),
         (["greedy"], "give at least two different agents, got 1"),
@@ -266,12 +316,16 @@ def test_an_agent_failing_mid_tournament_keeps_the_finished_pairings(tmp_path, c
     (tmp_path / "faulty.py").write_text(FAULTY)
     spec = f"{tmp_path / 'faulty.py'}:LateFault:calls=150"
     out = tmp_path / "results"
-    status, stdout, err = _main(["random", "greedy", spec, "--games", "200", "--batch", "100", "--out", str(out)],
-                                capsys)
+    status, stdout, err = _main(
+        ["random", "greedy", spec, "--games", "200", "--batch", "100", "--out", str(out)], capsys
+    )
     assert status == 1
     name = f"{tmp_path / 'faulty.py'}:LateFault:calls=150"
-    assert re.search(rf"error: random vs {re.escape(name)}: agent '{re.escape(name)}' in game \d+: returned [a-f][1-6] "
-                     r"\(square \d+\), which is not a legal placement; legal: .*; position: board [.RB]{36} ", err)
+    assert re.search(
+        rf"error: random vs {re.escape(name)}: agent '{re.escape(name)}' in game \d+: returned [a-f][1-6] "
+        r"\(square \d+\), which is not a legal placement; legal: .*; position: board [.RB]{36} ",
+        err,
+    )
     assert "the 1 pairing(s) finished before are kept" in err and "where it came from" not in err
     assert "random   greedy" in stdout  # the finished pairing is printed
     data = _strict_json(out / "results.json")
@@ -293,8 +347,11 @@ def test_a_faulty_agent_is_caught_before_the_first_game(tmp_path, capsys):
     out = tmp_path / "results"
     status, stdout, err = _main(["random", f"{tmp_path / 'faulty.py'}:LateFault", "--out", str(out)], capsys)
     assert status == 2 and stdout == ""
-    assert re.search(r"agent '.*LateFault' failed before the first game, on test position \d+: returned [a-f][1-6] "
-                     r"\(square \d+\), which is not a legal placement", err)
+    assert re.search(
+        r"agent '.*LateFault' failed before the first game, on test position \d+: returned [a-f][1-6] "
+        r"\(square \d+\), which is not a legal placement",
+        err,
+    )
     assert not out.exists()
 
 
@@ -324,8 +381,11 @@ def test_rows_without_a_legal_square_are_not_looked_at():
     masks = np.zeros((4, 36), dtype=bool)
     masks[1, [7, 8]] = True
     assert checked_actions(np.array([-1, 8, 99, 0]), array_to_bitboards(masks)).tolist() == [-1, 8, 99, 0]
-    with pytest.raises(InvalidActionsError, match=r"returned a1 \(square 0\), which is not a legal placement; "
-                                                  r"legal: b2, c2$") as caught:
+    with pytest.raises(
+        InvalidActionsError,
+        match=r"returned a1 \(square 0\), which is not a legal placement; "
+        r"legal: b2, c2$",
+    ) as caught:
         checked_actions(np.array([-1, 0, 99, 0]), array_to_bitboards(masks))
     assert caught.value.row == 1
 
@@ -341,8 +401,14 @@ def test_arena_names_the_agent_the_game_and_the_position():
             return squares
 
     with pytest.raises(arena.AgentError) as caught:
-        arena.play((load_agent("random"), Occupied()), np.tile([0, 1], 10), np.arange(20), Config(),
-                   [np.random.default_rng(k) for k in range(2)], game_numbers=np.arange(100, 120))
+        arena.play(
+            (load_agent("random"), Occupied()),
+            np.tile([0, 1], 10),
+            np.arange(20),
+            Config(),
+            [np.random.default_rng(k) for k in range(2)],
+            game_numbers=np.arange(100, 120),
+        )
     error = caught.value
     assert error.agent == 1 and error.name == "occupied" and 100 <= error.game < 120
     assert "which is not a legal placement" in error.detail and re.match(r"board [.RB]{36} ", error.position)
@@ -352,7 +418,7 @@ def test_arena_names_the_agent_the_game_and_the_position():
 def test_json_text_keeps_number_lists_on_one_line_and_refuses_nan():
     from evaluation.tournament import json_text
 
-    payload = {"pair_scores": [0.5, 1.0, 0.0, 0.25], "ci95": [-1e-05, 2.5e+300], "nested": {"names": ["a", "b"]}}
+    payload = {"pair_scores": [0.5, 1.0, 0.0, 0.25], "ci95": [-1e-05, 2.5e300], "nested": {"names": ["a", "b"]}}
     text = json_text(payload)
     assert json.loads(text) == payload
     assert '"pair_scores": [0.5, 1.0, 0.0, 0.25]' in text and '"ci95": [-1e-05, 2.5e+300]' in text

@@ -6,12 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edge_helpers import assert_unchanged, assert_vector_masks, snapshot
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.dice import CHANCE_TAG, DiceStreams, UniformStreams, stream_key
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
 from strategic_reserve_env.learner import OpponentError, ResetNeeded
 from strategic_reserve_env.policies import UniformRandomPolicy
+
+from edge_helpers import assert_unchanged, assert_vector_masks, snapshot
 
 INFO_KEYS = ("action_mask", "seat", "ply")
 
@@ -56,8 +57,9 @@ def _vector_env_runs(num_envs: int, seed: int, steps: int, **kwargs) -> list[lis
                 assert (rewards[i], terminated[i], truncated[i]) == (0.0, False, False)
                 runs[i].append(("reset", observations[i], info))
             else:
-                runs[i].append(("step", observations[i], float(rewards[i]), bool(terminated[i]),
-                                bool(truncated[i]), info))
+                runs[i].append(
+                    ("step", observations[i], float(rewards[i]), bool(terminated[i]), bool(truncated[i]), info)
+                )
         restarting = terminated | truncated
     return runs
 
@@ -86,7 +88,7 @@ def test_sub_env_i_plays_the_single_env_game_of_seed_plus_i(kwargs):
     episodes = 0
     for i, run in enumerate(runs):
         expected = _single_env_run(seed - 1 + i, len(run), **kwargs)
-        for got, want in zip(run, expected):
+        for got, want in zip(run, expected, strict=False):
             assert got[0] == want[0]  # a reset where the single env was reset
             np.testing.assert_array_equal(got[1], want[1])
             if got[0] == "step":
@@ -106,7 +108,7 @@ def test_sub_env_of_seed_minus_i_matches_the_readme_claim():
     for i in range(3):
         run = _vector_env_runs(3, seed - i, 60)[i]
         expected = _single_env_run(seed, len(run))
-        for got, want in zip(run, expected):
+        for got, want in zip(run, expected, strict=True):
             np.testing.assert_array_equal(got[1], want[1])
 
 
@@ -170,13 +172,17 @@ def test_vector_env_rejects_non_integer_actions_and_changes_nothing():
     before = snapshot(vector)
     masks = vector.action_masks()
     good = np.array([np.flatnonzero(m)[0] for m in masks])
-    for bad, message in [(good + 0.5, "got an array of dtype float64"), (good.astype(bool), "dtype bool"),
-                         (good[:3], r"must have shape \(4,\), got \(3,\)"), (good[None], r"got \(1, 4\)")]:
+    for bad, message in [
+        (good + 0.5, "got an array of dtype float64"),
+        (good.astype(bool), "dtype bool"),
+        (good[:3], r"must have shape \(4,\), got \(3,\)"),
+        (good[None], r"got \(1, 4\)"),
+    ]:
         with pytest.raises(ValueError, match=message):
             vector.step(bad)
         assert_unchanged(vector, before)
     got, want = vector.step(list(good)), twin.step(good)  # a list of ints is fine
-    for a, b in zip(got[:4], want[:4]):
+    for a, b in zip(got[:4], want[:4], strict=True):
         np.testing.assert_array_equal(a, b)
 
 
@@ -224,8 +230,13 @@ def test_editing_a_returned_observation_or_mask_changes_nothing():
 
 @pytest.mark.parametrize(
     "num_envs, message",
-    [(0, "num_envs must be a positive integer, got 0"), (-2, "got -2"), (True, "got True"), ("4", "got '4'"),
-     (2.0, "got 2.0")],
+    [
+        (0, "num_envs must be a positive integer, got 0"),
+        (-2, "got -2"),
+        (True, "got True"),
+        ("4", "got '4'"),
+        (2.0, "got 2.0"),
+    ],
 )
 def test_vector_env_size(num_envs, message):
     with pytest.raises(ValueError, match=message):
@@ -236,8 +247,12 @@ def test_vector_env_bad_seeds_change_nothing():
     vector = StrategicReserveVectorEnv(2)
     vector.reset(seed=1)
     before = snapshot(vector)
-    for seed, message in [([1.5, 2], r"seed must be an int or 2 ints, got \[1\.5, 2\]"), ([1, 2, 3], "got 3"),
-                          (-1, "seeds must be non-negative, got -1"), ("7", r"seed must be an int or 2 ints")]:
+    for seed, message in [
+        ([1.5, 2], r"seed must be an int or 2 ints, got \[1\.5, 2\]"),
+        ([1, 2, 3], "got 3"),
+        (-1, "seeds must be non-negative, got -1"),
+        ("7", r"seed must be an int or 2 ints"),
+    ]:
         with pytest.raises(ValueError, match=message):
             vector.reset(seed=seed)
         assert_unchanged(vector, before)
@@ -269,28 +284,45 @@ def _raise(masks):
 
 FAULTS = [
     (_raise, OpponentError, r"opponent 'flaky' raised ZeroDivisionError: the opponent's bug"),
-    (lambda masks: np.argmin(masks, axis=-1), OpponentError,
-     r"opponent 'flaky' in game 0 returned [a-f][1-6] \(square \d+\), which is not a legal placement; legal: [a-f][1-6]"),
-    (lambda masks: np.full(len(masks), 99), OpponentError,
-     r"opponent 'flaky' in game 0 returned 99, not a square index 0\.\.35"),
-    (lambda masks: np.zeros(len(masks) + 1, dtype=np.int64), OpponentError,
-     r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned shape \((2|6),\) for (1|5) game\(s\)"),
-    (lambda masks: np.argmax(masks, axis=-1) + 0.5, OpponentError,
-     r"opponent 'flaky' in game 0 returned float64 values, not integer square indices 0\.\.35 \(the first: \d+\.5\)"),
-    (lambda masks: None, OpponentError,
-     r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned None, not an array of (1|5) square"),
+    (
+        lambda masks: np.argmin(masks, axis=-1),
+        OpponentError,
+        r"opponent 'flaky' in game 0 returned [a-f][1-6] \(square \d+\), which is not a legal placement;"
+        r" legal: [a-f][1-6]",
+    ),
+    (
+        lambda masks: np.full(len(masks), 99),
+        OpponentError,
+        r"opponent 'flaky' in game 0 returned 99, not a square index 0\.\.35",
+    ),
+    (
+        lambda masks: np.zeros(len(masks) + 1, dtype=np.int64),
+        OpponentError,
+        r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned shape \((2|6),\) for (1|5) game\(s\)",
+    ),
+    (
+        lambda masks: np.argmax(masks, axis=-1) + 0.5,
+        OpponentError,
+        r"opponent 'flaky' in game 0 returned float64 values, not integer square indices 0\.\.35 \(the first: \d+\.5\)",
+    ),
+    (
+        lambda masks: None,
+        OpponentError,
+        r"opponent 'flaky' \(choosing for game\(s\) 0(, 1, 2, 3, 4)?\) returned None, not an array of (1|5) square",
+    ),
 ]
 
 
-@pytest.mark.parametrize("bad, error, message", FAULTS, ids=["raises", "illegal", "not-a-square", "shape", "float",
-                                                             "none"])
+@pytest.mark.parametrize(
+    "bad, error, message", FAULTS, ids=["raises", "illegal", "not-a-square", "shape", "float", "none"]
+)
 def test_faulty_opponent_in_the_single_env(bad, error, message):
     flaky = Flaky(bad)
     env = StrategicReserveEnv(opponent=flaky, seat="red")
     twin = StrategicReserveEnv(opponent=lowest, seat="red")
     observation, info = env.reset(seed=8)
     twin.reset(seed=8)
-    for call in range(2):  # the opponent's first two moves are fine
+    for _call in range(2):  # the opponent's first two moves are fine
         action = learner(observation, info["action_mask"])
         observation, _, _, _, info = env.step(action)
         twin.step(action)
@@ -312,8 +344,9 @@ def test_faulty_opponent_in_the_single_env(bad, error, message):
     assert env.action_masks().any()
 
 
-@pytest.mark.parametrize("bad, error, message", FAULTS, ids=["raises", "illegal", "not-a-square", "shape", "float",
-                                                             "none"])
+@pytest.mark.parametrize(
+    "bad, error, message", FAULTS, ids=["raises", "illegal", "not-a-square", "shape", "float", "none"]
+)
 def test_faulty_opponent_in_the_vector_env(bad, error, message):
     flaky = Flaky(bad)
     vector = StrategicReserveVectorEnv(5, opponent=flaky)
@@ -337,7 +370,7 @@ def test_faulty_opponent_in_the_vector_env(bad, error, message):
         chosen = actions()
         observations, rewards, terminated, truncated, infos = vector.step(chosen)
         expected = twin.step(chosen)
-        for got, want in zip((observations, rewards, terminated, truncated), expected[:4]):
+        for got, want in zip((observations, rewards, terminated, truncated), expected[:4], strict=True):
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(infos["action_mask"], expected[4]["action_mask"])
 
@@ -363,8 +396,9 @@ def test_act_from_uniforms_is_the_choice_act_makes_from_the_same_uniforms():
     policy = UniformRandomPolicy()
     for seed in range(20):
         uniforms = np.random.default_rng(seed).random(3)
-        np.testing.assert_array_equal(policy.act(None, masks, np.random.default_rng(seed)),
-                                      policy.act_from_uniforms(legal, uniforms))
+        np.testing.assert_array_equal(
+            policy.act(None, masks, np.random.default_rng(seed)), policy.act_from_uniforms(legal, uniforms)
+        )
 
 
 def test_chance_streams():
@@ -400,9 +434,14 @@ class Gambler:
         return picks
 
 
-@pytest.mark.parametrize("make", [lambda opponent: StrategicReserveEnv(opponent=opponent, seat="red"),
-                                  lambda opponent: StrategicReserveVectorEnv(3, opponent=opponent, seat="red")],
-                         ids=["single", "vector"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda opponent: StrategicReserveEnv(opponent=opponent, seat="red"),
+        lambda opponent: StrategicReserveVectorEnv(3, opponent=opponent, seat="red"),
+    ],
+    ids=["single", "vector"],
+)
 def test_a_stochastic_opponent_that_draws_then_fails_leaves_the_generator_as_it_was(make):
     gambler = Gambler()
     env, twin = make(gambler), make(Gambler())

@@ -8,10 +8,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import strategic_reserve_env  # noqa: F401 - registers the envs
-from edge_helpers import assert_vector_masks
 from strategic_reserve_env import IllegalActionError, raw_env
 from strategic_reserve_env.config import StartPosition
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
+
+from edge_helpers import assert_vector_masks
 
 
 def lowest(observations, masks, rng):
@@ -197,8 +198,11 @@ def test_single_env_render_modes():
     assert frame.render().shape[2] == 3
 
 
-@pytest.mark.parametrize("make", [lambda **kw: StrategicReserveEnv(seat="red", **kw),
-                                  lambda **kw: StrategicReserveVectorEnv(2, seat="red", **kw)], ids=["single", "vector"])
+@pytest.mark.parametrize(
+    "make",
+    [lambda **kw: StrategicReserveEnv(seat="red", **kw), lambda **kw: StrategicReserveVectorEnv(2, seat="red", **kw)],
+    ids=["single", "vector"],
+)
 def test_a_start_dict_without_reserves_starts_with_the_variants_reserve(make):
     env = make(reserve=4, start={"board": "R" + "." * 35})
     env.reset(seed=0)

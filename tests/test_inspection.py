@@ -16,11 +16,12 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from conftest import REPO, conformance_records  # noqa: E402
 from strategic_reserve_env import Game, records  # noqa: E402
 from strategic_reserve_env.board import SQUARE_INDEX  # noqa: E402
 from strategic_reserve_env.play import play  # noqa: E402
 from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_position  # noqa: E402
+
+from conftest import REPO, conformance_records  # noqa: E402
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -67,7 +68,9 @@ def test_replay_viewer_steps_and_exports(tmp_path):
     record = records.load_record(record_path)
     viewer = ReplayViewer(record)
     assert len(viewer) == len(record.plies) + 1
-    trace = [json.loads(line) for line in record_path.with_name(record_path.stem + ".trace.jsonl").read_text().splitlines()]
+    trace = [
+        json.loads(line) for line in record_path.with_name(record_path.stem + ".trace.jsonl").read_text().splitlines()
+    ]
     viewer.forward(3)
     assert viewer.index == 3 and viewer.game.rolled == SQUARE_INDEX[trace[3]["roll"]]
     viewer.back().back(10)
@@ -86,8 +89,9 @@ def test_replay_viewer_steps_and_exports(tmp_path):
 def test_terminal_play_in_process(tmp_path):
     answers = iter(["zz", "?"] + [f"{f}{r}" for _ in range(300) for f in "abcdef" for r in "123456"])
     said = []
-    code = play("random", seat="blue", seed=5, save=str(tmp_path / "game.json"), read=lambda _: next(answers),
-                say=said.append)
+    code = play(
+        "random", seat="blue", seed=5, save=str(tmp_path / "game.json"), read=lambda _: next(answers), say=said.append
+    )
     assert code == 0
     text = "\n".join(said)
     assert "You are Blue, random is Red" in text
@@ -100,13 +104,35 @@ def test_terminal_play_in_process(tmp_path):
 def test_terminal_play_subprocess_and_replay(tmp_path):
     moves = "zz\n" + "".join(f"{f}{r}\n" for _ in range(300) for f in "abcdef" for r in "123456")
     record = tmp_path / "played.json"
-    result = subprocess.run([sys.executable, "-m", "strategic_reserve_env", "play", "--opponent", "greedy",
-                             "--seed", "3", "--save", str(record)], input=moves, capture_output=True, text=True,
-                            cwd=REPO, timeout=120, check=False)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "strategic_reserve_env",
+            "play",
+            "--opponent",
+            "greedy",
+            "--seed",
+            "3",
+            "--save",
+            str(record),
+        ],
+        input=moves,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 0, result.stderr
     assert "greedy places on" in result.stdout and "Saved" in result.stdout
-    replayed = subprocess.run([sys.executable, "-m", "strategic_reserve_env", "replay", str(record)],
-                              capture_output=True, text=True, cwd=REPO, check=False)
+    replayed = subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", "replay", str(record)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
     assert replayed.returncode == 0 and json.loads(replayed.stdout.splitlines()[-1])["winner"] in ("red", "blue")
 
 
@@ -132,8 +158,9 @@ def test_example_notebook_executes(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     path = REPO / "examples" / "inspect_learned_play.ipynb"
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     outputs = [o for cell in notebook.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 3

@@ -12,9 +12,10 @@ import time
 
 import pytest
 
-from conftest import REPO
 from strategic_reserve_env import records
 from strategic_reserve_env.play import INTERRUPTED, PROMPT, SAVE_FAILED, play
+
+from conftest import REPO
 
 
 def scripted(answers: list[str], interrupt_at: int | None = None, interrupt_prompt: str | None = None):
@@ -48,8 +49,9 @@ def printed_record(said: list[str]) -> records.Record:
 
 def test_ctrl_c_during_the_game_saves_the_record_to_the_save_path(tmp_path):
     said, path = [], tmp_path / "game.json"
-    code = play("random", seat="red", seed=4, save=str(path), read=scripted(legal_moves(), interrupt_at=4),
-                say=said.append)
+    code = play(
+        "random", seat="red", seed=4, save=str(path), read=scripted(legal_moves(), interrupt_at=4), say=said.append
+    )
     assert code == INTERRUPTED
     assert "Interrupted; the game stops here." in "\n".join(said)
     assert not any(line.endswith("won.") or line == "You won!" for line in said)
@@ -62,16 +64,16 @@ def test_ctrl_c_during_the_game_saves_the_record_to_the_save_path(tmp_path):
 def test_ctrl_c_then_a_file_name_at_the_question(tmp_path):
     said, path = [], tmp_path / "asked.json"
     moves = legal_moves()
-    code = play("random", seat="blue", seed=9, read=scripted(moves[:2] + [str(path)], interrupt_at=3),
-                say=said.append)
+    code = play("random", seat="blue", seed=9, read=scripted(moves[:2] + [str(path)], interrupt_at=3), say=said.append)
     assert code == INTERRUPTED
     assert len(records.load_record(path).plies) == 5  # Red moved 3 times, Blue (the person) twice
 
 
 def test_ctrl_c_at_the_save_question_prints_the_record():
     said = []
-    code = play("random", seat="red", seed=2, read=scripted(legal_moves(), interrupt_prompt="Save the game"),
-                say=said.append)
+    code = play(
+        "random", seat="red", seed=2, read=scripted(legal_moves(), interrupt_prompt="Save the game"), say=said.append
+    )
     assert code == INTERRUPTED
     assert any(line.endswith("won.") or line == "You won!" for line in said)  # the game was finished
     record = printed_record(said)
@@ -83,8 +85,7 @@ def test_an_unwritable_save_path_prints_the_record(tmp_path, where):
     (tmp_path / "a-directory").mkdir()
     (tmp_path / "a-file").write_text("not a directory")
     said = []
-    code = play("random", seat="red", seed=3, save=str(tmp_path / where), read=scripted(legal_moves()),
-                say=said.append)
+    code = play("random", seat="red", seed=3, save=str(tmp_path / where), read=scripted(legal_moves()), say=said.append)
     assert code == SAVE_FAILED
     assert any(line.startswith(f"Could not write {tmp_path / where}") for line in said)
     record = printed_record(said)
@@ -97,9 +98,24 @@ def test_a_real_sigint_keeps_the_record(tmp_path):
     play("random", seat="red", seed=5, save=str(full), read=scripted(legal_moves()), say=lambda _: None)
     mine = [placed for _, placed in records.load_record(full).plies[0::2]]
     path = tmp_path / "sigint.json"
-    process = subprocess.Popen([sys.executable, "-m", "strategic_reserve_env", "play", "--opponent", "random",
-                                "--seed", "5", "--save", str(path)], cwd=REPO, stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "strategic_reserve_env",
+            "play",
+            "--opponent",
+            "random",
+            "--seed",
+            "5",
+            "--save",
+            str(path),
+        ],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     prompt, shown, deadline = PROMPT.encode(), b"", time.monotonic() + 120
     while shown.count(prompt) < 3 and time.monotonic() < deadline:
         if select.select([process.stdout], [], [], 1)[0]:

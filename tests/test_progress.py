@@ -39,8 +39,11 @@ def test_a_file_gets_plain_lines_at_the_interval_and_at_close():
             clock.now += 0.1
     lines = stream.getvalue().splitlines()
     assert "\r" not in stream.getvalue()
-    assert lines == ["[train] 600/1,000 step (60.0 %), 20 step/s, 20 s left", "vs greedy: 0.5",
-                     "[train] 700/1,000 step (70.0 %), 23 step/s, 13 s left"]
+    assert lines == [
+        "[train] 600/1,000 step (60.0 %), 20 step/s, 20 s left",
+        "vs greedy: 0.5",
+        "[train] 700/1,000 step (70.0 %), 23 step/s, 13 s left",
+    ]
 
 
 def test_a_terminal_gets_a_tqdm_bar():
@@ -70,4 +73,3 @@ def test_is_terminal_of_odd_streams():
     closed = io.StringIO()
     closed.close()
     assert not is_terminal(closed) and not is_terminal(object()) and is_terminal(Terminal())
-

@@ -7,11 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from conftest import random_start
 from strategic_reserve_env import Game, engine
 from strategic_reserve_env.board import FULL
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.sampling import popcount, uniform_square
+
+from conftest import random_start
 
 BATCH = 6
 MAX_PLIES = 90

@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import random_start
 from strategic_reserve_env import Game, engine, env, records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.board import STANDARD_BOARD, parse_square, square_name
 from strategic_reserve_env.config import MAX_PLY_LIMIT, Config, StartPosition
 from strategic_reserve_env.sampling import uniform_square
+
+from conftest import random_start
 
 LONG_GAME = 1_600  # plies: longer than the environments' default ply limit of 1000
 
@@ -29,8 +30,21 @@ def play_on(game: Game, rng: np.random.Generator, plies: int = MAX_PLY_LIMIT) ->
         rolled, hit, captured, legal = game.rolled, game.hit, game.captured, game.legal
         placed = int(uniform_square(legal, float(rng.random())))
         game.place(placed)
-        trace.append(records.trace_entry(len(game.history), mover, rolled, hit, captured, legal, placed,
-                                         game.red, game.blue, game.reserves, game.winner))
+        trace.append(
+            records.trace_entry(
+                len(game.history),
+                mover,
+                rolled,
+                hit,
+                captured,
+                legal,
+                placed,
+                game.red,
+                game.blue,
+                game.reserves,
+                game.winner,
+            )
+        )
     return trace
 
 
@@ -120,7 +134,7 @@ def test_start_reserves_then_the_variant_reserve(header, reserves):
     assert record.config.start_position.reserves == reserves
     first = next(records.replay(record))
     mover = first["mover"]
-    assert first["reserves"][mover] == dict(zip(("red", "blue"), reserves))[mover] - 1
+    assert first["reserves"][mover] == dict(zip(("red", "blue"), reserves, strict=True))[mover] - 1
     board = list(header.get("start", {}).get("board", STANDARD_BOARD))
     board[parse_square("a1")] = mover[0].upper()  # a1 is empty, or emptied by the roll, and placed on
     assert first["board"] == "".join(board)
@@ -156,8 +170,7 @@ def test_to_json_writes_start_only_when_the_config_has_one():
     assert plain.to_json() == {"variant": {"reserve": 6}, "plies": []}
     assert through_json(plain) == plain
     custom = records.parse_record({"variant": {"reserve": 9}, "start": {"to_move": "blue"}, "plies": []})
-    assert custom.to_json()["start"] == {"board": STANDARD_BOARD, "reserves": {"red": 9, "blue": 9},
-                                         "to_move": "blue"}
+    assert custom.to_json()["start"] == {"board": STANDARD_BOARD, "reserves": {"red": 9, "blue": 9}, "to_move": "blue"}
     assert through_json(custom) == custom
 
 
@@ -172,8 +185,9 @@ def test_the_record_of_a_loaded_game_starts_from_the_loaded_position():
     game = Game(config)
     game.load(state, 2)
     start = game.history_start()
-    assert start == StartPosition(state.board_strings()[2], tuple(int(r) for r in state.reserves()[2]),
-                                  ("red", "blue")[int(state.to_move[2])])
+    assert start == StartPosition(
+        state.board_strings()[2], tuple(int(r) for r in state.reserves()[2]), ("red", "blue")[int(state.to_move[2])]
+    )
     played = play_on(game, rng, plies=30)
     assert played[0]["ply"] == 1 and game.ply == 25 + len(played)
     record = records.record_of(game)
@@ -190,8 +204,9 @@ def test_a_game_loaded_after_its_roll_or_its_win_has_no_record():
     game.load(rolled, 0)
     with pytest.raises(ValueError, match="loaded after its roll"):
         records.record_of(game)
-    won = records.parse_record({"start": {"board": "R" + "." * 35, "reserves": {"red": 1, "blue": 3}},
-                                "plies": [["f6", "f6"]]})
+    won = records.parse_record(
+        {"start": {"board": "R" + "." * 35, "reserves": {"red": 1, "blue": 3}}, "plies": [["f6", "f6"]]}
+    )
     finished = Game(won.config)
     finished.roll(parse_square("f6"))
     finished.place(parse_square("f6"))

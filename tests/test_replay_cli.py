@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from conftest import REPO
 from strategic_reserve_env import records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.board import ECHO_LIMIT
+
+from conftest import REPO
 
 GAME = {"plies": [["a1", "a1"], ["b1", "b1"], ["e5", "e4"]]}
 MAX_LINE = 200  # characters of an error line besides the file's name, whatever the input
@@ -42,8 +43,14 @@ def _one_error_line(err: str, name: object = "") -> str:
 
 def test_dev_zero_is_read_only_up_to_the_limit():
     start = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "strategic_reserve_env", "replay", "/dev/zero"],
-                            capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", "replay", "/dev/zero"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
     assert time.perf_counter() - start < 30  # it stops at the limit instead of reading on
     assert result.returncode == 1 and result.stdout == ""
     line = _one_error_line(result.stderr, "/dev/zero")
@@ -53,8 +60,12 @@ def test_dev_zero_is_read_only_up_to_the_limit():
 def test_limit_is_documented():
     # that a real 1,600-ply record fits well below the limit is checked in test_records
     assert f"{records.MAX_RECORD_BYTES:,} bytes" in subprocess.run(
-        [sys.executable, "-m", "strategic_reserve_env", "replay", "--help"], capture_output=True, text=True,
-        cwd=REPO, check=True).stdout.replace("\n", " ").replace("  ", " ")
+        [sys.executable, "-m", "strategic_reserve_env", "replay", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
+    ).stdout.replace("\n", " ").replace("  ", " ")
 
 
 def test_a_record_just_over_the_limit(tmp_path, capsys):
@@ -160,8 +171,15 @@ def test_dash_names_the_standard_input_in_errors(capsys, monkeypatch):
 
 
 def test_dash_in_a_subprocess():
-    result = subprocess.run([sys.executable, "-m", "strategic_reserve_env", "replay", "-"], input=json.dumps(GAME),
-                            capture_output=True, text=True, cwd=REPO, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", "replay", "-"],
+        input=json.dumps(GAME),
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
     assert result.returncode == 0 and result.stderr == ""
     assert [json.loads(line)["place"] for line in result.stdout.splitlines()] == ["a1", "b1", "e4"]
 

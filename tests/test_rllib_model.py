@@ -10,21 +10,22 @@ import json
 import re
 import subprocess
 import sys
-import tomllib
 
 import numpy as np
 import pytest
+import tomllib
 import torch
+from test_agents import random_positions
 
 from agents import load_agent
 from agents.rllib_agent import RLlibAgent
-from conftest import REPO
-from test_agents import random_positions
 from strategic_reserve_env import arena, rllib_model
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 from strategic_reserve_env.rllib_model import BoardNet, NetworkConfig
+
+from conftest import REPO
 
 SMALL = NetworkConfig(channels=4, conv_layers=2, hidden=16)
 
@@ -33,8 +34,9 @@ def saved_module(directory, seed: int = 0, config: NetworkConfig = SMALL):
     """A randomly initialised network written to ``directory``; returns the network."""
     torch.manual_seed(seed)
     net = BoardNet(config).eval()
-    rllib_model.save(directory, {key: value.numpy() for key, value in net.state_dict().items()}, config,
-                     notes={"test": True})
+    rllib_model.save(
+        directory, {key: value.numpy() for key, value in net.state_dict().items()}, config, notes={"test": True}
+    )
     return net
 
 
@@ -47,7 +49,7 @@ def test_save_and_load_give_the_same_network(tmp_path):
     planes = torch.as_tensor(mover_planes(state))
     masks = torch.as_tensor(bitboards_to_array(state.legal))
     with torch.no_grad():
-        for expected, actual in zip(net(planes, masks), loaded(planes, masks)):
+        for expected, actual in zip(net(planes, masks), loaded(planes, masks), strict=True):
             torch.testing.assert_close(actual, expected, rtol=0, atol=0)
 
 
@@ -85,8 +87,13 @@ def test_the_agent_plays_legal_squares_deterministic_and_sampled(tmp_path):
 def test_the_agent_plays_whole_games_through_the_arena(tmp_path):
     saved_module(tmp_path)
     agents = [load_agent(f"rllib:{tmp_path}"), load_agent("random")]
-    games = arena.play(agents, np.arange(20) % 2, np.repeat(np.arange(10), 2), Config(),
-                       [np.random.default_rng(seed) for seed in (0, 1)])
+    games = arena.play(
+        agents,
+        np.arange(20) % 2,
+        np.repeat(np.arange(10), 2),
+        Config(),
+        [np.random.default_rng(seed) for seed in (0, 1)],
+    )
     assert not games.truncated.any() and (games.winner >= 0).all()  # every game played to its end with legal moves
 
 
@@ -107,28 +114,45 @@ FAULTS = {
     "no model.json": (lambda d, desc, arr: (d / rllib_model.MODEL_FILE).unlink(), "model.json not found"),
     "no weights": (lambda d, desc, arr: (d / rllib_model.WEIGHTS_FILE).unlink(), "weights.npz not found"),
     "bad JSON": (lambda d, desc, arr: (d / rllib_model.MODEL_FILE).write_text("{not json"), "not valid JSON"),
-    "other format": (lambda d, desc, arr: _write(d, {**desc, "format": "other"}),
-                     "not a strategic-reserve-rllib-module"),
+    "other format": (
+        lambda d, desc, arr: _write(d, {**desc, "format": "other"}),
+        "not a strategic-reserve-rllib-module",
+    ),
     "other version": (lambda d, desc, arr: _write(d, {**desc, "version": 99}), "format version 99"),
     "other actions": (lambda d, desc, arr: _write(d, {**desc, "actions": 37}), "37 actions"),
-    "bad setting": (lambda d, desc, arr: _write(d, {**desc, "network": {"channels": 0}}),
-                    "channels must be an integer"),
-    "unknown setting": (lambda d, desc, arr: _write(d, {**desc, "network": {"width": 4}}),
-                        "unknown network settings"),
-    "other network": (lambda d, desc, arr: _write(d, {**desc, "network": {**desc["network"], "hidden": 17}}),
-                    "has shape"),
-    "extra array": (lambda d, desc, arr: _write(d, arrays={**arr, "extra": np.zeros(3, np.float32)}),
-                    "unexpected ['extra']"),
-    "missing array": (lambda d, desc, arr: _write(d, arrays={k: v for k, v in arr.items() if k != _first(arr)}),
-                      "missing ['"),
-    "wrong array shape": (lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.zeros(1, np.float32)}),
-                          "has shape"),
-    "NaN values": (lambda d, desc, arr: _write(d, arrays={k: np.full_like(v, np.nan) for k, v in arr.items()}),
-                   "finite"),
-    "object array": (lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.array([{}], dtype=object)}),
-                     "without pickles"),
-    "not an archive": (lambda d, desc, arr: (d / rllib_model.WEIGHTS_FILE).write_bytes(b"\x80\x04junk"),
-                       "not a readable"),
+    "bad setting": (
+        lambda d, desc, arr: _write(d, {**desc, "network": {"channels": 0}}),
+        "channels must be an integer",
+    ),
+    "unknown setting": (lambda d, desc, arr: _write(d, {**desc, "network": {"width": 4}}), "unknown network settings"),
+    "other network": (
+        lambda d, desc, arr: _write(d, {**desc, "network": {**desc["network"], "hidden": 17}}),
+        "has shape",
+    ),
+    "extra array": (
+        lambda d, desc, arr: _write(d, arrays={**arr, "extra": np.zeros(3, np.float32)}),
+        "unexpected ['extra']",
+    ),
+    "missing array": (
+        lambda d, desc, arr: _write(d, arrays={k: v for k, v in arr.items() if k != _first(arr)}),
+        "missing ['",
+    ),
+    "wrong array shape": (
+        lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.zeros(1, np.float32)}),
+        "has shape",
+    ),
+    "NaN values": (
+        lambda d, desc, arr: _write(d, arrays={k: np.full_like(v, np.nan) for k, v in arr.items()}),
+        "finite",
+    ),
+    "object array": (
+        lambda d, desc, arr: _write(d, arrays={**arr, _first(arr): np.array([{}], dtype=object)}),
+        "without pickles",
+    ),
+    "not an archive": (
+        lambda d, desc, arr: (d / rllib_model.WEIGHTS_FILE).write_bytes(b"\x80\x04junk"),
+        "not a readable",
+    ),
 }
 
 
@@ -194,8 +218,11 @@ def test_train_rllib_checks_its_out_directory_first(tmp_path, unwritable_directo
 
     file = tmp_path / "file"
     file.write_text("keep me")
-    for out, message in [(file, "is a file, not a directory"), (file / "run", f"lies under the file {file}"),
-                         (unwritable_directory, f"cannot write in {unwritable_directory} (")]:
+    for out, message in [
+        (file, "is a file, not a directory"),
+        (file / "run", f"lies under the file {file}"),
+        (unwritable_directory, f"cannot write in {unwritable_directory} ("),
+    ]:
         assert train_rllib.main(["--out", str(out)]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: --out {out}: {message}") and err.count("\n") == 1, err
@@ -217,9 +244,15 @@ def test_the_rllib_extra_installs_every_module_the_rllib_code_imports():
     """``pip install -e '.[rllib]'`` then ``python train_rllib.py --help`` works: ray's own rllib extra pulls in
     neither torch nor tyro, so the project's extra names them."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    installed = {re.match(r"[A-Za-z0-9_.-]+", requirement)[0].lower()
-                 for requirement in project["dependencies"] + project["optional-dependencies"]["rllib"]}
-    for path in ("train_rllib.py", "strategic_reserve_env/rllib.py", "strategic_reserve_env/rllib_model.py",
-                 "agents/rllib_agent.py"):
+    installed = {
+        re.match(r"[A-Za-z0-9_.-]+", requirement)[0].lower()
+        for requirement in project["dependencies"] + project["optional-dependencies"]["rllib"]
+    }
+    for path in (
+        "train_rllib.py",
+        "strategic_reserve_env/rllib.py",
+        "strategic_reserve_env/rllib_model.py",
+        "agents/rllib_agent.py",
+    ):
         missing = third_party_imports(REPO / path) - installed
         assert not missing, f"{path} imports {sorted(missing)}, which the [rllib] extra does not install"

@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from agents import load_agent
-from edge_helpers import assert_unchanged, snapshot
 from strategic_reserve_env.learner import OpponentError, ResetNeeded
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
+
+from edge_helpers import assert_unchanged, snapshot
 
 
 def lowest(observations, masks, rng):
@@ -21,7 +22,7 @@ def _legal_actions(env) -> np.ndarray:
     """A deterministic legal action per game, varied by the position."""
     masks = env.action_masks()
     observations = env.games.observations()
-    return np.array([np.flatnonzero(m)[int(o.sum()) % m.sum()] for m, o in zip(masks, observations)])
+    return np.array([np.flatnonzero(m)[int(o.sum()) % m.sum()] for m, o in zip(masks, observations, strict=True)])
 
 
 def _assert_same_step(got, want) -> None:
@@ -29,14 +30,16 @@ def _assert_same_step(got, want) -> None:
     np.testing.assert_array_equal(observations, observations2)
     np.testing.assert_array_equal(rewards, rewards2)
     np.testing.assert_array_equal(dones, dones2)
-    for info, info2 in zip(infos, infos2):
+    for info, info2 in zip(infos, infos2, strict=True):
         assert info.keys() == info2.keys()
         for key in info:
             np.testing.assert_array_equal(info[key], info2[key])
 
 
-@pytest.mark.parametrize("n_envs, message", [(0, "n_envs must be a positive integer, got 0"), (-1, "got -1"),
-                                             (2.5, "got 2.5"), (None, "got None")])
+@pytest.mark.parametrize(
+    "n_envs, message",
+    [(0, "n_envs must be a positive integer, got 0"), (-1, "got -1"), (2.5, "got 2.5"), (None, "got None")],
+)
 def test_batch_size(n_envs, message):
     with pytest.raises(ValueError, match=message):
         StrategicReserveVecEnv(n_envs)
@@ -57,7 +60,11 @@ def test_one_opponent_given_as_a_string_or_an_object():
 @pytest.mark.parametrize(
     "actions, error, message",
     [
-        (lambda good: good + 0.25, ValueError, r"actions must be integer square indices 0\.\.35, got an array of dtype"),
+        (
+            lambda good: good + 0.25,
+            ValueError,
+            r"actions must be integer square indices 0\.\.35, got an array of dtype",
+        ),
         (lambda good: good.astype(bool), ValueError, "dtype bool"),
         (lambda good: good[:2], ValueError, r"actions must have shape \(3,\), got \(2,\)"),
         (lambda good: good[:, None], ValueError, r"actions must have shape \(3,\), got \(3, 1\)"),
@@ -118,12 +125,20 @@ def _raise(masks):
     "bad, message",
     [
         (_raise, r"opponent 'flaky' raised KeyError: 'lost its table'"),
-        (lambda masks: np.argmin(masks, axis=-1), r"opponent 'flaky' in game \d+ returned [a-f][1-6] \(square \d+\), "
-                                                   r"which is not a legal placement; legal: [a-f][1-6]"),
-        (lambda masks: np.argmax(masks, axis=-1)[:-1],
-         r"opponent 'flaky' \(choosing for game\(s\) \d+(, \d+)*\) returned shape \(\d+,\) for \d+ game\(s\)"),
-        (lambda masks: [0.5] * len(masks), r"opponent 'flaky' in game \d+ returned float64 values, not integer square "
-                                           r"indices 0\.\.35 \(the first: 0\.5\)"),
+        (
+            lambda masks: np.argmin(masks, axis=-1),
+            r"opponent 'flaky' in game \d+ returned [a-f][1-6] \(square \d+\), "
+            r"which is not a legal placement; legal: [a-f][1-6]",
+        ),
+        (
+            lambda masks: np.argmax(masks, axis=-1)[:-1],
+            r"opponent 'flaky' \(choosing for game\(s\) \d+(, \d+)*\) returned shape \(\d+,\) for \d+ game\(s\)",
+        ),
+        (
+            lambda masks: [0.5] * len(masks),
+            r"opponent 'flaky' in game \d+ returned float64 values, not integer square "
+            r"indices 0\.\.35 \(the first: 0\.5\)",
+        ),
     ],
     ids=["raises", "illegal", "shape", "float"],
 )
@@ -158,7 +173,7 @@ def test_game_i_is_the_game_of_a_batch_of_one_seeded_seed_plus_i():
         actions = _legal_actions(batch)
         observations, rewards, dones, infos = batch.step(actions)
         for i, env in enumerate(alone):
-            observation, reward, done, info = env.step(actions[i:i + 1])
+            observation, reward, done, info = env.step(actions[i : i + 1])
             np.testing.assert_array_equal(observation[0], observations[i])
             assert (reward[0], done[0]) == (rewards[i], dones[i])
             assert info[0].keys() == infos[i].keys()

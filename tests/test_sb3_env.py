@@ -95,7 +95,7 @@ def test_opponent_pool_draws_per_game_and_acts_once_per_opponent():
     for _ in range(40):
         before = [p.calls for p in pool]
         _, _, dones, infos = env.step(_random_actions(env, rng))
-        assert all(p.calls - b <= 2 for p, b in zip(pool, before))  # once in the step, once for restarts
+        assert all(p.calls - b <= 2 for p, b in zip(pool, before, strict=True))  # once in the step, once for restarts
         seen |= {info["opponent"] for info in infos if "opponent" in info}
     assert seen == {"a", "b", "c"}
     assert all(p.calls >= 40 for p in pool)
@@ -131,7 +131,7 @@ def test_same_step_restart_plays_the_games_step_then_restart_plays(seat):
         rewards, terminated, truncated, _, finals, _ = merged.step_and_restart(actions)
         expected = plain.step(actions)
         done = expected[1] | expected[2]
-        for got, want in zip((rewards, terminated, truncated), expected):
+        for got, want in zip((rewards, terminated, truncated), expected, strict=False):
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(finals[done], plain.observations()[done])
         assert not finals[~done].any()
@@ -164,7 +164,7 @@ def test_get_state_and_set_state_continue_the_games_exactly():
     other.set_state(saved)
     env.set_state(saved)
     for replayed in (_play(other, 40, seed=1), _play(env, 40, seed=1)):
-        for (o1, r1, d1, i1), (o2, r2, d2, i2) in zip(ahead, replayed):
+        for (o1, r1, d1, i1), (o2, r2, d2, i2) in zip(ahead, replayed, strict=True):
             assert np.array_equal(o1, o2) and np.array_equal(r1, r2) and np.array_equal(d1, d2) and i1 == i2
     assert saved["dice"]["counters"].min() > 0 and any(d.any() for _, _, d, _ in ahead)  # games ended and restarted
     assert np.array_equal(other.get_state()["dice"]["counters"], env.get_state()["dice"]["counters"])

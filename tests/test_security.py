@@ -23,6 +23,7 @@ import tyro
 import train
 from agents import load_agent
 from agents.policy_file import METADATA_KEY, PolicyFileError, load_policy, read_description
+
 from conftest import REPO
 
 
@@ -44,8 +45,15 @@ def tiny_zip(tmp_path_factory) -> Path:
     from strategic_reserve_env.gym_env import StrategicReserveEnv
 
     path = tmp_path_factory.mktemp("honest") / "tiny.zip"
-    MaskablePPO("MlpPolicy", StrategicReserveEnv(), n_steps=32, batch_size=32, seed=0, device="cpu",
-                policy_kwargs={"net_arch": [8]}).save(path)
+    MaskablePPO(
+        "MlpPolicy",
+        StrategicReserveEnv(),
+        n_steps=32,
+        batch_size=32,
+        seed=0,
+        device="cpu",
+        policy_kwargs={"net_arch": [8]},
+    ).save(path)
     return path
 
 
@@ -63,8 +71,10 @@ def crafted_zip(tiny_zip, tmp_path, marker) -> Path:
             content = source.read(item.filename)
             if item.filename == "data":
                 data = json.loads(content)
-                data["zz_payload"] = {":type:": "<class 'object'>",
-                                      ":serialized:": base64.b64encode(pickle.dumps(Payload(marker))).decode()}
+                data["zz_payload"] = {
+                    ":type:": "<class 'object'>",
+                    ":serialized:": base64.b64encode(pickle.dumps(Payload(marker))).decode(),
+                }
                 content = json.dumps(data).encode()
             target.writestr(item, content)
     return path
@@ -75,8 +85,15 @@ def crafted_checkpoint(tmp_path, marker) -> Path:
     """A run directory whose only checkpoint carries a payload (it looks like a checkpoint otherwise)."""
     directory = tmp_path / "run" / "checkpoints"
     directory.mkdir(parents=True)
-    torch.save({"format": train.CHECKPOINT_FORMAT, "version": train.CHECKPOINT_VERSION, "steps": 512,
-                "payload": Payload(marker)}, directory / "checkpoint_512.pt")
+    torch.save(
+        {
+            "format": train.CHECKPOINT_FORMAT,
+            "version": train.CHECKPOINT_VERSION,
+            "steps": 512,
+            "payload": Payload(marker),
+        },
+        directory / "checkpoint_512.pt",
+    )
     return directory / "checkpoint_512.pt"
 
 
@@ -92,8 +109,11 @@ def test_the_payloads_are_real_and_the_opt_in_is_explicit(crafted_zip, crafted_c
 
 @pytest.mark.parametrize("options", ["", ",deterministic=false", ",deterministic=true"])
 def test_load_agent_refuses_the_zip(crafted_zip, marker, options):
-    with pytest.raises(ValueError, match=r"is an SB3 \.zip: loading it unpickles its contents, which can run any "
-                                         r"code .*,trust=pickle if you trust where the file came from"):
+    with pytest.raises(
+        ValueError,
+        match=r"is an SB3 \.zip: loading it unpickles its contents, which can run any "
+        r"code .*,trust=pickle if you trust where the file came from",
+    ):
         load_agent(f"ppo:{crafted_zip}{options}")
     assert not marker.exists()
 
@@ -110,22 +130,36 @@ def test_a_zip_under_another_name_is_not_unpickled(crafted_zip, tmp_path, marker
 
 
 def test_evaluate_refuses_the_zip(crafted_zip, marker):
-    result = subprocess.run([sys.executable, "evaluate.py", "random", f"ppo:{crafted_zip}", "--games", "2"],
-                            capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "evaluate.py", "random", f"ppo:{crafted_zip}", "--games", "2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 2 and "trust=pickle" in result.stderr and "Traceback" not in result.stderr
     assert not marker.exists()
 
 
 def test_play_refuses_the_zip(crafted_zip, marker):
-    result = subprocess.run([sys.executable, "-m", "strategic_reserve_env", "play", "--opponent", f"ppo:{crafted_zip}"],
-                            input="q\n\n", capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", "play", "--opponent", f"ppo:{crafted_zip}"],
+        input="q\n\n",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
     assert result.returncode == 2 and "trust=pickle" in result.stderr and "Traceback" not in result.stderr
     assert not marker.exists()
 
 
 def test_train_refuses_the_zip_as_an_opponent(crafted_zip, tmp_path, marker, capsys):
-    settings = tyro.cli(train.TrainSettings, args=["--opponents", f"random:1,ppo:{crafted_zip}:1",
-                                                   "--out", str(tmp_path / "run")])
+    settings = tyro.cli(
+        train.TrainSettings, args=["--opponents", f"random:1,ppo:{crafted_zip}:1", "--out", str(tmp_path / "run")]
+    )
     assert train.main(settings) == 2
     assert "trust=pickle" in capsys.readouterr().err
     assert not marker.exists()
@@ -136,8 +170,10 @@ def test_train_resume_does_not_unpickle_a_crafted_checkpoint(crafted_checkpoint,
     settings = tyro.cli(train.TrainSettings, args=["--resume", "--out", str(out), "--n-envs", "8"])
     assert train.main(settings) == 2
     err = capsys.readouterr().err
-    assert f"warning: --resume: skipping {crafted_checkpoint}: it does not load (UnpicklingError: Weights only " \
-           "load failed" in err
+    assert (
+        f"warning: --resume: skipping {crafted_checkpoint}: it does not load (UnpicklingError: Weights only "
+        "load failed" in err
+    )
     assert "error: --resume: none of the 1 checkpoint(s)" in err
     assert not marker.exists()
 
@@ -155,17 +191,20 @@ def _policy_file_with(tmp_path, shipped: Path, **changes) -> Path:
 SHIPPED = REPO / "models" / "ppo_baseline.safetensors"
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"activation": "os.system"}, "activation 'os.system' is not one of Tanh, ReLU"),
-    ({"features": {"kind": "pickle"}}, "features must be {'kind': one of mlp, cnn, ...}"),
-    ({"features": {"kind": "cnn", "channels": "__import__('os')", "features_dim": 8}}, "takes positive ints"),
-    ({"format": "sb3"}, "not a strategic-reserve-ppo-policy description"),
-    ({"version": 2}, "format version 2; this code reads version 1"),
-    ({"observation_shape": [6, 6, 8]}, r"the policy observes \(6, 6, 8\) int8"),
-    ({"net_arch": [256, 128]}, r"tensor mlp_extractor.policy_net.2.weight is \(256, 256\)"),
-    ({"net_arch": [256]}, "unexpected .*mlp_extractor.policy_net.2.weight"),
-    ({"net_arch": "[256, 256]"}, "net_arch must be a list of positive ints"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"activation": "os.system"}, "activation 'os.system' is not one of Tanh, ReLU"),
+        ({"features": {"kind": "pickle"}}, "features must be {'kind': one of mlp, cnn, ...}"),
+        ({"features": {"kind": "cnn", "channels": "__import__('os')", "features_dim": 8}}, "takes positive ints"),
+        ({"format": "sb3"}, "not a strategic-reserve-ppo-policy description"),
+        ({"version": 2}, "format version 2; this code reads version 1"),
+        ({"observation_shape": [6, 6, 8]}, r"the policy observes \(6, 6, 8\) int8"),
+        ({"net_arch": [256, 128]}, r"tensor mlp_extractor.policy_net.2.weight is \(256, 256\)"),
+        ({"net_arch": [256]}, "unexpected .*mlp_extractor.policy_net.2.weight"),
+        ({"net_arch": "[256, 256]"}, "net_arch must be a list of positive ints"),
+    ],
+)
 def test_a_policy_file_names_no_code_and_must_fit_its_tensors(tmp_path, changes, message):
     """The description is data checked against known choices: no class is looked up by a name from the file."""
     with pytest.raises(PolicyFileError, match=message):

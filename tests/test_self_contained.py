@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CONFORMANCE, REPO, conformance_records
 from strategic_reserve_env import records
+
+from conftest import CONFORMANCE, REPO, conformance_records
 
 # text that points outside the checkout: the old shared folder beside it, or this machine's layout
 OUTSIDE = ("../shared", "shared/conformance", "SR_CONFORMANCE_DIR", "/work/")
@@ -22,8 +23,12 @@ def checkout_files() -> list[Path]:
         listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
         return [REPO / name for name in listed.decode().split("\0") if name]
     skipped = {".git", "__pycache__", ".pytest_cache", ".hypothesis", "runs", "build"}
-    return [path for path in REPO.rglob("*") if path.is_file()
-            and not any(part in skipped or part.startswith(".venv") for part in path.relative_to(REPO).parts)]
+    return [
+        path
+        for path in REPO.rglob("*")
+        if path.is_file()
+        and not any(part in skipped or part.startswith(".venv") for part in path.relative_to(REPO).parts)
+    ]
 
 
 def readable_text(path: Path) -> str | None:
@@ -74,8 +79,15 @@ def test_the_rules_document_is_linked_and_complete():
     rules = (REPO / "docs" / "RULES.md").read_text()
     assert "designed by Mark Steere" in " ".join(rules.split())
     assert rules.count("**(reading)**") >= 4
-    for heading in ("## Board and notation", "## Setup", "## A turn", "## What the environments add",
-                    "## Game records", "## Replay traces", "## Conformance set"):
+    for heading in (
+        "## Board and notation",
+        "## Setup",
+        "## A turn",
+        "## What the environments add",
+        "## Game records",
+        "## Replay traces",
+        "## Conformance set",
+    ):
         assert heading in rules, heading
     assert "](docs/RULES.md)" in (REPO / "README.md").read_text()
     for module in ("__init__.py", "records.py", "aec_env.py"):

@@ -15,23 +15,49 @@ from safetensors.torch import load_file
 
 import train
 from agents import load_agent
+
 from conftest import REPO
 
-TINY = ["--n-envs", "32", "--n-steps", "16", "--batch-size", "256", "--n-epochs", "1", "--net-arch", "32", "32",
-        "--eval-games", "20", "--final-eval-games", "20", "--snapshot-every", "1024", "--no-progress"]
+TINY = [
+    "--n-envs",
+    "32",
+    "--n-steps",
+    "16",
+    "--batch-size",
+    "256",
+    "--n-epochs",
+    "1",
+    "--net-arch",
+    "32",
+    "32",
+    "--eval-games",
+    "20",
+    "--final-eval-games",
+    "20",
+    "--snapshot-every",
+    "1024",
+    "--no-progress",
+]
 ROLLOUT = 32 * 16  # steps per PPO update with TINY
 
 
 def _train(*args: str, timeout: float = 240, progress: bool = False) -> subprocess.CompletedProcess:
     settings = TINY if not progress else [arg for arg in TINY if arg != "--no-progress"]
-    return subprocess.run([sys.executable, "train.py", *settings, *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "train.py", *settings, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def test_smoke_writes_model_logs_and_evaluation(tmp_path):
     out = tmp_path / "run"
-    result = _train("--total-steps", "3000", "--eval-every", "1500", "--checkpoint-every", "1024", "--out", str(out),
-                    progress=True)
+    result = _train(
+        "--total-steps", "3000", "--eval-every", "1500", "--checkpoint-every", "1024", "--out", str(out), progress=True
+    )
     assert result.returncode == 0, result.stderr
     assert "env steps/s" in result.stdout and "% of the time in the environment" in result.stdout
     split = result.stdout.split("wall time: ")[1].splitlines()[0]
@@ -55,9 +81,24 @@ def test_smoke_writes_model_logs_and_evaluation(tmp_path):
 
 def test_resume_after_a_kill(tmp_path):
     out = tmp_path / "run"
-    process = subprocess.Popen([sys.executable, "train.py", *TINY, "--total-steps", "200000", "--eval-every", "0",
-                                "--checkpoint-every", "1024", "--out", str(out)],
-                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "train.py",
+            *TINY,
+            "--total-steps",
+            "200000",
+            "--eval-every",
+            "0",
+            "--checkpoint-every",
+            "1024",
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 180
     while time.time() < deadline and len(train.checkpoint_steps(out)) < 2:
         time.sleep(0.5)
@@ -66,8 +107,17 @@ def test_resume_after_a_kill(tmp_path):
     checkpoints = train.checkpoint_steps(out)
     assert checkpoints, "no checkpoint was written before the kill"
     assert not (out / "model.safetensors").exists()
-    result = _train("--total-steps", str(checkpoints[-1] + 2048), "--eval-every", "0", "--checkpoint-every", "1024",
-                    "--out", str(out), "--resume")
+    result = _train(
+        "--total-steps",
+        str(checkpoints[-1] + 2048),
+        "--eval-every",
+        "0",
+        "--checkpoint-every",
+        "1024",
+        "--out",
+        str(out),
+        "--resume",
+    )
     assert result.returncode == 0, result.stderr
     assert f"resuming from {checkpoints[-1]:,} steps" in result.stderr
     trained = int(result.stdout.split("trained ")[1].split(" steps")[0].replace(",", ""))
@@ -77,8 +127,7 @@ def test_resume_after_a_kill(tmp_path):
 
 def _final_state(out) -> tuple[dict, dict]:
     """The policy tensors of ``out`` and the contents of its last checkpoint."""
-    checkpoint = torch.load(out / "checkpoints" / f"checkpoint_{train.checkpoint_steps(out)[-1]}.pt",
-                            weights_only=True)
+    checkpoint = torch.load(out / "checkpoints" / f"checkpoint_{train.checkpoint_steps(out)[-1]}.pt", weights_only=True)
     return load_file(out / "model.safetensors"), checkpoint
 
 
@@ -115,11 +164,14 @@ def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     evaluations = [json.loads((out / "evaluation.json").read_text())["pairings"] for out in (whole, parts)]
     assert [p["pair_scores"] for p in evaluations[0]] == [p["pair_scores"] for p in evaluations[1]]
 
-    other = tyro.cli(train.TrainSettings, args=[*TINY, "--total-steps", "3072", "--out", str(parts), "--resume",
-                                                *common, "--n-envs", "16"])
+    other = tyro.cli(
+        train.TrainSettings,
+        args=[*TINY, "--total-steps", "3072", "--out", str(parts), "--resume", *common, "--n-envs", "16"],
+    )
     assert train.main(other) == 2
-    assert capsys.readouterr().err == ("error: --resume: the checkpoint was trained with --n-envs 32, not 16; "
-                                       "resume with the same setting\n")
+    assert capsys.readouterr().err == (
+        "error: --resume: the checkpoint was trained with --n-envs 32, not 16; resume with the same setting\n"
+    )
 
 
 def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
@@ -134,11 +186,14 @@ def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
     assert err[0].startswith(f"warning: --resume: skipping {out / 'checkpoints' / 'checkpoint_512.pt'}")
     assert err[1] == f"error: --resume: none of the 1 checkpoint(s) in {out / 'checkpoints'} loads"
     assert sorted(p.name for p in out.iterdir()) == ["checkpoints"]  # nothing else was written
-    torch.save({"format": train.CHECKPOINT_FORMAT, "version": train.CHECKPOINT_VERSION, "steps": 512},
-               out / "checkpoints" / "checkpoint_512.pt")  # loads, but holds nothing to resume from
+    torch.save(
+        {"format": train.CHECKPOINT_FORMAT, "version": train.CHECKPOINT_VERSION, "steps": 512},
+        out / "checkpoints" / "checkpoint_512.pt",
+    )  # loads, but holds nothing to resume from
     assert train.main(settings) == 2
-    assert capsys.readouterr().err == (f"error: --resume: the checkpoint of step 512 in {out / 'checkpoints'} is "
-                                       "malformed (KeyError: 'settings')\n")
+    assert capsys.readouterr().err == (
+        f"error: --resume: the checkpoint of step 512 in {out / 'checkpoints'} is malformed (KeyError: 'settings')\n"
+    )
 
 
 BAD_SETTINGS = [
@@ -188,9 +243,11 @@ def test_out_must_be_a_writable_directory(tmp_path, unwritable_directory, capsys
     built (not a traceback at the first checkpoint)."""
     file = tmp_path / "file"
     file.write_text("keep me")
-    for out, message in [(file, "is a file, not a directory"), (file / "run", f"lies under the file {file}, not a "
-                                                                              "directory"),
-                         (unwritable_directory, f"cannot write in {unwritable_directory} (")]:
+    for out, message in [
+        (file, "is a file, not a directory"),
+        (file / "run", f"lies under the file {file}, not a directory"),
+        (unwritable_directory, f"cannot write in {unwritable_directory} ("),
+    ]:
         settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out)])
         assert train.main(settings) == 2
         err = capsys.readouterr().err
@@ -200,8 +257,10 @@ def test_out_must_be_a_writable_directory(tmp_path, unwritable_directory, capsys
 
 def test_bad_settings_on_the_command_line(tmp_path):
     """The real command: exit status 2, one line on stderr, no traceback."""
-    for args, message in [(["--n-envs", "0"], "error: --n-envs must be >= 1, got 0"),
-                          (["--opponents", "random:1,minimax:2"], "unknown agent 'minimax'")]:
+    for args, message in [
+        (["--n-envs", "0"], "error: --n-envs must be >= 1, got 0"),
+        (["--opponents", "random:1,minimax:2"], "unknown agent 'minimax'"),
+    ]:
         result = _train(*args, "--out", str(tmp_path / "run"))
         assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
         assert len(result.stderr.strip().splitlines()) == 1
@@ -211,8 +270,18 @@ def test_bad_settings_on_the_command_line(tmp_path):
 def test_same_seed_same_run(tmp_path):
     weights = []
     for run in ("a", "b"):
-        result = _train("--total-steps", "1500", "--eval-every", "0", "--checkpoint-every", "100000",
-                        "--seed", "7", "--out", str(tmp_path / run))
+        result = _train(
+            "--total-steps",
+            "1500",
+            "--eval-every",
+            "0",
+            "--checkpoint-every",
+            "100000",
+            "--seed",
+            "7",
+            "--out",
+            str(tmp_path / run),
+        )
         assert result.returncode == 0, result.stderr
         weights.append(load_file(tmp_path / run / "model.safetensors"))
     assert weights[0].keys() == weights[1].keys()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
-
 import pettingzoo.utils
 from pettingzoo import make
 from sb3_contrib import MaskablePPO
@@ -33,9 +32,7 @@ class SB3ActionMaskWrapper(pettingzoo.utils.BaseWrapper, gym.Env):
         super().reset(seed, options)
 
         # Strip the action mask out from the observation space
-        self.observation_space = super().observation_space(self.possible_agents[0])[
-            "observation"
-        ]
+        self.observation_space = super().observation_space(self.possible_agents[0])["observation"]
         self.action_space = super().action_space(self.possible_agents[0])
 
         # Return initial observation, info (PettingZoo AEC envs do not by default)

@@ -20,7 +20,6 @@ import numpy as np
 import pytest
 import ray
 import torch
-from conftest import REPO
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.pre_checks.env import check_multiagent_environments
 
@@ -30,16 +29,40 @@ from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 from strategic_reserve_env.rllib import (
-    ILLEGAL_ACTIONS, POLICY, MaskedBoardModule, StrategicReserveMultiAgentEnv, ppo_config,
+    ILLEGAL_ACTIONS,
+    POLICY,
+    MaskedBoardModule,
+    StrategicReserveMultiAgentEnv,
+    ppo_config,
 )
 from strategic_reserve_env.rllib_model import NetworkConfig
+
+from conftest import REPO
 
 SMALL = NetworkConfig(channels=8, conv_layers=2, hidden=32)
 ITERATIONS, ENV_RUNNERS, BATCH = 2, 2, 400
 TRAIN = [
-    "train_rllib.py", "--iterations", str(ITERATIONS), "--num-env-runners", str(ENV_RUNNERS), "--num-cpus", "2",
-    "--envs-per-runner", "2", "--train-batch-size", str(BATCH), "--minibatch-size", "200", "--num-epochs", "1",
-    "--channels", str(SMALL.channels), "--conv-layers", str(SMALL.conv_layers), "--hidden", str(SMALL.hidden),
+    "train_rllib.py",
+    "--iterations",
+    str(ITERATIONS),
+    "--num-env-runners",
+    str(ENV_RUNNERS),
+    "--num-cpus",
+    "2",
+    "--envs-per-runner",
+    "2",
+    "--train-batch-size",
+    str(BATCH),
+    "--minibatch-size",
+    "200",
+    "--num-epochs",
+    "1",
+    "--channels",
+    str(SMALL.channels),
+    "--conv-layers",
+    str(SMALL.conv_layers),
+    "--hidden",
+    str(SMALL.hidden),
 ]
 
 
@@ -55,8 +78,9 @@ def one_torch_thread():
 def run(arguments: list[str], timeout: float) -> subprocess.CompletedProcess:
     path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
     environment = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}  # torch: one thread, as above
-    return subprocess.run([sys.executable, *arguments], capture_output=True, text=True, cwd=REPO, env=environment,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, *arguments], capture_output=True, text=True, cwd=REPO, env=environment, timeout=timeout
+    )
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +103,9 @@ def test_two_iterations_with_two_env_runners_take_no_illegal_action(trained):
     assert [row["illegal_actions"] for row in rows] == [0] * ITERATIONS
     assert rows[-1]["illegal_actions_total"] == 0
     lines = [line for line in stdout.splitlines() if line.startswith("iteration ")]
-    assert len(lines) == ITERATIONS and all("env steps/s" in line and "illegal actions 0 (0 total)" in line
-                                            for line in lines)
+    assert len(lines) == ITERATIONS and all(
+        "env steps/s" in line and "illegal actions 0 (0 total)" in line for line in lines
+    )
     description = json.loads((out / rllib_model.MODEL_FILE).read_text())
     assert description["network"] == {"channels": 8, "conv_layers": 2, "hidden": 32}
     assert description["notes"]["env_steps"] == rows[-1]["env_steps_total"]
@@ -103,8 +128,13 @@ class LegalityChecked:
 def test_the_trained_module_plays_whole_games_through_the_agent_interface(trained, options):
     out, _, _ = trained
     agent = LegalityChecked(load_agent(f"rllib:{out}{options}"))
-    games = arena.play([agent, load_agent("random")], np.arange(20) % 2, np.repeat(np.arange(10), 2), Config(),
-                       [np.random.default_rng(0), np.random.default_rng(1)])
+    games = arena.play(
+        [agent, load_agent("random")],
+        np.arange(20) % 2,
+        np.repeat(np.arange(10), 2),
+        Config(),
+        [np.random.default_rng(0), np.random.default_rng(1)],
+    )
     assert (games.winner >= 0).all() and not games.truncated.any()
     assert agent.moves > 20
 
@@ -120,24 +150,35 @@ def positions(games: int, seed: int) -> engine.State:
     """Every position of ``games`` games of random play, each awaiting a placement."""
     seen = []
     random = load_agent("random")
-    arena.play([random, random], np.arange(games) % 2, seed + np.arange(games), Config(),
-               [np.random.default_rng(seed)] * 2, on_ply=lambda state: seen.append(state[~state.done]))
+    arena.play(
+        [random, random],
+        np.arange(games) % 2,
+        seed + np.arange(games),
+        Config(),
+        [np.random.default_rng(seed)] * 2,
+        on_ply=lambda state: seen.append(state[~state.done]),
+    )
     return engine.concatenate([state for state in seen if state.batch_size])
 
 
 def module_batch(state: engine.State) -> tuple[dict, np.ndarray]:
     """RLlib's input batch (the env's observation dict, batched as torch tensors) and the (B, 36) bool masks."""
     masks = bitboards_to_array(state.legal)
-    observations = {"observation": torch.as_tensor(mover_planes(state)),
-                    "action_mask": torch.as_tensor(masks.astype(np.int8))}
+    observations = {
+        "observation": torch.as_tensor(mover_planes(state)),
+        "action_mask": torch.as_tensor(masks.astype(np.int8)),
+    }
     return {"obs": observations}, masks
 
 
 def build_module(trained_dir=None) -> MaskedBoardModule:
     """The RLModule as RLlib builds it for the env's spaces; with the weights train_rllib.py saved, if given."""
     env = StrategicReserveMultiAgentEnv()
-    module = MaskedBoardModule(observation_space=env.observation_spaces["player_0"],
-                               action_space=env.action_spaces["player_0"], model_config=dataclasses.asdict(SMALL))
+    module = MaskedBoardModule(
+        observation_space=env.observation_spaces["player_0"],
+        action_space=env.action_spaces["player_0"],
+        model_config=dataclasses.asdict(SMALL),
+    )
     if trained_dir is not None:
         with np.load(trained_dir / rllib_model.WEIGHTS_FILE, allow_pickle=False) as archive:
             module.set_state({f"net.{key}": archive[key] for key in archive.files})
@@ -181,8 +222,9 @@ def test_the_module_rejects_other_spaces():
     import gymnasium
 
     with pytest.raises(ValueError, match="needs the observation space"):
-        MaskedBoardModule(observation_space=gymnasium.spaces.Box(0, 1, (6, 6, 9)),
-                          action_space=gymnasium.spaces.Discrete(36))
+        MaskedBoardModule(
+            observation_space=gymnasium.spaces.Box(0, 1, (6, 6, 9)), action_space=gymnasium.spaces.Discrete(36)
+        )
 
 
 def test_rllibs_env_checker_accepts_the_env():
@@ -191,8 +233,16 @@ def test_rllibs_env_checker_accepts_the_env():
 
 def rllibs_env_runner(seed: int = 1) -> MultiAgentEnvRunner:
     """RLlib's own MultiAgentEnvRunner, built in this process (no Ray cluster)."""
-    return MultiAgentEnvRunner(config=ppo_config(network=SMALL, num_env_runners=0, num_envs_per_env_runner=2,
-                                                 train_batch_size=64, minibatch_size=32, seed=seed))
+    return MultiAgentEnvRunner(
+        config=ppo_config(
+            network=SMALL,
+            num_env_runners=0,
+            num_envs_per_env_runner=2,
+            train_batch_size=64,
+            minibatch_size=32,
+            seed=seed,
+        )
+    )
 
 
 def sample(runner: MultiAgentEnvRunner, random_actions: bool, steps: int = 600) -> tuple[dict, list]:
@@ -201,8 +251,11 @@ def sample(runner: MultiAgentEnvRunner, random_actions: bool, steps: int = 600) 
     episodes = runner.sample(num_timesteps=steps, random_actions=random_actions, force_reset=True)
     assert sum(episode.env_steps() for episode in episodes) >= steps
     metrics = runner.get_metrics()
-    actions = [(agent, single.get_actions().tolist()) for episode in episodes
-               for agent, single in sorted(episode.agent_episodes.items())]
+    actions = [
+        (agent, single.get_actions().tolist())
+        for episode in episodes
+        for agent, single in sorted(episode.agent_episodes.items())
+    ]
     return {key: metrics[key].peek() for key in ("num_episodes", ILLEGAL_ACTIONS)}, actions
 
 
@@ -228,8 +281,10 @@ def test_both_seats_share_one_module():
 
 
 def test_the_core_package_does_not_import_ray():
-    code = ("import sys, strategic_reserve_env, agents, agents.rllib_agent, strategic_reserve_env.rllib_model; "
-            "assert 'ray' not in sys.modules, 'ray imported'")
+    code = (
+        "import sys, strategic_reserve_env, agents, agents.rllib_agent, strategic_reserve_env.rllib_model; "
+        "assert 'ray' not in sys.modules, 'ray imported'"
+    )
     result = run(["-c", code], timeout=120)
     assert result.returncode == 0, result.stderr
     assert ray.__version__ == "2.60.0"

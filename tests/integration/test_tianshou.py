@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
 from tianshou.algorithm import DQN, MARLRandomDiscreteMaskedOffPolicyAlgorithm, MultiAgentOffPolicyAlgorithm
 from tianshou.algorithm.modelfree.dqn import DiscreteQLearningPolicy
 from tianshou.algorithm.optim import AdamOptimizerFactory
@@ -37,8 +36,9 @@ def dqn_against_random() -> tuple[MultiAgentOffPolicyAlgorithm, DQN]:
     observation_space = env.observation_space.spaces["observation"]
     net = Net(state_shape=observation_space.shape, action_shape=env.action_space.n, hidden_sizes=[64, 64])
     policy = DiscreteQLearningPolicy(model=net, action_space=env.action_space, eps_training=0.1, eps_inference=0.05)
-    learner = DQN(policy=policy, optim=AdamOptimizerFactory(lr=1e-4), n_step_return_horizon=3, gamma=0.9,
-                  target_update_freq=50)
+    learner = DQN(
+        policy=policy, optim=AdamOptimizerFactory(lr=1e-4), n_step_return_horizon=3, gamma=0.9, target_update_freq=50
+    )
     opponent = MARLRandomDiscreteMaskedOffPolicyAlgorithm(action_space=env.action_space)
     return MultiAgentOffPolicyAlgorithm(algorithms=[opponent, learner], env=env), learner
 
@@ -62,8 +62,9 @@ def check_buffer(buffer: VectorReplayBuffer) -> int:
 def test_random_masked_policies_play_whole_games(caplog):
     envs = DummyVectorEnv([get_env for _ in range(NUM_ENVS)])
     envs.seed(0)
-    collector = Collector[CollectStats](random_agents(), envs, VectorReplayBuffer(4000, NUM_ENVS),
-                                        exploration_noise=True)
+    collector = Collector[CollectStats](
+        random_agents(), envs, VectorReplayBuffer(4000, NUM_ENVS), exploration_noise=True
+    )
     collector.reset()
     stats = collector.collect(n_episode=8)
     assert stats.n_collected_episodes >= 8
@@ -81,8 +82,9 @@ def test_a_short_dqn_run(caplog):
     training_envs.seed(0)
     test_envs.seed(100)
     marl_algorithm, learner = dqn_against_random()
-    training_collector = Collector[CollectStats](marl_algorithm, training_envs, VectorReplayBuffer(4000, NUM_ENVS),
-                                                 exploration_noise=True)
+    training_collector = Collector[CollectStats](
+        marl_algorithm, training_envs, VectorReplayBuffer(4000, NUM_ENVS), exploration_noise=True
+    )
     test_collector = Collector[CollectStats](marl_algorithm, test_envs, exploration_noise=True)
     training_collector.reset()
     training_collector.collect(n_step=32 * NUM_ENVS)

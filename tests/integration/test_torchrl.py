@@ -6,7 +6,6 @@ random policy, which samples from the masked action spec."""
 from __future__ import annotations
 
 import torch
-
 from torchrl.envs.libs.pettingzoo import PettingZooWrapper
 from torchrl.envs.utils import check_env_specs
 
@@ -25,7 +24,12 @@ def test_specs():
     check_env_specs(env)
     info_spec = env.observation_spec["player_0", "info"]
     assert {key: tuple(spec.shape) for key, spec in info_spec.items()} == {
-        "roll": (1,), "roller": (1,), "dice": (1, 2), "hit": (1,), "captured": (1, 36)}
+        "roll": (1,),
+        "roller": (1,),
+        "dice": (1, 2),
+        "hit": (1,),
+        "captured": (1, 36),
+    }
 
 
 def test_masked_random_rollout_takes_no_illegal_action(caplog):

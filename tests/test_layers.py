@@ -1,0 +1,75 @@
+"""Import layers: the core needs numpy only; the env adapters and their registrations load on demand.
+
+Each check runs in a fresh interpreter (this test process has imported everything already)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+ADAPTER_LIBRARIES = ("pettingzoo", "gymnasium", "torch")
+CORE = ("", ".board", ".config", ".rules", ".engine", ".game", ".records", ".dice", ".observation")
+
+
+def run_python(code: str) -> str:
+    """stdout of ``code`` run by a fresh interpreter from the checkout's root; fails with its stderr."""
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_core_imports_no_adapter_library(module):
+    loaded = run_python(
+        f"import sys\nimport strategic_reserve_env{module}\n"
+        f"print(' '.join(name for name in {ADAPTER_LIBRARIES!r} if name in sys.modules))"
+    )
+    assert loaded.split() == [], f"import strategic_reserve_env{module} loaded {loaded.split()}"
+
+
+# library -> (code using its registry, what the code prints)
+MAKE_CASES = {
+    "gymnasium": (
+        "single = gymnasium.make('StrategicReserve-v0', seat='blue')\n"
+        "vector = gymnasium.make_vec('StrategicReserve-v0', num_envs=2, vectorization_mode='vector_entry_point')\n"
+        "observation = single.reset(seed=0)[0]\n"
+        "print(type(single.unwrapped).__name__, type(vector).__name__, observation in single.observation_space)",
+        ["StrategicReserveEnv", "StrategicReserveVectorEnv", "True"],
+    ),
+    "pettingzoo": (
+        "made = pettingzoo.make('aec', 'strategic_reserve_v1', reserve=6)\n"
+        "made.reset(seed=0)\n"
+        "print(made.unwrapped.config.reserve, made.metadata['name'], strategic_reserve_env.ENV_NAME)",
+        ["6", "strategic_reserve_v1", "strategic_reserve_v1"],
+    ),
+}
+
+
+@pytest.mark.parametrize("library", sorted(MAKE_CASES))
+@pytest.mark.parametrize("library_first", [False, True], ids=["package-first", "library-first"])
+def test_registry_make_after_import(library, library_first):
+    """The library's own make finds the env whichever of the package and the library is imported first."""
+    imports = ["import strategic_reserve_env", f"import {library}"]
+    if library_first:
+        imports.reverse()
+    code, expected = MAKE_CASES[library]
+    assert run_python("\n".join(imports) + "\n" + code).split() == expected
+
+
+def test_adapters_are_exposed_lazily():
+    out = run_python(
+        "import sys, strategic_reserve_env as sre\n"
+        "before = 'pettingzoo' in sys.modules\n"
+        "from strategic_reserve_env import env, raw_env\n"
+        "from strategic_reserve_env.aec_env import raw_env as direct\n"
+        "print(before, 'pettingzoo' in sys.modules, raw_env is direct, type(env()).__name__ != '')"
+    )
+    assert out.split() == ["False", "True", "True", "True"]
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        import strategic_reserve_env
+
+        strategic_reserve_env.no_such_name  # noqa: B018
