@@ -77,6 +77,11 @@ def as_actions(actions: object, num_games: int) -> np.ndarray:
     return engine.as_squares(actions, num_games, "actions")
 
 
+#: the fields of LearnerGames a step may replace (put back by ``_atomically`` when it fails), besides the
+#: dice and chance streams' counters and the state of ``rng``'s generator
+_STEP_FIELDS = ("state", "seat", "opponent_id", "dice", "chance", "rng", "started")
+
+
 class LearnerGames:
     """The learner's side of B games; opponents move inside :meth:`step`.
 
@@ -175,32 +180,16 @@ class LearnerGames:
     def _atomically(self, run, *args):
         """``run(*args)``; if it raises, every field it may change is put back first (``rng`` with the
         state of its generator: a stochastic opponent may have drawn from it before failing)."""
-        saved = (
-            self.state,
-            self.seat,
-            self.opponent_id,
-            self.dice,
-            self.dice.counters,
-            self.chance,
-            self.chance.counters,
-            self.rng,
-            self.started,
-        )
+        saved = {name: getattr(self, name) for name in _STEP_FIELDS}
+        counters = [(streams, streams.counters) for streams in (self.dice, self.chance)]
         rng_state = self.rng.bit_generator.state
         try:
             return run(*args)
         except BaseException:
-            (
-                self.state,
-                self.seat,
-                self.opponent_id,
-                self.dice,
-                self.dice.counters,
-                self.chance,
-                self.chance.counters,
-                self.rng,
-                self.started,
-            ) = saved
+            for name, value in saved.items():
+                setattr(self, name, value)
+            for streams, value in counters:
+                streams.counters = value
             self.rng.bit_generator.state = rng_state
             raise
 
