@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BOARD, brief, parse_board
+from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BOARD, brief, clip, parse_board
 
 MIN_RESERVE, MAX_RESERVE = 1, 12  # the variant's reserve size (docs/RULES.md: 7, or 6 on Board Game Arena)
 MAX_START_RESERVE = NUM_SQUARES  # a custom start may hold more in reserve than the variant (reading)
@@ -109,7 +109,7 @@ def start_position(start: StartPosition | Mapping | None, reserve: int) -> Start
         raise ValueError(f"start must be a StartPosition, a mapping of its fields or None, got {type(start).__name__}")
     unknown = sorted(set(start) - set(START_FIELDS), key=str)
     if unknown:
-        raise ValueError(f"unknown start field(s): {', '.join(map(str, unknown))}")
+        raise ValueError(f"unknown start field(s): {', '.join(clip(str(key)) for key in unknown)}")
     return StartPosition(
         board=start.get("board", STANDARD_BOARD),
         reserves=start.get("reserves", (reserve, reserve)),

@@ -31,7 +31,6 @@ from .rules import HIT_NAMES
 
 _RECORD_KEYS = {"variant", "start", "plies", "description"}
 _ERROR_TEXT = 90  # characters of a JSON parser's message repeated in a RecordError
-_HEADER_ERROR_TEXT = 160  # characters of a header error kept by load_record (it may echo a long value)
 
 
 class RecordError(ValueError):
@@ -88,7 +87,7 @@ def parse_record(data: object) -> Record:
         raise RecordError(f"a record must be a JSON object, got {type(data).__name__}")
     unknown = sorted(set(data) - _RECORD_KEYS)
     if unknown:
-        raise RecordError(f"unknown record field(s): {', '.join(unknown)}")
+        raise RecordError(f"unknown record field(s): {', '.join(clip(str(key)) for key in unknown)}")
     variant = data.get("variant", {})
     if not isinstance(variant, dict) or set(variant) - {"reserve"}:
         raise RecordError(f"variant must be an object with only 'reserve', got {brief(variant)}")
@@ -159,8 +158,8 @@ def load_record(source: str | Path | BinaryIO, name: str | None = None) -> Recor
     try:
         value = json.loads(text)
         return parse_record(value)
-    except RecordError as error:  # cut: a header message may echo a long value of the record
-        raise RecordError(f"{name}: {clip(str(error), _HEADER_ERROR_TEXT)}") from None
+    except RecordError as error:  # header messages cut what they echo of the record (board.brief, board.clip)
+        raise RecordError(f"{name}: {error}") from None
     except json.JSONDecodeError as error:
         raise RecordError(
             f"{name} is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"

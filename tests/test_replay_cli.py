@@ -68,6 +68,14 @@ def test_limit_is_documented():
     ).stdout.replace("\n", " ").replace("  ", " ")
 
 
+@pytest.mark.parametrize("header", [{"k" * 1_000_000: 1}, {"start": {"k" * 1_000_000: 1}}], ids=["record", "start"])
+def test_a_huge_unknown_field_is_named_briefly(tmp_path, capsys, header):
+    path = _write(tmp_path, "key.json", json.dumps({**header, "plies": []}).encode())
+    status, out, err = _replay([str(path)], capsys)
+    line = _one_error_line(err, path)
+    assert status == 1 and "unknown" in line and "field(s): kkk" in line and len(line) < 200 + len(str(path))
+
+
 def test_a_record_just_over_the_limit(tmp_path, capsys):
     square = "x" * (records.MAX_RECORD_BYTES + 1_000_000)  # a 5 MB bad square: not read, not echoed
     path = _write(tmp_path, "huge.json", json.dumps({"plies": [["a1", square]]}).encode())

@@ -129,23 +129,18 @@ def test_a_zip_under_another_name_is_not_unpickled(crafted_zip, tmp_path, marker
     assert not marker.exists()
 
 
-def test_evaluate_refuses_the_zip(crafted_zip, marker):
+@pytest.mark.parametrize(
+    "command, stdin",
+    [
+        (["evaluate.py", "random", "ppo:{zip}", "--games", "2"], None),
+        (["-m", "strategic_reserve_env", "play", "--opponent", "ppo:{zip}"], "q\n\n"),
+    ],
+    ids=["evaluate", "play"],
+)
+def test_the_command_line_refuses_the_zip(crafted_zip, marker, command, stdin):
     result = subprocess.run(
-        [sys.executable, "evaluate.py", "random", f"ppo:{crafted_zip}", "--games", "2"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 2 and "trust=pickle" in result.stderr and "Traceback" not in result.stderr
-    assert not marker.exists()
-
-
-def test_play_refuses_the_zip(crafted_zip, marker):
-    result = subprocess.run(
-        [sys.executable, "-m", "strategic_reserve_env", "play", "--opponent", f"ppo:{crafted_zip}"],
-        input="q\n\n",
+        [sys.executable, *(part.format(zip=crafted_zip) for part in command)],
+        input=stdin,
         capture_output=True,
         text=True,
         cwd=REPO,
