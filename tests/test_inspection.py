@@ -1,11 +1,9 @@
-"""Notebook-facing pictures (SVG, matplotlib), the replay viewer, terminal play and the example notebook."""
+"""Notebook-facing pictures (SVG, matplotlib), the replay viewer and the example notebook."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -18,7 +16,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from strategic_reserve_env import Game, records  # noqa: E402
 from strategic_reserve_env.board import SQUARE_INDEX  # noqa: E402
-from strategic_reserve_env.play import play  # noqa: E402
 from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_position  # noqa: E402
 
 from conftest import REPO, conformance_records  # noqa: E402
@@ -84,70 +81,6 @@ def test_replay_viewer_steps_and_exports(tmp_path):
     short = ReplayViewer(records.parse_record({"plies": [["a1", "a1"], ["b1", "b1"]]}))
     pngs = short.save_pngs(tmp_path / "frames")
     assert len(pngs) == 3 and all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
-
-
-def test_terminal_play_in_process(tmp_path):
-    answers = iter(["zz", "?"] + [f"{f}{r}" for _ in range(300) for f in "abcdef" for r in "123456"])
-    said = []
-    code = play(
-        "random", seat="blue", seed=5, save=str(tmp_path / "game.json"), read=lambda _: next(answers), say=said.append
-    )
-    assert code == 0
-    text = "\n".join(said)
-    assert "You are Blue, random is Red" in text
-    assert "'zz' is not a square" in text and "Legal squares:" in text and "is not a legal placement now" in text
-    assert "You won!" in text or "random won." in text
-    trace = list(records.replay(records.load_record(tmp_path / "game.json")))
-    assert trace[-1]["winner"] is not None
-
-
-def test_terminal_play_subprocess_and_replay(tmp_path):
-    moves = "zz\n" + "".join(f"{f}{r}\n" for _ in range(300) for f in "abcdef" for r in "123456")
-    record = tmp_path / "played.json"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "strategic_reserve_env",
-            "play",
-            "--opponent",
-            "greedy",
-            "--seed",
-            "3",
-            "--save",
-            str(record),
-        ],
-        input=moves,
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    assert "greedy places on" in result.stdout and "Saved" in result.stdout
-    replayed = subprocess.run(
-        [sys.executable, "-m", "strategic_reserve_env", "replay", str(record)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
-    assert replayed.returncode == 0 and json.loads(replayed.stdout.splitlines()[-1])["winner"] in ("red", "blue")
-
-
-def test_terminal_play_quits_and_handles_end_of_input(tmp_path):
-    said = []
-    answers = iter(["q", ""])
-    assert play("random", seat="red", seed=1, read=lambda _: next(answers), say=said.append) == 0
-    assert not any("won" in line for line in said)
-
-    def closed(_):
-        raise EOFError
-
-    said = []
-    assert play("random", seat="red", seed=1, read=closed, say=said.append) == 0
-    assert "Input ended" in "\n".join(said)
 
 
 def test_example_notebook_executes(monkeypatch):
