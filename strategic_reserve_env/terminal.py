@@ -25,7 +25,8 @@ from .config import Config
 from .dice import DiceStream
 from .game import Game
 from .policies import choose, policy_name
-from .render import ansi, roll_summary
+from .render import ansi
+from .scene import roll_summary
 
 PROMPT = "Your placement (e.g. c4; ? lists legal squares; q quits): "
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)

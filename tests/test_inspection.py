@@ -1,9 +1,13 @@
-"""Notebook-facing pictures (SVG, matplotlib), the replay viewer and the example notebook."""
+"""Pictures of a position: the scene model and its four backends (ANSI text, RGB array, SVG, matplotlib),
+the replay viewer and the example notebook."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
@@ -16,7 +20,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from strategic_reserve_env import Game, records  # noqa: E402
 from strategic_reserve_env.board import SQUARE_INDEX  # noqa: E402
+from strategic_reserve_env.dice import DiceStream  # noqa: E402
 from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_position  # noqa: E402
+from strategic_reserve_env.render import CELL, MARGIN, ansi, rgb_array, svg  # noqa: E402
+from strategic_reserve_env.scene import PALETTE, scene_of  # noqa: E402
 
 from conftest import REPO, conformance_records  # noqa: E402
 
@@ -26,6 +33,143 @@ SVG_NS = "{http://www.w3.org/2000/svg}"
 def _elements(svg_text: str, kind: str) -> list:
     root = ElementTree.fromstring(svg_text)
     return [e for e in root.iter() if kind in e.get("class", "").split()]
+
+
+def test_scene_of_a_friendly_hit_and_the_placement_after_it():
+    game = Game()
+    game.roll(SQUARE_INDEX["e5"])  # Red's friendly hit: e4 and d5 captured
+    view = scene_of(game)
+    by_name = {square.name: square for square in view.squares}
+    assert [square.index for square in view.squares] == list(range(36))
+    assert sum(s.content == "red" for s in view.squares) == 6 and sum(s.content == "blue" for s in view.squares) == 4
+    assert [s.name for s in view.squares if s.rolled] == ["e5"]
+    assert [s.name for s in view.squares if s.captured] == ["e4", "d5"]
+    assert [s.name for s in view.squares if s.legal] == ["e4", "d5", "f5", "e6"]
+    assert (by_name["e5"].row, by_name["e5"].column) == (1, 4)  # rank 5 is the second row from the top
+    assert [s.name for s in view.rows()[0]] == ["a6", "b6", "c6", "d6", "e6", "f6"]
+    assert [s.name for s in view.rows()[-1]] == ["a1", "b1", "c1", "d1", "e1", "f1"]
+    assert by_name["a1"].shade == "dark" and by_name["b1"].shade == "light"
+    assert [(r.player, r.count, r.to_move) for r in view.reserves] == [("blue", 9, False), ("red", 7, True)]
+    assert view.files == tuple("abcdef") and view.ranks == tuple("654321")
+    assert view.caption == "Ply 0, Red to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
+    assert view.legal == "e4, d5, f5, e6"
+    assert all(np.isnan(s.heat) for s in view.squares)
+    assert not any(s.legal for s in scene_of(game, legal=False).squares) and scene_of(game, legal=False).legal == ""
+
+    game.place(SQUARE_INDEX["e4"])  # onto a captured square: a checker again, no ring
+    view = scene_of(game)
+    by_name = {square.name: square for square in view.squares}
+    assert by_name["e4"].content == "red" and not by_name["e4"].captured and by_name["d5"].captured
+    assert by_name["e5"].rolled and not any(s.legal for s in view.squares) and view.legal == ""
+    assert view.caption == "Ply 1, Blue to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
+    assert [(r.player, r.count, r.to_move) for r in view.reserves] == [("blue", 9, True), ("red", 6, False)]
+
+
+def test_scene_at_the_end_and_its_heat():
+    game = finished_game()
+    view = scene_of(game, heat=np.arange(36.0).reshape(6, 6))  # any shape holding 36 numbers
+    assert view.status.endswith(f"won at ply {game.ply}.") and not any(r.to_move for r in view.reserves)
+    assert [s.heat for s in view.squares] == list(range(36))
+    for bad in (np.zeros(35), "hot", [[1.0, 2.0]]):
+        with pytest.raises(ValueError, match="heat must be 36 numbers"):
+            scene_of(game, heat=bad)
+
+
+def finished_game(seed: int = 3) -> Game:
+    """A game played to its end with the first legal square each turn."""
+    game, dice = Game(), DiceStream(seed)
+    while not game.done:
+        game.roll(dice.next())
+        game.place(game.legal_squares()[0])
+    return game
+
+
+def positions(seed: int, every: int = 1) -> list[Game]:
+    """Every ``every``-th position of a game (first legal square each turn): before and after each roll."""
+    game, dice, seen = Game(), DiceStream(seed), []
+    while not game.done:
+        seen.append(game.copy())
+        game.roll(dice.next())
+        seen.append(game.copy())
+        game.place(game.legal_squares()[len(game.legal_squares()) // 2])
+    seen.append(game)
+    return seen[::every]
+
+
+def _ansi_cells(text: str) -> dict[str, str]:
+    """Square name -> its three ANSI characters."""
+    lines = text.splitlines()
+    cells = {}
+    for row, line in enumerate(lines[1:7]):
+        for column in range(6):
+            cells[f"{'abcdef'[column]}{6 - row}"] = line[2 + 3 * column : 5 + 3 * column]
+    return cells
+
+
+def _svg_marks(text: str) -> dict[str, set[str]]:
+    """Square name -> the classes of the SVG elements drawn on it."""
+    marks: dict[str, set[str]] = {}
+    for element in ElementTree.fromstring(text).iter():
+        if element.get("data-square"):
+            marks.setdefault(element.get("data-square"), set()).add(element.get("class"))
+    return marks
+
+
+def _pixel(image: np.ndarray, square, dx: int, dy: int) -> tuple[int, ...]:
+    """The RGB pixel at (dx, dy) from the top-left corner of a scene square."""
+    x, y = MARGIN + square.column * CELL, square.row * CELL + 4
+    return tuple(int(v) for v in image[y + dy, x + dx])
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_every_backend_draws_the_scene(seed):
+    """ANSI, RGB, SVG and matplotlib each show, square by square, what the scene says; the scene is checked
+    against the game above, so this ties each backend to the game."""
+    seen = {"captured": 0, "legal": 0, "rolled": 0, "red": 0, "blue": 0}
+    for index, game in enumerate(positions(seed, every=7)):
+        view = scene_of(game)
+        text, image, picture = _ansi_cells(ansi(game)), rgb_array(game), _svg_marks(svg(game))
+        figure, ax = plt.subplots()
+        gids = {p.get_gid() for p in draw_position(game, ax=ax).patches}
+        plt.close(figure)
+        for square in view.squares:
+            where = f"position {index}, {square.name}"
+            mark = {"red": "R", "blue": "B"}.get(square.content, "+" if square.legal else ".")
+            assert text[square.name] == (f"[{mark}]" if square.rolled else f" {mark} "), where
+            checker = square.content != "empty"
+            marks = {"captured": square.captured, "legal": square.legal, "rolled": square.rolled}
+            expected = {"square"} | {name for name, shown in marks.items() if shown}
+            assert picture[square.name] == expected | ({f"checker {square.content}"} if checker else set()), where
+            centre = "legal" if square.legal else square.shade if square.content == "empty" else square.content
+            assert _pixel(image, square, CELL // 2, CELL // 2) == PALETTE[centre], where
+            ring = square.content if square.content != "empty" else "captured" if square.captured else square.shade
+            assert _pixel(image, square, CELL // 2, CELL // 2 + 11) == PALETTE[ring], where
+            corner = "rolled" if square.rolled else square.shade
+            assert _pixel(image, square, 1, 1) == PALETTE[corner], where
+            i = square.index
+            expected_gids = {f"{name}-{i}" for name in expected} | (
+                {f"checker-{square.content}-{i}"} if checker else set()
+            )
+            assert {g for g in gids if g and g.split("-")[-1] == str(i)} == expected_gids, where
+            for mark in ("captured", "legal", "rolled"):
+                seen[mark] += getattr(square, mark)
+            seen[square.content] = seen.get(square.content, 0) + 1
+    assert all(seen.values()), f"the positions never showed some mark: {seen}"
+
+
+def test_a_game_shows_as_svg_in_jupyter_without_importing_its_drawing():
+    """The drawing attaches ``_repr_svg_`` to Game; game.py itself imports no drawing module."""
+    game_source = (REPO / "strategic_reserve_env" / "game.py").read_text()
+    assert not re.search(r"^\s*(from|import) .*\b(render|scene|plotting)\b", game_source, re.MULTILINE)
+    shown = subprocess.run(
+        [sys.executable, "-c", "from strategic_reserve_env import Game\nprint(Game()._repr_svg_())"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert shown == svg(Game()) + "\n"
 
 
 def test_svg_shows_checkers_roll_captures_legal_and_reserves():
