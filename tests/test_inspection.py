@@ -9,7 +9,6 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -227,14 +226,54 @@ def test_replay_viewer_steps_and_exports(tmp_path):
     assert len(pngs) == 3 and all(p.read_bytes()[:4] == b"\x89PNG" for p in pngs)
 
 
-def test_example_notebook_executes(monkeypatch):
+def _steady(text: str) -> str:
+    """``text`` without what changes from run to run or machine to machine: object addresses, where the
+    checkout is (a model's path), and the games/s column of a Markdown table (a speed)."""
+    text = re.sub(r" at 0x[0-9a-f]+", " at 0x...", text)
+    text = re.sub(r"[^\s:|]*models/", "models/", text)
+    rows = [line.split("|") for line in text.split("\n")]
+    header = [cell.strip() for cell in rows[0]]
+    if "games/s" in header:
+        column = header.index("games/s")
+        rows = [row[:column] + row[column + 1 :] for row in rows]
+    return "\n".join("|".join(row) for row in rows)
+
+
+def _shown(cell) -> list[tuple[str, str]]:
+    """What a code cell showed, as (kind, text): printed text, Markdown, SVG and plain-text results (see
+    :func:`_steady`), and a marker per PNG (its pixels depend on the platform's rasteriser)."""
+    shown: list[tuple[str, str]] = []
+    for output in cell.outputs:
+        if output.output_type == "stream":  # consecutive pieces of one stream as one text
+            if shown and shown[-1][0] == output.name:
+                shown[-1] = (output.name, shown[-1][1] + output.text)
+            else:
+                shown.append((output.name, output.text))
+            continue
+        data = output.get("data", {})
+        for kind in ("text/markdown", "image/svg+xml", "text/plain"):
+            if kind in data:
+                shown.append((kind, _steady(data[kind] if isinstance(data[kind], str) else "".join(data[kind]))))
+        if "image/png" in data:
+            shown.append(("image/png", "a picture"))
+    return shown
+
+
+def test_example_notebook_executes_and_shows_what_it_shipped_with(monkeypatch):
+    """Run the notebook from a clean slate: no errors, and the same printed lines, tables, SVG boards and
+    number of figures as the outputs saved in the repository (the game, the model's choices and the
+    evaluation are seeded, so a change in any of them shows here)."""
     nbformat = pytest.importorskip("nbformat")
     from nbclient import NotebookClient
 
     # the kernel runs in examples/: put this checkout first on its path (not an installed copy elsewhere)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     path = REPO / "examples" / "inspect_learned_play.ipynb"
+    saved = nbformat.read(path, as_version=4)
     notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = []
     NotebookClient(
         notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     ).execute()
@@ -242,4 +281,6 @@ def test_example_notebook_executes(monkeypatch):
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("image/png" in o.get("data", {}) for o in outputs) >= 3
     assert sum("image/svg+xml" in o.get("data", {}) for o in outputs) >= 2
-    assert Path(REPO / "models" / "ppo_baseline.safetensors").exists()
+    code = [(ran, kept) for ran, kept in zip(notebook.cells, saved.cells, strict=True) if ran.cell_type == "code"]
+    for number, (ran, kept) in enumerate(code):
+        assert _shown(ran) == _shown(kept), f"code cell {number} shows something else than the saved notebook"
