@@ -24,14 +24,16 @@ from .render import svg
 from .scene import PALETTE, Scene, roll_summary, scene_of, status
 
 
-def _rgb(name: str) -> tuple[float, float, float]:
-    """A palette colour as matplotlib RGB."""
+def _mpl_colour(name: str) -> tuple[float, float, float]:
+    """A palette colour as matplotlib RGB (0..1)."""
     red, green, blue = PALETTE[name]
     return red / 255, green / 255, blue / 255
 
 
 def _draw_scene(view: Scene, ax, title: str) -> None:
     """Map ``view`` to patches and text on ``ax`` (file on x, rank on y: a square spans one unit)."""
+    from matplotlib.patches import Circle, Rectangle
+
     ax.set_xlim(0, BOARD_SIZE + 1.6)
     ax.set_ylim(0, BOARD_SIZE)
     ax.set_aspect("equal")
@@ -40,23 +42,29 @@ def _draw_scene(view: Scene, ax, title: str) -> None:
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    from matplotlib.patches import Circle, Rectangle
-
     for square in view.squares:
         x, y = square.column + 0.5, BOARD_SIZE - 1 - square.row + 0.5
         index = square.index
-        ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, color=_rgb(square.shade), zorder=0, gid=f"square-{index}"))
+        ax.add_patch(
+            Rectangle((x - 0.5, y - 0.5), 1, 1, color=_mpl_colour(square.shade), zorder=0, gid=f"square-{index}")
+        )
         if square.content != "empty":
             colour = square.content
-            ax.add_patch(Circle((x, y), 0.38, color=_rgb(colour), zorder=3, gid=f"checker-{colour}-{index}"))
+            ax.add_patch(Circle((x, y), 0.38, color=_mpl_colour(colour), zorder=3, gid=f"checker-{colour}-{index}"))
         elif square.captured:
             ax.add_patch(
                 Circle(
-                    (x, y), 0.3, fill=False, edgecolor=_rgb("captured"), linewidth=2, zorder=3, gid=f"captured-{index}"
+                    (x, y),
+                    0.3,
+                    fill=False,
+                    edgecolor=_mpl_colour("captured"),
+                    linewidth=2,
+                    zorder=3,
+                    gid=f"captured-{index}",
                 )
             )
         if square.legal:
-            ax.add_patch(Circle((x, y), 0.1, color=_rgb("legal"), zorder=4, gid=f"legal-{index}"))
+            ax.add_patch(Circle((x, y), 0.1, color=_mpl_colour("legal"), zorder=4, gid=f"legal-{index}"))
         if square.rolled:
             ax.add_patch(
                 Rectangle(
@@ -64,14 +72,16 @@ def _draw_scene(view: Scene, ax, title: str) -> None:
                     0.92,
                     0.92,
                     fill=False,
-                    edgecolor=_rgb("rolled"),
+                    edgecolor=_mpl_colour("rolled"),
                     linewidth=3,
                     zorder=5,
                     gid=f"rolled-{index}",
                 )
             )
     for reserve, y in zip(view.reserves, (BOARD_SIZE - 0.6, 0.6), strict=True):
-        ax.add_patch(Circle((BOARD_SIZE + 0.5, y), 0.3, color=_rgb(reserve.player), gid=f"reserve-{reserve.player}"))
+        ax.add_patch(
+            Circle((BOARD_SIZE + 0.5, y), 0.3, color=_mpl_colour(reserve.player), gid=f"reserve-{reserve.player}")
+        )
         ax.text(BOARD_SIZE + 0.95, y, str(reserve.count), va="center", fontsize=11)
     ax.set_title(title, fontsize=10)
 

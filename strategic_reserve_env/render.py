@@ -12,7 +12,7 @@ import numpy as np
 
 from .board import BOARD_SIZE
 from .game import Game
-from .scene import PALETTE, scene_of
+from .scene import PALETTE, RGB, scene_of
 
 # ---------------------------------------------------------------------------------------- text
 
@@ -39,8 +39,8 @@ def ansi(game: Game) -> str:
         lines.append(f"{label} " + "".join(cells) + f" {label}{side}")
     lines.append(files)
     lines.append(view.caption)
-    if view.legal:
-        lines.append("Legal: " + view.legal)
+    if view.legal_names:
+        lines.append("Legal: " + view.legal_names)
     return "\n".join(lines) + "\n"
 
 
@@ -114,7 +114,7 @@ def rgb_array(game: Game) -> np.ndarray:
         if square.rolled:
             frame = image[y : y + CELL, x : x + CELL]
             frame[:3], frame[-3:], frame[:, :3], frame[:, -3:] = (PALETTE["rolled"],) * 4
-    for i, (file, rank) in enumerate(zip(view.files, view.ranks, strict=True)):
+    for i, (file, rank) in enumerate(zip(view.files, view.ranks, strict=True)):  # column i's file, row i's rank
         _text(image, file, MARGIN + i * CELL + CELL // 2 - 3, BOARD_SIZE * CELL + 8, PALETTE["ink"])
         _text(image, rank, 6, i * CELL + CELL // 2 - 1, PALETTE["ink"])
     # a bar under a reserve marks the side to move
@@ -196,7 +196,7 @@ class Window:
 # ---------------------------------------------------------------------------------------- SVG
 
 
-def _rgb(colour: tuple[int, int, int]) -> str:
+def _svg_colour(colour: RGB) -> str:
     """An SVG colour, e.g. ``rgb(200, 40, 40)``."""
     return f"rgb{colour}"
 
@@ -212,44 +212,44 @@ def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{cell // 3}">',
-        f'<rect width="{width}" height="{height}" fill="{_rgb(PALETTE["background"])}"/>',
+        f'<rect width="{width}" height="{height}" fill="{_svg_colour(PALETTE["background"])}"/>',
     ]
     for square in view.squares:
         x, y = margin + square.column * cell, square.row * cell + 4
         name = square.name
         parts.append(
             f'<rect class="square" data-square="{name}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
-            f'fill="{_rgb(PALETTE[square.shade])}"/>'
+            f'fill="{_svg_colour(PALETTE[square.shade])}"/>'
         )
         if not np.isnan(square.heat):
             level = float(np.clip(square.heat, 0, 1))
             parts.append(
                 f'<rect class="heat" data-square="{name}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
-                f'fill="{_rgb(PALETTE["heat"])}" fill-opacity="{0.1 + 0.7 * level:.2f}"/>'
+                f'fill="{_svg_colour(PALETTE["heat"])}" fill-opacity="{0.1 + 0.7 * level:.2f}"/>'
             )
         cx, cy = x + cell / 2, y + cell / 2
         if square.content != "empty":
             parts.append(
                 f'<circle class="checker {square.content}" data-square="{name}" cx="{cx}" cy="{cy}" '
-                f'r="{cell * 0.38:.1f}" fill="{_rgb(PALETTE[square.content])}"/>'
+                f'r="{cell * 0.38:.1f}" fill="{_svg_colour(PALETTE[square.content])}"/>'
             )
         elif square.captured:
             parts.append(
                 f'<circle class="captured" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.3:.1f}" '
-                f'fill="none" stroke="{_rgb(PALETTE["captured"])}" stroke-width="3"/>'
+                f'fill="none" stroke="{_svg_colour(PALETTE["captured"])}" stroke-width="3"/>'
             )
         if square.legal:
             parts.append(
                 f'<circle class="legal" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.12:.1f}" '
-                f'fill="{_rgb(PALETTE["legal"])}"/>'
+                f'fill="{_svg_colour(PALETTE["legal"])}"/>'
             )
         if square.rolled:
             parts.append(
                 f'<rect class="rolled" data-square="{name}" x="{x + 2}" y="{y + 2}" width="{cell - 4}" '
-                f'height="{cell - 4}" fill="none" stroke="{_rgb(PALETTE["rolled"])}" stroke-width="4"/>'
+                f'height="{cell - 4}" fill="none" stroke="{_svg_colour(PALETTE["rolled"])}" stroke-width="4"/>'
             )
     for column, file in enumerate(view.files):
-        row = BOARD_SIZE - 1 - column  # each file's label, then the label of the rank as far from the top
+        row = BOARD_SIZE - 1 - column  # file a's label then rank 1's, file b's then rank 2's, ...
         parts.append(
             f'<text class="file" x="{margin + column * cell + cell / 2}" y="{BOARD_SIZE * cell + margin}" '
             f'text-anchor="middle">{file}</text>'
@@ -263,7 +263,7 @@ def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
         colour = reserve.player
         parts.append(
             f'<circle class="reserve-disc {colour}" cx="{panel_x + cell / 3}" cy="{y}" r="{cell / 3:.1f}" '
-            f'fill="{_rgb(PALETTE[colour])}" stroke="black" stroke-width="{3 if reserve.to_move else 0}"/>'
+            f'fill="{_svg_colour(PALETTE[colour])}" stroke="black" stroke-width="{3 if reserve.to_move else 0}"/>'
         )
         parts.append(
             f'<text class="reserve {colour}" x="{panel_x + 0.8 * cell}" y="{y + cell / 8}">{reserve.count}</text>'

@@ -15,6 +15,7 @@ Drawing imports the game, never the other way round.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Literal
@@ -25,10 +26,10 @@ from .board import BIT, BLUE, BOARD_SIZE, COLOURS, FILES, NO_PLAYER, NUM_SQUARES
 from .game import Game
 from .rules import HIT_NAMES
 
-RGB = tuple[int, int, int]
+RGB = tuple[int, int, int]  # 0..255 each
 
 #: the colours of every picture, 0..255 RGB by role
-PALETTE: Final = MappingProxyType(
+PALETTE: Final[Mapping[str, RGB]] = MappingProxyType(
     {
         "background": (236, 226, 204),
         "light": (222, 196, 150),  # light squares
@@ -81,7 +82,7 @@ class Scene:
     ranks: tuple[str, ...]  # row labels, top to bottom ("6" .. "1")
     status: str  # whose turn it is or how the game ended (see status())
     roll: str  # the latest roll (see roll_summary())
-    legal: str  # the legal placements named in index order ("e4, d5"), "" when none is due or shown
+    legal_names: str  # the legal placements named in index order ("e4, d5"), "" when none is due or shown
 
     @property
     def caption(self) -> str:
@@ -96,7 +97,7 @@ class Scene:
         return tuple(tuple(row) for row in grid)
 
 
-def roller(game: Game) -> int:
+def _roller(game: Game) -> int:
     """The player who rolled the latest roll: the player to move between roll and placement, else the
     player who just placed. Meaningful only after a roll (``game.rolled >= 0``)."""
     # TODO(issue 12): use the engine's own ``roller`` once State/Game define it (one definition)
@@ -107,7 +108,7 @@ def roll_summary(game: Game) -> str:
     """One line about the latest roll, e.g. ``Red rolled e5 (dice 5, 5): friendly hit, captured d5, e4``."""
     if game.rolled < 0:
         return "No roll yet."
-    player = roller(game)
+    player = _roller(game)
     purple, green = dice_for(game.rolled, player)
     captured = names_of(game.captured) or "nothing"
     return (
@@ -173,8 +174,8 @@ def scene_of(game: Game, heat: object = None, legal: bool = True) -> Scene:
         ranks=tuple(str(rank) for rank in range(BOARD_SIZE, 0, -1)),
         status=status(game),
         roll=roll_summary(game),
-        legal=names_of(shown_legal),
+        legal_names=names_of(shown_legal),
     )
 
 
-__all__ = ["PALETTE", "Reserve", "Scene", "Square", "roll_summary", "roller", "scene_of", "status"]
+__all__ = ["PALETTE", "Reserve", "Scene", "Square", "roll_summary", "scene_of", "status"]

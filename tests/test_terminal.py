@@ -23,7 +23,7 @@ from strategic_reserve_env.terminal import INTERRUPTED, PROMPT, SAVE_FAILED, ter
 from conftest import REPO
 
 
-def test_terminal_play_in_process(tmp_path):
+def test_terminal_game_in_process(tmp_path):
     answers = iter(["zz", "?"] + [f"{f}{r}" for _ in range(300) for f in "abcdef" for r in "123456"])
     said = []
     code = terminal_game(
@@ -43,7 +43,7 @@ def test_terminal_play_in_process(tmp_path):
     assert trace[-1]["winner"] is not None
 
 
-def test_terminal_play_subprocess_and_replay(tmp_path):
+def test_the_play_command_and_replay(tmp_path):
     moves = "zz\n" + "".join(f"{f}{r}\n" for _ in range(300) for f in "abcdef" for r in "123456")
     record = tmp_path / "played.json"
     result = subprocess.run(
@@ -78,7 +78,7 @@ def test_terminal_play_subprocess_and_replay(tmp_path):
     assert replayed.returncode == 0 and json.loads(replayed.stdout.splitlines()[-1])["winner"] in ("red", "blue")
 
 
-def test_terminal_play_quits_and_handles_end_of_input(tmp_path):
+def test_terminal_game_quits_and_handles_end_of_input(tmp_path):
     said = []
     answers = iter(["q", ""])
     assert terminal_game(load_agent("random"), seat="red", seed=1, read=lambda _: next(answers), say=said.append) == 0
