@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import engine, records, registration, rules
+from . import engine, records, registration, render, rules  # render: Jupyter shows a Game as SVG
 from .board import BLUE, BOARD_SIZE, NUM_SQUARES, RED
 from .config import Config, StartPosition
 from .engine import IllegalActionError, State
@@ -52,5 +52,6 @@ __all__ = [
     "env",
     "raw_env",
     "records",
+    "render",
     "rules",
 ]

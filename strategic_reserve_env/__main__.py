@@ -42,9 +42,12 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _play(args: argparse.Namespace) -> int:
     """A person against an agent in the terminal."""
-    from .play import play
+    from agents import load_agent  # the command line is the one layer of this package that uses the agents
 
-    return play(args.opponent, seat=args.seat, seed=args.seed, reserve=args.reserve, save=args.save)
+    from .terminal import terminal_game
+
+    agent = load_agent(args.opponent)  # ValueError naming the problem for a bad spec
+    return terminal_game(agent, seat=args.seat, seed=args.seed, reserve=args.reserve, save=args.save)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -195,12 +195,6 @@ class Game:
         """Legal placements in index order (empty when no placement is due)."""
         return squares_of(self.legal)
 
-    def _repr_svg_(self) -> str:
-        """The board as SVG, for Jupyter (drawn by :mod:`strategic_reserve_env.render`)."""
-        from .render import svg
-
-        return svg(self)
-
     def __repr__(self) -> str:
         return (
             f"Game(board={self.board_string()!r}, reserves={self.reserves}, to_move={self.to_move}, "

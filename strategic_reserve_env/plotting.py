@@ -17,81 +17,90 @@ from pathlib import Path
 
 import numpy as np
 
-from .board import BIT, BLUE, BOARD_SIZE, COLOURS, FILES, NUM_SQUARES, RED, parse_square
+from .board import BOARD_SIZE, parse_square
 from .game import Game
 from .records import Record, replay
-from .render import COLOUR, roll_summary, status, svg
+from .render import svg
+from .scene import PALETTE, Scene, roll_summary, scene_of, status
 
 
-def _rgb(name: str) -> tuple[float, float, float]:
-    """A palette colour as matplotlib RGB."""
-    return tuple(c / 255 for c in COLOUR[name])
+def _mpl_colour(name: str) -> tuple[float, float, float]:
+    """A palette colour as matplotlib RGB (0..1)."""
+    red, green, blue = PALETTE[name]
+    return red / 255, green / 255, blue / 255
 
 
-def _centre(square: int) -> tuple[float, float]:
-    """Data coordinates of a square's centre (file on x, rank on y)."""
-    rank_index, file_index = divmod(square, BOARD_SIZE)
-    return file_index + 0.5, rank_index + 0.5
-
-
-def draw_position(game: Game, ax=None, title: str | None = None, legal: bool = True):
-    """Draw the board on ``ax`` (a new figure if None): labels, checkers, the rolled square,
-    captured squares, legal squares (if ``legal``) and both reserves. Returns the Axes."""
-    import matplotlib.pyplot as plt
+def _draw_scene(view: Scene, ax, title: str) -> None:
+    """Map ``view`` to patches and text on ``ax`` (file on x, rank on y: a square spans one unit)."""
     from matplotlib.patches import Circle, Rectangle
 
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4.2, 3.6))
     ax.set_xlim(0, BOARD_SIZE + 1.6)
     ax.set_ylim(0, BOARD_SIZE)
     ax.set_aspect("equal")
-    ax.set_xticks([i + 0.5 for i in range(BOARD_SIZE)], list(FILES))
-    ax.set_yticks([i + 0.5 for i in range(BOARD_SIZE)], [str(i + 1) for i in range(BOARD_SIZE)])
+    ax.set_xticks([i + 0.5 for i in range(BOARD_SIZE)], list(view.files))
+    ax.set_yticks([i + 0.5 for i in range(BOARD_SIZE)], list(reversed(view.ranks)))  # rank 1 at the bottom
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    red, blue = game.red, game.blue
-    for square in range(NUM_SQUARES):
-        x, y = _centre(square)
-        shade = "light" if sum(divmod(square, BOARD_SIZE)) % 2 else "dark"
-        ax.add_patch(Rectangle((x - 0.5, y - 0.5), 1, 1, color=_rgb(shade), zorder=0, gid=f"square-{square}"))
-        bit = BIT[square]
-        if red & bit or blue & bit:
+    for square in view.squares:
+        x, y = square.column + 0.5, BOARD_SIZE - 1 - square.row + 0.5
+        index = square.index
+        ax.add_patch(
+            Rectangle((x - 0.5, y - 0.5), 1, 1, color=_mpl_colour(square.shade), zorder=0, gid=f"square-{index}")
+        )
+        if square.content != "empty":
+            colour = square.content
+            ax.add_patch(Circle((x, y), 0.38, color=_mpl_colour(colour), zorder=3, gid=f"checker-{colour}-{index}"))
+        elif square.captured:
             ax.add_patch(
                 Circle(
                     (x, y),
-                    0.38,
-                    color=_rgb("red" if red & bit else "blue"),
+                    0.3,
+                    fill=False,
+                    edgecolor=_mpl_colour("captured"),
+                    linewidth=2,
                     zorder=3,
-                    gid=f"checker-{'red' if red & bit else 'blue'}-{square}",
+                    gid=f"captured-{index}",
                 )
             )
-        elif game.captured & bit:
-            ax.add_patch(
-                Circle(
-                    (x, y), 0.3, fill=False, edgecolor=_rgb("captured"), linewidth=2, zorder=3, gid=f"captured-{square}"
-                )
-            )
-        if legal and game.legal & bit:
-            ax.add_patch(Circle((x, y), 0.1, color=_rgb("legal"), zorder=4, gid=f"legal-{square}"))
-        if square == game.rolled:
+        if square.legal:
+            ax.add_patch(Circle((x, y), 0.1, color=_mpl_colour("legal"), zorder=4, gid=f"legal-{index}"))
+        if square.rolled:
             ax.add_patch(
                 Rectangle(
                     (x - 0.46, y - 0.46),
                     0.92,
                     0.92,
                     fill=False,
-                    edgecolor=_rgb("rolled"),
+                    edgecolor=_mpl_colour("rolled"),
                     linewidth=3,
                     zorder=5,
-                    gid=f"rolled-{square}",
+                    gid=f"rolled-{index}",
                 )
             )
-    reserves = game.reserves
-    for player, y in ((BLUE, BOARD_SIZE - 0.6), (RED, 0.6)):
-        ax.add_patch(Circle((BOARD_SIZE + 0.5, y), 0.3, color=_rgb(COLOURS[player]), gid=f"reserve-{COLOURS[player]}"))
-        ax.text(BOARD_SIZE + 0.95, y, str(reserves[player]), va="center", fontsize=11)
-    ax.set_title(title if title is not None else status(game), fontsize=10)
+    for reserve, y in zip(view.reserves, (BOARD_SIZE - 0.6, 0.6), strict=True):
+        ax.add_patch(
+            Circle((BOARD_SIZE + 0.5, y), 0.3, color=_mpl_colour(reserve.player), gid=f"reserve-{reserve.player}")
+        )
+        ax.text(BOARD_SIZE + 0.95, y, str(reserve.count), va="center", fontsize=11)
+    ax.set_title(title, fontsize=10)
+
+
+def _axes(ax):
+    """``ax``, or the Axes of a new figure when None."""
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=(4.2, 3.6))[1]
+
+
+def draw_position(game: Game, ax=None, title: str | None = None, legal: bool = True):
+    """Draw the board on ``ax`` (a new figure if None): labels, checkers, the rolled square,
+    captured squares, legal squares (if ``legal``) and both reserves. Returns the Axes."""
+    view = scene_of(game, legal=legal)
+    ax = _axes(ax)
+    _draw_scene(view, ax, title if title is not None else view.status)
     return ax
 
 
@@ -110,13 +119,14 @@ def draw_heatmap(
     title. Returns the Axes."""
     import matplotlib.pyplot as plt
 
-    values = np.asarray(values, dtype=np.float64).reshape(NUM_SQUARES)
-    ax = draw_position(game, ax=ax, title="")
-    grid = np.ma.masked_invalid(values.reshape(BOARD_SIZE, BOARD_SIZE))
-    image = ax.imshow(grid, cmap=cmap, origin="lower", extent=(0, BOARD_SIZE, 0, BOARD_SIZE), alpha=0.75, zorder=1)
+    view = scene_of(game, heat=values)
+    ax = _axes(ax)
+    _draw_scene(view, ax, "")
+    grid = np.ma.masked_invalid([[square.heat for square in row] for row in view.rows()])
+    image = ax.imshow(grid, cmap=cmap, origin="upper", extent=(0, BOARD_SIZE, 0, BOARD_SIZE), alpha=0.75, zorder=1)
     if colorbar:
         plt.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=label)
-    heading = title if title is not None else status(game)
+    heading = title if title is not None else view.status
     if value is not None:
         heading += f"  value {value:+.2f}"
     ax.set_title(heading, fontsize=10)

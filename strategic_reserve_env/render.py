@@ -1,41 +1,23 @@
-"""Pictures of a position: ANSI text, an RGB array, and a window (pygame) for ``human``.
+"""Pictures of a position: ANSI text, an RGB array, a window (pygame) for ``human``, and SVG.
 
-All functions read a :class:`~strategic_reserve_env.game.Game` (use
-``Game.load(state, i)`` for game ``i`` of a batch) and never change it.
-Rank 6 (Blue's side) is drawn at the top, Red's near row at the bottom.
+Every function reads a :class:`~strategic_reserve_env.game.Game` (use ``Game.load(state, i)`` for game
+``i`` of a batch) through :func:`strategic_reserve_env.scene.scene_of`, which decides what the picture shows
+and where; the functions here only map that scene to characters, pixels or SVG elements. Importing this
+module also lets Jupyter show a ``Game`` as its :func:`svg` board (the game does not import its drawing).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .board import BIT, BLUE, BOARD_SIZE, COLOURS, FILES, RED, dice_for, names_of, square_name
+from .board import BOARD_SIZE
 from .game import Game
-from .rules import HIT_NAMES
+from .scene import PALETTE, RGB, scene_of
 
 # ---------------------------------------------------------------------------------------- text
 
-
-def roll_summary(game: Game) -> str:
-    """One line about the latest roll, e.g. ``Red rolled e5 (dice 5, 5): friendly hit, captured d5, e4``."""
-    if game.rolled < 0:
-        return "No roll yet."
-    roller = game.to_move if game.legal else game.to_move ^ 1
-    purple, green = dice_for(game.rolled, roller)
-    captured = names_of(game.captured) or "nothing"
-    return (
-        f"{COLOURS[roller].capitalize()} rolled {square_name(game.rolled)} (dice {purple}, {green}): "
-        f"{HIT_NAMES[game.hit]} hit, captured {captured}."
-    )
-
-
-def status(game: Game) -> str:
-    """Whose turn it is, or how the game ended."""
-    if game.winner >= 0:
-        return f"{COLOURS[game.winner].capitalize()} won at ply {game.ply}."
-    if game.truncated:
-        return f"Truncated at the ply limit ({game.ply} plies)."
-    return f"Ply {game.ply}, {COLOURS[game.to_move].capitalize()} to move."
+#: the character of a square's content in ANSI text
+_ANSI_CONTENT = {"red": "R", "blue": "B"}
 
 
 def ansi(game: Game) -> str:
@@ -43,23 +25,22 @@ def ansi(game: Game) -> str:
 
     ``R``/``B`` checkers, ``.`` empty, ``+`` a legal placement, ``[ ]`` the rolled square.
     """
-    red, blue = game.red, game.blue
-    reserves = game.reserves
-    files = "    " + "  ".join(FILES)
+    view = scene_of(game)
+    files = "    " + "  ".join(view.files)
     lines = [files]
-    for rank in range(BOARD_SIZE, 0, -1):
+    panels = {0: view.reserves[0], BOARD_SIZE - 1: view.reserves[1]}  # beside the top and bottom rows
+    for row, (label, squares) in enumerate(zip(view.ranks, view.rows(), strict=True)):
         cells = []
-        for file_index in range(BOARD_SIZE):
-            square = (rank - 1) * BOARD_SIZE + file_index
-            bit = BIT[square]
-            mark = "R" if red & bit else "B" if blue & bit else "+" if game.legal & bit else "."
-            cells.append(f"[{mark}]" if square == game.rolled else f" {mark} ")
-        side = {BOARD_SIZE: f"   Blue reserve {reserves[BLUE]}", 1: f"   Red reserve {reserves[RED]}"}.get(rank, "")
-        lines.append(f"{rank} " + "".join(cells) + f" {rank}{side}")
+        for square in squares:
+            mark = _ANSI_CONTENT.get(square.content, "+" if square.legal else ".")
+            cells.append(f"[{mark}]" if square.rolled else f" {mark} ")
+        panel = panels.get(row)
+        side = f"   {panel.player.capitalize()} reserve {panel.count}" if panel is not None else ""
+        lines.append(f"{label} " + "".join(cells) + f" {label}{side}")
     lines.append(files)
-    lines.append(status(game) + " " + roll_summary(game))
-    if game.legal:
-        lines.append("Legal: " + names_of(game.legal))
+    lines.append(view.caption)
+    if view.legal_names:
+        lines.append("Legal: " + view.legal_names)
     return "\n".join(lines) + "\n"
 
 
@@ -70,17 +51,7 @@ MARGIN = 22  # label strip left of and below the board
 PANEL = 64  # reserve panel right of the board
 HEIGHT = BOARD_SIZE * CELL + MARGIN + 8
 WIDTH = MARGIN + BOARD_SIZE * CELL + PANEL
-COLOUR = {
-    "background": (236, 226, 204),
-    "light": (222, 196, 150),
-    "dark": (196, 164, 112),
-    "red": (200, 40, 40),
-    "blue": (40, 80, 200),
-    "rolled": (250, 210, 0),
-    "legal": (30, 150, 60),
-    "captured": (90, 90, 90),
-    "ink": (40, 30, 20),
-}
+RESERVE_TOPS = (12, BOARD_SIZE * CELL - 40)  # top pixel of the reserve panels, in a scene's order (top, bottom)
 #: 3x5 glyphs (rows top to bottom) for the labels and reserve counts; files are drawn as capitals
 _GLYPHS = {
     "a": ".#.#.#####.##.#",
@@ -119,44 +90,40 @@ def _disc(image: np.ndarray, cx: float, cy: float, radius: float, colour, ring: 
     image[inside] = colour
 
 
-def _cell_origin(square: int) -> tuple[int, int]:
-    """Top-left pixel (x, y) of a square."""
-    rank_index, file_index = divmod(square, BOARD_SIZE)
-    return MARGIN + file_index * CELL, (BOARD_SIZE - 1 - rank_index) * CELL + 4
+def _cell_origin(row: int, column: int) -> tuple[int, int]:
+    """Top-left pixel (x, y) of the square at ``row``, ``column`` of a scene."""
+    return MARGIN + column * CELL, row * CELL + 4
 
 
 def rgb_array(game: Game) -> np.ndarray:
     """An (H, W, 3) uint8 picture: board with labels, checkers, legal squares, the rolled
     square (yellow frame), captured squares (grey rings), reserves and the side to move."""
+    view = scene_of(game)
     image = np.empty((HEIGHT, WIDTH, 3), dtype=np.uint8)
-    image[:] = COLOUR["background"]
-    red, blue = game.red, game.blue
-    for square in range(BOARD_SIZE * BOARD_SIZE):
-        x, y = _cell_origin(square)
-        rank_index, file_index = divmod(square, BOARD_SIZE)
-        image[y : y + CELL, x : x + CELL] = COLOUR["light" if (rank_index + file_index) % 2 else "dark"]
+    image[:] = PALETTE["background"]
+    for square in view.squares:
+        x, y = _cell_origin(square.row, square.column)
+        image[y : y + CELL, x : x + CELL] = PALETTE[square.shade]
         centre = (x + CELL / 2, y + CELL / 2)
-        bit = BIT[square]
-        if red & bit or blue & bit:
-            _disc(image, *centre, CELL * 0.38, COLOUR["red" if red & bit else "blue"])
-        elif game.captured & bit:
-            _disc(image, *centre, CELL * 0.3, COLOUR["captured"], ring=3)
-        if game.legal & bit:
-            _disc(image, *centre, CELL * 0.12, COLOUR["legal"])
-        if square == game.rolled:
+        if square.content != "empty":
+            _disc(image, *centre, CELL * 0.38, PALETTE[square.content])
+        elif square.captured:
+            _disc(image, *centre, CELL * 0.3, PALETTE["captured"], ring=3)
+        if square.legal:
+            _disc(image, *centre, CELL * 0.12, PALETTE["legal"])
+        if square.rolled:
             frame = image[y : y + CELL, x : x + CELL]
-            frame[:3], frame[-3:], frame[:, :3], frame[:, -3:] = (COLOUR["rolled"],) * 4
-    for i in range(BOARD_SIZE):
-        _text(image, FILES[i], MARGIN + i * CELL + CELL // 2 - 3, BOARD_SIZE * CELL + 8, COLOUR["ink"])
-        _text(image, str(i + 1), 6, (BOARD_SIZE - 1 - i) * CELL + CELL // 2 - 1, COLOUR["ink"])
-    # reserves: Blue's at the top (its side), Red's at the bottom; a bar marks the side to move
+            frame[:3], frame[-3:], frame[:, :3], frame[:, -3:] = (PALETTE["rolled"],) * 4
+    for i, (file, rank) in enumerate(zip(view.files, view.ranks, strict=True)):  # column i's file, row i's rank
+        _text(image, file, MARGIN + i * CELL + CELL // 2 - 3, BOARD_SIZE * CELL + 8, PALETTE["ink"])
+        _text(image, rank, 6, i * CELL + CELL // 2 - 1, PALETTE["ink"])
+    # a bar under a reserve marks the side to move
     panel_x = MARGIN + BOARD_SIZE * CELL + 10
-    reserves = game.reserves
-    for player, y in ((BLUE, 12), (RED, BOARD_SIZE * CELL - 40)):
-        colour = COLOUR["red" if player == RED else "blue"]
+    for reserve, y in zip(view.reserves, RESERVE_TOPS, strict=True):
+        colour = PALETTE[reserve.player]
         _disc(image, panel_x + 14, y + 14, 13, colour)
-        _text(image, str(min(reserves[player], 99)), panel_x + 32, y + 9, COLOUR["ink"])
-        if not game.done and game.to_move == player:
+        _text(image, str(min(reserve.count, 99)), panel_x + 32, y + 9, PALETTE["ink"])
+        if reserve.to_move:
             image[y + 32 : y + 36, panel_x : panel_x + 50] = colour
     return image
 
@@ -229,80 +196,101 @@ class Window:
 # ---------------------------------------------------------------------------------------- SVG
 
 
+def _svg_colour(colour: RGB) -> str:
+    """An SVG colour, e.g. ``rgb(200, 40, 40)``."""
+    return f"rgb{colour}"
+
+
 def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
     """An SVG picture for notebooks: labels, checkers, reserves, the rolled square, captured
     squares and legal squares. Elements carry classes (``checker red``, ``rolled``, ``captured``,
     ``legal``, ``reserve``) and ``data-square`` attributes. ``heat``, if given, is a (36,) array
     in [0, 1] shaded under the checkers (NaN squares are left plain)."""
+    view = scene_of(game, heat=heat)
     margin, panel = cell // 2 + 4, 2 * cell
     width, height = margin + BOARD_SIZE * cell + panel, BOARD_SIZE * cell + margin + 4
-    red, blue = game.red, game.blue
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="{cell // 3}">',
-        f'<rect width="{width}" height="{height}" fill="rgb{COLOUR["background"]}"/>',
+        f'<rect width="{width}" height="{height}" fill="{_svg_colour(PALETTE["background"])}"/>',
     ]
-
-    def origin(square: int) -> tuple[int, int]:
-        rank_index, file_index = divmod(square, BOARD_SIZE)
-        return margin + file_index * cell, (BOARD_SIZE - 1 - rank_index) * cell + 4
-
-    for square in range(BOARD_SIZE * BOARD_SIZE):
-        x, y = origin(square)
-        name = square_name(square)
-        shade = COLOUR["light" if sum(divmod(square, BOARD_SIZE)) % 2 else "dark"]
+    for square in view.squares:
+        x, y = margin + square.column * cell, square.row * cell + 4
+        name = square.name
         parts.append(
             f'<rect class="square" data-square="{name}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
-            f'fill="rgb{shade}"/>'
+            f'fill="{_svg_colour(PALETTE[square.shade])}"/>'
         )
-        if heat is not None and not np.isnan(heat[square]):
-            level = float(np.clip(heat[square], 0, 1))
+        if not np.isnan(square.heat):
+            level = float(np.clip(square.heat, 0, 1))
             parts.append(
                 f'<rect class="heat" data-square="{name}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
-                f'fill="rgb(230,60,30)" fill-opacity="{0.1 + 0.7 * level:.2f}"/>'
+                f'fill="{_svg_colour(PALETTE["heat"])}" fill-opacity="{0.1 + 0.7 * level:.2f}"/>'
             )
-        cx, cy, bit = x + cell / 2, y + cell / 2, BIT[square]
-        if red & bit or blue & bit:
-            colour = "red" if red & bit else "blue"
+        cx, cy = x + cell / 2, y + cell / 2
+        if square.content != "empty":
             parts.append(
-                f'<circle class="checker {colour}" data-square="{name}" cx="{cx}" cy="{cy}" '
-                f'r="{cell * 0.38:.1f}" fill="rgb{COLOUR[colour]}"/>'
+                f'<circle class="checker {square.content}" data-square="{name}" cx="{cx}" cy="{cy}" '
+                f'r="{cell * 0.38:.1f}" fill="{_svg_colour(PALETTE[square.content])}"/>'
             )
-        elif game.captured & bit:
+        elif square.captured:
             parts.append(
                 f'<circle class="captured" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.3:.1f}" '
-                f'fill="none" stroke="rgb{COLOUR["captured"]}" stroke-width="3"/>'
+                f'fill="none" stroke="{_svg_colour(PALETTE["captured"])}" stroke-width="3"/>'
             )
-        if game.legal & bit:
+        if square.legal:
             parts.append(
                 f'<circle class="legal" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.12:.1f}" '
-                f'fill="rgb{COLOUR["legal"]}"/>'
+                f'fill="{_svg_colour(PALETTE["legal"])}"/>'
             )
-        if square == game.rolled:
+        if square.rolled:
             parts.append(
                 f'<rect class="rolled" data-square="{name}" x="{x + 2}" y="{y + 2}" width="{cell - 4}" '
-                f'height="{cell - 4}" fill="none" stroke="rgb{COLOUR["rolled"]}" stroke-width="4"/>'
+                f'height="{cell - 4}" fill="none" stroke="{_svg_colour(PALETTE["rolled"])}" stroke-width="4"/>'
             )
-    for i in range(BOARD_SIZE):
+    for column, file in enumerate(view.files):
+        row = BOARD_SIZE - 1 - column  # file a's label then rank 1's, file b's then rank 2's, ...
         parts.append(
-            f'<text class="file" x="{margin + i * cell + cell / 2}" y="{BOARD_SIZE * cell + margin}" '
-            f'text-anchor="middle">{FILES[i]}</text>'
+            f'<text class="file" x="{margin + column * cell + cell / 2}" y="{BOARD_SIZE * cell + margin}" '
+            f'text-anchor="middle">{file}</text>'
         )
         parts.append(
-            f'<text class="rank" x="{margin / 2}" y="{(BOARD_SIZE - 1 - i) * cell + cell / 2 + 8}" '
-            f'text-anchor="middle">{i + 1}</text>'
+            f'<text class="rank" x="{margin / 2}" y="{row * cell + cell / 2 + 8}" '
+            f'text-anchor="middle">{view.ranks[row]}</text>'
         )
-    reserves = game.reserves
     panel_x = margin + BOARD_SIZE * cell + cell // 3
-    for player, y in ((BLUE, cell // 2), (RED, BOARD_SIZE * cell - cell // 2)):
-        colour = COLOURS[player]
-        mover = not game.done and game.to_move == player
+    for reserve, y in zip(view.reserves, (cell // 2, BOARD_SIZE * cell - cell // 2), strict=True):
+        colour = reserve.player
         parts.append(
             f'<circle class="reserve-disc {colour}" cx="{panel_x + cell / 3}" cy="{y}" r="{cell / 3:.1f}" '
-            f'fill="rgb{COLOUR[colour]}" stroke="black" stroke-width="{3 if mover else 0}"/>'
+            f'fill="{_svg_colour(PALETTE[colour])}" stroke="black" stroke-width="{3 if reserve.to_move else 0}"/>'
         )
         parts.append(
-            f'<text class="reserve {colour}" x="{panel_x + 0.8 * cell}" y="{y + cell / 8}">{reserves[player]}</text>'
+            f'<text class="reserve {colour}" x="{panel_x + 0.8 * cell}" y="{y + cell / 8}">{reserve.count}</text>'
         )
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _game_svg(game: Game) -> str:
+    """The board as SVG, for Jupyter: :func:`svg` with its defaults."""
+    return svg(game)
+
+
+# Jupyter shows an object by its ``_repr_svg_``: the drawing attaches it to Game, so that the game
+# module never imports its drawing (importing the package imports this module)
+setattr(Game, "_repr_svg_", _game_svg)  # noqa: B010 - Game declares no such attribute: mypy needs setattr
+
+__all__ = [
+    "CELL",
+    "HEIGHT",
+    "MARGIN",
+    "PANEL",
+    "RENDER_MODES",
+    "WIDTH",
+    "Renderer",
+    "Window",
+    "ansi",
+    "rgb_array",
+    "svg",
+]

@@ -1,6 +1,7 @@
-"""Play against an agent in the terminal: ``python -m strategic_reserve_env play --opponent greedy``.
+"""A person against an agent in the terminal: what ``python -m strategic_reserve_env play`` runs.
 
-Each turn shows the board (ANSI text), the roll and the legal squares; the
+The caller passes the agent in (the command line loads it from a spec such as ``greedy``; this package
+never imports the ``agents`` package). Each turn shows the board (ANSI text), the roll and the legal squares; the
 person types a square such as ``c4`` (``?`` lists the legal squares again,
 ``q`` quits). At the end the game record can be saved and replayed with
 ``python -m strategic_reserve_env replay FILE``.
@@ -19,12 +20,13 @@ from pathlib import Path
 import numpy as np
 
 from . import records
-from .board import COLOURS, DEFAULT_RESERVE, names_of, parse_square, square_name
+from .board import COLOURS, DEFAULT_RESERVE, brief, names_of, parse_square, square_name
 from .config import Config
 from .dice import DiceStream
 from .game import Game
-from .policies import choose
-from .render import ansi, roll_summary
+from .policies import choose, policy_name
+from .render import ansi
+from .scene import roll_summary
 
 PROMPT = "Your placement (e.g. c4; ? lists legal squares; q quits): "
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
@@ -53,8 +55,8 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
         return square
 
 
-def play(
-    opponent: str,
+def terminal_game(
+    agent: object,
     seat: str = "red",
     seed: int | None = None,
     reserve: int = DEFAULT_RESERVE,
@@ -62,11 +64,13 @@ def play(
     read: Callable[[str], str] = input,
     say: Callable[[str], None] = print,
 ) -> int:
-    """Run one game between a person (``read``/``say``) and the agent ``opponent``; returns an exit code
-    (0, :data:`INTERRUPTED` after Ctrl-C, :data:`SAVE_FAILED` when the record was printed instead of saved)."""
-    from agents import load_agent  # the agents ship beside this package
-
-    agent = load_agent(opponent)
+    """Run one game between a person (``read``/``say``) and ``agent`` (a policy, see
+    :mod:`strategic_reserve_env.policies`); returns an exit code (0, :data:`INTERRUPTED` after Ctrl-C,
+    :data:`SAVE_FAILED` when the record was printed instead of saved). ``seat``: the person's colour,
+    "red", "blue" or "random"; ``seed`` (None: a fresh one, shown) seeds the dice and the agent."""
+    if seat not in (*COLOURS, "random"):
+        raise ValueError(f"seat must be 'red', 'blue' or 'random', got {brief(seat)}")
+    name = policy_name(agent)
     seed = int(np.random.SeedSequence().entropy % 2**32) if seed is None else seed
     rng = np.random.default_rng(seed)
     if seat == "random":
@@ -74,7 +78,7 @@ def play(
     human = COLOURS.index(seat)
     game, dice = Game(Config(reserve=reserve)), DiceStream(seed)
     say(
-        f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {agent.name} is "
+        f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {name} is "
         f"{COLOURS[1 - human].capitalize()}. Red moves first. Seed {seed}."
     )
     quit_early, status = False, 0
@@ -89,7 +93,7 @@ def play(
                     break
             else:
                 square = choose(agent, game, rng)
-                say(f"{roll_summary(game)} {agent.name} places on {square_name(square)}.")
+                say(f"{roll_summary(game)} {name} places on {square_name(square)}.")
             game.place(square)
     except EOFError:
         say("\nInput ended; the game stops here.")
@@ -99,7 +103,7 @@ def play(
         quit_early, status = True, INTERRUPTED
     if not quit_early:
         say(ansi(game))
-        say("You won!" if game.winner == human else f"{agent.name} won." if game.winner >= 0 else "Truncated.")
+        say("You won!" if game.winner == human else f"{name} won." if game.winner >= 0 else "Truncated.")
     saved = _offer_save(records.record_of(game), save, read, say)  # also after Ctrl-C: the record is kept
     return status or saved
 
@@ -138,4 +142,4 @@ def _print_record(record: records.Record, reason: str, say: Callable[[str], None
     say(json.dumps(record.to_json()))
 
 
-__all__ = ["play"]
+__all__ = ["INTERRUPTED", "PROMPT", "SAVE_FAILED", "terminal_game"]

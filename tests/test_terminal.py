@@ -1,0 +1,276 @@
+"""A person against an agent in the terminal (``python -m strategic_reserve_env play``): the game, its input
+errors, and the record kept after Ctrl-C and when the save path cannot be written."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from agents import load_agent
+from strategic_reserve_env import Game, records
+from strategic_reserve_env.board import parse_square
+from strategic_reserve_env.terminal import INTERRUPTED, PROMPT, SAVE_FAILED, terminal_game
+
+from conftest import REPO
+
+
+def test_terminal_game_in_process(tmp_path):
+    answers = iter(["zz", "?"] + [f"{f}{r}" for _ in range(300) for f in "abcdef" for r in "123456"])
+    said = []
+    code = terminal_game(
+        load_agent("random"),
+        seat="blue",
+        seed=5,
+        save=str(tmp_path / "game.json"),
+        read=lambda _: next(answers),
+        say=said.append,
+    )
+    assert code == 0
+    text = "\n".join(said)
+    assert "You are Blue, random is Red" in text
+    assert "'zz' is not a square" in text and "Legal squares:" in text and "is not a legal placement now" in text
+    assert "You won!" in text or "random won." in text
+    trace = list(records.replay(records.load_record(tmp_path / "game.json")))
+    assert trace[-1]["winner"] is not None
+
+
+def test_the_play_command_and_replay(tmp_path):
+    moves = "zz\n" + "".join(f"{f}{r}\n" for _ in range(300) for f in "abcdef" for r in "123456")
+    record = tmp_path / "played.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "strategic_reserve_env",
+            "play",
+            "--opponent",
+            "greedy",
+            "--seed",
+            "3",
+            "--save",
+            str(record),
+        ],
+        input=moves,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "greedy places on" in result.stdout and "Saved" in result.stdout
+    replayed = subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", "replay", str(record)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert replayed.returncode == 0 and json.loads(replayed.stdout.splitlines()[-1])["winner"] in ("red", "blue")
+
+
+def test_terminal_game_quits_and_handles_end_of_input(tmp_path):
+    said = []
+    answers = iter(["q", ""])
+    assert terminal_game(load_agent("random"), seat="red", seed=1, read=lambda _: next(answers), say=said.append) == 0
+    assert not any("won" in line for line in said)
+
+    def closed(_):
+        raise EOFError
+
+    said = []
+    assert terminal_game(load_agent("random"), seat="red", seed=1, read=closed, say=said.append) == 0
+    assert "Input ended" in "\n".join(said)
+
+
+def scripted(answers: list[str], interrupt_at: int | None = None, interrupt_prompt: str | None = None):
+    """A ``read`` that gives ``answers`` in turn and raises KeyboardInterrupt at the ``interrupt_at``-th
+    placement prompt, or at the first prompt starting with ``interrupt_prompt``."""
+    answers, placements = iter(answers), 0
+
+    def read(prompt: str) -> str:
+        nonlocal placements
+        if prompt == PROMPT:
+            placements += 1
+            if placements == interrupt_at:
+                raise KeyboardInterrupt
+        if interrupt_prompt is not None and prompt.startswith(interrupt_prompt):
+            raise KeyboardInterrupt
+        return next(answers)
+
+    return read
+
+
+def legal_moves() -> list[str]:
+    """Every square, over and over: the first legal one is taken each turn."""
+    return [f"{f}{r}" for _ in range(300) for f in "abcdef" for r in "123456"]
+
+
+def printed_record(said: list[str]) -> records.Record:
+    """The record printed as the line after the 'here is the game record' line."""
+    index = next(i for i, line in enumerate(said) if "here is the game record" in line)
+    return records.parse_record(json.loads(said[index + 1]))
+
+
+def test_ctrl_c_during_the_game_saves_the_record_to_the_save_path(tmp_path):
+    said, path = [], tmp_path / "game.json"
+    code = terminal_game(
+        load_agent("random"),
+        seat="red",
+        seed=4,
+        save=str(path),
+        read=scripted(legal_moves(), interrupt_at=4),
+        say=said.append,
+    )
+    assert code == INTERRUPTED
+    assert "Interrupted; the game stops here." in "\n".join(said)
+    assert not any(line.endswith("won.") or line == "You won!" for line in said)
+    record = records.load_record(path)
+    assert len(record.plies) == 6  # three placements each before the fourth prompt (Red moves first)
+    trace = list(records.replay(record))
+    assert trace[-1]["winner"] is None
+
+
+def test_ctrl_c_then_a_file_name_at_the_question(tmp_path):
+    said, path = [], tmp_path / "asked.json"
+    moves = legal_moves()
+    code = terminal_game(
+        load_agent("random"),
+        seat="blue",
+        seed=9,
+        read=scripted(moves[:2] + [str(path)], interrupt_at=3),
+        say=said.append,
+    )
+    assert code == INTERRUPTED
+    assert len(records.load_record(path).plies) == 5  # Red moved 3 times, Blue (the person) twice
+
+
+def test_ctrl_c_at_the_save_question_prints_the_record():
+    said = []
+    code = terminal_game(
+        load_agent("random"),
+        seat="red",
+        seed=2,
+        read=scripted(legal_moves(), interrupt_prompt="Save the game"),
+        say=said.append,
+    )
+    assert code == INTERRUPTED
+    assert any(line.endswith("won.") or line == "You won!" for line in said)  # the game was finished
+    record = printed_record(said)
+    assert list(records.replay(record))[-1]["winner"] in ("red", "blue")
+
+
+@pytest.mark.parametrize("where", ["missing-directory/game.json", "a-directory", "a-file/game.json"])
+def test_an_unwritable_save_path_prints_the_record(tmp_path, where):
+    (tmp_path / "a-directory").mkdir()
+    (tmp_path / "a-file").write_text("not a directory")
+    said = []
+    code = terminal_game(
+        load_agent("random"),
+        seat="red",
+        seed=3,
+        save=str(tmp_path / where),
+        read=scripted(legal_moves()),
+        say=said.append,
+    )
+    assert code == SAVE_FAILED
+    assert any(line.startswith(f"Could not write {tmp_path / where}") for line in said)
+    record = printed_record(said)
+    assert list(records.replay(record))[-1]["winner"] in ("red", "blue")
+
+
+def test_a_real_sigint_keeps_the_record(tmp_path):
+    """The command under a real SIGINT while it waits for the person's third placement."""
+    full = tmp_path / "full.json"  # the same game played in-process: the person's placements to type
+    terminal_game(
+        load_agent("random"), seat="red", seed=5, save=str(full), read=scripted(legal_moves()), say=lambda _: None
+    )
+    mine = [placed for _, placed in records.load_record(full).plies[0::2]]
+    path = tmp_path / "sigint.json"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "strategic_reserve_env",
+            "play",
+            "--opponent",
+            "random",
+            "--seed",
+            "5",
+            "--save",
+            str(path),
+        ],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    prompt, shown, deadline = PROMPT.encode(), b"", time.monotonic() + 120
+    while shown.count(prompt) < 3 and time.monotonic() < deadline:
+        if select.select([process.stdout], [], [], 1)[0]:
+            chunk = os.read(process.stdout.fileno(), 65536)
+            assert chunk, f"play ended early: {shown.decode()}"
+            shown += chunk
+            if shown.endswith(prompt) and shown.count(prompt) < 3:
+                process.stdin.write(f"{mine[shown.count(prompt) - 1]}\n".encode())
+                process.stdin.flush()
+    assert shown.count(prompt) == 3
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == INTERRUPTED, err
+    assert b"Traceback" not in err
+    text = (shown + out).decode()
+    assert "Interrupted; the game stops here." in text and f"Saved {path}" in text
+    assert records.load_record(path).plies == records.load_record(full).plies[:4]  # two placements each
+
+
+class FirstLegal:
+    """A policy of the caller's own: the lowest legal square."""
+
+    name = "first-legal"
+    uses_observation = False
+
+    def act(self, observations, masks, rng):
+        return np.argmax(np.asarray(masks, dtype=bool), axis=1)
+
+
+def test_the_caller_passes_any_policy_and_a_bad_seat_is_refused(tmp_path):
+    said, path = [], tmp_path / "game.json"
+    code = terminal_game(
+        FirstLegal(), seat="blue", seed=8, save=str(path), read=scripted(legal_moves()), say=said.append
+    )
+    assert code == 0 and "You are Blue, first-legal is Red" in said[0]
+    assert "first-legal places on" in said[1]  # Red moves first
+    assert said[-2] in ("You won!", "first-legal won.")
+    first_red = records.load_record(path).plies[0]  # (rolled, placed): first-legal placed on the lowest square
+    game = Game()
+    game.roll(parse_square(first_red[0]))
+    assert parse_square(first_red[1]) == game.legal_squares()[0]
+    said = []
+    with pytest.raises(ValueError, match="seat must be 'red', 'blue' or 'random', got 'green'"):
+        terminal_game(FirstLegal(), seat="green", read=scripted([]), say=said.append)
+    assert said == []
+
+
+def test_the_env_package_imports_neither_agents_nor_evaluation():
+    """Only the command line (``__main__``) may load agents; every other module of the package sits below them."""
+    package = REPO / "strategic_reserve_env"
+    for module in sorted(package.glob("*.py")):
+        if module.name == "__main__.py":
+            continue
+        for node in ast.walk(ast.parse(module.read_text(), str(module))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            assert not [n for n in names if n.split(".")[0] in ("agents", "evaluation")], (
+                f"{module.name} imports {names}"
+            )
