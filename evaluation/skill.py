@@ -1,6 +1,6 @@
 """How much of Strategic Reserve is skill: the report docs/SKILL.md, its plots and data (docs/skill/).
 
-    python -m evaluation.skill                                    # the defaults (about 10 min on 2 idle cores)
+    python -m evaluation.skill                                    # the defaults: 8.5 min of CPU (one core)
     python -m evaluation.skill --best SPEC                        # a new best agent joins the ladder
     python -m evaluation.skill --games 200 --variants 5=100 --out /tmp/skill   # a quick look
 
@@ -25,11 +25,15 @@ swapped, one dice stream per pair of games, the same streams in every pairing; B
    plays every variant, outside the positions it was trained on.
 
 **Separation** of a variant: the spread of its Bradley-Terry ratings (highest minus lowest) over the whole
-ladder, and over the agents above random, with 95 % intervals from the ratings' half-widths (taken as
-independent: conservative). The report recommends for a benchmark the variant with the widest spread
-among the agents above random (a benchmark ranks agents that already beat random), naming how long its
-games are. Writes ``OUT/SKILL.md``, ``OUT/skill/skill.json`` (counts, scores and intervals of every
-pairing) and ``OUT/skill/ladder.png``, ``variants.png``, ``first_player.png``.
+ladder, over the agents above random and over the search agents (``--search-agents``: those that play every
+reserve by one rule, unlike a model trained at reserve 7), with 95 % intervals from the ratings' half-widths
+(taken as independent: conservative). The games needed to tell two agents apart go as one over their
+squared log-odds gap, and each game costs its plies; the report recommends for a benchmark the variant whose
+whole ladder has the largest squared spread per ply played (:meth:`Ladder.per_ply`), and names the one that
+spreads widest outright with its game length and truncations.
+
+Writes ``OUT/SKILL.md``, ``OUT/skill/skill.json`` (counts, scores and intervals of every pairing) and
+``OUT/skill/ladder.png``, ``variants.png``, ``first_player.png``.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -73,6 +77,7 @@ from .tournament import (
 
 DEFAULT_AGENTS = ("random", "greedy", "expectimax:depth=1", "expectimax:depth=2", SHIPPED_PPO)
 DEFAULT_BEST = "expectimax:depth=2"  # the strongest agent of the project when this report was written
+DEFAULT_SEARCH_AGENTS = ("greedy", "expectimax:depth=1", "expectimax:depth=2")  # play any reserve by one rule
 DEFAULT_GAMES = 4000
 DEFAULT_SEED = 13  # issue 13
 # (reserve, games per pairing): strong players' games last about 14, 18, 25, 45 and 300 plies at
@@ -141,6 +146,9 @@ class SkillSettings:
     """Seed of the dice streams and the agents' generators, in every round robin."""
     batch: int = 1000
     """Games per engine batch (evaluate.py's --batch)."""
+    search_agents: tuple[str, ...] = DEFAULT_SEARCH_AGENTS
+    """Canonical names of the ladder's agents that play every reserve by the same rule (no model trained at one
+    reserve size): the spread of their ratings compares the variants without a learned agent's transfer."""
     headroom_positions: int = 0
     """Run the headroom measurement on this many greedy self-play games (0: quote :data:`HEADROOM_QUOTED`)."""
     headroom_rollouts: int = 2000
@@ -154,6 +162,7 @@ class SkillSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", tuple(self.agents))
+        object.__setattr__(self, "search_agents", tuple(self.search_agents))
         object.__setattr__(self, "variants", tuple(tuple(v) for v in self.variants))
         extra = () if self.best in self.agents else (self.best,)
         object.__setattr__(self, "specs", self.agents + extra)
@@ -191,7 +200,7 @@ class SkillSettings:
         """The command line that plays exactly this report (every setting spelled out)."""
         words = ["python", "-m", "evaluation.skill", "--agents", *self.agents, "--best", self.best]
         words += ["--games", str(self.games), "--variants", *(f"{r}={g}" for r, g in self.variants)]
-        words += ["--seed", str(self.seed), "--batch", str(self.batch)]
+        words += ["--search-agents", *self.search_agents, "--seed", str(self.seed), "--batch", str(self.batch)]
         if self.headroom_positions:
             words += ["--headroom-positions", str(self.headroom_positions)]
             words += ["--headroom-rollouts", str(self.headroom_rollouts), "--headroom-seed", str(self.headroom_seed)]
@@ -267,6 +276,13 @@ class Ladder:
 
     def mean_plies(self) -> float:
         return sum(p.total_plies for p in self.pairings) / sum(p.games for p in self.pairings)
+
+    def per_ply(self, names: Sequence[str]) -> float | None:
+        """The squared rating spread of ``names`` (Elo²) per ply played: the games a benchmark needs to tell two
+        agents apart go as one over their squared log-odds gap, each game costing its plies, so a variant that
+        separates more per ply separates for less play (None with fewer than two rated)."""
+        spread = self.spread(names)
+        return None if spread is None else spread[0] ** 2 / self.mean_plies()
 
     def truncated(self) -> int:
         return sum(p.truncated for p in self.pairings)
@@ -345,12 +361,23 @@ class Report:
     def strong_names(self) -> list[str]:
         return [name for name in self.names if name != RandomAgent.name]
 
-    def ranked(self) -> list[Ladder]:
-        """The ladders by the rating spread of the agents above random, widest first (the first is the one the
-        report recommends); empty without two agents above random."""
-        spreads = [(ladder.spread(self.strong_names()), ladder) for ladder in self.ladders]
-        rated = [(spread[0], ladder) for spread, ladder in spreads if spread is not None]
+    def search_names(self) -> list[str]:
+        return [name for name in self.names if name in self.settings.search_agents]
+
+    def ranked(self, names: Sequence[str], per_ply: bool = False) -> list[Ladder]:
+        """The ladders by the rating spread of ``names`` (or by it squared per ply played), widest first; empty
+        without two of them rated."""
+        measured = [
+            (ladder.per_ply(names) if per_ply else (ladder.spread(names) or (None,))[0], ladder)
+            for ladder in self.ladders
+        ]
+        rated = [(value, ladder) for value, ladder in measured if value is not None]
         return [ladder for _, ladder in sorted(rated, key=lambda item: -item[0])]
+
+    def recommended(self) -> Ladder | None:
+        """The variant a benchmark should use: the one whose whole ladder separates most per ply played."""
+        ranked = self.ranked(self.names, per_ply=True)
+        return ranked[0] if ranked else None
 
     def as_json(self) -> dict:
         return {
@@ -371,6 +398,8 @@ def measure(settings: SkillSettings, log=None) -> Report:
     agents = load_agents(list(settings.specs))
     names = [agent.name for agent in agents]
     best = agents[settings.specs.index(settings.best)].name
+    canonical = dict(zip(settings.specs, (agent.name for agent in agents), strict=True))
+    settings = replace(settings, agents=tuple(canonical[spec] for spec in settings.agents), best=best)
     rounds = ((MAIN_RESERVE, settings.games), *settings.variants)
     for reserve, games in rounds:  # every agent at every reserve before the first game
         config = settings.tournament(reserve, games).config()
@@ -429,29 +458,44 @@ def first_player_table(ladder: Ladder) -> str:
 
 
 def variants_table(report: Report) -> str:
-    strong = report.strong_names()
-    header = ["reserve", "games per pairing", "spread, all (Elo)", "spread above random (Elo)"]
-    header += ["greedy vs random", f"{report.best} vs greedy", "Red's score among strong", "Red among random"]
-    header += ["mean plies", "truncated"]
+    """Per reserve: length of the games, the scores that show skill, the rating spreads and their spread per ply."""
+    main_per_ply = report.main.per_ply(report.names)
+    header = ["reserve", "games per pairing", "mean plies", "truncated", "greedy vs random"]
+    header += [f"{report.best} vs greedy", "spread, all (Elo)", "spread above random", "spread, search agents"]
+    header += [f"spread² per ply, all (reserve {report.main.reserve} = 1)"]
     rows = []
     for ladder in report.by_reserve():
-        red_strong, red_random = ladder.red_strong(), ladder.red_random()
-        best_vs_greedy = None if report.best == "greedy" else ladder.pairing(report.best, "greedy")
+        per_ply = ladder.per_ply(report.names)
         rows.append(
             [
                 str(ladder.reserve) + (" (ladder)" if ladder is report.main else ""),
                 f"{ladder.games:,}",
-                _spread(ladder.spread(report.names)),
-                _spread(ladder.spread(strong)),
-                _score(ladder.pairing("greedy", RandomAgent.name)),
-                _score(best_vs_greedy),
-                "—" if red_strong is None else red_strong.text(),
-                "—" if red_random is None else red_random.text(),
                 f"{ladder.mean_plies():.1f}",
                 str(ladder.truncated()),
+                _score(ladder.pairing("greedy", RandomAgent.name)),
+                "—" if report.best == "greedy" else _score(ladder.pairing(report.best, "greedy")),
+                _spread(ladder.spread(report.names)),
+                _spread(ladder.spread(report.strong_names())),
+                _spread(ladder.spread(report.search_names())),
+                "—" if per_ply is None or not main_per_ply else f"{per_ply / main_per_ply:.2f}",
             ]
         )
     return markdown_table(header, rows)
+
+
+def first_player_by_reserve_table(report: Report) -> str:
+    rows = []
+    for ladder in report.by_reserve():
+        strong, random = ladder.red_strong(), ladder.red_random()
+        rows.append(
+            [
+                str(ladder.reserve),
+                "—" if strong is None else strong.text(),
+                "—" if random is None else random.text(),
+                f"{ladder.games:,}",
+            ]
+        )
+    return markdown_table(["reserve", "Red among agents above random", "Red among random", "games per pairing"], rows)
 
 
 def variant_ratings_table(report: Report) -> str:
@@ -504,28 +548,55 @@ def summary(report: Report) -> list[str]:
             f"to {upper:+.4f} (in-sample, an upper-side figure) win probability per decision "
             f"(`{report.headroom.command}`)."
         )
-    ranked = report.ranked()
-    if ranked:
-        strong, chosen = report.strong_names(), ranked[0]
-        order = "; ".join(f"reserve {ladder.reserve} {_spread(ladder.spread(strong))}" for ladder in ranked)
-        text = f"- **Variants**: rating spread of the agents above random, widest first: {order} Elo. "
-        text += f"Reserve {chosen.reserve} separates them most"
-        if len(ranked) > 1:
-            (top, top_half), (second, second_half) = (ladder.spread(strong) or (0.0, 0.0) for ladder in ranked[:2])
-            gap, noise = top - second, math.hypot(top_half, second_half)
-            if gap < noise:
-                text += (
-                    f" (its lead over reserve {ranked[1].reserve}, {gap:.0f} ± {noise:.0f} Elo, is within the noise)"
-                )
-        widest = max(report.ladders, key=lambda ladder: (ladder.spread(report.names) or (0.0, 0.0))[0])
-        text += (
-            f"; the whole ladder, random included, spreads widest at reserve {widest.reserve} "
-            f"({_spread(widest.spread(report.names))} Elo). A benchmark that ranks agents above random should use "
-            f"reserve {chosen.reserve}: its games last {chosen.mean_plies():.0f} plies on average, against "
-            f"{main.mean_plies():.0f} at reserve {main.reserve}."
-        )
-        lines.append(text)
+    lines += variant_summary(report)
     return lines
+
+
+def _spreads(report: Report, names: Sequence[str]) -> str:
+    """'reserve 12 97 ± 51; reserve 9 ...' widest first, and whether the widest's lead is within the noise."""
+    ranked = report.ranked(names)
+    text = "; ".join(f"reserve {ladder.reserve} {_spread(ladder.spread(names))}" for ladder in ranked) + " Elo"
+    if len(ranked) > 1:
+        (top, top_half), (second, second_half) = (ladder.spread(names) or (0.0, 0.0) for ladder in ranked[:2])
+        gap, noise = top - second, math.hypot(top_half, second_half)
+        within = "within" if gap < noise else "outside"
+        text += f" (the widest leads the next by {gap:.0f} ± {noise:.0f}, {within} the noise)"
+    return text
+
+
+def variant_summary(report: Report) -> list[str]:
+    """The variants' bullet lines of the summary: how skill shows by reserve, and the recommended variant."""
+    chosen, main = report.recommended(), report.main
+    if chosen is None:
+        return []
+    ladders = report.by_reserve()
+    text = "- **Variants**: "
+    if "greedy" in report.names and RandomAgent.name in report.names:
+        scores = ", ".join(f"{(ladder.pairing('greedy', RandomAgent.name) or (0.0,))[0]:.3f}" for ladder in ladders)
+        text += (
+            f"greedy scores {scores} against random at reserve {', '.join(str(ladder.reserve) for ladder in ladders)}; "
+        )
+    text += f"rating spread of the whole ladder, widest first: {_spreads(report, report.names)}"
+    strong, search = report.strong_names(), report.search_names()
+    for label, names in (("above random", strong), ("among the search agents", search)):
+        if len(names) > 1 and (names is strong or names != strong):
+            text += f"; {label} ({', '.join(f'`{name}`' for name in names)}): {_spreads(report, names)}"
+    lines = [text + "."]
+    widest = report.ranked(report.names)[0]
+    ratio = chosen.per_ply(report.names) / (main.per_ply(report.names) or float("nan"))
+    versus = "" if chosen is main else f"spread² per ply {ratio:.2f} times reserve {main.reserve}'s; "
+    text = (
+        f"- **Benchmark**: per ply played, reserve {chosen.reserve} separates the ladder most ({versus}"
+        f"its games last {chosen.mean_plies():.0f} plies on average, "
+        f"{chosen.truncated()} of {chosen.games * len(chosen.pairings):,} reached the ply limit), so a benchmark "
+        f"should use reserve {chosen.reserve}"
+    )
+    if widest is not chosen:
+        text += (
+            f". Reserve {widest.reserve} spreads widest outright, but its games last {widest.mean_plies():.0f} plies "
+            f"and {widest.truncated()} of {widest.games * len(widest.pairings):,} reached the ply limit"
+        )
+    return lines + [text + "."]
 
 
 def report_markdown(report: Report) -> str:
@@ -571,6 +642,10 @@ def report_markdown(report: Report) -> str:
         "",
         first_player_table(main),
         "",
+        "By reserve (the variants below):",
+        "",
+        first_player_by_reserve_table(report),
+        "",
         f"![Red's score by pairing and by reserve]({FIGURES}/first_player.png)",
         "",
         "## Headroom above greedy",
@@ -596,8 +671,13 @@ def report_markdown(report: Report) -> str:
         "",
         variants_table(report),
         "",
-        "Spreads are the highest minus the lowest rating, over the whole ladder and over the agents above random, "
-        "with the two half-widths combined as if independent. Ratings per reserve:",
+        "Spreads are the highest minus the lowest rating (Elo, 95 %, the two half-widths combined as if "
+        "independent) over the whole ladder, over the agents above random, and over the search agents ("
+        + ", ".join(f"`{name}`" for name in report.search_names())
+        + "), which play every reserve by the same rule (a learned agent trained at reserve 7 plays the other "
+        "reserves out of its training distribution, which widens the spread above random for another reason). "
+        "The games a benchmark needs to tell two agents apart go as one over the square of their rating gap, "
+        "each game costing its plies: spread² per ply compares the variants at equal cost. Ratings per reserve:",
         "",
         variant_ratings_table(report),
         "",
@@ -724,6 +804,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RESERVE=GAMES",
         help="the variants and their games per pairing (default %(default)s; none: no variants)",
     )
+    parser.add_argument(
+        "--search-agents",
+        nargs="*",
+        default=list(DEFAULT_SEARCH_AGENTS),
+        help="agents that play every reserve by one rule (no model trained at one reserve size)",
+    )
     parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of dice and agents")
     parser.add_argument("--batch", type=int, default=defaults.batch, help="games per engine batch, even")
     parser.add_argument(
@@ -745,6 +831,7 @@ def main(argv: list[str] | None = None) -> int:
             best=args.best,
             games=args.games,
             variants=tuple(parse_variant(text) for text in args.variants),
+            search_agents=tuple(args.search_agents),
             seed=args.seed,
             batch=args.batch,
             headroom_positions=args.headroom_positions,

@@ -69,7 +69,7 @@ def test_the_report_has_its_files_parts_and_every_pairing(skill):
     ]
     assert data["command"] in markdown and data["command"].startswith("python -m evaluation.skill --agents random")
     summary = [line for line in stdout.splitlines() if line.startswith("- **")]
-    assert len(summary) == 5 and all(line in markdown for line in summary)
+    assert len(summary) == 6 and all(line in markdown for line in summary)
     for image in ("ladder", "variants", "first_player"):
         assert f"(skill/{image}.png)" in markdown
     # the headroom measurement was run, and its output quoted whole
