@@ -538,10 +538,10 @@ def summary(report: Report) -> list[str]:
     if strong is not None or random is not None:
         parts = []
         if strong is not None:
-            parts.append(f"Red (the first player) scores {strong.text()} when agents above random meet")
+            parts.append(f"{strong.text()} when agents above random meet")
         if random is not None:
             parts.append(f"{random.text()} among random players")
-        text = "- **First-player advantage**: " + ", and ".join(parts)
+        text = "- **First-player advantage**: Red (the first player) scores " + ", and ".join(parts)
         if strong is not None and vs_greedy is not None:
             text += (
                 f"; between strong agents the seat is worth {strong.score - 0.5:+.3f} to Red, the best agent's "
@@ -574,7 +574,7 @@ def _spreads(report: Report, names: Sequence[str]) -> str:
 def variant_summary(report: Report) -> list[str]:
     """The variants' bullet lines of the summary: how skill shows by reserve, and the recommended variant."""
     chosen, main = report.recommended(), report.main
-    if chosen is None:
+    if chosen is None or len(report.ladders) < 2:  # nothing to compare
         return []
     ladders = report.by_reserve()
     text = "- **Variants**: "
