@@ -204,9 +204,13 @@ def one_torch_thread():
         torch.set_num_threads(before)
 
 
-def play_pairing(a, b, settings: Settings, progress=None) -> Pairing:
+def play_pairing(
+    a, b, settings: Settings, progress=None, on_games: Callable[[np.ndarray, np.ndarray], None] | None = None
+) -> Pairing:
     """All games of one pairing (agent specs or agent objects), in engine batches, with paired
-    dice and swapped seats. :class:`PairingError` if an agent fails."""
+    dice and swapped seats. :class:`PairingError` if an agent fails. ``on_games(red_agent, winning_agent)``,
+    if given, receives the games one by one: two (games,) int64 arrays, who played Red (0 ``a``, 1 ``b``) and
+    who won (0, 1, or -1 truncated), game ``2 k`` and ``2 k + 1`` being dice pair ``k``."""
     agents = tuple(load_agent(x) if isinstance(x, str) else x for x in (a, b))
     config = settings.config()
     seeds = dice_seeds(settings.seed, settings.games // 2)
@@ -246,6 +250,8 @@ def play_pairing(a, b, settings: Settings, progress=None) -> Pairing:
     red = np.concatenate([r.red_agent for r in results])
     winner = np.concatenate([r.winning_agent for r in results])
     points = np.where(winner == 0, 1.0, np.where(winner < 0, 0.5, 0.0))
+    if on_games is not None:
+        on_games(red, winner)
     return Pairing(
         a=agents[0].name,
         b=agents[1].name,
@@ -457,10 +463,12 @@ def run(
     agents: Sequence | None = None,
     on_pairing: Callable[[list[Pairing]], None] | None = None,
     checked: bool = False,
+    on_games: Callable[[np.ndarray, np.ndarray], None] | None = None,
 ) -> tuple[list[Pairing], dict[str, tuple[float, float]]]:
     """Play the round robin of ``agents`` (default: ``settings.agents``), loaded and checked first by
     :func:`prepare_agents` unless ``checked`` says the caller did, and fit the ratings.
-    ``on_pairing(pairings)`` is called after each pairing with those finished so far.
+    ``on_pairing(pairings)`` is called after each pairing with those finished so far, ``on_games`` (see
+    :func:`play_pairing`) just before it, once per pairing, in the order of the pairings.
     :class:`PairingError` (carrying them) if an agent fails."""
     agents = (
         list(agents)
@@ -473,7 +481,7 @@ def run(
         for a, b in matchups:
             progress.set_description(f"{a.name} vs {b.name}")
             try:
-                pairings.append(play_pairing(a, b, settings, progress))
+                pairings.append(play_pairing(a, b, settings, progress, on_games))
             except PairingError as error:
                 error.pairings = list(pairings)
                 raise
