@@ -119,7 +119,7 @@ from . import render as rendering
 from .board import BLUE, DEFAULT_RESERVE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, squares_of
 from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, start_position
 from .dice import DiceStream
-from .engine import IllegalActionError
+from .engine import IllegalActionError, integers
 from .game import Game
 from .observation import LEGAL_PLANE, OBSERVATION_SHAPE, planes
 from .registration import ENV_NAME
@@ -171,25 +171,30 @@ def parse_rolls(rolls) -> list[int]:
 
 
 def as_square(action) -> int:
-    """An action as a square index: a Python int, a numpy integer or a 0-d integer array.
+    """An action as a square index: a Python int, a numpy integer or a 0-d integer array (anything
+    :func:`~.engine.integers` reads as one integer).
 
     ``TypeError`` for anything else (bools included), naming its type;
     :class:`IllegalActionError` for a number outside 0..35.
     """
-    value = action[()] if isinstance(action, np.ndarray) and action.ndim == 0 else action
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        kind = (
-            f"ndarray of {action.dtype}, shape {action.shape}"
-            if isinstance(action, np.ndarray)
-            else type(action).__name__
-        )
-        raise TypeError(
-            f"an action is a square index 0..{NUM_SQUARES - 1} (int, numpy integer or 0-d integer array), "
-            f"got {kind} {action!r}"
-        )
+    if type(action) is int:  # the usual action: an integer already
+        value = action
+    else:
+        try:
+            value = int(integers(action, (), "an action", TypeError))
+        except TypeError:
+            kind = (
+                f"ndarray of {action.dtype}, shape {action.shape}"
+                if isinstance(action, np.ndarray)
+                else type(action).__name__
+            )
+            raise TypeError(
+                f"an action is a square index 0..{NUM_SQUARES - 1} (int, numpy integer or 0-d integer array), "
+                f"got {kind} {action!r}"
+            ) from None
     if not 0 <= value < NUM_SQUARES:
         raise IllegalActionError(f"action {value} is not a square index (0..{NUM_SQUARES - 1})")
-    return int(value)
+    return value
 
 
 def agent_index(agent) -> int:
@@ -200,8 +205,8 @@ def agent_index(agent) -> int:
         raise ValueError(f"unknown agent {agent!r}; the agents are {', '.join(AGENTS)}") from None
 
 
-def roll_info(game: Game, roller: int) -> dict:
-    """An agent's info: the latest roll of ``game``, made by ``roller`` (0 Red, 1 Blue); fresh arrays.
+def roll_info(game: Game) -> dict:
+    """An agent's info: the latest roll of ``game``, made by :attr:`Game.roller` (0 Red, 1 Blue); fresh arrays.
 
     ``{"roll": int, "roller": int, "dice": (2,) int8, "hit": int, "captured": (36,) int8}``;
     with no roll yet ``roll``, ``roller`` and ``hit`` are :data:`NO_ROLL` and the arrays zeros.
@@ -217,6 +222,7 @@ def roll_info(game: Game, roller: int) -> dict:
         }
     if game.captured:
         captured[squares_of(game.captured)] = 1
+    roller = game.roller
     return {
         "roll": game.rolled,
         "roller": roller,
@@ -302,16 +308,16 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         """Queue rolled squares (indices or names) for the next turns, before the seeded stream."""
         self.dice.forced.extend(parse_rolls(rolls))
 
-    def _set_infos(self, roller: int) -> None:
-        """Every agent's info: the latest roll, made by ``roller``."""
-        self.infos = {agent: roll_info(self.game, roller) for agent in self.agents}
+    def _set_infos(self) -> None:
+        """Every agent's info: the latest roll."""
+        self.infos = {agent: roll_info(self.game) for agent in self.agents}
 
     def _roll(self) -> None:
         """Roll for the player to move, hand it the turn and describe the roll in the infos."""
         game = self.game
         game.roll(self.dice.next())
         self.agent_selection = AGENTS[game.to_move]
-        self._set_infos(game.to_move)
+        self._set_infos()
 
     # -- AEC API ----------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
@@ -382,7 +388,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             self.truncations = dict.fromkeys(AGENTS, True)
         if game.done:
             self.agent_selection = AGENTS[mover ^ 1]
-            self._set_infos(mover)
+            self._set_infos()
         else:
             self._roll()
         self._accumulate_rewards()

@@ -28,12 +28,12 @@ from . import rules
 from .board import (
     BIT_ARRAY,
     BLUE,
-    BOARD_SIZE,
     NO_PLAYER,
     NUM_SQUARES,
     RED,
     bitboards_to_array,
     brief,
+    dice_for,
     names_of,
     square_name,
 )
@@ -85,30 +85,25 @@ class State:
 
     def red(self) -> np.ndarray:
         """(B,) int64 bitboard of Red's checkers."""
-        return np.where(self.to_move == RED, self.me, self.opp)
+        return rules.from_side(self.me, self.opp, self.to_move, RED)[0]
 
     def blue(self) -> np.ndarray:
         """(B,) int64 bitboard of Blue's checkers."""
-        return np.where(self.to_move == RED, self.opp, self.me)
+        return rules.from_side(self.me, self.opp, self.to_move, RED)[1]
 
     def reserves(self) -> np.ndarray:
         """(B, 2) int64 checkers off the board, columns (red, blue)."""
-        red_moves = self.to_move == RED
-        red = np.where(red_moves, self.reserve_me, self.reserve_opp)
-        blue = np.where(red_moves, self.reserve_opp, self.reserve_me)
-        return np.stack([red, blue], axis=1)
+        return np.stack(rules.from_side(self.reserve_me, self.reserve_opp, self.to_move, RED), axis=1)
 
     def roller(self) -> np.ndarray:
-        """(B,) int64 player who made the latest roll (the mover while a placement is due)."""
-        return np.where(self.legal != 0, self.to_move, self.to_move ^ 1)
+        """(B,) int64 player who made the latest roll (the mover while a placement is due): :func:`.rules.roller`."""
+        return rules.roller(self.legal, self.to_move)
 
     def dice(self) -> np.ndarray:
-        """(B, 2) int64 (purple, green) of the latest roll from the roller's seat; (0, 0) before any roll."""
-        file_index, rank_index = np.divmod(self.rolled, BOARD_SIZE)[::-1]
-        blue = self.roller() == BLUE
-        purple = np.where(blue, BOARD_SIZE - file_index, file_index + 1)
-        green = np.where(blue, BOARD_SIZE - rank_index, rank_index + 1)
-        return np.where(self.rolled[:, None] >= 0, np.stack([purple, green], axis=1), 0)
+        """(B, 2) int64 (purple, green) of the latest roll from the roller's seat (:func:`.board.dice_for`);
+        (0, 0) before any roll."""
+        dice = np.stack(dice_for(self.rolled, self.roller()), axis=1)
+        return np.where(self.rolled[:, None] >= 0, dice, 0)
 
     def board(self) -> np.ndarray:
         """(B, 36) int8 board: 0 empty, 1 red, 2 blue."""
@@ -193,8 +188,9 @@ def _select(mask, if_true, if_false):
     return np.where(mask, if_true, if_false).astype(if_false.dtype, copy=False)
 
 
-def as_squares(values: object, batch_size: int, what: str = "squares", error: type = ValueError) -> np.ndarray:
-    """(B,) int64 square indices from integer ``values`` of shape (``batch_size``,).
+def integers(values: object, shape: tuple[int, ...], what: str, error: type = ValueError) -> np.ndarray:
+    """``values`` as an integer numpy array of ``shape`` (its dtype kept): the one check of square
+    indices' type and shape (:func:`as_squares`, and the PettingZoo env's single action).
 
     Raises ``error`` naming ``what`` for a non-integer type (floats and bools
     included: ``6.9`` is not square 6) or any other shape. Values are not
@@ -207,9 +203,14 @@ def as_squares(values: object, batch_size: int, what: str = "squares", error: ty
     if array.dtype.kind not in "iu":
         shown = brief(values) if array.ndim == 0 else f"an array of dtype {array.dtype}"
         raise error(f"{what} must be integer square indices 0..{NUM_SQUARES - 1}, got {shown}")
-    if array.shape != (batch_size,):
-        raise error(f"{what} must have shape ({batch_size},), got {array.shape}")
-    return array.astype(_INT, copy=False)
+    if array.shape != shape:
+        raise error(f"{what} must have shape {shape}, got {array.shape}")
+    return array
+
+
+def as_squares(values: object, batch_size: int, what: str = "squares", error: type = ValueError) -> np.ndarray:
+    """(B,) int64 square indices from integer ``values`` of shape (``batch_size``,): :func:`integers`."""
+    return integers(values, (batch_size,), what, error).astype(_INT, copy=False)
 
 
 def _first_bad(bad: np.ndarray) -> int:
@@ -241,8 +242,7 @@ def roll(state: State, squares, active=None) -> State:
     if rolled_twice.any():
         raise ValueError(f"game {_first_bad(rolled_twice)}: rolled again before placing")
     rolled = BIT_ARRAY.take(squares, mode="clip")
-    opp, captured, legal, hit = rules.resolve_roll(state.me, state.opp, rolled)
-    reserve_opp = state.reserve_opp + np.bitwise_count(captured)
+    opp, reserve_opp, captured, legal, hit = rules.roll(state.me, state.opp, state.reserve_opp, rolled)
     new = replace(state, opp=opp, reserve_opp=reserve_opp, rolled=squares, hit=hit, captured=captured, legal=legal)
     return new if live.all() else _keep_finished(live, new, state)
 
@@ -261,24 +261,10 @@ def place(state: State, actions, config: Config, active=None) -> State:
     illegal = live & ((actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0))
     if illegal.any():
         raise _illegal(state, actions, _first_bad(illegal))
-    me = state.me | placed
-    reserve = state.reserve_me - 1
-    won = reserve == 0
-    ply = state.ply + 1
-    new = State(
-        me=state.opp,  # the turn passes: the other player becomes "me"
-        opp=me,
-        reserve_me=state.reserve_opp,
-        reserve_opp=reserve,
-        to_move=state.to_move ^ 1,
-        ply=ply,
-        winner=np.where(won, state.to_move, NO_PLAYER),
-        truncated=~won & (ply >= config.ply_limit),
-        rolled=state.rolled,
-        hit=state.hit,
-        captured=state.captured,
-        legal=np.zeros_like(state.legal),
+    after = rules.place(
+        state.me, state.opp, state.reserve_me, state.reserve_opp, state.to_move, state.ply, placed, config.ply_limit
     )
+    new = State(**after._asdict(), rolled=state.rolled, hit=state.hit, captured=state.captured)
     return new if live.all() else _keep_finished(live, new, state)
 
 

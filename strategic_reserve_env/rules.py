@@ -9,14 +9,21 @@ Branches become masks: ``(x - 1) >> 63`` is all ones when ``x == 0`` and zero
 otherwise, for Python ints and int64 alike.
 
 Positions are seen from the mover: ``me`` is the bitboard of the player to
-move, ``opp`` the other player's.
+move, ``opp`` the other player's (and ``reserve_me``, ``reserve_opp`` their
+reserves). A ply is :func:`roll` then :func:`place`; :func:`from_side` and
+:func:`roller` read a position back in absolute colours. The engine
+(:mod:`strategic_reserve_env.engine`, arrays) and
+:class:`~strategic_reserve_env.game.Game` (ints) call these and check their
+inputs; nothing here validates.
 """
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import numpy as np
 
-from .board import FULL, STRIDE
+from .board import FULL, NO_PLAYER, STRIDE
 
 HIT_EMPTY, HIT_ENEMY, HIT_FRIENDLY = 0, 1, 2
 HIT_NAMES = ("empty", "enemy", "friendly")
@@ -81,3 +88,73 @@ def resolve_roll(me, opp, rolled):
     legal = empty & (touching | ((friendly - 1) >> SIGN_SHIFT))  # no group: every empty square
     hit = (friendly != 0) * HIT_FRIENDLY + ((captured & rolled) != 0) * HIT_ENEMY
     return opp, captured, legal, hit
+
+
+def roll(me, opp, reserve_opp, rolled):
+    """The roll on ``rolled`` (a one-square bitboard): :func:`resolve_roll`, and the captured
+    checkers go back to their owner's reserve.
+
+    Returns ``(opp, reserve_opp, captured, legal, hit)`` after the roll.
+    """
+    opp, captured, legal, hit = resolve_roll(me, opp, rolled)
+    count = captured.bit_count() if type(captured) is int else np.bitwise_count(captured)
+    return opp, reserve_opp + count, captured, legal, hit
+
+
+class Placed(NamedTuple):
+    """The fields a placement sets (the others - rolled, hit, captured - keep the latest roll).
+
+    Named as :class:`~strategic_reserve_env.engine.State`'s fields, seen from the side of the
+    player to move after the placement. Each is an int (or bool) for one game, an array for a batch.
+    """
+
+    me: Any  # the new mover's checkers (the placer's opponent)
+    opp: Any  # the placer's checkers, with the new one
+    reserve_me: Any  # the new mover's reserve
+    reserve_opp: Any  # the placer's reserve, one less
+    to_move: Any  # the other player
+    ply: Any  # one more
+    winner: Any  # the placer's colour if its reserve is now empty, else NO_PLAYER
+    truncated: Any  # (bool) ``ply`` reached the ply limit and nobody won
+    legal: Any  # 0: no placement is due until the next roll
+
+
+def place(me, opp, reserve_me, reserve_opp, to_move, ply, placed, ply_limit) -> Placed:
+    """The mover puts a checker on ``placed`` (a one-square bitboard; a legal placement is the
+    caller's to check), then the turn passes.
+
+    The mover's reserve loses one checker; when it is empty the mover has won
+    (``winner = to_move``, else ``NO_PLAYER``). A game nobody won is
+    ``truncated`` once ``ply + 1`` reaches ``ply_limit`` (not a rule of the
+    game: docs/RULES.md). ``legal`` becomes 0 (no placement is due).
+    """
+    reserve = reserve_me - 1
+    won = (reserve - 1) >> SIGN_SHIFT  # all ones where the reserve is now empty (it was >= 1)
+    ply = ply + 1
+    return Placed(
+        me=opp,  # the turn passes: the other player becomes "me"
+        opp=me | placed,
+        reserve_me=reserve_opp,
+        reserve_opp=reserve,
+        to_move=to_move ^ 1,
+        ply=ply,
+        winner=NO_PLAYER + ((to_move - NO_PLAYER) & won),
+        truncated=(ply >= ply_limit) & (reserve != 0),
+        legal=placed & 0,  # 0 of the caller's kind: an int, or an array of zeros
+    )
+
+
+def from_side(me, opp, to_move, side):
+    """``(side's, the other's)`` of a pair held from the mover's side: ``me``, ``opp`` (checkers
+    or reserves) belong to ``to_move`` and the other player. ``side`` is a colour (``RED`` for
+    ``(red, blue)``) or, like ``to_move``, an array of colours. Branch-free: ``(side ^ to_move) - 1``
+    is all ones where ``side`` is to move."""
+    swap = me ^ opp
+    mine = opp ^ (swap & ((side ^ to_move) - 1))
+    return mine, mine ^ swap
+
+
+def roller(legal, to_move):
+    """The colour that made the latest roll: the player to move while its placement is due
+    (``legal != 0``), else the other player (who rolled, then placed). Meaningful once a roll was made."""
+    return to_move ^ (((legal - 1) >> SIGN_SHIFT) & 1)

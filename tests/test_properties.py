@@ -82,6 +82,18 @@ def test_batch_element_equals_game_run_alone(play, config):
                 games[i].place(int(uniform_square(games[i].legal, float(uniforms[t, i]))))
             assert _same(batch[i], alone[i]), f"ply {t}, game {i}: batch differs from B = 1"
             assert _same(batch[i], games[i].to_state()), f"ply {t}, game {i}: batch differs from Game"
+            assert _same_views(batch[i], games[i]), f"ply {t}, game {i}: the views differ"
+
+
+def _same_views(state: engine.State, game: Game) -> bool:
+    """A one-game State's views (arrays) read as the Game's (ints)."""
+    return (
+        int(state.red()[0]) == game.red
+        and int(state.blue()[0]) == game.blue
+        and tuple(state.reserves()[0].tolist()) == game.reserves
+        and int(state.roller()[0]) == game.roller
+        and tuple(state.dice()[0].tolist()) == game.dice
+    )
 
 
 def _same(a: engine.State, b: engine.State) -> bool:
