@@ -107,6 +107,7 @@ info was empty).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -116,12 +117,12 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
-from .board import BLUE, DEFAULT_RESERVE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, squares_of
+from .board import BLUE, DEFAULT_RESERVE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, square_mask
 from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, start_position
 from .dice import DiceStream
 from .engine import IllegalActionError, integers
 from .game import Game
-from .observation import LEGAL_PLANE, OBSERVATION_SHAPE, planes
+from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
 from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
@@ -130,8 +131,20 @@ AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
 NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
 INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
 DICE_SHAPE = (2,)  # (purple, green)
-#: (2, 36, 2) int8: ``[roller, square]`` -> the (purple, green) dice of :func:`~.board.dice_for`
-_DICE = np.array([[dice_for(square, roller) for square in range(NUM_SQUARES)] for roller in (RED, BLUE)], dtype=np.int8)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array``, no longer writeable (a template that is copied, never handed out)."""
+    array.flags.writeable = False
+    return array
+
+
+#: ``[roller][square]`` -> (2,) int8 (purple, green) of :func:`~.board.dice_for` (copied into each info)
+_DICE = [
+    [_read_only(np.array(dice_for(square, roller), dtype=np.int8)) for square in range(NUM_SQUARES)]
+    for roller in (RED, BLUE)
+]
+CAPTURED_MASKS_CACHED = 4096  # captured bitboards whose info mask is kept (most captures are small groups)
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -211,25 +224,33 @@ def roll_info(game: Game) -> dict:
     ``{"roll": int, "roller": int, "dice": (2,) int8, "hit": int, "captured": (36,) int8}``;
     with no roll yet ``roll``, ``roller`` and ``hit`` are :data:`NO_ROLL` and the arrays zeros.
     """
-    captured = np.zeros(NUM_SQUARES, dtype=np.int8)  # (36,) int8, 1 = emptied by the roll
     if game.rolled == NO_ROLL:
         return {
             "roll": NO_ROLL,
             "roller": NO_ROLL,
             "dice": np.zeros(DICE_SHAPE, dtype=np.int8),
             "hit": NO_ROLL,
-            "captured": captured,
+            "captured": np.zeros(NUM_SQUARES, dtype=np.int8),
         }
-    if game.captured:
-        captured[squares_of(game.captured)] = 1
     roller = game.roller
     return {
         "roll": game.rolled,
         "roller": roller,
-        "dice": _DICE[roller, game.rolled].copy(),  # (2,) int8 (purple, green)
+        "dice": _DICE[roller][game.rolled].copy(),  # (2,) int8 (purple, green)
         "hit": game.hit,
-        "captured": captured,
+        "captured": _captured_mask(game.captured).copy(),  # (36,) int8, 1 = emptied by the roll
     }
+
+
+def _with_own_arrays(info: dict) -> dict:
+    """A copy of an info holding copies of its arrays."""
+    return {**info, "dice": info["dice"].copy(), "captured": info["captured"].copy()}
+
+
+@functools.lru_cache(maxsize=CAPTURED_MASKS_CACHED)
+def _captured_mask(captured: int) -> np.ndarray:
+    """(36,) int8 read-only mask of a bitboard of captured checkers (copied into each info)."""
+    return _read_only(square_mask(captured).view(np.int8))
 
 
 def describe(info: dict) -> dict:
@@ -310,7 +331,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def _set_infos(self) -> None:
         """Every agent's info: the latest roll."""
-        self.infos = {agent: roll_info(self.game) for agent in self.agents}
+        info = roll_info(self.game)  # built once; each other agent gets a copy with its own arrays
+        self.infos = {agent: info if n == 0 else _with_own_arrays(info) for n, agent in enumerate(self.agents)}
 
     def _roll(self) -> None:
         """Roll for the player to move, hand it the turn and describe the roll in the infos."""
@@ -344,7 +366,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def observe(self, agent: str) -> dict:
         view = planes(self.game, agent_index(agent))
-        return {"observation": view, "action_mask": view[..., LEGAL_PLANE].reshape(NUM_SQUARES).copy()}
+        return {"observation": view, "action_mask": mask_from_planes(view)}
 
     def check_action(self, action) -> int | None:
         """``action`` for the agent to act, checked: its square index, or ``None`` for a done agent.

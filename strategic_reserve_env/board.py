@@ -106,6 +106,11 @@ def bits_of(squares) -> int:
     return total
 
 
+def square_mask(bits: int) -> np.ndarray:
+    """One bitboard (a Python int) -> a fresh ``(36,) bool`` square mask."""
+    return (bits & BIT_ARRAY) != 0
+
+
 def bitboards_to_array(bits: np.ndarray) -> np.ndarray:
     """``(B,) int64`` bitboards -> ``(B, 36) bool`` square masks."""
     by = np.ascontiguousarray(bits, dtype=np.int64).view(np.uint8).reshape(-1, 8)[:, :BITBOARD_BYTES]

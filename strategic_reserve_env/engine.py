@@ -164,10 +164,15 @@ def reset(state: State, mask: np.ndarray, config: Config) -> State:
     mask = np.asarray(mask, dtype=bool)
     if mask.shape != (state.batch_size,):
         raise ValueError(f"reset mask must have shape ({state.batch_size},), got {mask.shape}")
-    if not mask.any():
+    games = mask.nonzero()[0]
+    if games.size == 0:
         return state
-    start = _start_values(config)
-    return State(**{name: _select(mask, start[name], getattr(state, name)) for name in start})
+    values = {}
+    for name, value in _start_values(config).items():
+        array = getattr(state, name).copy()
+        array[games] = value
+        values[name] = array
+    return State(**values)
 
 
 @functools.lru_cache(maxsize=64)
@@ -218,33 +223,60 @@ def _first_bad(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
-def _playing(state: State, active) -> np.ndarray:
-    """(B,) bool: games not over and, if ``active`` is given, selected by it."""
-    live = ~state.done
+def _playing(state: State, active) -> np.ndarray | None:
+    """(B,) bool: games not over and, if ``active`` is given, selected by it; ``None`` when that is
+    every game (the callers then skip their masks)."""
+    done = state.done
     if active is None:
-        return live
+        return None if not done.any() else ~done
     active = np.asarray(active, dtype=bool)
     if active.shape != (state.batch_size,):
         raise ValueError(f"active must have shape ({state.batch_size},), got {active.shape}")
-    return live & active
+    return active & ~done
+
+
+def _outside_board(squares: np.ndarray) -> np.ndarray:
+    """(B,) bool: int64 ``squares`` not in 0..35 (a negative one is a huge unsigned number)."""
+    return squares.view(np.uint64) >= NUM_SQUARES
 
 
 def roll(state: State, squares, active=None) -> State:
     """Resolve the roll on ``squares`` ((B,) ints 0..35) in each live game (and, if given, where
     ``active``); every other game is unchanged and its entry of ``squares`` ignored."""
     squares = as_squares(squares, state.batch_size, "squares")
-    live = _playing(state, active)
-    out_of_range = live & ((squares < 0) | (squares >= NUM_SQUARES))
+    return _roll(state, squares, _playing(state, active))
+
+
+def _roll(state: State, squares: np.ndarray, live: np.ndarray | None) -> State:
+    """:func:`roll` of (B,) int64 ``squares`` in the games where ``live`` (every game if None)."""
+    out_of_range = _outside_board(squares)
+    if live is not None:
+        out_of_range &= live
     if out_of_range.any():
         game = _first_bad(out_of_range)
         raise ValueError(f"game {game}: rolled square {int(squares[game])} is not in 0..35")
-    rolled_twice = live & (state.legal != 0)
+    rolled_twice = state.legal != 0
+    if live is not None:
+        rolled_twice &= live
     if rolled_twice.any():
         raise ValueError(f"game {_first_bad(rolled_twice)}: rolled again before placing")
     rolled = BIT_ARRAY.take(squares, mode="clip")
     opp, reserve_opp, captured, legal, hit = rules.roll(state.me, state.opp, state.reserve_opp, rolled)
-    new = replace(state, opp=opp, reserve_opp=reserve_opp, rolled=squares, hit=hit, captured=captured, legal=legal)
-    return new if live.all() else _keep_finished(live, new, state)
+    new = State(
+        me=state.me,
+        opp=opp,
+        reserve_me=state.reserve_me,
+        reserve_opp=reserve_opp,
+        to_move=state.to_move,
+        ply=state.ply,
+        winner=state.winner,
+        truncated=state.truncated,
+        rolled=squares,
+        hit=hit,
+        captured=captured,
+        legal=legal,
+    )
+    return new if live is None else _keep_finished(live, new, state)
 
 
 def place(state: State, actions, config: Config, active=None) -> State:
@@ -256,30 +288,45 @@ def place(state: State, actions, config: Config, active=None) -> State:
     not a legal placement; the state is not changed.
     """
     actions = as_squares(actions, state.batch_size, "actions")
-    live = _playing(state, active)
+    return _place(state, actions, config, _playing(state, active))
+
+
+def _place(state: State, actions: np.ndarray, config: Config, live: np.ndarray | None) -> State:
+    """:func:`place` of (B,) int64 ``actions`` in the games where ``live`` (every game if None)."""
     placed = BIT_ARRAY.take(actions, mode="clip")
-    illegal = live & ((actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0))
+    illegal = (placed & state.legal) == 0
+    illegal |= _outside_board(actions)
+    if live is not None:
+        illegal &= live
     if illegal.any():
         raise _illegal(state, actions, _first_bad(illegal))
     after = rules.place(
         state.me, state.opp, state.reserve_me, state.reserve_opp, state.to_move, state.ply, placed, config.ply_limit
     )
-    new = State(**after._asdict(), rolled=state.rolled, hit=state.hit, captured=state.captured)
-    return new if live.all() else _keep_finished(live, new, state)
+    new = State(
+        **dict(zip(rules.PLACED_FIELDS, after, strict=True)),
+        rolled=state.rolled,
+        hit=state.hit,
+        captured=state.captured,
+    )
+    return new if live is None else _keep_finished(live, new, state)
 
 
 def illegal_actions(state: State, actions, active=None) -> np.ndarray:
     """(B,) bool: live (and ``active``) games whose action is not a legal placement now."""
     actions = as_squares(actions, state.batch_size, "actions")
     placed = BIT_ARRAY.take(actions, mode="clip")
-    bad = (actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0)
-    return _playing(state, active) & bad
+    bad = _outside_board(actions) | ((placed & state.legal) == 0)
+    live = _playing(state, active)
+    return bad if live is None else bad & live
 
 
 def forfeit(state: State, mask) -> State:
     """The player to move loses the live games where ``mask`` (for envs that punish illegal moves;
     not a rule of the game). No checker moves; the other player is recorded as the winner."""
     mask = _playing(state, mask)
+    if mask is None:  # every game is live and selected
+        mask = np.ones(state.batch_size, dtype=bool)
     return replace(state, winner=np.where(mask, state.to_move ^ 1, state.winner), legal=np.where(mask, 0, state.legal))
 
 
@@ -321,12 +368,16 @@ def step(state: State, actions, squares, config: Config, autoreset: bool = True)
     Returns the new state (awaiting the next placement in every live game)
     and the :class:`Outcome` of the games that ended with this placement.
     """
-    placed = place(state, actions, config)
-    ended = placed.done & ~state.done
+    actions = as_squares(actions, state.batch_size, "actions")
+    live = _playing(state, None)
+    placed = _place(state, actions, config, live)
+    squares = as_squares(squares, state.batch_size, "squares")
+    done = placed.done
+    ended = done if live is None else done & live
     outcome = Outcome(ended=ended, winner=placed.winner, plies=placed.ply, truncated=placed.truncated)
     if autoreset:
-        placed = reset(placed, placed.done, config)
-    return roll(placed, squares), outcome
+        return _roll(reset(placed, done, config), squares, None), outcome  # every game is live again
+    return _roll(placed, squares, _playing(placed, None)), outcome
 
 
 __all__ = [

@@ -19,8 +19,6 @@ inputs; nothing here validates.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 import numpy as np
 
 from .board import FULL, NO_PLAYER, STRIDE
@@ -35,7 +33,7 @@ def adjacent(x):
     return ((x << 1) | (x >> 1) | (x << STRIDE) | (x >> STRIDE)) & FULL
 
 
-COMPACT_AFTER = 3  # batch fills continue on the games still growing after this many passes
+COMPACT_MIN = 256  # a batch fill narrows to the games still growing only while it holds at least this many
 
 
 def group(seed, mask):
@@ -47,29 +45,51 @@ def group(seed, mask):
     the top of its run, flipping every bit on the way (the guard bit ends
     the run at the edge of the rank).
 
-    In a batch most games settle within two or three passes; after
-    ``COMPACT_AFTER`` passes the fill goes on with only the games still
-    growing (a few percent), so long groups in a few games cost little.
+    Python ints (one game) loop until the set stops growing. Arrays (any
+    shape; ``seed`` and ``mask`` broadcast together) fill only the games with a
+    seed, and go on with only the games still growing whenever at most half
+    of them are (while at least ``COMPACT_MIN`` are left): in a batch most
+    groups are empty or settle within a pass or two, so a few long groups
+    cost little.
     """
-    x = seed
-    passes = 0
+    if type(seed) is int and type(mask) is int:
+        while True:
+            grown = (seed | ((seed + mask) ^ mask) | (seed >> 1) | (seed << STRIDE) | (seed >> STRIDE)) & mask
+            if grown == seed:
+                return seed
+            seed = grown
+    seed, mask = np.broadcast_arrays(seed, mask)
+    result = seed.flatten()  # a fresh (N,) copy: games without a seed keep their empty group
+    index = (result != 0).nonzero()[0]  # (n,) games still filled, in result (nonzero of bools is fastest)
+    x, mask = result[index], mask.reshape(-1)[index]
     while True:
-        grown = (x | ((x + mask) ^ mask) | (x >> 1) | (x << STRIDE) | (x >> STRIDE)) & mask
-        if type(grown) is int:
-            if grown == x:
-                return x
-        else:
-            growing = grown != x
-            if not growing.any():
-                return x
-            passes += 1
-            if passes == COMPACT_AFTER:
-                rest = np.flatnonzero(growing)
-                if 4 * len(rest) < growing.size:
-                    flat = grown.reshape(-1)  # a view: grown is a fresh array of this call
-                    flat[rest] = group(flat[rest], np.broadcast_to(mask, grown.shape).reshape(-1)[rest])
-                    return grown
+        grown = _grow(x, mask)
+        growing = grown != x
+        count = np.count_nonzero(growing)
+        if count == 0:
+            break
+        if 2 * count <= x.size and x.size >= COMPACT_MIN:
+            result[index] = grown  # final for the games that stopped; the others are written again later
+            keep = growing.nonzero()[0]
+            index, grown, mask = index[keep], grown[keep], mask[keep]
         x = grown
+    result[index] = x
+    return result.reshape(seed.shape)
+
+
+def _grow(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """One pass of :func:`group` on (n,) int64 arrays, in two scratch arrays."""
+    grown = x + mask
+    grown ^= mask
+    grown |= x
+    shifted = x >> 1
+    grown |= shifted
+    np.left_shift(x, STRIDE, out=shifted)
+    grown |= shifted
+    np.right_shift(x, STRIDE, out=shifted)
+    grown |= shifted
+    grown &= mask
+    return grown
 
 
 def resolve_roll(me, opp, rolled):
@@ -101,47 +121,30 @@ def roll(me, opp, reserve_opp, rolled):
     return opp, reserve_opp + count, captured, legal, hit
 
 
-class Placed(NamedTuple):
-    """The fields a placement sets (the others - rolled, hit, captured - keep the latest roll).
-
-    Named as :class:`~strategic_reserve_env.engine.State`'s fields, seen from the side of the
-    player to move after the placement. Each is an int (or bool) for one game, an array for a batch.
-    """
-
-    me: Any  # the new mover's checkers (the placer's opponent)
-    opp: Any  # the placer's checkers, with the new one
-    reserve_me: Any  # the new mover's reserve
-    reserve_opp: Any  # the placer's reserve, one less
-    to_move: Any  # the other player
-    ply: Any  # one more
-    winner: Any  # the placer's colour if its reserve is now empty, else NO_PLAYER
-    truncated: Any  # (bool) ``ply`` reached the ply limit and nobody won
-    legal: Any  # 0: no placement is due until the next roll
+#: what :func:`place` returns, in order: fields of :class:`~strategic_reserve_env.engine.State`, seen from
+#: the side of the player to move after the placement (rolled, hit and captured keep the latest roll)
+PLACED_FIELDS = ("me", "opp", "reserve_me", "reserve_opp", "to_move", "ply", "winner", "truncated", "legal")
 
 
-def place(me, opp, reserve_me, reserve_opp, to_move, ply, placed, ply_limit) -> Placed:
+def place(me, opp, reserve_me, reserve_opp, to_move, ply, placed, ply_limit) -> tuple:
     """The mover puts a checker on ``placed`` (a one-square bitboard; a legal placement is the
     caller's to check), then the turn passes.
 
-    The mover's reserve loses one checker; when it is empty the mover has won
-    (``winner = to_move``, else ``NO_PLAYER``). A game nobody won is
-    ``truncated`` once ``ply + 1`` reaches ``ply_limit`` (not a rule of the
-    game: docs/RULES.md). ``legal`` becomes 0 (no placement is due).
+    Returns the :data:`PLACED_FIELDS` after the placement, ints (``truncated`` a bool) for one
+    game or arrays for a batch. The mover's reserve loses one checker; when it is
+    empty the mover has won (``winner = to_move``, else ``NO_PLAYER``). A game nobody won is
+    ``truncated`` once ``ply + 1`` reaches ``ply_limit`` (not a rule of the game:
+    docs/RULES.md). ``legal`` becomes 0 (no placement is due until the next roll). The
+    new ``me`` is the placer's opponent, who moves next; the new ``opp`` the placer's
+    checkers with the new one.
     """
     reserve = reserve_me - 1
     won = (reserve - 1) >> SIGN_SHIFT  # all ones where the reserve is now empty (it was >= 1)
     ply = ply + 1
-    return Placed(
-        me=opp,  # the turn passes: the other player becomes "me"
-        opp=me | placed,
-        reserve_me=reserve_opp,
-        reserve_opp=reserve,
-        to_move=to_move ^ 1,
-        ply=ply,
-        winner=NO_PLAYER + ((to_move - NO_PLAYER) & won),
-        truncated=(ply >= ply_limit) & (reserve != 0),
-        legal=placed & 0,  # 0 of the caller's kind: an int, or an array of zeros
-    )
+    winner = NO_PLAYER + ((to_move - NO_PLAYER) & won)
+    truncated = (ply >= ply_limit) & (reserve != 0)
+    no_placement = placed & 0  # 0 of the caller's kind: an int, or an array of zeros
+    return opp, me | placed, reserve_opp, reserve, to_move ^ 1, ply, winner, truncated, no_placement
 
 
 def from_side(me, opp, to_move, side):
