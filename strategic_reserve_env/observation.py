@@ -58,14 +58,15 @@ _ROLLED_BITS = np.array(_ROLLED_BITS_LIST, dtype=np.int64)
 
 _LEGAL_CELLS = np.arange(NUM_SQUARES) * NUM_PLANES + LEGAL_PLANE  # (36,) flat index of each square's legal cell
 _INT64_BITS = 64
-#: (6, 6, 9) index into the 9 x 64 unpacked bits of one game's planes: ``[rank, file, plane]``
+#: (256, 8) int8: the bits of each byte value, lowest first
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").view(np.int8)
+#: (6, 6, 9) index into the 9 x 64 bits of one game's planes (bitboards' bytes, lowest bit first):
+#: ``[rank, file, plane]``
 _SINGLE_ORDER = (np.arange(NUM_PLANES) * _INT64_BITS + np.array(BIT_POSITION)[:, None]).reshape(OBSERVATION_SHAPE)
 
 
 def _unpack(bits: np.ndarray) -> np.ndarray:
-    """(..., 9) int64 bitboards -> (..., 6, 6, 9) int8 planes."""
-    if bits.ndim == 1:  # one game: unpack all 9 x 64 bits, then pick the squares channels-last at once
-        return np.unpackbits(bits.view(np.uint8), bitorder="little").view(np.int8).take(_SINGLE_ORDER)
+    """(B..., 9) int64 bitboards of a batch -> (B..., 6, 6, 9) int8 planes."""
     batch_shape = bits.shape[:-1]
     by = bits.view(np.uint8).reshape(batch_shape + (NUM_PLANES, 8))[..., :BITBOARD_BYTES]
     by = np.ascontiguousarray(np.swapaxes(by, -1, -2))  # (..., 6 bytes, 9 planes)
@@ -92,21 +93,22 @@ def encode(own, opp, legal, rolled, captured, hit, own_reserve, opp_reserve) -> 
             ],
             dtype=np.int64,
         )
-    else:
-        bits = np.stack(
-            [
-                own,
-                opp,
-                legal,
-                _ROLLED_BITS.take(rolled),
-                captured,
-                np.where(hit == HIT_ENEMY, FULL, 0),
-                np.where(hit == HIT_FRIENDLY, FULL, 0),
-                _COUNT_BITS.take(np.minimum(own_reserve, NUM_SQUARES)),
-                _COUNT_BITS.take(np.minimum(opp_reserve, NUM_SQUARES)),
-            ],
-            axis=-1,
-        )
+        # the bits of its 72 bytes from a table, then the squares channels-last in one gather
+        return _BYTE_BITS.take(bits.view(np.uint8), axis=0).take(_SINGLE_ORDER)
+    bits = np.stack(
+        [
+            own,
+            opp,
+            legal,
+            _ROLLED_BITS.take(rolled),
+            captured,
+            np.where(hit == HIT_ENEMY, FULL, 0),
+            np.where(hit == HIT_FRIENDLY, FULL, 0),
+            _COUNT_BITS.take(np.minimum(own_reserve, NUM_SQUARES)),
+            _COUNT_BITS.take(np.minimum(opp_reserve, NUM_SQUARES)),
+        ],
+        axis=-1,
+    )
     return _unpack(bits)
 
 
@@ -133,7 +135,7 @@ def mover_planes(state) -> np.ndarray:
 
 def mask_from_planes(planes: np.ndarray) -> np.ndarray:
     """The action mask(s) held in the legal plane: (..., 6, 6, 9) -> (..., 36) int8 (a fresh array)."""
-    if planes.ndim == len(OBSERVATION_SHAPE) and planes.flags.c_contiguous:  # one game: a single gather
+    if planes.ndim == len(OBSERVATION_SHAPE):  # one game: a single gather (take reads it in C order)
         return planes.take(_LEGAL_CELLS)
     return planes[..., LEGAL_PLANE].reshape(planes.shape[:-3] + (NUM_SQUARES,)).copy()
 
