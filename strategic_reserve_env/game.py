@@ -158,16 +158,7 @@ class Game:
             self.winner,
             self.truncated,
             self.legal,
-        ) = rules.place(
-            self.me,
-            self.opp,
-            self.reserve_me,
-            self.reserve_opp,
-            self.to_move,
-            self.ply,
-            BIT[square],
-            self.config.ply_limit,
-        )
+        ) = rules.place(rules.place_reads(self), BIT[square], self.config.ply_limit)
         self.history.append((self.rolled, square))
 
     # -- readable views --------------------------------------------------------------

@@ -19,6 +19,8 @@ inputs; nothing here validates.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from .board import FULL, NO_PLAYER, STRIDE
@@ -121,14 +123,19 @@ def roll(me, opp, reserve_opp, rolled):
     return opp, reserve_opp + count, captured, legal, hit
 
 
+#: the fields :func:`place` reads, in the order of its ``position`` argument
+PLACE_READS = ("me", "opp", "reserve_me", "reserve_opp", "to_move", "ply")
+#: ``position`` for :func:`place` of a State or a Game: its :data:`PLACE_READS` values
+place_reads = operator.attrgetter(*PLACE_READS)
 #: what :func:`place` returns, in order: fields of :class:`~strategic_reserve_env.engine.State`, seen from
 #: the side of the player to move after the placement (rolled, hit and captured keep the latest roll)
 PLACED_FIELDS = ("me", "opp", "reserve_me", "reserve_opp", "to_move", "ply", "winner", "truncated", "legal")
 
 
-def place(me, opp, reserve_me, reserve_opp, to_move, ply, placed, ply_limit) -> tuple:
+def place(position: tuple, placed, ply_limit: int) -> tuple:
     """The mover puts a checker on ``placed`` (a one-square bitboard; a legal placement is the
-    caller's to check), then the turn passes.
+    caller's to check), then the turn passes. ``position`` is ``(me, opp, reserve_me,
+    reserve_opp, to_move, ply)`` (:func:`place_reads` of a State or a Game).
 
     Returns the :data:`PLACED_FIELDS` after the placement, ints (``truncated`` a bool) for one
     game or arrays for a batch. The mover's reserve loses one checker; when it is
@@ -138,6 +145,7 @@ def place(me, opp, reserve_me, reserve_opp, to_move, ply, placed, ply_limit) -> 
     new ``me`` is the placer's opponent, who moves next; the new ``opp`` the placer's
     checkers with the new one.
     """
+    me, opp, reserve_me, reserve_opp, to_move, ply = position
     reserve = reserve_me - 1
     won = (reserve - 1) >> SIGN_SHIFT  # all ones where the reserve is now empty (it was >= 1)
     ply = ply + 1
