@@ -76,7 +76,7 @@ def group(seed, mask):
             index, grown, mask = index[keep], grown[keep], mask[keep]
         x = grown
     result[index] = x
-    return result.reshape(seed.shape)
+    return result.reshape(seed.shape) if seed.ndim else result[0]  # numpy scalars in, a numpy scalar out
 
 
 def _grow(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
