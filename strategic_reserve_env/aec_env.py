@@ -332,7 +332,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def _set_infos(self) -> None:
         """Every agent's info: the latest roll."""
         info = roll_info(self.game)  # built once; each other agent gets a copy with its own arrays
-        self.infos = {agent: info if n == 0 else _with_own_arrays(info) for n, agent in enumerate(self.agents)}
+        first, *others = self.agents
+        self.infos = {first: info}
+        for agent in others:
+            self.infos[agent] = _with_own_arrays(info)
 
     def _roll(self) -> None:
         """Roll for the player to move, hand it the turn and describe the roll in the infos."""
