@@ -107,6 +107,7 @@ info was empty).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -116,12 +117,12 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
-from .board import BLUE, DEFAULT_RESERVE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, squares_of
+from .board import BLUE, DEFAULT_RESERVE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, square_mask
 from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, start_position
 from .dice import DiceStream
-from .engine import IllegalActionError
+from .engine import IllegalActionError, integers
 from .game import Game
-from .observation import LEGAL_PLANE, OBSERVATION_SHAPE, planes
+from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
 from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
@@ -130,8 +131,20 @@ AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
 NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
 INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
 DICE_SHAPE = (2,)  # (purple, green)
-#: (2, 36, 2) int8: ``[roller, square]`` -> the (purple, green) dice of :func:`~.board.dice_for`
-_DICE = np.array([[dice_for(square, roller) for square in range(NUM_SQUARES)] for roller in (RED, BLUE)], dtype=np.int8)
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array``, no longer writeable (a template that is copied, never handed out)."""
+    array.flags.writeable = False
+    return array
+
+
+#: ``[roller][square]`` -> (2,) int8 (purple, green) of :func:`~.board.dice_for` (copied into each info)
+_DICE = [
+    [_read_only(np.array(dice_for(square, roller), dtype=np.int8)) for square in range(NUM_SQUARES)]
+    for roller in (RED, BLUE)
+]
+CAPTURED_MASKS_CACHED = 4096  # captured bitboards whose info mask is kept (most captures are small groups)
 
 
 def env(**kwargs: Any) -> AECEnv:
@@ -171,25 +184,30 @@ def parse_rolls(rolls) -> list[int]:
 
 
 def as_square(action) -> int:
-    """An action as a square index: a Python int, a numpy integer or a 0-d integer array.
+    """An action as a square index: a Python int, a numpy integer or a 0-d integer array (anything
+    :func:`~.engine.integers` reads as one integer).
 
     ``TypeError`` for anything else (bools included), naming its type;
     :class:`IllegalActionError` for a number outside 0..35.
     """
-    value = action[()] if isinstance(action, np.ndarray) and action.ndim == 0 else action
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        kind = (
-            f"ndarray of {action.dtype}, shape {action.shape}"
-            if isinstance(action, np.ndarray)
-            else type(action).__name__
-        )
-        raise TypeError(
-            f"an action is a square index 0..{NUM_SQUARES - 1} (int, numpy integer or 0-d integer array), "
-            f"got {kind} {action!r}"
-        )
+    if type(action) is int:  # the usual action: an integer already
+        value = action
+    else:
+        try:
+            value = int(integers(action, (), "an action", TypeError))
+        except TypeError:
+            kind = (
+                f"ndarray of {action.dtype}, shape {action.shape}"
+                if isinstance(action, np.ndarray)
+                else type(action).__name__
+            )
+            raise TypeError(
+                f"an action is a square index 0..{NUM_SQUARES - 1} (int, numpy integer or 0-d integer array), "
+                f"got {kind} {action!r}"
+            ) from None
     if not 0 <= value < NUM_SQUARES:
         raise IllegalActionError(f"action {value} is not a square index (0..{NUM_SQUARES - 1})")
-    return int(value)
+    return value
 
 
 def agent_index(agent) -> int:
@@ -200,30 +218,39 @@ def agent_index(agent) -> int:
         raise ValueError(f"unknown agent {agent!r}; the agents are {', '.join(AGENTS)}") from None
 
 
-def roll_info(game: Game, roller: int) -> dict:
-    """An agent's info: the latest roll of ``game``, made by ``roller`` (0 Red, 1 Blue); fresh arrays.
+def roll_info(game: Game) -> dict:
+    """An agent's info: the latest roll of ``game``, made by :attr:`Game.roller` (0 Red, 1 Blue); fresh arrays.
 
     ``{"roll": int, "roller": int, "dice": (2,) int8, "hit": int, "captured": (36,) int8}``;
     with no roll yet ``roll``, ``roller`` and ``hit`` are :data:`NO_ROLL` and the arrays zeros.
     """
-    captured = np.zeros(NUM_SQUARES, dtype=np.int8)  # (36,) int8, 1 = emptied by the roll
     if game.rolled == NO_ROLL:
         return {
             "roll": NO_ROLL,
             "roller": NO_ROLL,
             "dice": np.zeros(DICE_SHAPE, dtype=np.int8),
             "hit": NO_ROLL,
-            "captured": captured,
+            "captured": np.zeros(NUM_SQUARES, dtype=np.int8),
         }
-    if game.captured:
-        captured[squares_of(game.captured)] = 1
+    roller = game.roller
     return {
         "roll": game.rolled,
         "roller": roller,
-        "dice": _DICE[roller, game.rolled].copy(),  # (2,) int8 (purple, green)
+        "dice": _DICE[roller][game.rolled].copy(),  # (2,) int8 (purple, green)
         "hit": game.hit,
-        "captured": captured,
+        "captured": _captured_mask(game.captured).copy(),  # (36,) int8, 1 = emptied by the roll
     }
+
+
+def _with_own_arrays(info: dict) -> dict:
+    """A copy of an info holding copies of its arrays."""
+    return {**info, "dice": info["dice"].copy(), "captured": info["captured"].copy()}
+
+
+@functools.lru_cache(maxsize=CAPTURED_MASKS_CACHED)
+def _captured_mask(captured: int) -> np.ndarray:
+    """(36,) int8 read-only mask of a bitboard of captured checkers (copied into each info)."""
+    return _read_only(square_mask(captured).view(np.int8))
 
 
 def describe(info: dict) -> dict:
@@ -302,16 +329,20 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         """Queue rolled squares (indices or names) for the next turns, before the seeded stream."""
         self.dice.forced.extend(parse_rolls(rolls))
 
-    def _set_infos(self, roller: int) -> None:
-        """Every agent's info: the latest roll, made by ``roller``."""
-        self.infos = {agent: roll_info(self.game, roller) for agent in self.agents}
+    def _set_infos(self) -> None:
+        """Every agent's info: the latest roll."""
+        info = roll_info(self.game)  # built once; each other agent gets a copy with its own arrays
+        first, *others = self.agents
+        self.infos = {first: info}
+        for agent in others:
+            self.infos[agent] = _with_own_arrays(info)
 
     def _roll(self) -> None:
         """Roll for the player to move, hand it the turn and describe the roll in the infos."""
         game = self.game
         game.roll(self.dice.next())
         self.agent_selection = AGENTS[game.to_move]
-        self._set_infos(game.to_move)
+        self._set_infos()
 
     # -- AEC API ----------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
@@ -338,7 +369,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def observe(self, agent: str) -> dict:
         view = planes(self.game, agent_index(agent))
-        return {"observation": view, "action_mask": view[..., LEGAL_PLANE].reshape(NUM_SQUARES).copy()}
+        return {"observation": view, "action_mask": mask_from_planes(view)}
 
     def check_action(self, action) -> int | None:
         """``action`` for the agent to act, checked: its square index, or ``None`` for a done agent.
@@ -382,7 +413,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             self.truncations = dict.fromkeys(AGENTS, True)
         if game.done:
             self.agent_selection = AGENTS[mover ^ 1]
-            self._set_infos(mover)
+            self._set_infos()
         else:
             self._roll()
         self._accumulate_rewards()

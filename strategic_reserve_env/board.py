@@ -106,6 +106,11 @@ def bits_of(squares) -> int:
     return total
 
 
+def square_mask(bits: int) -> np.ndarray:
+    """One bitboard (a Python int) -> a fresh ``(36,) bool`` square mask."""
+    return (bits & BIT_ARRAY) != 0
+
+
 def bitboards_to_array(bits: np.ndarray) -> np.ndarray:
     """``(B,) int64`` bitboards -> ``(B, 36) bool`` square masks."""
     by = np.ascontiguousarray(bits, dtype=np.int64).view(np.uint8).reshape(-1, 8)[:, :BITBOARD_BYTES]
@@ -137,12 +142,15 @@ def board_string(red: int, blue: int) -> str:
     return "".join("R" if red & b else "B" if blue & b else "." for b in BIT)
 
 
-def dice_for(square: int, mover: int) -> tuple[int, int]:
-    """(purple, green) dice that roll ``square`` from the mover's seat (docs/RULES.md, A turn, 1)."""
-    file_index, rank = square % BOARD_SIZE, square // BOARD_SIZE + 1
-    if mover == RED:
-        return file_index + 1, rank
-    return BOARD_SIZE - file_index, BOARD_SIZE + 1 - rank
+def dice_for(square, mover):
+    """(purple, green) dice that roll ``square`` from the mover's seat (docs/RULES.md, A turn, 1).
+
+    Ints, or arrays (``square`` and ``mover`` broadcast together; two arrays are
+    returned). Blue sits opposite Red, so Blue reads the board turned half round:
+    square ``s`` is square ``35 - s`` from Blue's seat.
+    """
+    seat_square = square + mover * (NUM_SQUARES - 1 - 2 * square)  # mover is RED = 0 or BLUE = 1
+    return seat_square % BOARD_SIZE + 1, seat_square // BOARD_SIZE + 1
 
 
 def square_for_dice(purple: int, green: int, mover: int) -> int:

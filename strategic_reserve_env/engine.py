@@ -28,12 +28,12 @@ from . import rules
 from .board import (
     BIT_ARRAY,
     BLUE,
-    BOARD_SIZE,
     NO_PLAYER,
     NUM_SQUARES,
     RED,
     bitboards_to_array,
     brief,
+    dice_for,
     names_of,
     square_name,
 )
@@ -85,30 +85,25 @@ class State:
 
     def red(self) -> np.ndarray:
         """(B,) int64 bitboard of Red's checkers."""
-        return np.where(self.to_move == RED, self.me, self.opp)
+        return rules.from_side(self.me, self.opp, self.to_move, RED)[0]
 
     def blue(self) -> np.ndarray:
         """(B,) int64 bitboard of Blue's checkers."""
-        return np.where(self.to_move == RED, self.opp, self.me)
+        return rules.from_side(self.me, self.opp, self.to_move, RED)[1]
 
     def reserves(self) -> np.ndarray:
         """(B, 2) int64 checkers off the board, columns (red, blue)."""
-        red_moves = self.to_move == RED
-        red = np.where(red_moves, self.reserve_me, self.reserve_opp)
-        blue = np.where(red_moves, self.reserve_opp, self.reserve_me)
-        return np.stack([red, blue], axis=1)
+        return np.stack(rules.from_side(self.reserve_me, self.reserve_opp, self.to_move, RED), axis=1)
 
     def roller(self) -> np.ndarray:
-        """(B,) int64 player who made the latest roll (the mover while a placement is due)."""
-        return np.where(self.legal != 0, self.to_move, self.to_move ^ 1)
+        """(B,) int64 player who made the latest roll (the mover while a placement is due): :func:`.rules.roller`."""
+        return rules.roller(self.legal, self.to_move)
 
     def dice(self) -> np.ndarray:
-        """(B, 2) int64 (purple, green) of the latest roll from the roller's seat; (0, 0) before any roll."""
-        file_index, rank_index = np.divmod(self.rolled, BOARD_SIZE)[::-1]
-        blue = self.roller() == BLUE
-        purple = np.where(blue, BOARD_SIZE - file_index, file_index + 1)
-        green = np.where(blue, BOARD_SIZE - rank_index, rank_index + 1)
-        return np.where(self.rolled[:, None] >= 0, np.stack([purple, green], axis=1), 0)
+        """(B, 2) int64 (purple, green) of the latest roll from the roller's seat (:func:`.board.dice_for`);
+        (0, 0) before any roll."""
+        dice = np.stack(dice_for(self.rolled, self.roller()), axis=1)
+        return np.where(self.rolled[:, None] >= 0, dice, 0)
 
     def board(self) -> np.ndarray:
         """(B, 36) int8 board: 0 empty, 1 red, 2 blue."""
@@ -169,10 +164,15 @@ def reset(state: State, mask: np.ndarray, config: Config) -> State:
     mask = np.asarray(mask, dtype=bool)
     if mask.shape != (state.batch_size,):
         raise ValueError(f"reset mask must have shape ({state.batch_size},), got {mask.shape}")
-    if not mask.any():
+    games = mask.nonzero()[0]
+    if games.size == 0:
         return state
-    start = _start_values(config)
-    return State(**{name: _select(mask, start[name], getattr(state, name)) for name in start})
+    values = {}
+    for name, value in _start_values(config).items():
+        array = getattr(state, name).copy()
+        array[games] = value
+        values[name] = array
+    return State(**values)
 
 
 @functools.lru_cache(maxsize=64)
@@ -193,8 +193,9 @@ def _select(mask, if_true, if_false):
     return np.where(mask, if_true, if_false).astype(if_false.dtype, copy=False)
 
 
-def as_squares(values: object, batch_size: int, what: str = "squares", error: type = ValueError) -> np.ndarray:
-    """(B,) int64 square indices from integer ``values`` of shape (``batch_size``,).
+def integers(values: object, shape: tuple[int, ...], what: str, error: type = ValueError) -> np.ndarray:
+    """``values`` as an integer numpy array of ``shape`` (its dtype kept): the one check of square
+    indices' type and shape (:func:`as_squares`, and the PettingZoo env's single action).
 
     Raises ``error`` naming ``what`` for a non-integer type (floats and bools
     included: ``6.9`` is not square 6) or any other shape. Values are not
@@ -207,9 +208,14 @@ def as_squares(values: object, batch_size: int, what: str = "squares", error: ty
     if array.dtype.kind not in "iu":
         shown = brief(values) if array.ndim == 0 else f"an array of dtype {array.dtype}"
         raise error(f"{what} must be integer square indices 0..{NUM_SQUARES - 1}, got {shown}")
-    if array.shape != (batch_size,):
-        raise error(f"{what} must have shape ({batch_size},), got {array.shape}")
-    return array.astype(_INT, copy=False)
+    if array.shape != shape:
+        raise error(f"{what} must have shape {shape}, got {array.shape}")
+    return array
+
+
+def as_squares(values: object, batch_size: int, what: str = "squares", error: type = ValueError) -> np.ndarray:
+    """(B,) int64 square indices from integer ``values`` of shape (``batch_size``,): :func:`integers`."""
+    return integers(values, (batch_size,), what, error).astype(_INT, copy=False)
 
 
 def _first_bad(bad: np.ndarray) -> int:
@@ -217,34 +223,47 @@ def _first_bad(bad: np.ndarray) -> int:
     return int(np.flatnonzero(bad)[0])
 
 
-def _playing(state: State, active) -> np.ndarray:
-    """(B,) bool: games not over and, if ``active`` is given, selected by it."""
-    live = ~state.done
+def _playing(state: State, active) -> np.ndarray | None:
+    """(B,) bool: games not over and, if ``active`` is given, selected by it; ``None`` when that is
+    every game (the callers then skip their masks)."""
+    done = state.done
     if active is None:
-        return live
+        return None if not done.any() else ~done
     active = np.asarray(active, dtype=bool)
     if active.shape != (state.batch_size,):
         raise ValueError(f"active must have shape ({state.batch_size},), got {active.shape}")
-    return live & active
+    return active & ~done
+
+
+def _outside_board(squares: np.ndarray) -> np.ndarray:
+    """(B,) bool: int64 ``squares`` not in 0..35 (a negative one is a huge unsigned number)."""
+    return squares.view(np.uint64) >= NUM_SQUARES
 
 
 def roll(state: State, squares, active=None) -> State:
     """Resolve the roll on ``squares`` ((B,) ints 0..35) in each live game (and, if given, where
     ``active``); every other game is unchanged and its entry of ``squares`` ignored."""
     squares = as_squares(squares, state.batch_size, "squares")
-    live = _playing(state, active)
-    out_of_range = live & ((squares < 0) | (squares >= NUM_SQUARES))
+    return _roll(state, squares, _playing(state, active))
+
+
+def _roll(state: State, squares: np.ndarray, live: np.ndarray | None) -> State:
+    """:func:`roll` of (B,) int64 ``squares`` in the games where ``live`` (every game if None)."""
+    out_of_range = _outside_board(squares)
+    if live is not None:
+        out_of_range &= live
     if out_of_range.any():
         game = _first_bad(out_of_range)
         raise ValueError(f"game {game}: rolled square {int(squares[game])} is not in 0..35")
-    rolled_twice = live & (state.legal != 0)
+    rolled_twice = state.legal != 0
+    if live is not None:
+        rolled_twice &= live
     if rolled_twice.any():
         raise ValueError(f"game {_first_bad(rolled_twice)}: rolled again before placing")
     rolled = BIT_ARRAY.take(squares, mode="clip")
-    opp, captured, legal, hit = rules.resolve_roll(state.me, state.opp, rolled)
-    reserve_opp = state.reserve_opp + np.bitwise_count(captured)
-    new = replace(state, opp=opp, reserve_opp=reserve_opp, rolled=squares, hit=hit, captured=captured, legal=legal)
-    return new if live.all() else _keep_finished(live, new, state)
+    opp, reserve_opp, captured, legal, hit = rules.roll(state.me, state.opp, state.reserve_opp, rolled)
+    new = _with(state, opp=opp, reserve_opp=reserve_opp, rolled=squares, hit=hit, captured=captured, legal=legal)
+    return new if live is None else _keep_finished(live, new, state)
 
 
 def place(state: State, actions, config: Config, active=None) -> State:
@@ -256,44 +275,38 @@ def place(state: State, actions, config: Config, active=None) -> State:
     not a legal placement; the state is not changed.
     """
     actions = as_squares(actions, state.batch_size, "actions")
-    live = _playing(state, active)
+    return _place(state, actions, config, _playing(state, active))
+
+
+def _place(state: State, actions: np.ndarray, config: Config, live: np.ndarray | None) -> State:
+    """:func:`place` of (B,) int64 ``actions`` in the games where ``live`` (every game if None)."""
     placed = BIT_ARRAY.take(actions, mode="clip")
-    illegal = live & ((actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0))
+    illegal = (placed & state.legal) == 0
+    illegal |= _outside_board(actions)
+    if live is not None:
+        illegal &= live
     if illegal.any():
         raise _illegal(state, actions, _first_bad(illegal))
-    me = state.me | placed
-    reserve = state.reserve_me - 1
-    won = reserve == 0
-    ply = state.ply + 1
-    new = State(
-        me=state.opp,  # the turn passes: the other player becomes "me"
-        opp=me,
-        reserve_me=state.reserve_opp,
-        reserve_opp=reserve,
-        to_move=state.to_move ^ 1,
-        ply=ply,
-        winner=np.where(won, state.to_move, NO_PLAYER),
-        truncated=~won & (ply >= config.ply_limit),
-        rolled=state.rolled,
-        hit=state.hit,
-        captured=state.captured,
-        legal=np.zeros_like(state.legal),
-    )
-    return new if live.all() else _keep_finished(live, new, state)
+    after = rules.place(rules.place_reads(state), placed, config.ply_limit)
+    new = _with(state, **dict(zip(rules.PLACED_FIELDS, after, strict=True)))
+    return new if live is None else _keep_finished(live, new, state)
 
 
 def illegal_actions(state: State, actions, active=None) -> np.ndarray:
     """(B,) bool: live (and ``active``) games whose action is not a legal placement now."""
     actions = as_squares(actions, state.batch_size, "actions")
     placed = BIT_ARRAY.take(actions, mode="clip")
-    bad = (actions < 0) | (actions >= NUM_SQUARES) | ((placed & state.legal) == 0)
-    return _playing(state, active) & bad
+    bad = _outside_board(actions) | ((placed & state.legal) == 0)
+    live = _playing(state, active)
+    return bad if live is None else bad & live
 
 
 def forfeit(state: State, mask) -> State:
     """The player to move loses the live games where ``mask`` (for envs that punish illegal moves;
     not a rule of the game). No checker moves; the other player is recorded as the winner."""
     mask = _playing(state, mask)
+    if mask is None:  # every game is live and selected
+        mask = np.ones(state.batch_size, dtype=bool)
     return replace(state, winner=np.where(mask, state.to_move ^ 1, state.winner), legal=np.where(mask, 0, state.legal))
 
 
@@ -308,6 +321,12 @@ def _illegal(state: State, actions: np.ndarray, game: int) -> IllegalActionError
     return IllegalActionError(
         f"game {game}: {square_name(action)} (action {action}) is not a legal placement; legal: {names_of(legal)}"
     )
+
+
+def _with(state: State, **changes: np.ndarray) -> State:
+    """``state`` with some fields replaced: :func:`dataclasses.replace` without its per-call
+    inspection of the fields (this runs twice a ply)."""
+    return State(**{**vars(state), **changes})
 
 
 def _keep_finished(live: np.ndarray, new: State, old: State) -> State:
@@ -335,12 +354,16 @@ def step(state: State, actions, squares, config: Config, autoreset: bool = True)
     Returns the new state (awaiting the next placement in every live game)
     and the :class:`Outcome` of the games that ended with this placement.
     """
-    placed = place(state, actions, config)
-    ended = placed.done & ~state.done
+    actions = as_squares(actions, state.batch_size, "actions")
+    live = _playing(state, None)
+    placed = _place(state, actions, config, live)
+    squares = as_squares(squares, state.batch_size, "squares")
+    done = placed.done
+    ended = done if live is None else done & live
     outcome = Outcome(ended=ended, winner=placed.winner, plies=placed.ply, truncated=placed.truncated)
     if autoreset:
-        placed = reset(placed, placed.done, config)
-    return roll(placed, squares), outcome
+        return _roll(reset(placed, done, config), squares, None), outcome  # every game is live again
+    return _roll(placed, squares, _playing(placed, None)), outcome
 
 
 __all__ = [

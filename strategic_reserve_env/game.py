@@ -8,6 +8,8 @@ than on one-element arrays.
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import numpy as np
 
 from . import engine, rules
@@ -18,26 +20,14 @@ from .board import (
     NUM_SQUARES,
     RED,
     board_string,
+    dice_for,
     names_of,
     square_name,
     squares_of,
 )
 from .config import Config, StartPosition
 
-_FIELDS = (
-    "me",
-    "opp",
-    "reserve_me",
-    "reserve_opp",
-    "to_move",
-    "ply",
-    "winner",
-    "truncated",
-    "rolled",
-    "hit",
-    "captured",
-    "legal",
-)
+_FIELDS = tuple(f.name for f in fields(engine.State))  # the State fields a Game holds, in order
 
 
 class Game:
@@ -58,7 +48,8 @@ class Game:
     history: list[tuple[int, int]]  # (rolled, placed) squares
     _start: tuple[int | bool, ...]  # the _FIELDS values of the configured start
     _origin: tuple[int | bool, ...]  # the _FIELDS values where ``history`` begins
-    # _FIELDS: one game of engine.State (see its field comments) as Python ints, truncated a bool
+    # _FIELDS: one game of engine.State (see its field comments) as Python ints, truncated a bool;
+    # declared for the type checker (tests check they are State's fields, in order)
     me: int
     opp: int
     reserve_me: int
@@ -139,9 +130,9 @@ class Game:
             raise ValueError("rolled again before placing")
         if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES:
             raise ValueError(f"rolled square {square!r} is not in 0..35")
-        rolled = BIT[square]
-        self.opp, self.captured, self.legal, self.hit = rules.resolve_roll(self.me, self.opp, rolled)
-        self.reserve_opp += self.captured.bit_count()
+        self.opp, self.reserve_opp, self.captured, self.legal, self.hit = rules.roll(
+            self.me, self.opp, self.reserve_opp, BIT[square]
+        )
         self.rolled = int(square)
 
     def place(self, square: int) -> None:
@@ -157,35 +148,47 @@ class Game:
                 else repr(square)
             )
             raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
-        reserve = self.reserve_me - 1
-        self.me, self.opp = self.opp, self.me | BIT[square]
-        self.reserve_me, self.reserve_opp = self.reserve_opp, reserve
-        self.ply += 1
+        (
+            self.me,
+            self.opp,
+            self.reserve_me,
+            self.reserve_opp,
+            self.to_move,
+            self.ply,
+            self.winner,
+            self.truncated,
+            self.legal,
+        ) = rules.place(rules.place_reads(self), BIT[square], self.config.ply_limit)
         self.history.append((self.rolled, square))
-        if reserve == 0:
-            self.winner = self.to_move
-        elif self.ply >= self.config.ply_limit:
-            self.truncated = True
-        self.to_move ^= 1
-        self.legal = 0
 
     # -- readable views --------------------------------------------------------------
     @property
     def red(self) -> int:
         """Bitboard of Red's checkers."""
-        return self.me if self.to_move == RED else self.opp
+        return rules.from_side(self.me, self.opp, self.to_move, RED)[0]
 
     @property
     def blue(self) -> int:
         """Bitboard of Blue's checkers."""
-        return self.opp if self.to_move == RED else self.me
+        return rules.from_side(self.me, self.opp, self.to_move, RED)[1]
 
     @property
     def reserves(self) -> tuple[int, int]:
         """(red, blue) checkers off the board."""
-        if self.to_move == RED:
-            return self.reserve_me, self.reserve_opp
-        return self.reserve_opp, self.reserve_me
+        return rules.from_side(self.reserve_me, self.reserve_opp, self.to_move, RED)
+
+    @property
+    def roller(self) -> int:
+        """The colour that made the latest roll (the mover while a placement is due): :func:`.rules.roller`."""
+        return rules.roller(self.legal, self.to_move)
+
+    @property
+    def dice(self) -> tuple[int, int]:
+        """(purple, green) of the latest roll from the roller's seat (:func:`.board.dice_for`);
+        (0, 0) before any roll."""
+        if self.rolled < 0:
+            return 0, 0
+        return dice_for(self.rolled, self.roller)
 
     def board_string(self) -> str:
         """The board as a 36-character string."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from .board import BIT_POSITION, BITBOARD_BYTES, BOARD_SIZE, FULL, NUM_SQUARES, STRIDE, bits_of
-from .rules import HIT_ENEMY, HIT_FRIENDLY
+from .rules import HIT_ENEMY, HIT_FRIENDLY, from_side
 
 NUM_PLANES = 9
 PLANE_NAMES = (
@@ -56,13 +56,17 @@ _ROLLED_BITS_LIST = [1 << p for p in BIT_POSITION] + [0]  # index -1 (no roll ye
 _ROLLED_BITS = np.array(_ROLLED_BITS_LIST, dtype=np.int64)
 
 
-_POSITION_COLUMN = np.array(BIT_POSITION, dtype=np.int64)[:, None]  # (36, 1) bit position of each square
+_LEGAL_CELLS = np.arange(NUM_SQUARES) * NUM_PLANES + LEGAL_PLANE  # (36,) flat index of each square's legal cell
+_INT64_BITS = 64
+#: (256, 8) int8: the bits of each byte value, lowest first
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").view(np.int8)
+#: (6, 6, 9) index into the 9 x 64 bits of one game's planes (bitboards' bytes, lowest bit first):
+#: ``[rank, file, plane]``
+_SINGLE_ORDER = (np.arange(NUM_PLANES) * _INT64_BITS + np.array(BIT_POSITION)[:, None]).reshape(OBSERVATION_SHAPE)
 
 
 def _unpack(bits: np.ndarray) -> np.ndarray:
-    """(..., 9) int64 bitboards -> (..., 6, 6, 9) int8 planes."""
-    if bits.ndim == 1:  # one game: a broadcast shift lands channels-last at once (cheaper at this size)
-        return ((bits >> _POSITION_COLUMN) & 1).astype(np.int8).reshape(OBSERVATION_SHAPE)
+    """(B..., 9) int64 bitboards of a batch -> (B..., 6, 6, 9) int8 planes."""
     batch_shape = bits.shape[:-1]
     by = bits.view(np.uint8).reshape(batch_shape + (NUM_PLANES, 8))[..., :BITBOARD_BYTES]
     by = np.ascontiguousarray(np.swapaxes(by, -1, -2))  # (..., 6 bytes, 9 planes)
@@ -89,21 +93,22 @@ def encode(own, opp, legal, rolled, captured, hit, own_reserve, opp_reserve) -> 
             ],
             dtype=np.int64,
         )
-    else:
-        bits = np.stack(
-            [
-                own,
-                opp,
-                legal,
-                _ROLLED_BITS.take(rolled),
-                captured,
-                np.where(hit == HIT_ENEMY, FULL, 0),
-                np.where(hit == HIT_FRIENDLY, FULL, 0),
-                _COUNT_BITS.take(np.minimum(own_reserve, NUM_SQUARES)),
-                _COUNT_BITS.take(np.minimum(opp_reserve, NUM_SQUARES)),
-            ],
-            axis=-1,
-        )
+        # the bits of its 72 bytes from a table, then the squares channels-last in one gather
+        return _BYTE_BITS.take(bits.view(np.uint8), axis=0).take(_SINGLE_ORDER)
+    bits = np.stack(
+        [
+            own,
+            opp,
+            legal,
+            _ROLLED_BITS.take(rolled),
+            captured,
+            np.where(hit == HIT_ENEMY, FULL, 0),
+            np.where(hit == HIT_FRIENDLY, FULL, 0),
+            _COUNT_BITS.take(np.minimum(own_reserve, NUM_SQUARES)),
+            _COUNT_BITS.take(np.minimum(opp_reserve, NUM_SQUARES)),
+        ],
+        axis=-1,
+    )
     return _unpack(bits)
 
 
@@ -117,14 +122,10 @@ def planes(position, observer) -> np.ndarray:
     ones where the observer is to move, on ints and int64 arrays alike.
     """
     p = position
-    to_move = (observer ^ p.to_move) - 1  # -1 where the observer is the player to move, else 0
-    swap = p.me ^ p.opp
-    own = p.opp ^ (swap & to_move)
-    reserve_swap = p.reserve_me ^ p.reserve_opp
-    own_reserve = p.reserve_opp ^ (reserve_swap & to_move)
-    return encode(
-        own, own ^ swap, p.legal & to_move, p.rolled, p.captured, p.hit, own_reserve, own_reserve ^ reserve_swap
-    )
+    own, opponent = from_side(p.me, p.opp, p.to_move, observer)
+    own_reserve, opponent_reserve = from_side(p.reserve_me, p.reserve_opp, p.to_move, observer)
+    on_move = (observer ^ p.to_move) - 1  # -1 where the observer is the player to move, else 0
+    return encode(own, opponent, p.legal & on_move, p.rolled, p.captured, p.hit, own_reserve, opponent_reserve)
 
 
 def mover_planes(state) -> np.ndarray:
@@ -133,7 +134,9 @@ def mover_planes(state) -> np.ndarray:
 
 
 def mask_from_planes(planes: np.ndarray) -> np.ndarray:
-    """The action mask(s) held in the legal plane: (..., 6, 6, 9) -> (..., 36) int8."""
+    """The action mask(s) held in the legal plane: (..., 6, 6, 9) -> (..., 36) int8 (a fresh array)."""
+    if planes.ndim == len(OBSERVATION_SHAPE):  # one game: a single gather (take reads it in C order)
+        return planes.take(_LEGAL_CELLS)
     return planes[..., LEGAL_PLANE].reshape(planes.shape[:-3] + (NUM_SQUARES,)).copy()
 
 

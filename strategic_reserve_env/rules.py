@@ -9,14 +9,21 @@ Branches become masks: ``(x - 1) >> 63`` is all ones when ``x == 0`` and zero
 otherwise, for Python ints and int64 alike.
 
 Positions are seen from the mover: ``me`` is the bitboard of the player to
-move, ``opp`` the other player's.
+move, ``opp`` the other player's (and ``reserve_me``, ``reserve_opp`` their
+reserves). A ply is :func:`roll` then :func:`place`; :func:`from_side` and
+:func:`roller` read a position back in absolute colours. The engine
+(:mod:`strategic_reserve_env.engine`, arrays) and
+:class:`~strategic_reserve_env.game.Game` (ints) call these and check their
+inputs; nothing here validates.
 """
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
-from .board import FULL, STRIDE
+from .board import FULL, NO_PLAYER, STRIDE
 
 HIT_EMPTY, HIT_ENEMY, HIT_FRIENDLY = 0, 1, 2
 HIT_NAMES = ("empty", "enemy", "friendly")
@@ -28,7 +35,7 @@ def adjacent(x):
     return ((x << 1) | (x >> 1) | (x << STRIDE) | (x >> STRIDE)) & FULL
 
 
-COMPACT_AFTER = 3  # batch fills continue on the games still growing after this many passes
+COMPACT_MIN = 256  # a batch fill narrows to the games still growing only while it holds at least this many
 
 
 def group(seed, mask):
@@ -40,29 +47,51 @@ def group(seed, mask):
     the top of its run, flipping every bit on the way (the guard bit ends
     the run at the edge of the rank).
 
-    In a batch most games settle within two or three passes; after
-    ``COMPACT_AFTER`` passes the fill goes on with only the games still
-    growing (a few percent), so long groups in a few games cost little.
+    Python ints (one game) loop until the set stops growing. Arrays (any
+    shape; ``seed`` and ``mask`` broadcast together) fill only the games with a
+    seed, and go on with only the games still growing whenever at most half
+    of them are (while at least ``COMPACT_MIN`` are left): in a batch most
+    groups are empty or settle within a pass or two, so a few long groups
+    cost little.
     """
-    x = seed
-    passes = 0
+    if type(seed) is int and type(mask) is int:
+        while True:
+            grown = (seed | ((seed + mask) ^ mask) | (seed >> 1) | (seed << STRIDE) | (seed >> STRIDE)) & mask
+            if grown == seed:
+                return seed
+            seed = grown
+    seed, mask = np.broadcast_arrays(seed, mask)
+    result = seed.flatten()  # a fresh (N,) copy: games without a seed keep their empty group
+    index = (result != 0).nonzero()[0]  # (n,) games still filled, in result (nonzero of bools is fastest)
+    x, mask = result[index], mask.reshape(-1)[index]
     while True:
-        grown = (x | ((x + mask) ^ mask) | (x >> 1) | (x << STRIDE) | (x >> STRIDE)) & mask
-        if type(grown) is int:
-            if grown == x:
-                return x
-        else:
-            growing = grown != x
-            if not growing.any():
-                return x
-            passes += 1
-            if passes == COMPACT_AFTER:
-                rest = np.flatnonzero(growing)
-                if 4 * len(rest) < growing.size:
-                    flat = grown.reshape(-1)  # a view: grown is a fresh array of this call
-                    flat[rest] = group(flat[rest], np.broadcast_to(mask, grown.shape).reshape(-1)[rest])
-                    return grown
+        grown = _grow(x, mask)
+        growing = grown != x
+        count = np.count_nonzero(growing)
+        if count == 0:
+            break
+        if 2 * count <= x.size and x.size >= COMPACT_MIN:
+            result[index] = grown  # final for the games that stopped; the others are written again later
+            keep = growing.nonzero()[0]
+            index, grown, mask = index[keep], grown[keep], mask[keep]
         x = grown
+    result[index] = x
+    return result.reshape(seed.shape) if seed.ndim else result[0]  # numpy scalars in, a numpy scalar out
+
+
+def _grow(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """One pass of :func:`group` on (n,) int64 arrays, in two scratch arrays."""
+    grown = x + mask
+    grown ^= mask
+    grown |= x
+    shifted = x >> 1
+    grown |= shifted
+    np.left_shift(x, STRIDE, out=shifted)
+    grown |= shifted
+    np.right_shift(x, STRIDE, out=shifted)
+    grown |= shifted
+    grown &= mask
+    return grown
 
 
 def resolve_roll(me, opp, rolled):
@@ -81,3 +110,62 @@ def resolve_roll(me, opp, rolled):
     legal = empty & (touching | ((friendly - 1) >> SIGN_SHIFT))  # no group: every empty square
     hit = (friendly != 0) * HIT_FRIENDLY + ((captured & rolled) != 0) * HIT_ENEMY
     return opp, captured, legal, hit
+
+
+def roll(me, opp, reserve_opp, rolled):
+    """The roll on ``rolled`` (a one-square bitboard): :func:`resolve_roll`, and the captured
+    checkers go back to their owner's reserve.
+
+    Returns ``(opp, reserve_opp, captured, legal, hit)`` after the roll.
+    """
+    opp, captured, legal, hit = resolve_roll(me, opp, rolled)
+    count = captured.bit_count() if type(captured) is int else np.bitwise_count(captured)
+    return opp, reserve_opp + count, captured, legal, hit
+
+
+#: the fields :func:`place` reads, in the order of its ``position`` argument
+PLACE_READS = ("me", "opp", "reserve_me", "reserve_opp", "to_move", "ply")
+#: ``position`` for :func:`place` of a State or a Game: its :data:`PLACE_READS` values
+place_reads = operator.attrgetter(*PLACE_READS)
+#: what :func:`place` returns, in order: fields of :class:`~strategic_reserve_env.engine.State`, seen from
+#: the side of the player to move after the placement (rolled, hit and captured keep the latest roll)
+PLACED_FIELDS = ("me", "opp", "reserve_me", "reserve_opp", "to_move", "ply", "winner", "truncated", "legal")
+
+
+def place(position: tuple, placed, ply_limit: int) -> tuple:
+    """The mover puts a checker on ``placed`` (a one-square bitboard; a legal placement is the
+    caller's to check), then the turn passes. ``position`` is ``(me, opp, reserve_me,
+    reserve_opp, to_move, ply)`` (:func:`place_reads` of a State or a Game).
+
+    Returns the :data:`PLACED_FIELDS` after the placement, ints (``truncated`` a bool) for one
+    game or arrays for a batch. The mover's reserve loses one checker; when it is
+    empty the mover has won (``winner = to_move``, else ``NO_PLAYER``). A game nobody won is
+    ``truncated`` once ``ply + 1`` reaches ``ply_limit`` (not a rule of the game:
+    docs/RULES.md). ``legal`` becomes 0 (no placement is due until the next roll). The
+    new ``me`` is the placer's opponent, who moves next; the new ``opp`` the placer's
+    checkers with the new one.
+    """
+    me, opp, reserve_me, reserve_opp, to_move, ply = position
+    reserve = reserve_me - 1
+    won = (reserve - 1) >> SIGN_SHIFT  # all ones where the reserve is now empty (it was >= 1)
+    ply = ply + 1
+    winner = NO_PLAYER + ((to_move - NO_PLAYER) & won)
+    truncated = (ply >= ply_limit) & (reserve != 0)
+    no_placement = placed & 0  # 0 of the caller's kind: an int, or an array of zeros
+    return opp, me | placed, reserve_opp, reserve, to_move ^ 1, ply, winner, truncated, no_placement
+
+
+def from_side(me, opp, to_move, side):
+    """``(side's, the other's)`` of a pair held from the mover's side: ``me``, ``opp`` (checkers
+    or reserves) belong to ``to_move`` and the other player. ``side`` is a colour (``RED`` for
+    ``(red, blue)``) or, like ``to_move``, an array of colours. Branch-free: ``(side ^ to_move) - 1``
+    is all ones where ``side`` is to move."""
+    swap = me ^ opp
+    mine = opp ^ (swap & ((side ^ to_move) - 1))
+    return mine, mine ^ swap
+
+
+def roller(legal, to_move):
+    """The colour that made the latest roll: the player to move while its placement is due
+    (``legal != 0``), else the other player (who rolled, then placed). Meaningful once a roll was made."""
+    return to_move ^ (((legal - 1) >> SIGN_SHIFT) & 1)

@@ -243,7 +243,7 @@ def test_info_arrays_are_independent():
 
 
 def test_roll_info_before_any_roll_and_describe():
-    info = roll_info(Game(), 0)
+    info = roll_info(Game())
     assert info["roll"] == info["roller"] == info["hit"] == NO_ROLL == -1
     assert info["dice"].tolist() == [0, 0] and info["captured"].dtype == np.int8 and not info["captured"].any()
     assert describe(info) == {"roll": None, "roller": None, "dice": None, "hit": None, "captured": []}

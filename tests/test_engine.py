@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import fields
+
 import numpy as np
 import pytest
 
@@ -154,7 +157,46 @@ def test_state_indexing_and_game_round_trip():
     assert back.board_strings() == state[1].board_strings() and back.legal.tolist() == [int(state.legal[1])]
 
 
-def test_bench_smoke():
+def test_game_declares_the_state_fields_in_order():
+    declared = [name for name in Game.__annotations__ if name not in ("config", "history", "_start", "_origin")]
+    assert declared == [f.name for f in fields(engine.State)]
+    assert set(Game.__slots__) >= set(declared)
+
+
+def test_roller_and_dice_through_a_ply():
+    game = Game(Config(start=StartPosition(to_move="blue")))
+    assert game.dice == (0, 0)
+    game.roll(S["b1"])
+    assert (game.roller, game.dice) == (BLUE, (5, 6))  # Blue rolled and must place
+    game.place(game.legal_squares()[0])
+    assert (game.to_move, game.roller, game.dice) == (RED, BLUE, (5, 6))  # placed: still Blue's roll
+    game.roll(S["b1"])
+    assert (game.roller, game.dice) == (RED, (2, 1))
+
+
+BENCH_LABELS = [
+    "engine     B=1     single-game path (Python ints)",
+    "engine     B=1     batched numpy arrays",
+    "engine     B=8     batched numpy arrays",
+    "aec env()  1 game  random masked play, public API",
+    "aec raw_env 1 game random masked play, public API",
+    "vector env 8      random vs random",
+    "reference  B=1     plain scalar (tests/reference.py)",
+]
+
+
+def test_bench_reports_every_path_and_the_speed_up_of_its_own_figures():
     lines = bench.run(seconds=0.01, batch_sizes=(1, 8))
-    assert len(lines) == 8
-    assert all("plies/s" in line for line in lines[:7]) and lines[-1].startswith("speed-up")
+    assert len(lines) == len(BENCH_LABELS) + 1
+    rates = {}
+    for label, line in zip(BENCH_LABELS, lines, strict=False):
+        match = re.fullmatch(r"(.+?)\s+([\d,]+) plies/s", line)
+        assert match is not None and match[1] == label, line
+        rates[label] = float(match[2].replace(",", ""))
+        assert rates[label] > 0, line
+    speed_up = re.fullmatch(r"speed-up vs reference: B=8 x([\d,.]+), single-game path x([\d,.]+)", lines[-1])
+    assert speed_up is not None, lines[-1]
+    reference = rates[BENCH_LABELS[-1]]
+    for printed, label in zip(speed_up.groups(), (BENCH_LABELS[2], BENCH_LABELS[0]), strict=True):
+        # the printed rates are rounded to whole plies/s, the ratio to one decimal
+        assert float(printed.replace(",", "")) == pytest.approx(rates[label] / reference, abs=0.051)

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from strategic_reserve_env import Game, engine
-from strategic_reserve_env.board import FULL
+from strategic_reserve_env import Game, engine, rules
+from strategic_reserve_env.board import BIT_ARRAY, FULL, array_to_bitboards
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.sampling import popcount, uniform_square
 
@@ -82,6 +82,18 @@ def test_batch_element_equals_game_run_alone(play, config):
                 games[i].place(int(uniform_square(games[i].legal, float(uniforms[t, i]))))
             assert _same(batch[i], alone[i]), f"ply {t}, game {i}: batch differs from B = 1"
             assert _same(batch[i], games[i].to_state()), f"ply {t}, game {i}: batch differs from Game"
+            assert _same_views(batch[i], games[i]), f"ply {t}, game {i}: the views differ"
+
+
+def _same_views(state: engine.State, game: Game) -> bool:
+    """A one-game State's views (arrays) read as the Game's (ints)."""
+    return (
+        int(state.red()[0]) == game.red
+        and int(state.blue()[0]) == game.blue
+        and tuple(state.reserves()[0].tolist()) == game.reserves
+        and int(state.roller()[0]) == game.roller
+        and tuple(state.dice()[0].tolist()) == game.dice
+    )
 
 
 def _same(a: engine.State, b: engine.State) -> bool:
@@ -92,3 +104,19 @@ def _same(a: engine.State, b: engine.State) -> bool:
         np.array_equal(getattr(a, f.name), getattr(b, f.name)) and getattr(a, f.name).dtype == getattr(b, f.name).dtype
         for f in fields(engine.State)
     )
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.floats(0.05, 0.95), st.sampled_from([(1,), (300,), (2000,), (40, 36)]))
+def test_batched_group_equals_the_int_fill_of_each_game(seed, density, shape):
+    """Large batches narrow to the games still growing (rules.COMPACT_MIN): every game's group is still
+    the one the Python-int fill finds alone, seeded by one square or by several."""
+    rng = np.random.default_rng(seed)
+    masks = array_to_bitboards(rng.random(shape + (36,)) < density)
+    seeds = masks & np.where(
+        rng.random(shape) < 0.5, BIT_ARRAY[rng.integers(0, 36, shape)], rng.integers(0, 2**41, shape)
+    )
+    groups = rules.group(seeds, masks)
+    assert groups.shape == shape and groups.dtype == np.int64
+    for index in np.ndindex(shape):
+        assert int(groups[index]) == rules.group(int(seeds[index]), int(masks[index])), index
