@@ -22,7 +22,7 @@ from typing import Final, Literal
 
 import numpy as np
 
-from .board import BIT, BLUE, BOARD_SIZE, COLOURS, FILES, NO_PLAYER, NUM_SQUARES, RED, dice_for, names_of, square_name
+from .board import BIT, BLUE, BOARD_SIZE, COLOURS, FILES, NO_PLAYER, NUM_SQUARES, RED, names_of, square_name
 from .game import Game
 from .rules import HIT_NAMES
 
@@ -97,19 +97,12 @@ class Scene:
         return tuple(tuple(row) for row in grid)
 
 
-def _roller(game: Game) -> int:
-    """The player who rolled the latest roll: the player to move between roll and placement, else the
-    player who just placed. Meaningful only after a roll (``game.rolled >= 0``)."""
-    # TODO(issue 12): use the engine's own ``roller`` once State/Game define it (one definition)
-    return game.to_move if game.legal else game.to_move ^ 1
-
-
 def roll_summary(game: Game) -> str:
     """One line about the latest roll, e.g. ``Red rolled e5 (dice 5, 5): friendly hit, captured d5, e4``."""
     if game.rolled < 0:
         return "No roll yet."
-    player = _roller(game)
-    purple, green = dice_for(game.rolled, player)
+    player = game.roller
+    purple, green = game.dice
     captured = names_of(game.captured) or "nothing"
     return (
         f"{COLOURS[player].capitalize()} rolled {square_name(game.rolled)} (dice {purple}, {green}): "
