@@ -9,6 +9,9 @@ spec                       agent
 ``expectimax:depth=2``     search through both players' next rolls with a
                            reserve-race win probability (``depth`` 1 or 2,
                            ``width`` candidate placements searched deeper)
+``value[:PATH]``            one ply of search over the agent's placements,
+                           a learned value network at the leaves
+                           (:mod:`agents.value_search`)
 ``ppo:PATH.safetensors``   a MaskablePPO policy file (``,deterministic=false``
                            to sample from it); an SB3 ``.zip`` holds pickles
                            that can run code, so it needs ``,trust=pickle``
@@ -102,6 +105,15 @@ def _ppo(spec: str, rest: str):
     return PPOAgent.load(canonical_path(path), **_options(spec, more, {"deterministic": bool, "trust": str}))
 
 
+def _value(spec: str, rest: str):
+    path, _, more = rest.partition(",")
+    if more:
+        raise ValueError(f"agent spec {spec!r}: value takes a model file and no options")
+    from .value_search import DEFAULT_MODEL, ValueSearchAgent
+
+    return ValueSearchAgent.load(canonical_path(path or DEFAULT_MODEL))
+
+
 def _rllib(spec: str, rest: str):
     path, _, more = rest.partition(",")  # a directory written by train_rllib.py (no pickle; plays without ray)
     from .rllib_agent import RLlibAgent
@@ -116,6 +128,11 @@ BUILT_IN: dict[str, BuiltIn] = {
         "greedy", "fewest own checkers expected to be captured by the next roll", _without_options(GreedyAgent)
     ),
     "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls", _expectimax),
+    "value": BuiltIn(
+        "value[:PATH.safetensors]",
+        "one ply over own placements, a learned value of the position left (models/value_net.safetensors)",
+        _value,
+    ),
     "ppo": BuiltIn(
         "ppo:PATH.safetensors[,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)",
         "a MaskablePPO policy file",
