@@ -18,13 +18,18 @@ per-square feature        value at square ``s``
 ========================  =====================================================
 
 plus both reserves one-hot (``0 .. RESERVE_CAP - 1``, larger ones in the last
-slot). Sizes and counts are divided by ``COUNT_SCALE``. Two positions are
+slot) and ``race``: the logit of expectimax's evaluation of the position (the
+reserve-race win probability of :func:`agents.expectimax.win_probability` at the
+roller's decision, averaged over its 36 rolls), divided by ``LOGIT_SCALE``.
+Sizes and counts are divided by ``COUNT_SCALE``. Two positions are
 decided without the network and never reach it: a roller whose opponent's
 reserve is empty has lost (the game is over), otherwise a roller with one
 checker in reserve wins (it places it after any roll), and otherwise a
 roller whose opponent has one checker left loses (it places it next turn).
 
-The network is a small MLP (ReLU hidden layers, one logit). It is fitted
+The network is a small MLP (ReLU hidden layers, one output) that learns a
+correction to that evaluation: the value's logit is the race logit plus the
+MLP's output, so an untrained network (output 0) is expectimax's leaf. It is fitted
 on positions of played games labelled with the game's outcome for the
 roller, the board's 8 symmetries (the rules do not change under rotations
 and mirrors, and every roll is equally likely) added as copies::
@@ -53,15 +58,20 @@ from strategic_reserve_env.config import Config
 from strategic_reserve_env.sampling import popcount
 
 from .base import captures_by_roll
+from .expectimax import win_probability
 from .greedy import groups_of
 
 FORMAT = "strategic-reserve-value-net"
 VERSION = 1
 METADATA_KEY = "strategic_reserve_value"
 SQUARE_FEATURES = ("own", "opponent", "own_group", "opponent_group", "gain", "threat")
+SCALAR_FEATURES = ("race",)
 RESERVE_CAP = 20  # one-hot slots per reserve; reserves >= RESERVE_CAP - 1 share the last
 COUNT_SCALE = 6.0  # group sizes and capture counts are divided by this
-NUM_FEATURES = NUM_SQUARES * len(SQUARE_FEATURES) + 2 * RESERVE_CAP
+LOGIT_SCALE = 4.0  # the race logit is divided by this in the input (and clipped to +-LOGIT_CLIP)
+LOGIT_CLIP = 12.0
+NUM_FEATURES = NUM_SQUARES * len(SQUARE_FEATURES) + 2 * RESERVE_CAP + len(SCALAR_FEATURES)
+RACE = NUM_FEATURES - 1  # column of the race feature
 
 
 class ValueFileError(ValueError):
@@ -79,6 +89,10 @@ def _group_sizes(bits: np.ndarray) -> np.ndarray:
 def square_features(me: np.ndarray, opp: np.ndarray) -> np.ndarray:
     """(N, 36, 6) float32 per-square features (``SQUARE_FEATURES``) of (N,) roller/other bitboards."""
     _, gain = captures_by_roll(me, opp)  # (N, 36): opp's checkers lost if the roller rolls s
+    return _square_features(me, opp, gain)
+
+
+def _square_features(me: np.ndarray, opp: np.ndarray, gain: np.ndarray) -> np.ndarray:
     _, threat = captures_by_roll(opp, me)  # (N, 36): the roller's checkers lost if the other player rolls s
     return np.stack(
         [
@@ -104,8 +118,14 @@ def reserve_features(reserve_me: np.ndarray, reserve_opp: np.ndarray) -> np.ndar
 def features(me, opp, reserve_me, reserve_opp) -> np.ndarray:
     """(N, NUM_FEATURES) float32 network input of N pre-roll positions ((N,) int64 arrays, roller's view)."""
     me, opp = np.asarray(me, dtype=np.int64), np.asarray(opp, dtype=np.int64)
-    squares = square_features(me, opp).reshape(len(me), -1)
-    return np.concatenate([squares, reserve_features(np.asarray(reserve_me), np.asarray(reserve_opp))], axis=-1)
+    reserve_me, reserve_opp = np.asarray(reserve_me), np.asarray(reserve_opp)
+    _, gain = captures_by_roll(me, opp)  # (N, 36)
+    race = win_probability(reserve_me[:, None], reserve_opp[:, None] + gain).mean(axis=-1)
+    race_logit = np.clip(np.log(race) - np.log1p(-race), -LOGIT_CLIP, LOGIT_CLIP) / LOGIT_SCALE
+    squares = _square_features(me, opp, gain).reshape(len(me), -1)
+    return np.concatenate(
+        [squares, reserve_features(reserve_me, reserve_opp), race_logit[:, None].astype(np.float32)], axis=-1
+    )
 
 
 def decided(reserve_me: np.ndarray, reserve_opp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -130,6 +150,11 @@ def symmetries() -> np.ndarray:
 # ---------------------------------------------------------------- the network
 
 
+def _logits(module, x):
+    """(N,) torch logits of (N, NUM_FEATURES) torch features: the race logit plus the MLP's correction."""
+    return module(x)[:, 0] + x[:, RACE] * LOGIT_SCALE
+
+
 def _network(hidden: list[int]):
     from torch import nn
 
@@ -139,6 +164,8 @@ def _network(hidden: list[int]):
         layers += [nn.Linear(width, size), nn.ReLU()]
         width = size
     layers.append(nn.Linear(width, 1))
+    nn.init.zeros_(layers[-1].weight)  # no correction yet: the untrained value is the race evaluation
+    nn.init.zeros_(layers[-1].bias)
     return nn.Sequential(*layers)
 
 
@@ -156,7 +183,7 @@ class ValueNet:
         """(N,) float64 logits of (N, NUM_FEATURES) features."""
         torch = self._torch
         with torch.no_grad():
-            return self.module(torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)))[:, 0].double().numpy()
+            return _logits(self.module, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))).double().numpy()
 
     def value(self, me, opp, reserve_me, reserve_opp) -> np.ndarray:
         """(N,) float64 P(the roller wins) of N pre-roll positions (exact where :func:`decided`)."""
@@ -177,7 +204,7 @@ class ValueNet:
         description = {
             "format": FORMAT,
             "version": VERSION,
-            "features": list(SQUARE_FEATURES),
+            "features": list(SQUARE_FEATURES + SCALAR_FEATURES),
             "reserve_cap": RESERVE_CAP,
             "hidden": self.hidden,
             "about": self.about,
@@ -214,10 +241,12 @@ def load_value_net(path: str | Path) -> ValueNet:
         raise ValueFileError(f"{path}: not a {FORMAT} description")
     if description.get("version") != VERSION:
         raise ValueFileError(f"{path}: format version {description.get('version')!r}; this code reads {VERSION}")
-    if description.get("features") != list(SQUARE_FEATURES) or description.get("reserve_cap") != RESERVE_CAP:
+    if description.get("features") != list(SQUARE_FEATURES + SCALAR_FEATURES) or (
+        description.get("reserve_cap") != RESERVE_CAP
+    ):
         raise ValueFileError(
             f"{path}: the network reads features {description.get('features')!r} with reserve_cap "
-            f"{description.get('reserve_cap')!r}; this code computes {list(SQUARE_FEATURES)} with {RESERVE_CAP}"
+            f"{description.get('reserve_cap')!r}; this code computes {list(SQUARE_FEATURES + SCALAR_FEATURES)} with {RESERVE_CAP}"
         )
     hidden = description.get("hidden")
     if not isinstance(hidden, list) or not all(type(n) is int and 0 < n <= 4096 for n in hidden):
@@ -311,7 +340,11 @@ def fit(
         return float(np.mean(np.logaddexp(0, logits) - y_test * logits))
 
     base = float(-np.mean(y_test * np.log(y_train.mean()) + (1 - y_test) * np.log(1 - y_train.mean())))
-    log(f"{len(x_train)} training positions, {len(x_test)} held out; constant log-loss {base:.4f}")
+    race = test_loss()  # the untrained network is the race evaluation
+    log(
+        f"{len(x_train)} training positions, {len(x_test)} held out; held-out log-loss: constant {base:.4f}, "
+        f"race evaluation {race:.4f}"
+    )
     for epoch in range(epochs):
         net.module.train()
         order = rng.permutation(len(x_train))
@@ -322,7 +355,7 @@ def fit(
             squares = xb[:, : NUM_SQUARES * width].reshape(len(idx), NUM_SQUARES, width)
             perm = perms[rng.integers(0, len(perms), len(idx))]  # one random symmetry per position
             xb[:, : NUM_SQUARES * width] = np.take_along_axis(squares, perm[:, :, None], axis=1).reshape(len(idx), -1)
-            logits = net.module(torch.from_numpy(xb))[:, 0]
+            logits = _logits(net.module, torch.from_numpy(xb))
             loss = loss_fn(logits, torch.from_numpy(y_train[idx]))
             optimiser.zero_grad()
             loss.backward()
@@ -337,6 +370,7 @@ def fit(
     figures = {
         "held_out_log_loss": round(test_loss(), 4),
         "constant_log_loss": round(base, 4),
+        "race_log_loss": round(race, 4),
         "held_out_positions": int(len(x_test)),
     }
     net.about |= figures

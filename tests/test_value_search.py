@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from test_agents import random_positions
 
 from agents import load_agent
 from agents.base import captures_by_roll
@@ -33,7 +34,6 @@ from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 
 from conftest import REPO
-from test_agents import random_positions
 
 SHIPPED = REPO / DEFAULT_MODEL
 
@@ -182,8 +182,8 @@ def test_files_that_are_no_value_files_are_refused_without_running_code(tmp_path
     elif content == "garbage":
         path.write_bytes(b"\x00" * 64)
     elif content == "header only":
-        from safetensors.torch import save
         import torch
+        from safetensors.torch import save
 
         path.write_bytes(save({"x": torch.zeros(1)}))
     expected = {
