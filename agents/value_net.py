@@ -271,6 +271,23 @@ def load_value_net(path: str | Path) -> ValueNet:
 # ---------------------------------------------------------------- data and fitting
 
 
+class Exploring:
+    """``agent``, except that each decision is, with probability ``epsilon``, a uniformly random legal square
+    (so the data holds the positions a search compares, not only those the agent's own choices lead to)."""
+
+    uses_observation = True
+
+    def __init__(self, agent, epsilon: float) -> None:
+        self.agent, self.epsilon = agent, epsilon
+        self.name = f"{agent.name}+explore={epsilon}"
+
+    def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        chosen = np.asarray(self.agent.act(observations, masks, rng))
+        legal = np.asarray(masks, dtype=bool)
+        random = np.argmax(np.where(legal, rng.random(legal.shape), -1.0), axis=-1)
+        return np.where(rng.random(len(chosen)) < self.epsilon, random, chosen)
+
+
 def play_positions(agents: list, games: int, seed: int, config: Config) -> dict[str, np.ndarray]:
     """Pre-roll positions of ``games`` games of ``agents[0]`` against ``agents[1]`` (seats alternating), seen
     from the roller, with ``won`` (the roller won the game) and ``game`` (its number); truncated games dropped."""
@@ -388,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
     making.add_argument("--agents", default="greedy,greedy", help="two agent specs, comma-separated")
     making.add_argument("--seed", type=int, default=0)
     making.add_argument("--batch", type=int, default=2000)
+    making.add_argument("--epsilon", type=float, default=0.0, help="probability of a random placement")
     making.add_argument("--out", required=True)
     fitting = commands.add_parser("fit", help="fit a value network on data files")
     fitting.add_argument("data", nargs="+")
@@ -402,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "data":
         from . import load_agent
 
-        agents = [load_agent(spec) for spec in args.agents.split(",")]
+        agents = [Exploring(load_agent(spec), args.epsilon) for spec in args.agents.split(",")]
         parts = []
         for first in range(0, args.games, args.batch):
             count = min(args.batch, args.games - first)
