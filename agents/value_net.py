@@ -246,7 +246,8 @@ def load_value_net(path: str | Path) -> ValueNet:
     ):
         raise ValueFileError(
             f"{path}: the network reads features {description.get('features')!r} with reserve_cap "
-            f"{description.get('reserve_cap')!r}; this code computes {list(SQUARE_FEATURES + SCALAR_FEATURES)} with {RESERVE_CAP}"
+            f"{description.get('reserve_cap')!r}; this code computes {list(SQUARE_FEATURES + SCALAR_FEATURES)} "
+            f"with {RESERVE_CAP}"
         )
     hidden = description.get("hidden")
     if not isinstance(hidden, list) or not all(type(n) is int and 0 < n <= 4096 for n in hidden):
