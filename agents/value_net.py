@@ -44,6 +44,7 @@ header (``"strategic_reserve_value"``); loading it runs no code from it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -318,6 +319,29 @@ def play_positions(agents: list, games: int, seed: int, config: Config) -> dict[
     return {key: value[keep_rows] for key, value in data.items()}
 
 
+_print = functools.partial(print, flush=True)  # progress lines appear at once in a log file
+
+
+def td_targets(game: np.ndarray, won: np.ndarray, value: np.ndarray, lam: float) -> np.ndarray:
+    """(N,) float64 lambda-returns of N positions for their rollers: ``game`` (N,) game numbers, positions of
+    a game in the order played; ``won`` (N,) bool outcomes; ``value`` (N,) the bootstrap values.
+
+    Along each game, ``G_t = (1 - lam) * (1 - value_{t+1}) + lam * (1 - G_{t+1})`` (the next position
+    belongs to the other player), and ``G = won`` at a game's last position: ``lam = 1`` is the outcome.
+    """
+    order = np.argsort(game, kind="stable")
+    ends = np.append(game[order][1:] != game[order][:-1], True).tolist()
+    outcome, bootstrap = won[order].astype(float).tolist(), value[order].tolist()
+    returns = [0.0] * len(order)
+    following = 0.0
+    for i in range(len(order) - 1, -1, -1):
+        following = outcome[i] if ends[i] else (1 - lam) * (1 - bootstrap[i + 1]) + lam * (1 - following)
+        returns[i] = following
+    result = np.empty(len(order))
+    result[order] = returns
+    return result
+
+
 def fit(
     data: dict[str, np.ndarray],
     hidden: list[int],
@@ -326,10 +350,14 @@ def fit(
     holdout: float = 0.05,
     batch: int = 1024,
     lr: float = 1e-3,
-    log=print,
+    log=_print,
+    bootstrap: ValueNet | None = None,
+    lam: float = 1.0,
 ) -> tuple[ValueNet, dict]:
     """Fit a :class:`ValueNet` on ``data`` (from :func:`play_positions`), holding out ``holdout`` of the games;
-    returns the net and its figures (held-out log-loss of the net and of always predicting the mean)."""
+    returns the net and its figures (held-out log-loss against the outcomes, of the net, of always predicting
+    the mean and of the race evaluation). The targets are the outcomes, or with ``bootstrap`` (a net, or
+    ``None`` for the race evaluation) and ``lam < 1`` the lambda-returns of :func:`td_targets`."""
     import torch
 
     torch.manual_seed(seed)
@@ -345,7 +373,13 @@ def fit(
         ]
     )
     y = data["won"][rows].astype(np.float32)
-    x_train, y_train, x_test, y_test = x[~held], y[~held], x[held], y[held]
+    target = y
+    if lam < 1:
+        guide = bootstrap if bootstrap is not None else ValueNet([1])  # an untrained net: the race evaluation
+        value = decided(data["reserve_me"], data["reserve_opp"])[1]
+        value[rows] = 1.0 / (1.0 + np.exp(-guide.logits(x)))
+        target = td_targets(data["game"], data["won"], value, lam)[rows].astype(np.float32)
+    x_train, y_train, x_test, y_test = x[~held], target[~held], x[held], y[held]
     perms = symmetries()
     width = len(SQUARE_FEATURES)
     net = ValueNet(hidden, {"positions": int(len(x_train)), "epochs": epochs, "seed": seed})
@@ -374,7 +408,7 @@ def fit(
             perm = perms[rng.integers(0, len(perms), len(idx))]  # one random symmetry per position
             xb[:, : NUM_SQUARES * width] = np.take_along_axis(squares, perm[:, :, None], axis=1).reshape(len(idx), -1)
             logits = _logits(net.module, torch.from_numpy(xb))
-            loss = loss_fn(logits, torch.from_numpy(y_train[idx]))
+            loss = loss_fn(logits, torch.from_numpy(y_train[idx]))  # soft targets when lam < 1
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -413,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
     fitting.add_argument("--hidden", default="256,256")
     fitting.add_argument("--epochs", type=int, default=6)
     fitting.add_argument("--seed", type=int, default=0)
+    fitting.add_argument("--lam", type=float, default=1.0, help="lambda of the TD targets (1: the outcomes)")
+    fitting.add_argument("--bootstrap", help="value file of the TD targets (default: the race evaluation)")
     fitting.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     import torch
@@ -435,7 +471,9 @@ def main(argv: list[str] | None = None) -> int:
         with np.load(name, allow_pickle=False) as archive:
             parts.append({key: archive[key] for key in archive.files})
     data = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
-    net, figures = fit(data, [int(n) for n in args.hidden.split(",")], args.epochs, args.seed)
+    bootstrap = load_value_net(args.bootstrap) if args.bootstrap else None
+    hidden = [int(n) for n in args.hidden.split(",")]
+    net, figures = fit(data, hidden, args.epochs, args.seed, bootstrap=bootstrap, lam=args.lam)
     net.save(args.out)
     print(json.dumps(figures), f"wrote {args.out}")
     return 0

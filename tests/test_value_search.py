@@ -26,6 +26,7 @@ from agents.value_net import (
     play_positions,
     square_features,
     symmetries,
+    td_targets,
 )
 from agents.value_search import DEFAULT_MODEL, ValueSearchAgent
 from strategic_reserve_env import arena
@@ -210,3 +211,15 @@ def test_the_shipped_network_plays_by_its_default_spec():
         [agent, load_agent("greedy")], np.arange(20) % 2, np.arange(20), Config(), [np.random.default_rng(2)] * 2
     )
     assert not result.truncated.any()
+
+
+def test_td_targets_are_lambda_returns_along_each_game():
+    game = np.array([7, 3, 7, 3, 7])  # game 7: positions 0, 2, 4 in order; game 3: positions 1, 3
+    won = np.array([True, False, False, True, True])  # the rollers alternate; the last roller of a game won
+    value = np.array([0.5, 0.4, 0.2, 0.9, 1.0])
+    np.testing.assert_array_equal(td_targets(game, won, value, 1.0), won.astype(float))
+    bootstrapped = td_targets(game, won, value, 0.0)
+    np.testing.assert_allclose(bootstrapped, [1 - 0.2, 1 - 0.9, 1 - 1.0, 1.0, 1.0])
+    half = td_targets(game, won, value, 0.5)
+    assert half[4] == 1.0 and half[2] == 0.5 * (1 - 1.0) + 0.5 * (1 - 1.0)
+    assert half[0] == 0.5 * (1 - 0.2) + 0.5 * (1 - half[2])
