@@ -9,9 +9,9 @@ spec                       agent
 ``expectimax:depth=2``     search through both players' next rolls with a
                            reserve-race win probability (``depth`` 1 or 2,
                            ``width`` candidate placements searched deeper)
-``value[:PATH]``            one ply of search over the agent's placements,
-                           a learned value network at the leaves
-                           (:mod:`agents.value_search`)
+``value[:PATH][,depth=2]``  expectimax over own placements and the
+                           opponent's roll with a learned value network
+                           at the leaves (:mod:`agents.value_search`)
 ``ppo:PATH.safetensors``   a MaskablePPO policy file (``,deterministic=false``
                            to sample from it); an SB3 ``.zip`` holds pickles
                            that can run code, so it needs ``,trust=pickle``
@@ -107,11 +107,12 @@ def _ppo(spec: str, rest: str):
 
 def _value(spec: str, rest: str):
     path, _, more = rest.partition(",")
-    if more:
-        raise ValueError(f"agent spec {spec!r}: value takes a model file and no options")
+    if "=" in path:  # options only: the default model
+        path, more = "", rest
     from .value_search import DEFAULT_MODEL, ValueSearchAgent
 
-    return ValueSearchAgent.load(canonical_path(path or DEFAULT_MODEL))
+    options = _options(spec, more, {"depth": int, "width": int})
+    return ValueSearchAgent.load(canonical_path(path or DEFAULT_MODEL), **options)
 
 
 def _rllib(spec: str, rest: str):
@@ -129,8 +130,8 @@ BUILT_IN: dict[str, BuiltIn] = {
     ),
     "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls", _expectimax),
     "value": BuiltIn(
-        "value[:PATH.safetensors]",
-        "one ply over own placements, a learned value of the position left (models/value_net.safetensors)",
+        "value[:PATH.safetensors][,depth=1|2,width=K]",
+        "expectimax with a learned value at the leaves (models/value_net.safetensors)",
         _value,
     ),
     "ppo": BuiltIn(

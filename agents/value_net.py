@@ -23,9 +23,10 @@ reserve-race win probability of :func:`agents.expectimax.win_probability` at the
 roller's decision, averaged over its 36 rolls), divided by ``LOGIT_SCALE``.
 Sizes and counts are divided by ``COUNT_SCALE``. Two positions are
 decided without the network and never reach it: a roller whose opponent's
-reserve is empty has lost (the game is over), otherwise a roller with one
-checker in reserve wins (it places it after any roll), and otherwise a
-roller whose opponent has one checker left loses (it places it next turn).
+reserve is empty has lost (the game is over), and otherwise a roller with
+one checker in reserve wins (it places it after any roll). (An opponent with
+one checker left decides nothing yet: the roll may capture some of its
+checkers first.)
 
 The network is a small MLP (ReLU hidden layers, one output) that learns a
 correction to that evaluation: the value's logit is the race logit plus the
@@ -132,8 +133,8 @@ def features(me, opp, reserve_me, reserve_opp) -> np.ndarray:
 def decided(reserve_me: np.ndarray, reserve_opp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """((N,) bool, (N,) float64): which pre-roll positions are decided without the network, and their value."""
     reserve_me, reserve_opp = np.asarray(reserve_me), np.asarray(reserve_opp)
-    known = (reserve_me <= 1) | (reserve_opp <= 1)
-    return known, np.where((reserve_me <= 1) & (reserve_opp > 0), 1.0, 0.0)
+    known = (reserve_me <= 1) | (reserve_opp <= 0)
+    return known, np.where(reserve_opp > 0, 1.0, 0.0)
 
 
 def symmetries() -> np.ndarray:

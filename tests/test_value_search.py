@@ -54,26 +54,49 @@ def tiny_file(tmp_path_factory):
 
 
 class RaceLeaf:
-    """A stand-in value: the expectimax race model averaged over the roller's 36 rolls (depth 1's leaf)."""
+    """A stand-in value: the expectimax race model averaged over the roller's 36 rolls (what an untrained
+    network computes, exactly)."""
 
     def value(self, me, opp, reserve_me, reserve_opp):
         _, lost = captures_by_roll(me, opp)  # the other player's checkers the roller captures, per roll
-        return win_probability(np.asarray(reserve_me)[:, None], np.asarray(reserve_opp)[:, None] + lost).mean(-1)
+        race = win_probability(np.asarray(reserve_me)[:, None], np.asarray(reserve_opp)[:, None] + lost).mean(-1)
+        known, exact = decided(reserve_me, reserve_opp)  # as the network's value does
+        return np.where(known, exact, race)
 
 
 def test_search_with_the_race_leaf_chooses_like_expectimax_depth_1(positions):
     """Differential: the one-ply value search over a leaf that is expectimax's depth-1 evaluation picks the
     placements expectimax:depth=1 picks (the same set of best squares, whatever the tie-breaks)."""
     observations, masks = mover_planes(positions), bitboards_to_array(positions.legal)
-    values = ValueSearchAgent(RaceLeaf()).placement_values(observations, masks)
+    values = ValueSearchAgent(RaceLeaf(), depth=1).placement_values(observations, masks)
     best = values >= values.max(axis=1, keepdims=True) - 1e-9
     expectimax = ExpectimaxAgent(depth=1)
     for seed in range(5):
         chosen = expectimax.act(observations, masks, np.random.default_rng(seed))
         assert best[np.arange(len(chosen)), chosen].all()
-    mine = ValueSearchAgent(RaceLeaf()).act(observations, masks, np.random.default_rng(0))
+    mine = ValueSearchAgent(RaceLeaf(), depth=1).act(observations, masks, np.random.default_rng(0))
     assert best[np.arange(len(mine)), mine].all() and masks[np.arange(len(mine)), mine].all()
     assert best.sum(axis=1).mean() < masks.sum(axis=1).mean()  # the test has choices to get wrong
+
+
+def test_depth_2_with_the_race_leaf_chooses_like_expectimax_depth_2(positions):
+    """Differential: through the opponent's roll, with the race leaf (averaged over the agent's next roll),
+    the search is expectimax:depth=2: the same candidates and the same best placements among them."""
+    observations, masks = mover_planes(positions), bitboards_to_array(positions.legal)
+    agent = ValueSearchAgent(RaceLeaf(), depth=2)
+    values = agent.placement_values(observations, masks)
+    candidates = np.argsort(-values, axis=-1, kind="stable")[:, : agent.width]
+    rows = np.arange(len(candidates))[:, None]
+    deep = np.where(masks[rows, candidates], agent.candidate_values(observations, masks, candidates), -np.inf)
+    best_squares = np.zeros(masks.shape, dtype=bool)
+    best_squares[rows, candidates] = deep >= deep.max(axis=1, keepdims=True) - 1e-9
+    expectimax = ExpectimaxAgent(depth=2)
+    for seed in range(3):
+        chosen = expectimax.act(observations, masks, np.random.default_rng(seed))
+        assert best_squares[np.arange(len(chosen)), chosen].all()
+    mine = agent.act(observations, masks, np.random.default_rng(0))
+    assert best_squares[np.arange(len(mine)), mine].all()
+    assert best_squares.sum(axis=1).mean() < masks.sum(axis=1).mean()
 
 
 def test_the_features_follow_the_board_symmetries(positions):
@@ -92,9 +115,9 @@ def test_the_features_follow_the_board_symmetries(positions):
 
 
 def test_decided_positions_never_reach_the_network():
-    known, value = decided(np.array([1, 1, 5, 5, 3]), np.array([4, 0, 1, 6, 1]))
-    assert known.tolist() == [True, True, True, False, True]
-    assert value[known].tolist() == [1.0, 0.0, 0.0, 0.0]
+    known, value = decided(np.array([1, 1, 5, 5, 2]), np.array([4, 0, 1, 6, 0]))
+    assert known.tolist() == [True, True, False, False, True]  # 5 against 1: the roll may capture first
+    assert value[known].tolist() == [1.0, 0.0, 0.0]
 
 
 def test_the_agent_plays_legal_full_games(tiny_file):
@@ -196,9 +219,22 @@ def test_files_that_are_no_value_files_are_refused_without_running_code(tmp_path
     assert not marker.exists()
 
 
-def test_value_spec_errors():
-    with pytest.raises(ValueError, match="value takes a model file and no options"):
-        load_agent("value:x.safetensors,depth=2")
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("value:x.safetensors,depth=3", r"value depth must be one of \(1, 2\), got 3"),
+        ("value:depth=2,width=0", "value width must be an integer in 1..36, got 0"),
+        ("value:x.safetensors,breadth=2", "unknown option 'breadth'; options: depth, width"),
+    ],
+)
+def test_value_spec_errors(tiny_file, spec, message):
+    with pytest.raises(ValueError, match=message):
+        load_agent(spec.replace("x.safetensors", str(tiny_file)) if "x.safetensors" in spec else spec)
+
+
+def test_value_spec_names(tiny_file):
+    assert load_agent(f"value:{tiny_file},depth=1").name == f"value:{tiny_file},depth=1"
+    assert load_agent(f"value:{tiny_file},depth=2,width=6").name == f"value:{tiny_file}"
 
 
 @pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped value network")
