@@ -35,7 +35,7 @@ on positions of played games labelled with the game's outcome for the
 roller, the board's 8 symmetries (the rules do not change under rotations
 and mirrors, and every roll is equally likely) added as copies::
 
-    python -m agents.value_net data --games 100000 --agents greedy,greedy --out /tmp/values.npz
+    python -m agents.value_net data --games 100000 --agents greedy greedy --out /tmp/values.npz
     python -m agents.value_net fit /tmp/values.npz --out models/value_net.safetensors
 
 The file is safetensors: the tensors, and the architecture as JSON in the
@@ -438,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     making = commands.add_parser("data", help="play games and keep their positions with the outcome")
     making.add_argument("--games", type=int, default=20000)
-    making.add_argument("--agents", default="greedy,greedy", help="two agent specs, comma-separated")
+    making.add_argument("--agents", nargs=2, default=["greedy", "greedy"], help="the two agent specs")
     making.add_argument("--seed", type=int, default=0)
     making.add_argument("--batch", type=int, default=2000)
     making.add_argument("--epsilon", type=float, default=0.0, help="probability of a random placement")
@@ -458,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "data":
         from . import load_agent
 
-        agents = [Exploring(load_agent(spec), args.epsilon) for spec in args.agents.split(",")]
+        agents = [Exploring(load_agent(spec), args.epsilon) for spec in args.agents]
         parts = []
         for first in range(0, args.games, args.batch):
             count = min(args.batch, args.games - first)
