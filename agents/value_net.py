@@ -475,6 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     bootstrap = load_value_net(args.bootstrap) if args.bootstrap else None
     hidden = [int(n) for n in args.hidden.split(",")]
     net, figures = fit(data, hidden, args.epochs, args.seed, bootstrap=bootstrap, lam=args.lam)
+    net.about |= {"data": [Path(name).name for name in args.data], "lam": args.lam, "bootstrap": args.bootstrap}
     net.save(args.out)
     print(json.dumps(figures), f"wrote {args.out}")
     return 0
