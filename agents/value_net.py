@@ -62,6 +62,7 @@ from strategic_reserve_env.sampling import popcount
 from .base import captures_by_roll
 from .expectimax import win_probability
 from .greedy import groups_of
+from .policy_file import copy_tensors
 
 FORMAT = "strategic-reserve-value-net"
 VERSION = 1
@@ -220,7 +221,6 @@ class ValueNet:
 
 def load_value_net(path: str | Path) -> ValueNet:
     """The :class:`ValueNet` of a value file; :class:`ValueFileError` says what is wrong with a bad one."""
-    import torch
     from safetensors import safe_open
     from safetensors.torch import load
 
@@ -255,19 +255,7 @@ def load_value_net(path: str | Path) -> ValueNet:
     if not isinstance(hidden, list) or not all(type(n) is int and 0 < n <= 4096 for n in hidden):
         raise ValueFileError(f"{path}: hidden must be a list of layer sizes in 1..4096, got {hidden!r}")
     net = ValueNet(hidden, description.get("about") if isinstance(description.get("about"), dict) else {})
-    expected = net.module.state_dict()
-    if set(tensors) != set(expected):
-        missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
-        raise ValueFileError(f"{path}: the tensors do not fit the network: missing {missing}, unexpected {unexpected}")
-    for name, target in expected.items():
-        if tensors[name].shape != target.shape or tensors[name].dtype != target.dtype:
-            raise ValueFileError(
-                f"{path}: tensor {name} is {tuple(tensors[name].shape)} {tensors[name].dtype}, "
-                f"the network needs {tuple(target.shape)} {target.dtype}"
-            )
-        if not torch.isfinite(tensors[name]).all():
-            raise ValueFileError(f"{path}: tensor {name} holds NaN or infinite values")
-    net.module.load_state_dict(tensors)
+    copy_tensors(tensors, dict(net.module.named_parameters()), str(path), ValueFileError)
     return net
 
 
