@@ -32,8 +32,10 @@ The network is a small MLP (ReLU hidden layers, one output) that learns a
 correction to that evaluation: the value's logit is the race logit plus the
 MLP's output, so an untrained network (output 0) is expectimax's leaf. It is fitted
 on positions of played games labelled with the game's outcome for the
-roller, the board's 8 symmetries (the rules do not change under rotations
-and mirrors, and every roll is equally likely) added as copies::
+roller (or lambda-returns bootstrapped from a network, ``--lam``), each
+position shown in one of the board's 8 symmetries at random in each epoch
+(the rules do not change under rotations and mirrors, and every roll is
+equally likely)::
 
     python -m agents.value_net data --games 100000 --agents greedy greedy --out /tmp/values.npz
     python -m agents.value_net fit /tmp/values.npz --out models/value_net.safetensors
