@@ -126,7 +126,8 @@ def features(me, opp, reserve_me, reserve_opp) -> np.ndarray:
     reserve_me, reserve_opp = np.asarray(reserve_me), np.asarray(reserve_opp)
     _, gain = captures_by_roll(me, opp)  # (N, 36)
     race = win_probability(reserve_me[:, None], reserve_opp[:, None] + gain).mean(axis=-1)
-    race_logit = np.clip(np.log(race) - np.log1p(-race), -LOGIT_CLIP, LOGIT_CLIP) / LOGIT_SCALE
+    with np.errstate(divide="ignore"):  # a certain race (0 or 1) is clipped to +-LOGIT_CLIP
+        race_logit = np.clip(np.log(race) - np.log1p(-race), -LOGIT_CLIP, LOGIT_CLIP) / LOGIT_SCALE
     squares = _square_features(me, opp, gain).reshape(len(me), -1)
     return np.concatenate(
         [squares, reserve_features(reserve_me, reserve_opp), race_logit[:, None].astype(np.float32)], axis=-1
