@@ -9,6 +9,9 @@ spec                       agent
 ``expectimax:depth=2``     search through both players' next rolls with a
                            reserve-race win probability (``depth`` 1 or 2,
                            ``width`` candidate placements searched deeper)
+``value[:PATH][,depth=2]``  expectimax over own placements and the
+                           opponent's roll with a learned value network
+                           at the leaves (:mod:`agents.value_search`)
 ``ppo:PATH.safetensors``   a MaskablePPO policy file (``,deterministic=false``
                            to sample from it); an SB3 ``.zip`` holds pickles
                            that can run code, so it needs ``,trust=pickle``
@@ -102,6 +105,16 @@ def _ppo(spec: str, rest: str):
     return PPOAgent.load(canonical_path(path), **_options(spec, more, {"deterministic": bool, "trust": str}))
 
 
+def _value(spec: str, rest: str):
+    path, _, more = rest.partition(",")
+    if "=" in path:  # options only: the default model
+        path, more = "", rest
+    from .value_search import DEFAULT_MODEL, ValueSearchAgent
+
+    options = _options(spec, more, {"depth": int, "width": int})
+    return ValueSearchAgent.load(canonical_path(path or DEFAULT_MODEL), **options)
+
+
 def _rllib(spec: str, rest: str):
     path, _, more = rest.partition(",")  # a directory written by train_rllib.py (no pickle; plays without ray)
     from .rllib_agent import RLlibAgent
@@ -116,6 +129,11 @@ BUILT_IN: dict[str, BuiltIn] = {
         "greedy", "fewest own checkers expected to be captured by the next roll", _without_options(GreedyAgent)
     ),
     "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls", _expectimax),
+    "value": BuiltIn(
+        "value[:PATH.safetensors][,depth=1|2,width=K]",
+        "expectimax with a learned value at the leaves (models/value_net.safetensors)",
+        _value,
+    ),
     "ppo": BuiltIn(
         "ppo:PATH.safetensors[,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)",
         "a MaskablePPO policy file",

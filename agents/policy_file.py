@@ -189,7 +189,6 @@ def load_policy(path: str | Path):
     """``(policy, description)`` of a policy file; :class:`PolicyFileError` says what is wrong with a bad one
     (not a policy file, a description this code does not build, tensors of the wrong names, shapes or dtypes,
     or NaN/infinite values)."""
-    import torch
     from safetensors.torch import load
 
     path = Path(path)
@@ -199,23 +198,30 @@ def load_policy(path: str | Path):
         tensors = load(path.read_bytes())
     except Exception as error:  # safetensors raises its own error types for malformed data
         raise PolicyFileError(f"{path}: the tensors do not load ({error})") from None
-    expected = _tensors_of(policy)
+    copy_tensors(tensors, _tensors_of(policy), str(path))
+    return policy.eval(), description
+
+
+def copy_tensors(tensors: dict, expected: dict, where: str, error: type[ValueError] = PolicyFileError) -> None:
+    """Copy ``tensors`` ({name: tensor} read from a file) into a network's ``expected`` tensors, requiring
+    exactly their names, shapes and dtypes, and finite values; ``error`` naming ``where`` and the fault if not."""
+    import torch
+
     if set(tensors) != set(expected):
         missing, unexpected = sorted(set(expected) - set(tensors)), sorted(set(tensors) - set(expected))
-        raise PolicyFileError(
-            f"{path}: the tensors do not fit the described network: missing {missing}, unexpected {unexpected}"
+        raise error(
+            f"{where}: the tensors do not fit the described network: missing {missing}, unexpected {unexpected}"
         )
     for name, target in expected.items():
         if tensors[name].shape != target.shape or tensors[name].dtype != target.dtype:
-            raise PolicyFileError(
-                f"{path}: tensor {name} is {tuple(tensors[name].shape)} {tensors[name].dtype}, "
+            raise error(
+                f"{where}: tensor {name} is {tuple(tensors[name].shape)} {tensors[name].dtype}, "
                 f"the described network has {tuple(target.shape)} {target.dtype}"
             )
         if not torch.isfinite(tensors[name]).all():
-            raise PolicyFileError(f"{path}: tensor {name} holds NaN or infinite values")
+            raise error(f"{where}: tensor {name} holds NaN or infinite values")
         with torch.no_grad():
             target.copy_(tensors[name])
-    return policy.eval(), description
 
 
 def convert(zip_path: str | Path, out: str | Path | None = None, about: dict | None = None) -> Path:
@@ -237,6 +243,7 @@ __all__ = [
     "architecture_of",
     "build_policy",
     "convert",
+    "copy_tensors",
     "load_policy",
     "read_description",
     "save_policy",
