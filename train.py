@@ -44,7 +44,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 
-from agents import load_agent
+from agents import distill, load_agent
 from agents.networks import BoardCNN
 from agents.policy_file import architecture_of, save_policy
 from agents.ppo import PPOAgent
@@ -113,6 +113,25 @@ class TrainSettings:
     """Continue from the last checkpoint in --out (exactly: same games and updates as an uninterrupted run)."""
     progress: bool = True
     """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
+    distill_games: int = 0
+    """Distillation before PPO: games (even) the expert plays against each of --distill-opponents, its
+    decisions labelled with its move values for a supervised fit of the network (0: none, PPO from scratch)."""
+    distill_expert: str = "expectimax:depth=2"
+    """The agent imitated; it must offer move_values(observations, masks) (agents/expectimax.py does)."""
+    distill_opponents: str = "greedy,expectimax:depth=2,random"
+    """Comma-separated agent specs the expert plays against while its decisions are labelled."""
+    distill_explore: float = 0.1
+    """Probability that the expert plays a random legal square instead (labels stay its own choice)."""
+    distill_temperature: float = 0.0
+    """0: the target is the expert's choice; > 0: softmax of its move values at this temperature."""
+    distill_epochs: int = 10
+    """Passes of the supervised fit over the labelled decisions."""
+    distill_batch_size: int = 1024
+    """Decisions per gradient step of the supervised fit."""
+    distill_learning_rate: float = 1e-3
+    """Adam learning rate of the supervised fit (decayed linearly to 0)."""
+    distill_value_weight: float = 0.5
+    """Weight of the value head's squared error (against the game's outcome) in the supervised loss."""
 
 
 def _at_least(settings: TrainSettings, name: str, low: float) -> None:
@@ -136,8 +155,23 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         "checkpoint_every",
         "threads",
         "cnn_channels",
+        "distill_epochs",
+        "distill_batch_size",
     ):
         _at_least(settings, name, 1)
+    _at_least(settings, "distill_games", 0)
+    _at_least(settings, "distill_temperature", 0)
+    _at_least(settings, "distill_value_weight", 0)
+    if settings.distill_games % 2:
+        raise ValueError(
+            f"--distill-games must be even (each opponent is met as Red and as Blue), got {settings.distill_games}"
+        )
+    if not 0 <= settings.distill_explore <= 1:
+        raise ValueError(f"--distill-explore must be in [0, 1], got {settings.distill_explore}")
+    if not settings.distill_learning_rate > 0:
+        raise ValueError(f"--distill-learning-rate must be > 0, got {settings.distill_learning_rate}")
+    if settings.distill_games:
+        distill_agents(settings)
     _at_least(settings, "batch_size", 2)  # PPO normalises advantages over each minibatch
     _at_least(settings, "eval_every", 0)
     _at_least(settings, "ent_coef", 0)
@@ -190,6 +224,50 @@ def parse_opponents(text: str) -> list[tuple[str, float]]:
     if not mixture or sum(w for _, w in mixture) <= 0:
         raise ValueError(f"--opponents needs at least one positive weight, got {text!r}")
     return mixture
+
+
+def distill_agents(settings: TrainSettings) -> tuple[object, list]:
+    """The expert and the opponents of the distillation; ``ValueError`` if a spec does not load or the
+    expert has no ``move_values``."""
+    expert = load_agent(settings.distill_expert)
+    if not callable(getattr(expert, "move_values", None)):
+        raise ValueError(f"--distill-expert {settings.distill_expert!r} has no move_values(observations, masks)")
+    opponents = [load_agent(spec) for spec in filter(None, settings.distill_opponents.split(","))]
+    if not opponents:
+        raise ValueError(f"--distill-opponents needs at least one agent spec, got {settings.distill_opponents!r}")
+    return expert, opponents
+
+
+def distill_policy(model: MaskablePPO, settings: TrainSettings) -> None:
+    """The supervised phase (agents/distill.py): the expert's labelled decisions, then the fit of
+    ``model.policy`` on them; prints what it did and how often the network now agrees with the expert."""
+    expert, opponents = distill_agents(settings)
+    start = time.perf_counter()
+    positions = distill.collect_positions(
+        expert, opponents, settings.distill_games, settings.seed, settings.distill_explore, progress=settings.progress
+    )
+    labelled = time.perf_counter()
+    print(
+        f"distillation: {len(positions):,} decisions of {expert.name} in {settings.distill_games} games against each "
+        f"of {', '.join(o.name for o in opponents)} ({labelled - start:.0f} s)",
+        flush=True,
+    )
+    targets = distill.expert_targets(positions, settings.distill_temperature)
+    fit_settings = distill.FitSettings(
+        epochs=settings.distill_epochs,
+        batch_size=settings.distill_batch_size,
+        learning_rate=settings.distill_learning_rate,
+        value_weight=settings.distill_value_weight,
+        seed=settings.seed,
+    )
+    history = distill.fit(model.policy, positions, targets, fit_settings, progress=settings.progress)
+    agreement = distill.agreement(model.policy, positions, distill.expert_targets(positions))
+    print(
+        f"distillation: fit in {time.perf_counter() - labelled:.0f} s, cross-entropy "
+        f"{history[-1]['cross_entropy']:.3f}, the network plays the expert's choice in {100 * agreement:.1f} % of "
+        f"its decisions",
+        flush=True,
+    )
 
 
 class OpponentPool:
@@ -564,8 +642,11 @@ def main(settings: TrainSettings) -> int:
             )
             return 2
         print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
-    elif pool.self_weight > 0:
-        pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial network
+    else:
+        if settings.distill_games:
+            distill_policy(model, settings)
+        if pool.self_weight > 0:
+            pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
     env.games.set_opponents(*pool.members())
     (out / "settings.json").write_text(json.dumps(asdict(settings), indent=1) + "\n")
 

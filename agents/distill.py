@@ -89,10 +89,11 @@ def collect_positions(
     explore: float = 0.0,
     config: Config | None = None,
     progress: bool = False,
+    batch: int = 500,
 ) -> Positions:
     """The expert's decisions in ``games`` games (even) against each of ``opponents`` (agents with ``act``;
     the expert itself is a fine opponent), half of them as Red, exploring with probability ``explore``
-    (:class:`LabellingExpert`); dice and generators come from ``seed``."""
+    (:class:`LabellingExpert`), ``batch`` games at a time; dice and generators come from ``seed``."""
     if games < 2 or games % 2:
         raise ValueError(f"games per opponent must be an even number >= 2, got {games}")
     config = config or Config()
@@ -100,27 +101,35 @@ def collect_positions(
     bar = Progress(games * len(opponents), "game", description="expert games", enabled=progress)
     for opponent, sequence in zip(opponents, np.random.SeedSequence(seed).spawn(len(opponents)), strict=True):
         dice_seed, rng_a, rng_b = sequence.spawn(3)
-        labeller = LabellingExpert(expert, explore)
-        red_agent = np.tile([0, 1], games // 2)  # agent 0 (the labeller) is Red in the even games
         dice = np.random.default_rng(dice_seed).integers(0, 2**62, games // 2).repeat(2)
-        deciding: list[np.ndarray] = []  # per ply, the games where the labeller decides, in arena.play's order
-
-        def keep(state) -> None:
-            labeller_moves = (state.to_move == RED) == (red_agent == 0)
-            deciding.append(np.flatnonzero(~state.done & labeller_moves))
-
         rngs = [np.random.default_rng(rng_a), np.random.default_rng(rng_b)]
-        played = arena.play([labeller, opponent], red_agent, dice, config, rngs, keep)
-        bar.update(games)
-        game = np.concatenate([rows for rows in deciding if rows.size])
-        observations, masks, values = (np.concatenate(kept) for kept in zip(*labeller.kept, strict=True))
-        if len(game) != len(masks):  # pragma: no cover - arena.play asks the agents in this order
-            raise RuntimeError(f"{len(game)} labeller decisions seen, {len(masks)} made")
-        winner, mover = played.winner[game], np.where(red_agent[game] == 0, RED, 1 - RED)
-        outcome = np.where(winner < 0, 0.0, np.where(winner == mover, 1.0, -1.0)).astype(np.float32)
-        parts.append(Positions(observations, masks, values, outcome))
+        for start in range(0, games, batch + batch % 2):
+            chunk = dice[start : start + batch + batch % 2]
+            parts.append(_labelled_games(expert, opponent, chunk, rngs, explore, config))
+            bar.update(len(chunk))
     bar.close()
     return Positions.concatenate(parts)
+
+
+def _labelled_games(expert, opponent, dice: np.ndarray, rngs: list, explore: float, config: Config) -> Positions:
+    """The expert's decisions in the games of ``dice`` ((G,) seeds, G even) against ``opponent``, as Red in
+    the even-numbered ones."""
+    labeller = LabellingExpert(expert, explore)
+    red_agent = np.tile([0, 1], len(dice) // 2)  # agent 0 (the labeller) is Red in the even games
+    deciding: list[np.ndarray] = []  # per ply, the games where the labeller decides, in arena.play's order
+
+    def keep(state) -> None:
+        labeller_moves = (state.to_move == RED) == (red_agent == 0)
+        deciding.append(np.flatnonzero(~state.done & labeller_moves))
+
+    played = arena.play([labeller, opponent], red_agent, dice, config, rngs, keep)
+    game = np.concatenate([rows for rows in deciding if rows.size])
+    observations, masks, values = (np.concatenate(kept) for kept in zip(*labeller.kept, strict=True))
+    if len(game) != len(masks):  # pragma: no cover - arena.play asks the agents in this order
+        raise RuntimeError(f"{len(game)} labeller decisions seen, {len(masks)} made")
+    winner, mover = played.winner[game], np.where(red_agent[game] == 0, RED, 1 - RED)
+    outcome = np.where(winner < 0, 0.0, np.where(winner == mover, 1.0, -1.0)).astype(np.float32)
+    return Positions(observations, masks, values, outcome)
 
 
 def expert_targets(positions: Positions, temperature: float = 0.0) -> np.ndarray:
