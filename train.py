@@ -4,12 +4,19 @@
     python train.py --total-steps 20000 --out runs/quick
     python train.py --out runs/ppo --resume   # continue a killed run from its last checkpoint
 
-The learner plays ``n_envs`` games in one engine batch
+Two phases. First, distillation (``--distill-*``, agents/distill.py): the
+expert (expectimax:depth=2) plays ``distill_games`` games against each of
+``distill_opponents``; each of its decisions is labelled with its choice, and
+the network is fitted to those labels (masked cross-entropy on the action
+head, squared error of the value head against the game's outcome).
+``--distill-games 0`` skips it. Then PPO continues from the fitted network:
+the learner plays ``n_envs`` games in one engine batch
 (:class:`strategic_reserve_env.sb3_env.StrategicReserveVecEnv`). Each game draws
 its opponent when it starts, from a weighted mixture of baseline agents and
 frozen snapshots of the learner ("self"). Periodic and final evaluations use
 evaluation/tournament.py's paired-dice matches. Everything goes to ``--out``: TensorBoard
-logs (``tb/``), checkpoints, the policy file ``model.safetensors`` (the agent
+logs (``tb/``), checkpoints, the network after the distillation
+(``distilled.safetensors``), the policy file ``model.safetensors`` (the agent
 spec ``ppo:OUT/model.safetensors``; it cannot run code when loaded), SB3's
 ``model.zip`` (pickles: for SB3 users, loaded only with ``,trust=pickle``),
 ``evaluation.json`` / ``.md``.
@@ -23,6 +30,8 @@ and the step counters. ``--resume`` continues exactly where a checkpoint was
 taken: a run resumed from step S makes the same games, updates and weights as
 one that never stopped. A checkpoint that does not load (cut short by a kill,
 or not a checkpoint) is skipped with a warning for the one before it.
+Checkpoints start with PPO: a run killed during the distillation starts anew
+(without ``--resume``), and makes the same network again (same seed, same games).
 """
 
 from __future__ import annotations
@@ -61,8 +70,10 @@ MAX_SEED = 2**32 - 1  # SB3 seeds numpy's global generator, which takes 32-bit s
 class TrainSettings:
     """Settings of a training run (every field is a command-line option)."""
 
-    total_steps: int = 6_000_000
-    """Learner decisions to train on (environment steps, summed over the games)."""
+    total_steps: int = 0
+    """PPO: learner decisions to train on (environment steps, summed over the games); 0: no PPO, the
+    distilled network is the model. PPO after the distillation lost strength in our measurements (see
+    models/README.md), so it is off by default; from scratch (--distill-games 0) give it millions."""
     n_envs: int = 512
     """Games played at once in one engine batch."""
     n_steps: int = 32
@@ -107,18 +118,18 @@ class TrainSettings:
     """Output directory."""
     device: str = "cpu"
     """Torch device."""
-    threads: int = 2
-    """Torch CPU threads."""
+    threads: int = 1
+    """Torch CPU threads (on shared cores a second thread waits more than it computes)."""
     resume: bool = False
     """Continue from the last checkpoint in --out (exactly: same games and updates as an uninterrupted run)."""
     progress: bool = True
     """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
-    distill_games: int = 0
+    distill_games: int = 10_000
     """Distillation before PPO: games (even) the expert plays against each of --distill-opponents, its
     decisions labelled with its move values for a supervised fit of the network (0: none, PPO from scratch)."""
     distill_expert: str = "expectimax:depth=2"
     """The agent imitated; it must offer move_values(observations, masks) (agents/expectimax.py does)."""
-    distill_opponents: str = "greedy,expectimax:depth=2,random"
+    distill_opponents: str = "greedy,expectimax:depth=2"
     """Comma-separated agent specs the expert plays against while its decisions are labelled."""
     distill_explore: float = 0.1
     """Probability that the expert plays a random legal square instead (labels stay its own choice)."""
@@ -145,8 +156,8 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
 
     Nothing is written and nothing trains before every setting has passed.
     """
+    _at_least(settings, "total_steps", 0)
     for name in (
-        "total_steps",
         "n_envs",
         "n_steps",
         "n_epochs",
@@ -172,6 +183,8 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         raise ValueError(f"--distill-learning-rate must be > 0, got {settings.distill_learning_rate}")
     if settings.distill_games:
         distill_agents(settings)
+    elif not settings.total_steps:
+        raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
     _at_least(settings, "batch_size", 2)  # PPO normalises advantages over each minibatch
     _at_least(settings, "eval_every", 0)
     _at_least(settings, "ent_coef", 0)
@@ -645,6 +658,7 @@ def main(settings: TrainSettings) -> int:
     else:
         if settings.distill_games:
             distill_policy(model, settings)
+            save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
         if pool.self_weight > 0:
             pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
     env.games.set_opponents(*pool.members())
