@@ -181,10 +181,6 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         raise ValueError(f"--distill-explore must be in [0, 1], got {settings.distill_explore}")
     if not settings.distill_learning_rate > 0:
         raise ValueError(f"--distill-learning-rate must be > 0, got {settings.distill_learning_rate}")
-    if settings.distill_games:
-        distill_agents(settings)
-    elif not settings.total_steps:
-        raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
     _at_least(settings, "batch_size", 2)  # PPO normalises advantages over each minibatch
     _at_least(settings, "eval_every", 0)
     _at_least(settings, "ent_coef", 0)
@@ -216,6 +212,10 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         raise ValueError(f"--device {settings.device!r} is not a torch device (e.g. cpu, cuda)") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {settings.device}: this torch build or machine has no CUDA device")
+    if settings.distill_games:
+        distill_agents(settings)
+    elif not settings.total_steps:
+        raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
     tournament.check_out(settings.out)  # a directory we can write in (or can create), before anything is built
     return parse_opponents(settings.opponents)
 
@@ -675,12 +675,13 @@ def main(settings: TrainSettings) -> int:
         save_checkpoint(model, env, pool, callback.schedule, settings, out)
     model.save(out / "model.zip")
     save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
-    print(
-        f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
-        f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment",
-        flush=True,
-    )
-    print(time_split(seconds, env.seconds, callback.seconds), flush=True)
+    if steps_done:
+        print(
+            f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
+            f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment",
+            flush=True,
+        )
+        print(time_split(seconds, env.seconds, callback.seconds), flush=True)
 
     pairings = final_evaluation(model, settings, out)
     print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
