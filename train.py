@@ -1,8 +1,9 @@
 """Train a MaskablePPO agent for Strategic Reserve against a pool of opponents, then evaluate it.
 
-    python train.py                       # the default run (what `make train` does)
-    python train.py --total-steps 20000 --out runs/quick
-    python train.py --out runs/ppo --resume   # continue a killed run from its last checkpoint
+    python train.py                       # the default run (what `make train` does): distillation
+    python train.py --distill-games 1000 --out runs/quick
+    python train.py --distill-games 0 --total-steps 6000000 --out runs/ppo   # PPO alone, from scratch
+    python train.py --distill-games 0 --total-steps 6000000 --out runs/ppo --resume   # continue a killed PPO run
 
 Two phases. First, distillation (``--distill-*``, agents/distill.py): the
 expert (expectimax:depth=2) plays ``distill_games`` games against each of
