@@ -1,15 +1,23 @@
 """Train a MaskablePPO agent for Strategic Reserve against a pool of opponents, then evaluate it.
 
-    python train.py                       # the default run (what `make train` does)
-    python train.py --total-steps 20000 --out runs/quick
-    python train.py --out runs/ppo --resume   # continue a killed run from its last checkpoint
+    python train.py                       # the default run (what `make train` does): distillation
+    python train.py --distill-games 1000 --out runs/quick
+    python train.py --distill-games 0 --total-steps 6000000 --out runs/ppo   # PPO alone, from scratch
+    python train.py --distill-games 0 --total-steps 6000000 --out runs/ppo --resume   # continue a killed PPO run
 
-The learner plays ``n_envs`` games in one engine batch
+Two phases. First, distillation (``--distill-*``, agents/distill.py): the
+expert (expectimax:depth=2) plays ``distill_games`` games against each of
+``distill_opponents``; each of its decisions is labelled with its choice, and
+the network is fitted to those labels (masked cross-entropy on the action
+head, squared error of the value head against the game's outcome).
+``--distill-games 0`` skips it. Then PPO continues from the fitted network:
+the learner plays ``n_envs`` games in one engine batch
 (:class:`strategic_reserve_env.sb3_env.StrategicReserveVecEnv`). Each game draws
 its opponent when it starts, from a weighted mixture of baseline agents and
 frozen snapshots of the learner ("self"). Periodic and final evaluations use
 evaluation/tournament.py's paired-dice matches. Everything goes to ``--out``: TensorBoard
-logs (``tb/``), checkpoints, the policy file ``model.safetensors`` (the agent
+logs (``tb/``), checkpoints, the network after the distillation
+(``distilled.safetensors``), the policy file ``model.safetensors`` (the agent
 spec ``ppo:OUT/model.safetensors``; it cannot run code when loaded), SB3's
 ``model.zip`` (pickles: for SB3 users, loaded only with ``,trust=pickle``),
 ``evaluation.json`` / ``.md``.
@@ -23,6 +31,8 @@ and the step counters. ``--resume`` continues exactly where a checkpoint was
 taken: a run resumed from step S makes the same games, updates and weights as
 one that never stopped. A checkpoint that does not load (cut short by a kill,
 or not a checkpoint) is skipped with a warning for the one before it.
+Checkpoints start with PPO: a run killed during the distillation starts anew
+(without ``--resume``), and makes the same network again (same seed, same games).
 """
 
 from __future__ import annotations
@@ -44,7 +54,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 
-from agents import load_agent
+from agents import distill, load_agent
 from agents.networks import BoardCNN
 from agents.policy_file import architecture_of, save_policy
 from agents.ppo import PPOAgent
@@ -61,8 +71,10 @@ MAX_SEED = 2**32 - 1  # SB3 seeds numpy's global generator, which takes 32-bit s
 class TrainSettings:
     """Settings of a training run (every field is a command-line option)."""
 
-    total_steps: int = 6_000_000
-    """Learner decisions to train on (environment steps, summed over the games)."""
+    total_steps: int = 0
+    """PPO: learner decisions to train on (environment steps, summed over the games); 0: no PPO, the
+    distilled network is the model. PPO after the distillation lost strength in our measurements (see
+    models/README.md), so it is off by default; from scratch (--distill-games 0) give it millions."""
     n_envs: int = 512
     """Games played at once in one engine batch."""
     n_steps: int = 32
@@ -107,12 +119,31 @@ class TrainSettings:
     """Output directory."""
     device: str = "cpu"
     """Torch device."""
-    threads: int = 2
-    """Torch CPU threads."""
+    threads: int = 1
+    """Torch CPU threads (on shared cores a second thread waits more than it computes)."""
     resume: bool = False
     """Continue from the last checkpoint in --out (exactly: same games and updates as an uninterrupted run)."""
     progress: bool = True
     """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
+    distill_games: int = 10_000
+    """Distillation before PPO: games (even) the expert plays against each of --distill-opponents, its
+    decisions labelled with its move values for a supervised fit of the network (0: none, PPO from scratch)."""
+    distill_expert: str = "expectimax:depth=2"
+    """The agent imitated; it must offer move_values(observations, masks) (agents/expectimax.py does)."""
+    distill_opponents: str = "greedy,expectimax:depth=2"
+    """Comma-separated agent specs the expert plays against while its decisions are labelled."""
+    distill_explore: float = 0.1
+    """Probability that the expert plays a random legal square instead (labels stay its own choice)."""
+    distill_temperature: float = 0.0
+    """0: the target is the expert's choice; > 0: softmax of its move values at this temperature."""
+    distill_epochs: int = 10
+    """Passes of the supervised fit over the labelled decisions."""
+    distill_batch_size: int = 1024
+    """Decisions per gradient step of the supervised fit."""
+    distill_learning_rate: float = 1e-3
+    """Adam learning rate of the supervised fit (decayed linearly to 0)."""
+    distill_value_weight: float = 0.5
+    """Weight of the value head's squared error (against the game's outcome) in the supervised loss."""
 
 
 def _at_least(settings: TrainSettings, name: str, low: float) -> None:
@@ -126,8 +157,8 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
 
     Nothing is written and nothing trains before every setting has passed.
     """
+    _at_least(settings, "total_steps", 0)
     for name in (
-        "total_steps",
         "n_envs",
         "n_steps",
         "n_epochs",
@@ -136,8 +167,21 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         "checkpoint_every",
         "threads",
         "cnn_channels",
+        "distill_epochs",
+        "distill_batch_size",
     ):
         _at_least(settings, name, 1)
+    _at_least(settings, "distill_games", 0)
+    _at_least(settings, "distill_temperature", 0)
+    _at_least(settings, "distill_value_weight", 0)
+    if settings.distill_games % 2:
+        raise ValueError(
+            f"--distill-games must be even (each opponent is met as Red and as Blue), got {settings.distill_games}"
+        )
+    if not 0 <= settings.distill_explore <= 1:
+        raise ValueError(f"--distill-explore must be in [0, 1], got {settings.distill_explore}")
+    if not settings.distill_learning_rate > 0:
+        raise ValueError(f"--distill-learning-rate must be > 0, got {settings.distill_learning_rate}")
     _at_least(settings, "batch_size", 2)  # PPO normalises advantages over each minibatch
     _at_least(settings, "eval_every", 0)
     _at_least(settings, "ent_coef", 0)
@@ -169,6 +213,10 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         raise ValueError(f"--device {settings.device!r} is not a torch device (e.g. cpu, cuda)") from None
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"--device {settings.device}: this torch build or machine has no CUDA device")
+    if settings.distill_games:
+        distill_agents(settings)
+    elif not settings.total_steps:
+        raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
     tournament.check_out(settings.out)  # a directory we can write in (or can create), before anything is built
     return parse_opponents(settings.opponents)
 
@@ -190,6 +238,50 @@ def parse_opponents(text: str) -> list[tuple[str, float]]:
     if not mixture or sum(w for _, w in mixture) <= 0:
         raise ValueError(f"--opponents needs at least one positive weight, got {text!r}")
     return mixture
+
+
+def distill_agents(settings: TrainSettings) -> tuple[object, list]:
+    """The expert and the opponents of the distillation; ``ValueError`` if a spec does not load or the
+    expert has no ``move_values``."""
+    expert = load_agent(settings.distill_expert)
+    if not callable(getattr(expert, "move_values", None)):
+        raise ValueError(f"--distill-expert {settings.distill_expert!r} has no move_values(observations, masks)")
+    opponents = [load_agent(spec) for spec in filter(None, settings.distill_opponents.split(","))]
+    if not opponents:
+        raise ValueError(f"--distill-opponents needs at least one agent spec, got {settings.distill_opponents!r}")
+    return expert, opponents
+
+
+def distill_policy(model: MaskablePPO, settings: TrainSettings) -> None:
+    """The supervised phase (agents/distill.py): the expert's labelled decisions, then the fit of
+    ``model.policy`` on them; prints what it did and how often the network now agrees with the expert."""
+    expert, opponents = distill_agents(settings)
+    start = time.perf_counter()
+    positions = distill.collect_positions(
+        expert, opponents, settings.distill_games, settings.seed, settings.distill_explore, progress=settings.progress
+    )
+    labelled = time.perf_counter()
+    print(
+        f"distillation: {len(positions):,} decisions of {expert.name} in {settings.distill_games} games against each "
+        f"of {', '.join(o.name for o in opponents)} ({labelled - start:.0f} s)",
+        flush=True,
+    )
+    targets = distill.expert_targets(positions, settings.distill_temperature)
+    fit_settings = distill.FitSettings(
+        epochs=settings.distill_epochs,
+        batch_size=settings.distill_batch_size,
+        learning_rate=settings.distill_learning_rate,
+        value_weight=settings.distill_value_weight,
+        seed=settings.seed,
+    )
+    history = distill.fit(model.policy, positions, targets, fit_settings, progress=settings.progress)
+    agreement = distill.agreement(model.policy, positions, distill.expert_targets(positions))
+    print(
+        f"distillation: fit in {time.perf_counter() - labelled:.0f} s, cross-entropy "
+        f"{history[-1]['cross_entropy']:.3f}, the network plays the expert's choice in {100 * agreement:.1f} % of "
+        f"its decisions",
+        flush=True,
+    )
 
 
 class OpponentPool:
@@ -564,8 +656,12 @@ def main(settings: TrainSettings) -> int:
             )
             return 2
         print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
-    elif pool.self_weight > 0:
-        pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial network
+    else:
+        if settings.distill_games:
+            distill_policy(model, settings)
+            save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
+        if pool.self_weight > 0:
+            pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
     env.games.set_opponents(*pool.members())
     (out / "settings.json").write_text(json.dumps(asdict(settings), indent=1) + "\n")
 
@@ -580,12 +676,13 @@ def main(settings: TrainSettings) -> int:
         save_checkpoint(model, env, pool, callback.schedule, settings, out)
     model.save(out / "model.zip")
     save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
-    print(
-        f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
-        f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment",
-        flush=True,
-    )
-    print(time_split(seconds, env.seconds, callback.seconds), flush=True)
+    if steps_done:
+        print(
+            f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
+            f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment",
+            flush=True,
+        )
+        print(time_split(seconds, env.seconds, callback.seconds), flush=True)
 
     pairings = final_evaluation(model, settings, out)
     print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))

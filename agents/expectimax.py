@@ -62,7 +62,10 @@ class ExpectimaxAgent:
         self.depth, self.width = depth, width
         self.name = f"expectimax:depth={depth}" + (f",width={width}" if width != 6 else "")
 
-    def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def _search(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The search of :meth:`act`: ``(legal, value, candidates, deep)`` with ``legal`` (B, 36) bool,
+        ``value`` (B, 36) the depth-1 values, and at depth 2 ``candidates`` (B, k) the squares searched
+        deeper and ``deep`` (B, k) their depth-2 values (both None at depth 1)."""
         position = read_position(observations, masks)
         legal = np.asarray(masks, dtype=bool)
         m, o = position.reserve_me, position.reserve_opp
@@ -72,7 +75,7 @@ class ExpectimaxAgent:
         value = 1.0 - win_probability(o[:, None, None], my_reserve).mean(axis=-1)  # the opponent decides next
         value = np.where((m == 1)[:, None], 1.0, value)  # placing the last checker wins at once
         if self.depth == 1:
-            return argmin_random_ties(-value, legal, rng, step=1e-9)
+            return legal, value, None, None
         ranked = np.argsort(np.where(legal, -value, np.inf), axis=-1, kind="stable")
         candidates = ranked[:, : self.width]  # (B, k); illegal ones sort last and are masked below
         rows = np.arange(len(candidates))[:, None]
@@ -81,6 +84,24 @@ class ExpectimaxAgent:
         leaf = win_probability(my_reserve[rows, candidates][..., None], opponent_reserve)
         leaf = np.where((o == 1)[:, None, None, None], 0.0, leaf)  # the opponent's placement won first
         deep = np.where((m == 1)[:, None], 1.0, leaf.mean(axis=(-1, -2)))  # (B, k)
+        return legal, value, candidates, deep
+
+    def move_values(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """(B, 36) float64: the value :meth:`act` maximises for each searched square (at depth 2 the
+        ``width`` squares searched deeper; at depth 1 every legal one), NaN for the others."""
+        legal, value, candidates, deep = self._search(observations, masks)
+        if candidates is None:
+            return np.where(legal, value, np.nan)
+        rows = np.arange(len(candidates))[:, None]
+        values = np.full(legal.shape, np.nan)
+        values[rows, candidates] = np.where(legal[rows, candidates], deep, np.nan)
+        return values
+
+    def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        legal, value, candidates, deep = self._search(observations, masks)
+        if candidates is None:
+            return argmin_random_ties(-value, legal, rng, step=1e-9)
+        rows = np.arange(len(candidates))[:, None]
         choice = argmin_random_ties(-deep, legal[rows, candidates], rng, step=1e-9)
         return candidates[np.arange(len(candidates)), choice]
 

@@ -226,7 +226,7 @@ def test_shipped_policy_file_is_bit_identical_to_the_shipped_zip():
 
 def test_shipped_policy_file_replays_the_published_tournament():
     """greedy against the policy file, 2,000 games with the tournament's seed: the same games, pair by pair,
-    as results/tournament (played with the SB3 zip)."""
+    as results/tournament."""
     import json
 
     from evaluation.tournament import Settings, play_pairing

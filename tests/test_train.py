@@ -36,6 +36,10 @@ TINY = [
     "20",
     "--snapshot-every",
     "1024",
+    "--distill-games",
+    "0",  # PPO alone: tests/test_distill.py runs the distillation
+    "--total-steps",
+    "1024",  # tests that train give their own
     "--no-progress",
 ]
 ROLLOUT = 32 * 16  # steps per PPO update with TINY
@@ -206,8 +210,13 @@ BAD_SETTINGS = [
     (["--threads", "0"], "--threads must be >= 1, got 0"),
     (["--eval-games", "21"], "--eval-games must be an even number >= 2 (paired dice), got 21"),
     (["--final-eval-games", "0"], "--final-eval-games must be an even number >= 2 (paired dice), got 0"),
-    (["--total-steps", "-5"], "--total-steps must be >= 1, got -5"),
-    (["--total-steps", "0"], "--total-steps must be >= 1, got 0"),
+    (["--total-steps", "-5"], "--total-steps must be >= 0, got -5"),
+    (["--total-steps", "0"], "--total-steps 0 and --distill-games 0: nothing to train"),
+    (["--distill-games", "3"], "--distill-games must be even (each opponent is met as Red and as Blue), got 3"),
+    (["--distill-explore", "1.5"], "--distill-explore must be in [0, 1], got 1.5"),
+    (["--distill-games", "2", "--distill-expert", "greedy"], "--distill-expert 'greedy' has no move_values"),
+    (["--distill-games", "2", "--distill-opponents", ","], "--distill-opponents needs at least one agent spec"),
+    (["--distill-temperature", "-1"], "--distill-temperature must be >= 0, got -1.0"),
     (["--max-snapshots", "0"], "--max-snapshots must be >= 1, got 0"),
     (["--snapshot-every", "0"], "--snapshot-every must be >= 1, got 0"),
     (["--checkpoint-every", "0"], "--checkpoint-every must be >= 1, got 0"),
