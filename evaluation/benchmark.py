@@ -47,7 +47,10 @@ from .tournament import (
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 SHIPPED_PPO = "ppo:" + (REPOSITORY / "models" / "ppo_baseline.safetensors").as_posix()
-"""The spec of the panel's PPO: the shipped model (the one place to change when the model file moves)."""
+"""The spec of the shipped PPO model (what ``make train`` makes; it changes when a better one ships)."""
+PANEL_PPO = "ppo:" + (REPOSITORY / "models" / "panel" / "ppo_baseline_v1.safetensors").as_posix()
+"""The spec of protocol v1's PPO panel member: the model shipped when v1 was fixed, frozen in its own
+file so that replacing the shipped model leaves the protocol's panel, and so its ratings, unchanged."""
 SCHEMA = "strategic-reserve-benchmark/1"  # the JSON layout of a score card (docs/BENCHMARK.md)
 
 
@@ -129,7 +132,7 @@ PROTOCOL_V1 = Protocol(
         PanelMember("random", "random", 4000, 0.0),
         PanelMember("greedy", "greedy", 4000, 171.2),
         PanelMember("expectimax:depth=2", "expectimax:depth=2", 2000, 189.4),
-        PanelMember("ppo_baseline", SHIPPED_PPO, 4000, 159.2),
+        PanelMember("ppo_baseline", PANEL_PPO, 4000, 159.2),
     ),
     seed=1,
     reserve=7,

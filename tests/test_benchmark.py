@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation.benchmark import PROTOCOL_V1, SCHEMA, SHIPPED_PPO, ScoreCard, fit_rating, run_benchmark
+from evaluation.benchmark import PANEL_PPO, PROTOCOL_V1, SCHEMA, SHIPPED_PPO, ScoreCard, fit_rating, run_benchmark
 from evaluation.reference import END, REFERENCE_AGENTS, START, file_stem
 from evaluation.tournament import Pairing, PairingError
 
@@ -175,7 +175,8 @@ def test_protocol_v1_is_well_formed():
     assert PROTOCOL_V1.version == "v1" and PROTOCOL_V1.panel[0].spec == "random" and PROTOCOL_V1.panel[0].rating == 0
     assert all(m.games % 2 == 0 and m.games >= 2 for m in PROTOCOL_V1.panel)
     assert len({m.label for m in PROTOCOL_V1.panel}) == len(PROTOCOL_V1.panel)
-    assert SHIPPED_PPO in [m.spec for m in PROTOCOL_V1.panel] and Path(SHIPPED_PPO.partition(":")[2]).is_file()
+    assert PANEL_PPO in [m.spec for m in PROTOCOL_V1.panel] and Path(PANEL_PPO.partition(":")[2]).is_file()
+    assert SHIPPED_PPO not in [m.spec for m in PROTOCOL_V1.panel]  # shipping a new model leaves v1's panel alone
 
 
 def _reference_cards() -> list[dict]:
@@ -184,8 +185,10 @@ def _reference_cards() -> list[dict]:
 
 def test_the_reference_cards_are_protocol_v1_and_their_ratings_follow_from_their_games():
     cards = _reference_cards()
-    kind, _, model = SHIPPED_PPO.partition(":")  # named from the repository root, where the reference runs
-    expected = {spec for spec in REFERENCE_AGENTS if spec != SHIPPED_PPO} | {f"{kind}:{os.path.relpath(model, REPO)}"}
+    models = {spec for spec in REFERENCE_AGENTS if spec.startswith("ppo:")}  # named from the repository root
+    expected = {spec for spec in REFERENCE_AGENTS if spec not in models} | {
+        "ppo:" + os.path.relpath(spec.partition(":")[2], REPO) for spec in models
+    }
     assert {card["agent"] for card in cards} == expected
     for card in cards:
         assert card["schema"] == SCHEMA and card["conformant"] and card["complete"]
