@@ -122,6 +122,7 @@ from .dice import DiceStream
 from .engine import IllegalActionError
 from .game import Game
 from .observation import LEGAL_PLANE, OBSERVATION_SHAPE, planes
+from .outcome import reward
 from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
@@ -373,10 +374,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         mover = game.to_move
         game.place(square)  # IllegalActionError names the square and the legal ones
         self._cumulative_rewards[agent] = 0
-        self.rewards = dict.fromkeys(AGENTS, 0)
+        self.rewards = {name: reward(game.winner, colour) for colour, name in enumerate(AGENTS)}
         if game.winner >= 0:
-            self.rewards[AGENTS[mover]] = 1
-            self.rewards[AGENTS[mover ^ 1]] = -1
             self.terminations = dict.fromkeys(AGENTS, True)
         elif game.truncated:
             self.truncations = dict.fromkeys(AGENTS, True)
