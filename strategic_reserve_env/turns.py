@@ -26,6 +26,7 @@ streams' counters and whatever ``act`` does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Protocol
 
 import numpy as np
@@ -48,9 +49,47 @@ class Dice(Protocol):
     def next(self, mask: np.ndarray) -> np.ndarray: ...
 
 
+#: a turn of at most 1/SPARSE of the batch works on those games alone, then writes them back (a roll of a
+#: few games no longer resolves the whole batch's captures)
+SPARSE = 4
+
+
+def _on_rows(state: engine.State, rows: np.ndarray, change: Callable[[engine.State], engine.State]) -> engine.State:
+    """``state`` with the games ``rows`` ((k,) indices) replaced by ``change`` of them (a batch of k)."""
+    part = state[rows]
+    changed = change(part)
+    values = {}
+    for field in fields(engine.State):
+        name = field.name
+        column, new = getattr(state, name), getattr(changed, name)
+        if new is not getattr(part, name):  # a field ``change`` left alone stays shared
+            column = column.copy()
+            column[rows] = new
+        values[name] = column
+    return engine.State(**values)
+
+
+def _sparse(state: engine.State, games: np.ndarray) -> np.ndarray | None:
+    """(k,) indices of ``games`` ((B,) bool) when they are few enough to work on alone, else None."""
+    rows = np.flatnonzero(games)
+    return rows if SPARSE * len(rows) <= state.batch_size else None
+
+
 def roll(state: engine.State, dice: Dice, games: np.ndarray) -> engine.State:
     """``state`` with the games of ``games`` ((B,) bool; live ones, no placement due) rolled from ``dice``."""
-    return engine.roll(state, dice.next(games), active=games)
+    squares = dice.next(games)
+    rows = _sparse(state, games)
+    if rows is None:
+        return engine.roll(state, squares, active=games)
+    return _on_rows(state, rows, lambda part: engine.roll(part, squares[rows]))
+
+
+def place(state: engine.State, actions: np.ndarray, config: Config, games: np.ndarray) -> engine.State:
+    """``state`` with the checkers ``actions`` ((B,) squares, checked legal) placed in the games of ``games``."""
+    rows = _sparse(state, games)
+    if rows is None:
+        return engine.place(state, actions, config, active=games)
+    return _on_rows(state, rows, lambda part: engine.place(part, actions[rows], config))
 
 
 def actions_by_policy(
@@ -82,7 +121,7 @@ def turn(
         state = roll(state, dice, to_roll)
     if on_roll is not None:
         on_roll(state)
-    return engine.place(state, decide(state, acting), config, active=acting)
+    return place(state, decide(state, acting), config, acting)
 
 
 def play_out(
@@ -101,4 +140,4 @@ def play_out(
     return state
 
 
-__all__ = ["Act", "Decide", "Dice", "actions_by_policy", "play_out", "roll", "turn"]
+__all__ = ["Act", "Decide", "Dice", "actions_by_policy", "place", "play_out", "roll", "turn"]
