@@ -87,24 +87,25 @@ class LearnerStep(NamedTuple):
     terminated: np.ndarray  # (B,) bool: the game ended with a winner in this step
     truncated: np.ndarray  # (B,) bool: the ply limit ended the game in this step
     illegal: np.ndarray  # (B,) bool: the learner's action was illegal (a forfeit)
-    finals: np.ndarray  # (B, 6, 6, 9) int8: the learner's last observation of each game that ended, else 0
+    finals: np.ndarray | None  # (B, 6, 6, 9) int8: with autoreset, the learner's last observation of each game
+    # that ended (else 0); None without (the observations after the step are the final ones)
     opponents: np.ndarray  # (B,) int64: the opponent index of each game before the step
 
 
 class _Results:
     """The rows of a :class:`LearnerStep`, filled in as games end (before any of them restarts)."""
 
-    def __init__(self, num_games: int, opponents: np.ndarray) -> None:
+    def __init__(self, num_games: int, opponents: np.ndarray, finals: bool) -> None:
         self.rewards = np.zeros(num_games, dtype=np.float32)  # (B,) float32
         self.ended = np.zeros(num_games, dtype=bool)  # (B,) bool: ended in this step
         self.terminated = np.zeros(num_games, dtype=bool)  # (B,) bool
         self.truncated = np.zeros(num_games, dtype=bool)  # (B,) bool
-        self.finals = np.zeros((num_games, *OBSERVATION_SHAPE), dtype=np.int8)  # (B, 6, 6, 9) int8
+        self.finals = np.zeros((num_games, *OBSERVATION_SHAPE), dtype=np.int8) if finals else None  # (B, 6, 6, 9)
         self.opponents = opponents  # (B,) int64
 
     def record(self, games: LearnerGames, ended: np.ndarray) -> None:
         """The games of ``ended`` ((B,) bool) have just ended in ``games``: their reward, how they ended
-        and the learner's last observation."""
+        and (with ``finals``) the learner's last observation."""
         if not ended.any():
             return
         state = games.state
@@ -112,7 +113,8 @@ class _Results:
         self.ended |= ended
         self.terminated |= ended & (state.winner >= 0)
         self.truncated |= ended & state.truncated
-        self.finals[ended] = planes(state[ended], games.seat[ended])
+        if self.finals is not None:
+            self.finals[ended] = planes(state[ended], games.seat[ended])
 
     def done(self, illegal: np.ndarray) -> LearnerStep:
         return LearnerStep(self.rewards, self.terminated, self.truncated, illegal, self.finals, self.opponents)
@@ -207,8 +209,9 @@ class LearnerGames:
         :func:`~strategic_reserve_env.outcome.reward`), ``terminated`` and ``truncated`` bools for the
         games that ended now, ``illegal`` bools (with ``illegal_action="lose"`` an illegal action loses
         the game, reward -1; with ``"raise"`` it raises
-        :class:`~strategic_reserve_env.engine.IllegalActionError`), ``finals`` (B, 6, 6, 9) int8: the
-        learner's last observation of each game that ended (zeros elsewhere), and ``opponents`` (B,)
+        :class:`~strategic_reserve_env.engine.IllegalActionError`), ``finals``: with ``autoreset``,
+        (B, 6, 6, 9) int8, the learner's last observation of each game that ended (zeros elsewhere;
+        without it None: :meth:`observations` after the step shows them), and ``opponents`` (B,)
         int64: the opponent index each game was played against before the step.
         """
         return self._atomically(self._step, actions, restart, autoreset)
@@ -263,7 +266,7 @@ class LearnerGames:
             raise ResetNeeded(
                 f"game {game} is over (its episode ended): reset (or restart) it before stepping it again"
             )
-        result = _Results(self.num_games, self.opponent_id.copy())
+        result = _Results(self.num_games, self.opponent_id.copy(), finals=autoreset)
         illegal = self._learner_places(actions, ~restart)
         result.record(self, self.state.done & ~before)  # ended by the learner's placement (or forfeit)
         if autoreset:
