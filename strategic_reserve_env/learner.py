@@ -3,7 +3,10 @@
 This is the one place where single-agent play is orchestrated; the
 Gymnasium env (B = 1), the Gymnasium vector env and the SB3 VecEnv wrap it.
 Every observation it returns is a decision of the learner; the opponent's
-turns (its roll and its placement) happen inside :meth:`LearnerGames.step`.
+turns (its roll and its placement) happen inside :meth:`LearnerGames.step`,
+through the one turn loop (:func:`strategic_reserve_env.turns.turn`). One
+step serves both auto-reset conventions: Gymnasium's next step (``restart``)
+and SB3's same step (``autoreset``, with the final observations).
 
 **Seeding.** Game ``i`` is a pure function of ``seeds[i]`` (and the
 learner's actions): its dice come from stream ``seeds[i]``

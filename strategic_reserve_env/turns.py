@@ -20,7 +20,10 @@ placement is due), the choice of its mover's policy, and the placement:
   the placement; :mod:`strategic_reserve_env.outcome` scores them.
 
 Every function is pure over the State; the only effects are the dice
-streams' counters and whatever ``act`` does.
+streams' counters and whatever ``act`` does. A turn of a few games of a
+batch (at most ``1 / SPARSE`` of it, e.g. the games that start again in the
+middle of a learner's step) rolls and places those games alone and writes
+them back: the same games, without resolving the whole batch's captures.
 """
 
 from __future__ import annotations
