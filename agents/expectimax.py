@@ -17,7 +17,7 @@ decision, the reserve race being what decides the game::
 
 with ``A = 1.553`` and ``B = 0.368``, fitted by logistic regression to the
 96,661 decisions of 4,000 greedy self-play games (``python -m
-agents.fit_race_model`` reproduces the fit). Reserves at the next decision
+experiments.fit_race_model`` reproduces the fit). Reserves at the next decision
 come from exact captures: ``r1`` sends the agent's checkers back to its
 reserve, ``r2`` the opponent's. The opponent's placement between the two
 rolls is not modelled except for its reserve (it adds one checker and
@@ -37,7 +37,7 @@ from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES
 from .base import argmin_random_ties, captures_by_roll, read_position
 
 DEPTHS = (1, 2)
-RACE_A, RACE_B = 1.553, 0.368  # see the module docstring and agents/fit_race_model.py
+RACE_A, RACE_B = 1.553, 0.368  # see the module docstring and experiments/fit_race_model.py
 
 
 def win_probability(mover_reserve, opponent_reserve) -> np.ndarray:

@@ -117,16 +117,21 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
-from .board import BLUE, DEFAULT_RESERVE, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, square_mask
+from .board import BLUE, DEFAULT_RESERVE, NO_PLAYER, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, square_mask
 from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, start_position
 from .dice import DiceStream
 from .engine import IllegalActionError, integers
 from .game import Game
 from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
+from .outcome import reward
 from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
 AGENTS = ("player_0", "player_1")  # index = colour: player_0 Red, player_1 Blue
+#: winner (RED, BLUE or NO_PLAYER) -> each agent's reward (:func:`~strategic_reserve_env.outcome.reward`)
+_REWARDS = {
+    winner: {name: reward(winner, colour) for colour, name in enumerate(AGENTS)} for winner in (RED, BLUE, NO_PLAYER)
+}
 AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
 NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
 INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
@@ -404,10 +409,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         mover = game.to_move
         game.place(square)  # IllegalActionError names the square and the legal ones
         self._cumulative_rewards[agent] = 0
-        self.rewards = dict.fromkeys(AGENTS, 0)
+        self.rewards = dict(_REWARDS[game.winner])
         if game.winner >= 0:
-            self.rewards[AGENTS[mover]] = 1
-            self.rewards[AGENTS[mover ^ 1]] = -1
             self.terminations = dict.fromkeys(AGENTS, True)
         elif game.truncated:
             self.truncations = dict.fromkeys(AGENTS, True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import engine
+from . import engine, turns
 from .board import COLOURS, RED, square_name
 from .config import Config
 from .dice import DiceStream, DiceStreams
@@ -111,24 +111,15 @@ def play(
     state = engine.init(config, len(red_agent)) if start is None else start
     if state.batch_size != len(red_agent) or np.any(state.legal != 0):
         raise ValueError(f"start must hold {len(red_agent)} games awaiting their roll")
-    dice = DiceStreams(dice_seeds)
-    state = engine.roll(state, dice.next(~state.done))
-    if on_ply is not None:
-        on_ply(state)
-    while not state.done.all():
-        live = ~state.done
-        mover = np.where(state.to_move == RED, red_agent, 1 - red_agent)
-        actions = np.zeros(state.batch_size, dtype=np.int64)
-        for index, agent in enumerate(agents):
-            games = np.flatnonzero(live & (mover == index))
-            if games.size == 0:
-                continue
-            actions[games] = choose_checked(agent, index, state, games, rngs[index], game_numbers)
-        state = engine.place(state, actions, config)
-        live = ~state.done
-        state = engine.roll(state, dice.next(live))
-        if on_ply is not None:
-            on_ply(state)
+
+    def act(position: engine.State, index: int, games: np.ndarray) -> np.ndarray:
+        return choose_checked(agents[index], index, position, games, rngs[index], game_numbers)
+
+    def decide(position: engine.State, acting: np.ndarray) -> np.ndarray:
+        mover = np.where(position.to_move == RED, red_agent, 1 - red_agent)  # (N,) the agent of each mover
+        return turns.actions_by_policy(position, acting, mover, len(agents), act)
+
+    state = turns.play_out(state, DiceStreams(dice_seeds), decide, config, on_ply)
     return Games(
         red_agent=red_agent, winner=state.winner.copy(), plies=state.ply.copy(), truncated=state.truncated.copy()
     )

@@ -7,20 +7,18 @@ games. Dice and choices come from a seeded generator drawn in blocks.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
-from . import engine
+from . import engine, turns
 from .config import Config
 from .game import Game
+from .reference import ReferenceGame
 from .sampling import uniform_square
 
 BLOCK = 256  # plies of dice and uniforms drawn per generator call
-REFERENCE_PATH = Path(__file__).resolve().parent.parent / "tests" / "reference.py"
 
 
 def _timed(run_block: Callable[[], int], seconds: float) -> float:
@@ -34,18 +32,34 @@ def _timed(run_block: Callable[[], int], seconds: float) -> float:
             return plies / elapsed
 
 
+class _BlockDice:
+    """Rolled squares for every game at every roll, served row by row from a (plies, B) block."""
+
+    def __init__(self, rolls: np.ndarray) -> None:
+        self.rolls = rolls  # (plies, B) int64 rolled squares
+        self.row = 0
+
+    def next(self, mask: np.ndarray) -> np.ndarray:
+        """The next row (every game of the benchmark rolls at every turn, so ``mask`` is all True)."""
+        self.row += 1
+        return self.rolls[self.row - 1]
+
+
 def batched(batch_size: int, seconds: float, config: Config, seed: int = 0) -> float:
-    """Plies/s of the batched engine with B games in lockstep."""
+    """Plies/s of the batched engine with B games in lockstep, through the turn loop
+    (:func:`~strategic_reserve_env.turns.turn`), finished games reset after each ply."""
     rng = np.random.default_rng(seed)
-    state = engine.roll(engine.init(config, batch_size), engine.draw_rolls(rng, batch_size))
+    state = engine.init(config, batch_size)
+    everyone = np.ones(batch_size, dtype=bool)
 
     def run_block() -> int:
         nonlocal state
-        rolls = engine.draw_rolls(rng, batch_size, BLOCK)
-        uniforms = rng.random((BLOCK, batch_size))
+        dice, uniforms = _BlockDice(engine.draw_rolls(rng, batch_size, BLOCK)), rng.random((BLOCK, batch_size))
         for i in range(BLOCK):
-            actions = uniform_square(state.legal, uniforms[i])
-            state, _ = engine.step(state, actions, rolls[i], config)
+            state = turns.turn(
+                state, everyone, dice, lambda position, _, i=i: uniform_square(position.legal, uniforms[i]), config
+            )
+            state = engine.reset(state, state.done, config)
         return BLOCK * batch_size
 
     return _timed(run_block, seconds)
@@ -122,23 +136,10 @@ def vector(num_envs: int, seconds: float, config: Config, seed: int = 0) -> floa
     return _timed(run_block, seconds)
 
 
-def load_reference():
-    """The tests' scalar reference implementation, or None outside a source checkout."""
-    if not REFERENCE_PATH.exists():
-        return None
-    spec = importlib.util.spec_from_file_location("strategic_reserve_reference", REFERENCE_PATH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def reference(seconds: float, config: Config, seed: int = 0) -> float | None:
-    """Plies/s of the plain scalar reference in ``tests/reference.py`` (None if it is not there)."""
-    module = load_reference()
-    if module is None:
-        return None
+def reference(seconds: float, config: Config, seed: int = 0) -> float:
+    """Plies/s of the plain scalar reference (:mod:`strategic_reserve_env.reference`)."""
     rng = np.random.default_rng(seed)
-    game = module.ReferenceGame.from_config(config)
+    game = ReferenceGame.from_config(config)
 
     def run_block() -> int:
         nonlocal game
@@ -148,7 +149,7 @@ def reference(seconds: float, config: Config, seed: int = 0) -> float | None:
             legal = game.roll(rolled)
             game.place(legal[int(uniform * len(legal))])
             if game.winner is not None:
-                game = module.ReferenceGame.from_config(config)
+                game = ReferenceGame.from_config(config)
         return BLOCK
 
     return _timed(run_block, seconds)
@@ -176,10 +177,7 @@ def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), conf
         f"{vector(vector_envs, seconds, config):>12,.0f} plies/s"
     )
     ref = reference(seconds, config)
-    if ref is None:
-        lines.append("reference  not found (tests/reference.py is in the source checkout only)")
-        return lines
-    lines.append(f"reference  B=1     plain scalar (tests/reference.py) {ref:>12,.0f} plies/s")
+    lines.append(f"reference  B=1     plain scalar (reference.py)       {ref:>12,.0f} plies/s")
     best = max(batch_sizes)
     lines.append(
         f"speed-up vs reference: B={best} x{rates[best] / ref:,.1f}, single-game path x{rates['single'] / ref:,.1f}"

@@ -125,7 +125,7 @@ class StrategicReserveEnv(gymnasium.Env):
 
     def step(self, action):
         legal_before = int(self.games.state.legal[0])
-        rewards, terminated, truncated, illegal = self.games.step(action)
+        rewards, terminated, truncated, illegal, _, _ = self.games.step(action)
         info = self._info()
         if illegal[0]:
             info["illegal_action"] = f"action {action} is not a legal placement; legal: {names_of(legal_before)}"
@@ -210,7 +210,7 @@ class StrategicReserveVectorEnv(VectorEnv):
         return seeds
 
     def step(self, actions):
-        rewards, terminated, truncated, illegal = self.games.step(actions, restart=self._restart)
+        rewards, terminated, truncated, illegal, _, _ = self.games.step(actions, restart=self._restart)
         self._restart = terminated | truncated
         infos = self._infos()
         if illegal.any():

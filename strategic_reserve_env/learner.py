@@ -3,7 +3,10 @@
 This is the one place where single-agent play is orchestrated; the
 Gymnasium env (B = 1), the Gymnasium vector env and the SB3 VecEnv wrap it.
 Every observation it returns is a decision of the learner; the opponent's
-turns (its roll and its placement) happen inside :meth:`LearnerGames.step`.
+turns (its roll and its placement) happen inside :meth:`LearnerGames.step`,
+through the one turn loop (:func:`strategic_reserve_env.turns.turn`). One
+step serves both auto-reset conventions: Gymnasium's next step (``restart``)
+and SB3's same step (``autoreset``, with the final observations).
 
 **Seeding.** Game ``i`` is a pure function of ``seeds[i]`` (and the
 learner's actions): its dice come from stream ``seeds[i]``
@@ -34,14 +37,17 @@ counters) once everything succeeded.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from . import engine
+from . import engine, turns
 from .board import BLUE, COLOURS, RED, clip
 from .config import Config
 from .dice import DiceStreams, UniformStreams
 from .observation import OBSERVATION_SHAPE, planes
 from .observation import mask_from_planes as _mask_from_planes
+from .outcome import reward
 from .policies import InvalidActionsError, as_policy, checked_actions, policy_inputs, policy_name
 
 SEATS = ("random", "red", "blue")
@@ -75,6 +81,46 @@ def as_actions(actions: object, num_games: int) -> np.ndarray:
     ):
         actions = np.reshape(actions, 1)
     return engine.as_squares(actions, num_games, "actions")
+
+
+class LearnerStep(NamedTuple):
+    """What :meth:`LearnerGames.step` returns, one row per game."""
+
+    rewards: np.ndarray  # (B,) float32: +1 the learner won, -1 it lost (or forfeited), 0 otherwise
+    terminated: np.ndarray  # (B,) bool: the game ended with a winner in this step
+    truncated: np.ndarray  # (B,) bool: the ply limit ended the game in this step
+    illegal: np.ndarray  # (B,) bool: the learner's action was illegal (a forfeit)
+    finals: np.ndarray | None  # (B, 6, 6, 9) int8: with autoreset, the learner's last observation of each game
+    # that ended (else 0); None without (the observations after the step are the final ones)
+    opponents: np.ndarray  # (B,) int64: the opponent index of each game before the step
+
+
+class _Results:
+    """The rows of a :class:`LearnerStep`, filled in as games end (before any of them restarts)."""
+
+    def __init__(self, num_games: int, opponents: np.ndarray, finals: bool) -> None:
+        self.rewards = np.zeros(num_games, dtype=np.float32)  # (B,) float32
+        self.ended = np.zeros(num_games, dtype=bool)  # (B,) bool: ended in this step
+        self.terminated = np.zeros(num_games, dtype=bool)  # (B,) bool
+        self.truncated = np.zeros(num_games, dtype=bool)  # (B,) bool
+        self.finals = np.zeros((num_games, *OBSERVATION_SHAPE), dtype=np.int8) if finals else None  # (B, 6, 6, 9)
+        self.opponents = opponents  # (B,) int64
+
+    def record(self, games: LearnerGames, ended: np.ndarray) -> None:
+        """The games of ``ended`` ((B,) bool) have just ended in ``games``: their reward, how they ended
+        and (with ``finals``) the learner's last observation."""
+        if not ended.any():
+            return
+        state = games.state
+        self.rewards[ended] = reward(state.winner[ended], games.seat[ended])
+        self.ended |= ended
+        self.terminated |= ended & (state.winner >= 0)
+        self.truncated |= ended & state.truncated
+        if self.finals is not None:
+            self.finals[ended] = planes(state[ended], games.seat[ended])
+
+    def done(self, illegal: np.ndarray) -> LearnerStep:
+        return LearnerStep(self.rewards, self.terminated, self.truncated, illegal, self.finals, self.opponents)
 
 
 #: the fields of LearnerGames a step may replace (put back by ``_atomically`` when it fails), besides the
@@ -151,31 +197,27 @@ class LearnerGames:
         """Start the games where ``mask`` again and play them to the learner's first decision."""
         self._atomically(self._restart, mask)
 
-    def step(self, actions, restart: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
-        """The learner places ``actions``, then the opponent replies; games where ``restart``
-        ((B,) bool) start a new game instead, their actions ignored, played to the learner's
-        first decision.
+    def step(self, actions, restart: np.ndarray | None = None, autoreset: bool = False) -> LearnerStep:
+        """The learner places ``actions``, then the opponent replies, until the learner's next decision.
 
-        Returns (B,) ``rewards`` float32 (+1 learner won, -1 opponent won),
-        ``terminated`` and ``truncated`` bools for the games that ended now,
-        and ``illegal`` bools: with ``illegal_action="lose"`` an illegal
-        action loses the game (reward -1); with ``"raise"`` it raises
-        :class:`~strategic_reserve_env.engine.IllegalActionError`. A game
-        that is over must be restarted (or everything reset): stepping it
-        raises :class:`ResetNeeded`.
+        ``restart`` ((B,) bool): these games start a new game instead, their actions ignored, played to
+        the learner's first decision (Gymnasium's next-step auto-reset). With ``autoreset``, every game
+        that ends in this step starts again at once (SB3's same-step convention), and so does every
+        game that was over before it: a game the learner's placement ends starts again before the
+        opponents move, so its opening moves join the same batched opponent turn as the other games.
+        Without it, a game that is over must be restarted (or everything reset): stepping it raises
+        :class:`ResetNeeded`.
+
+        Returns a :class:`LearnerStep`: (B,) ``rewards`` float32 (+1 learner won, -1 opponent won,
+        :func:`~strategic_reserve_env.outcome.reward`), ``terminated`` and ``truncated`` bools for the
+        games that ended now, ``illegal`` bools (with ``illegal_action="lose"`` an illegal action loses
+        the game, reward -1; with ``"raise"`` it raises
+        :class:`~strategic_reserve_env.engine.IllegalActionError`), ``finals``: with ``autoreset``,
+        (B, 6, 6, 9) int8, the learner's last observation of each game that ended (zeros elsewhere;
+        without it None: :meth:`observations` after the step shows them), and ``opponents`` (B,)
+        int64: the opponent index each game was played against before the step.
         """
-        return self._atomically(self._step, actions, restart)
-
-    def step_and_restart(self, actions) -> tuple[np.ndarray, ...]:
-        """:meth:`step` for every game, where the games that end start again at once (SB3's convention).
-
-        Returns (B,) ``rewards``, ``terminated``, ``truncated`` and ``illegal`` of the games as
-        :meth:`step` does, ``finals`` (B, 6, 6, 9) int8: the learner's last observation of each game
-        that ended (zeros elsewhere), and ``opponents`` (B,) the opponent index each game was played
-        against. Games ended by the learner's placement start again before the opponents move, so
-        their opening moves join the same batched opponent turn as the other games.
-        """
-        return self._atomically(self._step_and_restart, actions)
+        return self._atomically(self._step, actions, restart, autoreset)
 
     def _atomically(self, run, *args):
         """``run(*args)``; if it raises, every field it may change is put back first (``rng`` with the
@@ -215,48 +257,35 @@ class LearnerGames:
         self._draw_seats(mask)
         self._advance(mask)
 
-    def _step(self, actions, restart) -> tuple[np.ndarray, ...]:
+    def _step(self, actions, restart, autoreset: bool) -> LearnerStep:
         actions = as_actions(actions, self.num_games)
         restart = np.zeros(self.num_games, dtype=bool) if restart is None else self._game_mask(restart, "restart")
         self._check_started()
-        over = self.state.done & ~restart
-        if over.any():
+        before = self.state.done
+        if autoreset:
+            restart = restart | before
+        elif (over := before & ~restart).any():
             game = int(np.flatnonzero(over)[0])
             raise ResetNeeded(
                 f"game {game} is over (its episode ended): reset (or restart) it before stepping it again"
             )
-        before = self.state.done
-        rewards, illegal = self._learner_places(actions, ~restart)
+        result = _Results(self.num_games, self.opponent_id.copy(), finals=autoreset)
+        illegal = self._learner_places(actions, ~restart)
+        result.record(self, self.state.done & ~before)  # ended by the learner's placement (or forfeit)
+        if autoreset:
+            restart = restart | result.ended
         if restart.any():
             self.state = engine.reset(self.state, restart, self.config)
             self._draw_seats(restart)
-        rewards -= self._advance(~self.state.done)
-        ended = self.state.done & ~before  # restarted games were over before, so they are not counted
-        return rewards.astype(np.float32), ended & (self.state.winner >= 0), ended & self.state.truncated, illegal
-
-    def _step_and_restart(self, actions) -> tuple[np.ndarray, ...]:
-        actions = as_actions(actions, self.num_games)
-        self._check_started()
-        before = self.state.done
-        opponents = self.opponent_id.copy()
-        finals = np.zeros((self.num_games, *OBSERVATION_SHAPE), dtype=np.int8)
-        rewards, illegal = self._learner_places(actions, ~before)
-        by_learner = self.state.done & ~before
-        terminated, truncated = by_learner & (self.state.winner >= 0), by_learner & self.state.truncated
-        restart = by_learner | before
-        if restart.any():
-            finals[by_learner] = planes(self.state[by_learner], self.seat[by_learner])
-            self.state = engine.reset(self.state, restart, self.config)
-            self._draw_seats(restart)
-        lost = self._advance(~self.state.done)
-        by_opponent = self.state.done & ~restart
+        self._advance(~self.state.done)
+        by_opponent = self.state.done & ~before & ~result.ended  # (a live game restarted in step mode counts)
+        if autoreset:
+            by_opponent &= ~restart
         if by_opponent.any():
-            rewards -= lost * by_opponent
-            terminated |= by_opponent & (self.state.winner >= 0)
-            truncated |= by_opponent & self.state.truncated
-            finals[by_opponent] = planes(self.state[by_opponent], self.seat[by_opponent])
-            self._restart(by_opponent)
-        return rewards.astype(np.float32), terminated, truncated, illegal, finals, opponents
+            result.record(self, by_opponent)
+            if autoreset:
+                self._restart(by_opponent)
+        return result.done(illegal)
 
     def _check_started(self) -> None:
         if not self.started:
@@ -269,17 +298,15 @@ class LearnerGames:
             raise ValueError(f"{name} must be a ({self.num_games},) bool array, got {mask.dtype} {mask.shape}")
         return mask
 
-    def _learner_places(self, actions: np.ndarray, placing: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The learner places where ``placing``; (B,) rewards (+1 won, -1 illegal) and illegal flags."""
-        before = self.state.done
+    def _learner_places(self, actions: np.ndarray, placing: np.ndarray) -> np.ndarray:
+        """The learner places where ``placing``; (B,) bool: the illegal actions (each a forfeit)."""
         illegal = np.zeros(self.num_games, dtype=bool)
         if self.illegal_action == "lose":
             illegal = engine.illegal_actions(self.state, actions, placing)
             if illegal.any():
                 self.state = engine.forfeit(self.state, illegal)
         self.state = engine.place(self.state, actions, self.config, active=placing & ~illegal)
-        rewards = np.where(self.state.done & ~before & (self.state.winner == self.seat), 1.0, 0.0) - illegal
-        return rewards, illegal
+        return illegal
 
     def _draw_seats(self, mask: np.ndarray) -> None:
         """Choose the learner's colour and the opponent in the games of ``mask`` (two chance draws each)."""
@@ -294,63 +321,50 @@ class LearnerGames:
         opponent_id[games] = np.minimum(picked, len(self.opponents) - 1)  # the sum may end a hair below 1
         self.seat, self.opponent_id = seat, opponent_id
 
-    def _advance(self, mask: np.ndarray) -> np.ndarray:
-        """Roll, and let the opponent move where it is to move, until the learner decides.
-
-        Returns (B,) 1.0 where the opponent's placement won the game, else 0.
-        """
-        state = self.state
-        opponent_turn = mask & ~state.done & (state.to_move != self.seat)
-        lost = np.zeros(self.num_games)
+    def _advance(self, mask: np.ndarray) -> None:
+        """The opponent takes its turn where it is to move (:func:`~.turns.turn`), then the learner rolls,
+        in the live games of ``mask``: every one of them ends over or awaiting the learner's decision."""
+        opponent_turn = mask & ~self.state.done & (self.state.to_move != self.seat)
         if opponent_turn.any():
-            state = engine.roll(state, self.dice.next(opponent_turn), active=opponent_turn)
-            actions = np.zeros(self.num_games, dtype=np.int64)
-            for index, opponent in enumerate(self.opponents):
-                everywhere = self.opponent_id == index
-                if np.any(opponent_turn & everywhere):
-                    actions = self._opponent_acts(
-                        opponent, state, opponent_turn & everywhere, everywhere.all(), actions
-                    )
-            before = state.done
-            state = engine.place(state, actions, self.config, active=opponent_turn)
-            lost = np.where(state.done & ~before & (state.winner >= 0), 1.0, 0.0)
-        learner_turn = mask & ~state.done
+            self.state = turns.turn(self.state, opponent_turn, self.dice, self._opponents_decide, self.config)
+        learner_turn = mask & ~self.state.done
         if learner_turn.any():
-            state = engine.roll(state, self.dice.next(learner_turn), active=learner_turn)
-        self.state = state
-        return lost
+            self.state = turns.roll(self.state, self.dice, learner_turn)
 
-    def _opponent_acts(
-        self, opponent, state: engine.State, mine: np.ndarray, whole: bool, actions: np.ndarray
-    ) -> np.ndarray:
-        """``actions`` with ``opponent``'s choices in the games of ``mine`` (its turn, rolled). When it is
-        the opponent of every game (``whole``), it acts on the whole batch (the other rows are ignored).
-        Its answer is checked by :func:`~.policies.checked_actions`; any fault is an :class:`OpponentError`."""
-        chosen = slice(None) if whole else np.flatnonzero(mine)
-        games = np.arange(self.num_games)[chosen]  # (k,) int64: the game of each row the opponent is given
+    def _opponents_decide(self, state: engine.State, acting: np.ndarray) -> np.ndarray:
+        """(B,) the opponents' choices in the games of ``acting`` (each opponent once, on its own games)."""
+        return turns.actions_by_policy(state, acting, self.opponent_id, len(self.opponents), self._opponent_acts)
+
+    def _opponent_acts(self, state: engine.State, index: int, games: np.ndarray) -> np.ndarray:
+        """Opponent ``index``'s choices in ``games`` ((k,) indices; its turn, rolled). When it is the
+        opponent of every game, it acts on the whole batch (the other rows are ignored). Its answer is
+        checked by :func:`~.policies.checked_actions`; any fault is an :class:`OpponentError`."""
+        opponent = self.opponents[index]
+        whole = bool(np.all(self.opponent_id == index))
+        chosen = slice(None) if whole else games
+        mine = np.zeros(self.num_games, dtype=bool)
+        mine[games] = True
         name = policy_name(opponent)
         try:
             if hasattr(opponent, "act_from_uniforms"):
                 picked = opponent.act_from_uniforms(state.legal[chosen], self.chance.next(mine)[chosen])
             else:
-                picked = opponent.act(*policy_inputs(opponent, state if whole else state[chosen]), self.rng)
+                picked = opponent.act(*policy_inputs(opponent, state if whole else state[games]), self.rng)
         except Exception as error:
             raise OpponentError(
                 f"opponent {name!r} raised {type(error).__name__}: {clip(str(error), _ERROR_TEXT)}"
             ) from error
+        rows = np.arange(self.num_games)[chosen]  # (k,) int64: the game of each row the opponent was given
         try:
             picked = checked_actions(picked, np.where(mine, state.legal, 0)[chosen])  # only its own games' rows
         except InvalidActionsError as error:
             where = (
-                f"in game {games[error.row]}"
+                f"in game {rows[error.row]}"
                 if error.row is not None
-                else f"(choosing for game(s) {clip(', '.join(map(str, games)), _ERROR_TEXT)})"
+                else f"(choosing for game(s) {clip(', '.join(map(str, rows)), _ERROR_TEXT)})"
             )
             raise OpponentError(f"opponent {name!r} {where} {error}") from None
-        if whole:
-            return picked
-        actions[chosen] = picked
-        return actions
+        return picked[games] if whole else picked
 
     # -- the learner's view ----------------------------------------------------------------
     def observations(self) -> np.ndarray:

@@ -84,7 +84,7 @@ class StrategicReserveVecEnv(VecEnv):
         self._actions = actions  # checked by step_wait (LearnerGames), which may raise with nothing changed
 
     def step_wait(self):
-        rewards, terminated, truncated, _, finals, opponents = self.games.step_and_restart(self._actions)
+        rewards, terminated, truncated, _, finals, opponents = self.games.step(self._actions, autoreset=True)
         done = terminated | truncated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for i in np.flatnonzero(done):

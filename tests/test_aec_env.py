@@ -17,9 +17,9 @@ from strategic_reserve_env.aec_env import INFO_KEYS, NO_ROLL, describe, roll_inf
 from strategic_reserve_env.board import SQUARE_INDEX, parse_square
 from strategic_reserve_env.config import StartPosition
 from strategic_reserve_env.game import Game
+from strategic_reserve_env.reference import ReferenceGame
 
 from conftest import conformance_records, expected_trace, random_start
-from reference import ReferenceGame
 
 S = SQUARE_INDEX
 AGENTS = ("player_0", "player_1")

@@ -14,9 +14,8 @@ from strategic_reserve_env import engine
 from strategic_reserve_env.board import BIT, bitboards_to_array, board_string, squares_of
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
+from strategic_reserve_env.reference import ReferenceGame
 from strategic_reserve_env.sampling import uniform_square
-
-from reference import ReferenceGame
 
 SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "models" / "ppo_baseline.safetensors"
 SHIPPED_ZIP = SHIPPED_MODEL.with_suffix(".zip")  # the SB3 model it was converted from
@@ -241,34 +240,3 @@ def test_shipped_policy_file_replays_the_published_tournament():
     )
     assert pairing.pair_scores == row["pair_scores"]
     assert (pairing.wins_as_red, pairing.wins_as_blue) == (row["wins_as_red"], row["wins_as_blue"])
-
-
-def test_headroom_gains_score_the_choice_on_the_other_half():
-    from agents.headroom import Decision
-
-    wins = np.zeros((3, 8), dtype=bool)
-    wins[0] = True  # placement 0 always wins
-    wins[2, :4] = True  # placement 2 wins in the first half only: noise that looks good there
-    greedy = np.array([False, True, False])
-    split, in_sample, spread = Decision(np.arange(3), wins, greedy).gains()
-    assert (split, in_sample, spread) == (1.0, 1.0, 1.0)
-    same = Decision(np.arange(3), np.tile(wins[2], (3, 1)), greedy).gains()
-    assert same == (0.0, 0.0, 0.0)
-
-
-def test_headroom_rolls_out_every_legal_placement_and_marks_greedys_choices(capsys):
-    from agents import headroom
-
-    config = Config()
-    decisions = headroom.sample_decisions(6, seed=4, config=config)
-    assert decisions.batch_size >= 3 and not decisions.done.any() and (decisions.legal != 0).all()
-    decision = decisions[np.array([0])]
-    result = headroom.rollouts(decision, 6, 123, config, np.random.default_rng(0))
-    legal = squares_of(int(decision.legal[0]))
-    assert list(result.squares) == legal and result.wins.shape == (len(legal), 6)
-    losses = expected_losses(decision.me, decision.opp, bitboards_to_array(decision.legal))[0, legal]
-    assert np.array_equal(result.greedy, losses == losses.min())
-    assert headroom.main(["--positions", "3", "--rollouts", "4", "--seed", "1"]) == 0
-    assert "split-sample gain over greedy" in capsys.readouterr().out
-    with pytest.raises(SystemExit):
-        headroom.main(["--rollouts", "3"])

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import ast
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from strategic_reserve_env import Game, engine
+from strategic_reserve_env import Game, engine, reference
 from strategic_reserve_env.board import COLOURS, squares_of
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.reference import ReferenceGame
 from strategic_reserve_env.rules import HIT_NAMES
 
 from conftest import random_start
-from reference import ReferenceGame
 
 BATCH = 24
 PLIES = 110
@@ -75,3 +79,16 @@ def test_engine_and_game_match_reference(seed, reserve, custom_start, ply_limit)
 
 
 NAME = {"R": "red", "B": "blue"}
+
+
+def test_the_reference_shares_nothing_with_the_engine():
+    """The scalar reference stays independent: it imports nothing from the package (only the standard library)."""
+    tree = ast.parse(Path(reference.__file__).read_text())
+    nodes = list(ast.walk(tree))
+    imported = {alias.name.split(".")[0] for node in nodes if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {
+        (node.module or "").split(".")[0] if node.level == 0 else "."
+        for node in nodes
+        if isinstance(node, ast.ImportFrom)
+    }
+    assert imported and imported <= set(sys.stdlib_module_names) | {"__future__"}

@@ -1,6 +1,6 @@
 """Refit the reserve-race win probability used by the expectimax agent.
 
-``python -m agents.fit_race_model [--games 4000] [--seed 0]`` plays greedy
+``python -m experiments.fit_race_model [--games 4000] [--seed 0]`` plays greedy
 self-play games in one batch, records (mover reserve, opponent reserve, did
 the mover win) at every decision, and fits
 ``P = sigmoid((A * (o - m) + B) / sqrt(m + o))`` by maximum likelihood on the
@@ -15,29 +15,33 @@ import argparse
 import numpy as np
 from scipy.optimize import minimize
 
-from strategic_reserve_env import engine
+from agents.greedy import GreedyAgent
+from strategic_reserve_env import engine, turns
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.dice import DiceStreams
 from strategic_reserve_env.policies import choose
-
-from .greedy import GreedyAgent
 
 
 def self_play_decisions(games: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mover reserve, opponent reserve, mover won) at every decision of greedy self-play."""
     config, agent, rng = Config(), GreedyAgent(), np.random.default_rng(seed)
-    state = engine.init(config, games)
-    dice = DiceStreams(np.arange(games) + seed * games)
-    state = engine.roll(state, dice.next())
     records = []
-    while not state.done.all():
+
+    def record(state: engine.State) -> None:  # every decision, after its roll
         live = np.flatnonzero(~state.done)
-        part = state[live]
-        records.append((live, part.reserve_me, part.reserve_opp, part.to_move))
-        actions = np.zeros(games, dtype=np.int64)
-        actions[live] = choose(agent, part, rng)
-        state = engine.place(state, actions, config)
-        state = engine.roll(state, dice.next(~state.done))
+        records.append((live, state.reserve_me[live], state.reserve_opp[live], state.to_move[live]))
+
+    def decide(state: engine.State, acting: np.ndarray) -> np.ndarray:  # one agent plays both sides
+        return turns.actions_by_policy(
+            state,
+            acting,
+            np.zeros(games, dtype=np.int64),
+            1,
+            lambda position, _, rows: choose(agent, position[rows], rng),
+        )
+
+    dice = DiceStreams(np.arange(games) + seed * games)
+    state = turns.play_out(engine.init(config, games), dice, decide, config, on_roll=record)
     game, mine, theirs, mover = (np.concatenate(column) for column in zip(*records, strict=True))
     return mine, theirs, (state.winner[game] == mover).astype(np.float64)
 

@@ -1,8 +1,11 @@
-"""A plain scalar reference implementation of Strategic Reserve, written from docs/RULES.md.
+"""The independent scalar reference implementation of Strategic Reserve, written from docs/RULES.md.
 
-It shares nothing with the engine: the board is a list of 36 characters and
-groups are found by breadth-first search. It aims to be obviously right,
-not fast; the differential tests compare the engine against it.
+It shares nothing with the engine and imports nothing from this package: the
+board is a list of 36 characters and groups are found by breadth-first
+search. It aims to be obviously right, not fast. It is used for the
+differential tests (the engine, the single-game path, the AEC env and the
+greedy agent are checked against it) and as the baseline of
+``python -m strategic_reserve_env bench``; no engine or environment path uses it.
 """
 
 from __future__ import annotations

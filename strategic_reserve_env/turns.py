@@ -1,0 +1,146 @@
+"""The one batched turn loop over :class:`~strategic_reserve_env.engine.State`: every place that plays
+games with policies (the arena and evaluation, the single-agent envs' opponents, the benchmark, the
+experiments) advances them here.
+
+A *turn* of a game is its roll (unless the roll is already made and a
+placement is due), the choice of its mover's policy, and the placement:
+
+- **who moves**: the caller says which games take a turn (``acting``, (B,)
+  bool) and which policy acts in each (``policy_of``, (B,) int64 index into
+  its policies); :func:`actions_by_policy` calls each policy once per turn,
+  batched over its own games, in index order;
+- **dice** come from explicit streams: any object with ``next(mask) -> (B,)
+  int64`` rolled squares, where only the games of ``mask`` advance
+  (:class:`~strategic_reserve_env.dice.DiceStreams`), so a game's rolls
+  never depend on the other games of the batch;
+- **checked actions**: the caller's ``act`` turns a policy's answer into
+  legal squares (with :func:`~strategic_reserve_env.policies.checked_actions`)
+  and its faults into the caller's error (``AgentError``, ``OpponentError``);
+- **outcome**: the engine's fields (``winner``, ``truncated``, ``ply``) after
+  the placement; :mod:`strategic_reserve_env.outcome` scores them.
+
+Every function is pure over the State; the only effects are the dice
+streams' counters and whatever ``act`` does. A turn of a few games of a
+batch (at most ``1 / SPARSE`` of it, e.g. the games that start again in the
+middle of a learner's step) rolls and places those games alone and writes
+them back: the same games, without resolving the whole batch's captures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields
+from typing import Protocol
+
+import numpy as np
+
+from . import engine
+from .config import Config
+
+#: ``act(state, index, games) -> (k,) squares``: policy ``index``'s choices in the games ``games`` ((k,)
+#: int64 indices, ascending) of ``state`` (rolled; a placement is due in each of them)
+Act = Callable[[engine.State, int, np.ndarray], np.ndarray]
+#: ``decide(state, acting) -> (B,) squares``: the actions of the games where ``acting`` ((B,) bool);
+#: the other rows are ignored
+Decide = Callable[[engine.State, np.ndarray], np.ndarray]
+
+
+class Dice(Protocol):
+    """A source of rolled squares: ``next(mask)`` gives (B,) int64 squares, advancing only the games of
+    ``mask`` ((B,) bool)."""
+
+    def next(self, mask: np.ndarray) -> np.ndarray: ...
+
+
+#: a turn of at most 1/SPARSE of the batch works on those games alone, then writes them back (a roll of a
+#: few games no longer resolves the whole batch's captures)
+SPARSE = 4
+
+
+def _on_rows(state: engine.State, rows: np.ndarray, change: Callable[[engine.State], engine.State]) -> engine.State:
+    """``state`` with the games ``rows`` ((k,) indices) replaced by ``change`` of them (a batch of k)."""
+    part = state[rows]
+    changed = change(part)
+    values = {}
+    for field in fields(engine.State):
+        name = field.name
+        column, new = getattr(state, name), getattr(changed, name)
+        if new is not getattr(part, name):  # a field ``change`` left alone stays shared
+            column = column.copy()
+            column[rows] = new
+        values[name] = column
+    return engine.State(**values)
+
+
+def _sparse(state: engine.State, games: np.ndarray) -> np.ndarray | None:
+    """(k,) indices of ``games`` ((B,) bool) when they are few enough to work on alone, else None."""
+    rows = np.flatnonzero(games)
+    return rows if SPARSE * len(rows) <= state.batch_size else None
+
+
+def roll(state: engine.State, dice: Dice, games: np.ndarray) -> engine.State:
+    """``state`` with the games of ``games`` ((B,) bool; live ones, no placement due) rolled from ``dice``."""
+    squares = dice.next(games)
+    rows = _sparse(state, games)
+    if rows is None:
+        return engine.roll(state, squares, active=games)
+    return _on_rows(state, rows, lambda part: engine.roll(part, squares[rows]))
+
+
+def place(state: engine.State, actions: np.ndarray, config: Config, games: np.ndarray) -> engine.State:
+    """``state`` with the checkers ``actions`` ((B,) squares, checked legal) placed in the games of ``games``."""
+    rows = _sparse(state, games)
+    if rows is None:
+        return engine.place(state, actions, config, active=games)
+    return _on_rows(state, rows, lambda part: engine.place(part, actions[rows], config))
+
+
+def actions_by_policy(
+    state: engine.State, acting: np.ndarray, policy_of: np.ndarray, policies: int, act: Act
+) -> np.ndarray:
+    """(B,) int64 actions: for each policy index ``0 .. policies - 1`` in turn that moves in some game of
+    ``acting``, ``act(state, index, games)`` for its games (0 in the rows of no acting game)."""
+    actions = np.zeros(state.batch_size, dtype=np.int64)
+    for index in range(policies):
+        games = np.flatnonzero(acting & (policy_of == index))
+        if games.size:
+            actions[games] = act(state, index, games)
+    return actions
+
+
+def turn(
+    state: engine.State,
+    acting: np.ndarray,
+    dice: Dice,
+    decide: Decide,
+    config: Config,
+    on_roll: Callable[[engine.State], None] | None = None,
+) -> engine.State:
+    """One turn of the live games where ``acting`` ((B,) bool): those not yet rolled roll from ``dice``,
+    ``on_roll(state)`` (if given) sees the rolled state, ``decide`` chooses, and the checkers are placed.
+    The other games are unchanged."""
+    to_roll = acting & ~state.awaiting_placement
+    if to_roll.any():
+        state = roll(state, dice, to_roll)
+    if on_roll is not None:
+        on_roll(state)
+    return place(state, decide(state, acting), config, acting)
+
+
+def play_out(
+    state: engine.State,
+    dice: Dice,
+    decide: Decide,
+    config: Config,
+    on_roll: Callable[[engine.State], None] | None = None,
+) -> engine.State:
+    """Turns of every live game until all are over (won, or at the ply limit); ``on_roll(state)`` sees
+    the state after every roll and, once, the final state."""
+    while not (done := state.done).all():
+        state = turn(state, ~done, dice, decide, config, on_roll)
+    if on_roll is not None:
+        on_roll(state)
+    return state
+
+
+__all__ = ["Act", "Decide", "Dice", "actions_by_policy", "place", "play_out", "roll", "turn"]

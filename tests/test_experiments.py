@@ -1,0 +1,50 @@
+"""The experiments (experiments/): headroom over greedy, and the refit of the expectimax race model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agents.greedy import expected_losses
+from experiments import fit_race_model, headroom
+from strategic_reserve_env.board import bitboards_to_array, squares_of
+from strategic_reserve_env.config import Config
+
+
+def test_headroom_gains_score_the_choice_on_the_other_half():
+    wins = np.zeros((3, 8), dtype=bool)
+    wins[0] = True  # placement 0 always wins
+    wins[2, :4] = True  # placement 2 wins in the first half only: noise that looks good there
+    greedy = np.array([False, True, False])
+    split, in_sample, spread = headroom.Decision(np.arange(3), wins, greedy).gains()
+    assert (split, in_sample, spread) == (1.0, 1.0, 1.0)
+    same = headroom.Decision(np.arange(3), np.tile(wins[2], (3, 1)), greedy).gains()
+    assert same == (0.0, 0.0, 0.0)
+
+
+def test_headroom_rolls_out_every_legal_placement_and_marks_greedys_choices(capsys):
+    config = Config()
+    decisions = headroom.sample_decisions(6, seed=4, config=config)
+    assert decisions.batch_size >= 3 and not decisions.done.any() and (decisions.legal != 0).all()
+    decision = decisions[np.array([0])]
+    result = headroom.rollouts(decision, 6, 123, config, np.random.default_rng(0))
+    legal = squares_of(int(decision.legal[0]))
+    assert list(result.squares) == legal and result.wins.shape == (len(legal), 6)
+    losses = expected_losses(decision.me, decision.opp, bitboards_to_array(decision.legal))[0, legal]
+    assert np.array_equal(result.greedy, losses == losses.min())
+    assert headroom.main(["--positions", "3", "--rollouts", "4", "--seed", "1"]) == 0
+    assert "split-sample gain over greedy" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        headroom.main(["--rollouts", "3"])
+
+
+def test_race_model_records_every_decision_of_greedy_self_play():
+    mine, theirs, won = fit_race_model.self_play_decisions(40, seed=1)
+    assert len(mine) == len(theirs) == len(won) > 40 * 10  # greedy self-play games last about 24 plies
+    assert (mine >= 1).all() and (theirs >= 1).all()
+    assert (won[mine == 1] == 1).all()  # placing one's last checker wins
+    assert 0.3 < won.mean() < 0.7  # the mover and the other player both win games
+    a, b = fit_race_model.fit(mine, theirs, won)
+    assert a > 0  # fewer checkers left to place than the opponent: more likely to win
+    again = fit_race_model.self_play_decisions(40, seed=1)
+    assert all(np.array_equal(x, y) for x, y in zip((mine, theirs, won), again, strict=True))
