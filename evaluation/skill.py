@@ -16,7 +16,7 @@ swapped, one dice stream per pair of games, the same streams in every pairing; B
    over those pairings first (they all share the dice streams, so they are not independent samples), then
    the t-interval is taken over the pairs. Among random players: one more pairing of the same machinery,
    random against random, with the same games and seed.
-3. **Headroom** (``agents.headroom``, or ``experiments.headroom`` where it has moved): its full run takes
+3. **Headroom** (``experiments.headroom``): its full run takes
    longer than this whole report, so by default its figures are quoted from the run named in
    :func:`quoted_headroom`; ``--headroom-positions N`` runs it here instead (as a command, its output read).
 4. **Variants**: the same round robin at each reserve of ``--variants`` (``RESERVE=GAMES``; fewer games
@@ -39,7 +39,6 @@ Writes ``OUT/SKILL.md``, ``OUT/skill/skill.json`` (counts, scores and intervals 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import re
 import shlex
@@ -120,7 +119,7 @@ HEADROOM_QUOTED_LINES = (
 def quoted_headroom() -> Headroom:
     """The full run's figures (:data:`HEADROOM_QUOTED_LINES`), its command naming the module where it is now."""
     return Headroom(
-        f"python -m {headroom_module()} {HEADROOM_QUOTED_OPTIONS}",
+        f"python -m {HEADROOM_MODULE} {HEADROOM_QUOTED_OPTIONS}",
         HEADROOM_QUOTED_LINES,
         "quoted from the run in the README's Results section (this report did not run it)",
     )
@@ -325,19 +324,12 @@ def play_ladder(settings: SkillSettings, agents: list, reserve: int, games: int)
     return Ladder(reserve, games, pairings, ratings, red, random_red[0])
 
 
-def headroom_module() -> str:
-    """The module of the headroom measurement: ``experiments.headroom`` if it is there, else ``agents.headroom``."""
-    try:
-        if importlib.util.find_spec("experiments.headroom") is not None:
-            return "experiments.headroom"
-    except ModuleNotFoundError:  # no experiments package
-        pass
-    return "agents.headroom"
+HEADROOM_MODULE = "experiments.headroom"  # the headroom measurement, run as a command
 
 
 def run_headroom(settings: SkillSettings) -> Headroom:
     """The headroom measurement run as a command (its progress on stderr), its output kept."""
-    module = headroom_module()
+    module = HEADROOM_MODULE
     options = ["--positions", str(settings.headroom_positions), "--rollouts", str(settings.headroom_rollouts)]
     options += ["--seed", str(settings.headroom_seed)]
     done = subprocess.run([sys.executable, "-m", module, *options], stdout=subprocess.PIPE, text=True, check=False)
@@ -665,7 +657,7 @@ def report_markdown(report: Report) -> str:
         "",
         "The split-sample gain is what a placement chosen by rollouts on half of them gains on the other half "
         "over greedy's choice, per decision; the in-sample gain counts the noise as gain and bounds the best "
-        "one-step improvement from above (`agents/headroom.py` explains both).",
+        "one-step improvement from above (`experiments/headroom.py` explains both).",
         "",
         f"## Variants: reserve {reserves}",
         "",

@@ -181,7 +181,7 @@ BENCH_LABELS = [
     "aec env()  1 game  random masked play, public API",
     "aec raw_env 1 game random masked play, public API",
     "vector env 8      random vs random",
-    "reference  B=1     plain scalar (tests/reference.py)",
+    "reference  B=1     plain scalar (reference.py)",
 ]
 
 

@@ -13,7 +13,7 @@ import pytest
 from agents import RandomAgent
 from evaluate import main as evaluate_main
 from evaluation.benchmark import SHIPPED_PPO
-from evaluation.skill import REPORT, SkillSettings, headroom_module, main, red_pair_scores
+from evaluation.skill import HEADROOM_MODULE, REPORT, SkillSettings, main, red_pair_scores
 from evaluation.statistics import score_interval
 from evaluation.tournament import Settings, play_pairing
 
@@ -73,7 +73,7 @@ def test_the_report_has_its_files_parts_and_every_pairing(skill):
     for image in ("ladder", "variants", "first_player"):
         assert f"(skill/{image}.png)" in markdown
     # the headroom measurement was run, and its output quoted whole
-    assert f"`python -m {headroom_module()} --positions 3 --rollouts 4 --seed 0`, run by this report" in markdown
+    assert f"`python -m {HEADROOM_MODULE} --positions 3 --rollouts 4 --seed 0`, run by this report" in markdown
     assert any("split-sample gain over greedy" in line for line in data["headroom"]["lines"])
 
 
