@@ -22,7 +22,7 @@ import numpy as np
 from . import records
 from .board import COLOURS, DEFAULT_RESERVE, brief, names_of, parse_square, square_name
 from .config import Config
-from .dice import DiceStream
+from .dice import GameDice
 from .game import Game
 from .policies import choose, policy_name
 from .render import ansi
@@ -76,7 +76,7 @@ def terminal_game(
     if seat == "random":
         seat = COLOURS[int(rng.integers(2))]
     human = COLOURS.index(seat)
-    game, dice = Game(Config(reserve=reserve)), DiceStream(seed)
+    game, dice = Game(Config(reserve=reserve)), GameDice(seed)
     say(
         f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {name} is "
         f"{COLOURS[1 - human].capitalize()}. Red moves first. Seed {seed}."
