@@ -19,7 +19,7 @@ spec                       agent
 ``pkg.module:attr[:opts]``  an agent of your own from a module
 ``path/file.py:attr``      ... or from a Python file (see :mod:`agents.custom`)
 ==========================  =======================================
-Every agent acts on a batch (:mod:`agents.base`):
+Every agent acts on a batch (:mod:`agents.position`):
 ``agent.act(observations, masks, rng) -> actions``. ``load_agent(spec).name``
 is the canonical spelling of the spec (``expectimax`` ->
 ``expectimax:depth=2``): two specs with the same name are the same agent.

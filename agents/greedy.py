@@ -25,7 +25,7 @@ from strategic_reserve_env.board import NUM_SQUARES, bitboards_to_array
 from strategic_reserve_env.rules import adjacent, group
 from strategic_reserve_env.sampling import popcount
 
-from .base import argmin_random_ties, read_position
+from .position import argmin_random_ties, read_position
 
 NOT_COMPUTED = 10**6  # loss shown for squares that were not evaluated
 
