@@ -55,6 +55,7 @@ import numpy as np
 from agents import RandomAgent
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.policies import NamedPolicy
 
 from .benchmark import REPOSITORY, SHIPPED_PPO
 from .statistics import score_interval
@@ -311,7 +312,7 @@ class Ladder:
         }
 
 
-def play_ladder(settings: SkillSettings, agents: list, reserve: int, games: int) -> Ladder:
+def play_ladder(settings: SkillSettings, agents: list[NamedPolicy], reserve: int, games: int) -> Ladder:
     """The round robin of ``agents`` (loaded and checked) at ``reserve``, then random against random."""
     tournament = settings.tournament(reserve, games, [agent.name for agent in agents])
     red: list[np.ndarray] = []
