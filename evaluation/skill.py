@@ -804,7 +804,9 @@ def build_parser() -> argparse.ArgumentParser:
     defaults = SkillSettings()
     parser.add_argument("--agents", nargs="+", default=list(DEFAULT_AGENTS), help="agent specs of the ladder")
     parser.add_argument("--best", default=DEFAULT_BEST, help=f"the best agent's spec (default {DEFAULT_BEST})")
-    parser.add_argument("--games", type=int, default=defaults.games, help="games per pairing at reserve 7, even")
+    parser.add_argument(
+        "--games", type=int, default=defaults.games, help=f"games per pairing at reserve {MAIN_RESERVE}, even"
+    )
     parser.add_argument(
         "--variants",
         nargs="*",
