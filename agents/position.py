@@ -51,17 +51,18 @@ def captures_by_roll(roller: np.ndarray, target: np.ndarray) -> tuple[np.ndarray
     """For each position (``roller``/``target`` bitboard arrays, broadcast together) and each of
     the 36 rolls of ``roller``: ``target``'s checkers left and how many were captured.
 
-    Returns two arrays of shape ``(..., 36)``; the rules are the engine's ``resolve_roll``.
+    Returns two arrays of shape ``(..., 36)``; the rules are the engine's ``resolve_roll`` (whose
+    ``me`` is the roller, ``opp`` the target).
     A roll on an empty square captures nothing, so only rolls on occupied squares are computed.
     """
     shape = np.broadcast_shapes(np.shape(roller), np.shape(target)) + (NUM_SQUARES,)
-    mover = np.broadcast_to(np.asarray(roller)[..., None], shape).reshape(-1)
-    other = np.broadcast_to(np.asarray(target)[..., None], shape).reshape(-1)
+    rollers = np.broadcast_to(np.asarray(roller)[..., None], shape).reshape(-1)
+    targets = np.broadcast_to(np.asarray(target)[..., None], shape).reshape(-1)
     rolls = np.broadcast_to(BIT_ARRAY, shape).reshape(-1)
-    hits = np.flatnonzero((mover | other) & rolls)
-    left = other.copy()
+    hits = np.flatnonzero((rollers | targets) & rolls)
+    left = targets.copy()
     lost = np.zeros(left.shape, dtype=np.int64)
-    left[hits], captured, _, _ = resolve_roll(mover[hits], other[hits], rolls[hits])
+    left[hits], captured, _, _ = resolve_roll(rollers[hits], targets[hits], rolls[hits])
     lost[hits] = popcount(captured)
     return left.reshape(shape), lost.reshape(shape)
 
