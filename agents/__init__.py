@@ -22,8 +22,8 @@ spec                       agent
 ``pkg.module:attr[:opts]``  an agent of your own from a module
 ``path/file.py:attr``      ... or from a Python file (see :mod:`agents.custom`)
 ==========================  =======================================
-Every agent acts on a batch (:mod:`agents.base`):
-``agent.act(observations, masks, rng) -> actions``. ``load_agent(spec).name``
+Every agent is a :class:`strategic_reserve_env.policies.Policy` (it acts on a
+batch: ``agent.act(observations, masks, rng) -> actions``). ``load_agent(spec).name``
 is the canonical spelling of the spec (``expectimax`` ->
 ``expectimax:depth=2``): two specs with the same name are the same agent.
 """
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from strategic_reserve_env.policies import UniformRandomPolicy
+from strategic_reserve_env.policies import NamedPolicy, UniformRandomPolicy
 
 from .custom import (
     ENTRY_POINT_GROUP,
@@ -79,12 +79,12 @@ class BuiltIn:
     """Its spec grammar, as shown to users."""
     summary: str
     """What it is, in a few words."""
-    load: Callable[[str, str], object]
+    load: Callable[[str, str], NamedPolicy]
     """``load(spec, options)``: the agent, from the whole spec and the text after ``name:``."""
 
 
-def _without_options(agent_class: type) -> Callable[[str, str], object]:
-    def load(spec: str, options: str):
+def _without_options(agent_class: type[NamedPolicy]) -> Callable[[str, str], NamedPolicy]:
+    def load(spec: str, options: str) -> NamedPolicy:
         if options:
             raise ValueError(f"agent spec {spec!r}: {spec.partition(':')[0]} takes no options")
         return agent_class()
@@ -144,7 +144,7 @@ BUILT_IN: dict[str, BuiltIn] = {
 KNOWN_AGENTS = ", ".join(entry.usage for entry in BUILT_IN.values())
 
 
-def load_agent(spec: str):
+def load_agent(spec: str) -> NamedPolicy:
     """The agent named by ``spec`` (see the module docstring and :mod:`agents.custom` for the grammar);
     ``ValueError`` saying what is wrong (unknown name, bad option, module or file not found, missing
     attribute, wrong signature), listing the known agents for an unknown name."""

@@ -17,7 +17,8 @@ a bool (``true``/``false``), an int, a float, or else stays text.
 What ``attribute`` may be, by the first rule that fits:
 
 - an **agent**: an object with ``act(observations, masks, rng)`` acting on a
-  batch, as every agent of :mod:`agents` does (:mod:`agents.base`);
+  batch, as every agent of :mod:`agents` does
+  (:class:`strategic_reserve_env.policies.Policy`);
 - a **class**, or a **factory** (a function whose parameters all have
   defaults): called with the options as keyword arguments, it must return
   an agent or one of the functions below;

@@ -25,7 +25,7 @@ from strategic_reserve_env.board import NUM_SQUARES, bitboards_to_array
 from strategic_reserve_env.rules import adjacent, group
 from strategic_reserve_env.sampling import popcount
 
-from .base import argmin_random_ties, read_position
+from .position import argmin_random_ties, read_position
 
 NOT_COMPUTED = 10**6  # loss shown for squares that were not evaluated
 
@@ -54,24 +54,26 @@ def expected_losses(me: np.ndarray, opp: np.ndarray, legal: np.ndarray | None = 
     """
     if legal is None:
         legal = ~bitboards_to_array(me | opp)
-    mine, theirs = groups_of(me), groups_of(opp)  # (B, K), (B, M)
-    size, their_size = popcount(mine).astype(np.float64), popcount(theirs).astype(np.float64)  # exact: small ints
-    touching = ((adjacent(mine)[:, :, None] & theirs[:, None, :]) != 0).astype(np.float64)  # (B, K, M): i touches j
-    threat = touching @ their_size[:, :, None]  # (B, K, 1): sizes of their groups touching my group i
-    per_group = np.concatenate([size[:, :, None], size[:, :, None] ** 2, size[:, :, None] * threat], axis=-1)
-    joins = _neighbour_squares(mine).astype(np.float64)  # (B, 36, K): p touches my group i
-    meets = _neighbour_squares(theirs)  # (B, 36, M): p touches their group j
+    groups_me, groups_opp = groups_of(me), groups_of(opp)  # (B, K), (B, M)
+    size_me = popcount(groups_me).astype(np.float64)  # (B, K) exact: small ints
+    size_opp = popcount(groups_opp).astype(np.float64)  # (B, M)
+    # (B, K, M): the mover's group i touches the opponent's group j
+    touching = ((adjacent(groups_me)[:, :, None] & groups_opp[:, None, :]) != 0).astype(np.float64)
+    threat = touching @ size_opp[:, :, None]  # (B, K, 1): sizes of the opponent's groups touching group i
+    per_group = np.concatenate([size_me[:, :, None], size_me[:, :, None] ** 2, size_me[:, :, None] * threat], axis=-1)
+    joins = _neighbour_squares(groups_me).astype(np.float64)  # (B, 36, K): p touches the mover's group i
+    meets = _neighbour_squares(groups_opp)  # (B, 36, M): p touches the opponent's group j
     joined = joins @ per_group  # (B, 36, 3): sizes, squared sizes and threats of the groups p joins
-    total = per_group.sum(axis=1)[:, None, :]  # (B, 1, 3): the same over all my groups
+    total = per_group.sum(axis=1)[:, None, :]  # (B, 1, 3): the same over all the mover's groups
     merged = 1 + joined[..., 0]  # (B, 36) size of the group p ends in
     enemy_hits = total[..., 1] - joined[..., 1] + merged * merged
     merged_touches = ((joins @ touching) > 0) | meets  # (B, 36, M)
-    friendly_hits = total[..., 2] - joined[..., 2] + merged * (merged_touches @ their_size[:, :, None])[..., 0]
+    friendly_hits = total[..., 2] - joined[..., 2] + merged * (merged_touches @ size_opp[:, :, None])[..., 0]
     return np.where(legal, np.rint(enemy_hits + friendly_hits).astype(np.int64), NOT_COMPUTED)
 
 
 class GreedyAgent:
-    """One-ply lookahead: minimise the expected number of own checkers captured by the opponent's next roll."""
+    """One-ply lookahead: minimise the expected number of the mover's checkers captured by the opponent's next roll."""
 
     name = "greedy"
     uses_observation = True

@@ -135,7 +135,7 @@ PROTOCOL_V1 = Protocol(
         PanelMember("ppo_baseline", PANEL_PPO, 4000, 159.2),
     ),
     seed=1,
-    reserve=7,
+    reserve=7,  # fixed by protocol v1 (today's DEFAULT_RESERVE and DEFAULT_PLY_LIMIT, which may change; v1 may not)
     ply_limit=1000,
     batch=1000,
 )

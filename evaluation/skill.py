@@ -54,6 +54,7 @@ import numpy as np
 from agents import RandomAgent
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.policies import NamedPolicy
 
 from .benchmark import REPOSITORY, SHIPPED_PPO
 from .statistics import score_interval
@@ -310,7 +311,7 @@ class Ladder:
         }
 
 
-def play_ladder(settings: SkillSettings, agents: list, reserve: int, games: int) -> Ladder:
+def play_ladder(settings: SkillSettings, agents: list[NamedPolicy], reserve: int, games: int) -> Ladder:
     """The round robin of ``agents`` (loaded and checked) at ``reserve``, then random against random."""
     tournament = settings.tournament(reserve, games, [agent.name for agent in agents])
     red: list[np.ndarray] = []
@@ -795,7 +796,9 @@ def build_parser() -> argparse.ArgumentParser:
     defaults = SkillSettings()
     parser.add_argument("--agents", nargs="+", default=list(DEFAULT_AGENTS), help="agent specs of the ladder")
     parser.add_argument("--best", default=DEFAULT_BEST, help=f"the best agent's spec (default {DEFAULT_BEST})")
-    parser.add_argument("--games", type=int, default=defaults.games, help="games per pairing at reserve 7, even")
+    parser.add_argument(
+        "--games", type=int, default=defaults.games, help=f"games per pairing at reserve {MAIN_RESERVE}, even"
+    )
     parser.add_argument(
         "--variants",
         nargs="*",

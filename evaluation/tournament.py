@@ -41,6 +41,7 @@ from agents import RandomAgent, load_agent
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
+from strategic_reserve_env.policies import NamedPolicy
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sampling import uniform_square
 
@@ -133,7 +134,7 @@ def dice_seeds(seed: int, pairs: int) -> np.ndarray:
     return np.repeat(per_pair.astype(np.int64), 2)
 
 
-def load_agents(specs: Sequence) -> list:
+def load_agents(specs: Sequence[str | NamedPolicy]) -> list[NamedPolicy]:
     """The agents of ``specs`` (spec strings, or agent objects with a ``name``), each loaded once;
     ``ValueError`` if fewer than two are given or two of them are the same agent (same canonical
     name), naming the spellings."""
@@ -170,7 +171,7 @@ def probe_positions(config: Config, seed: int = 0) -> engine.State:
     return state[~state.done]
 
 
-def check_agent(agent, config: Config, seed: int = 0) -> None:
+def check_agent(agent: NamedPolicy, config: Config, seed: int = 0) -> None:
     """Ask ``agent`` for a placement on the test positions of :func:`probe_positions`; ``ValueError``
     naming the agent, what it did wrong and the position if it raises or answers with anything but
     one legal square per position. Its own generator for this is seeded apart from the games'."""
@@ -205,7 +206,11 @@ def one_torch_thread():
 
 
 def play_pairing(
-    a, b, settings: Settings, progress=None, on_games: Callable[[np.ndarray, np.ndarray], None] | None = None
+    a: str | NamedPolicy,
+    b: str | NamedPolicy,
+    settings: Settings,
+    progress=None,
+    on_games: Callable[[np.ndarray, np.ndarray], None] | None = None,
 ) -> Pairing:
     """All games of one pairing (agent specs or agent objects), in engine batches, with paired
     dice and swapped seats. :class:`PairingError` if an agent fails. ``on_games(red_agent, winning_agent)``,
@@ -450,7 +455,7 @@ def plot_ratings(path: Path, settings: Settings, ratings) -> None:
     plt.close(figure)
 
 
-def prepare_agents(specs: Sequence, config: Config, seed: int = 0) -> list:
+def prepare_agents(specs: Sequence[str | NamedPolicy], config: Config, seed: int = 0) -> list[NamedPolicy]:
     """:func:`load_agents`, then :func:`check_agent` on each: ``ValueError`` before any game is played."""
     agents = load_agents(specs)
     for agent in agents:

@@ -3,8 +3,8 @@
 The environments draw their rolls here so that one seed gives the same dice
 on every interface (the PettingZoo env, the single-agent env, game ``i`` of a
 vector env seeded ``seed - i``) without a generator object per game: a batch
-of B streams is advanced with a handful of uint64 array operations, and a
-single stream with the same operations on Python ints.
+of B streams (:class:`BatchDice`) is advanced with a handful of uint64 array operations, and a
+single game's stream (:class:`GameDice`) with the same operations on Python ints.
 
 The mixer is SplitMix64 (Steele, Lea and Flood, 2014): stream ``key`` yields
 ``mix(key + (n + 1) * GAMMA)`` for n = 0, 1, ...; a square is that value
@@ -96,8 +96,10 @@ class _Streams:
         return counters
 
 
-class DiceStreams(_Streams):
-    """B dice streams advanced together: ``next()`` returns one roll per stream, (B,) int64."""
+class BatchDice(_Streams):
+    """The dice of B games, advanced together: ``next()`` returns one roll per game, (B,) int64.
+
+    :class:`GameDice` is the dice of one game on Python ints (the same rolls for the same seed)."""
 
     def next(self, mask: np.ndarray | None = None) -> np.ndarray:
         """(B,) int64 rolled squares, one per stream; only streams where ``mask`` advance."""
@@ -123,8 +125,10 @@ class UniformStreams(_Streams):
         return uniform(self.keys[streams], counters)
 
 
-class DiceStream:
-    """One dice stream on Python ints; ``forced`` rolls, if any, are used first."""
+class GameDice:
+    """The dice of one game on Python ints; ``forced`` rolls, if any, are used first.
+
+    :class:`BatchDice` is the dice of B games as arrays (the same rolls for the same seeds)."""
 
     __slots__ = ("key", "counter", "forced")
 
@@ -140,3 +144,8 @@ class DiceStream:
         square = rolled_square(self.key, self.counter)
         self.counter += 1
         return square
+
+
+# deprecated names of 0.2.0 (never documented), kept until every module uses the new ones
+DiceStream = GameDice
+DiceStreams = BatchDice

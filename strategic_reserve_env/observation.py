@@ -75,21 +75,22 @@ def _unpack(bits: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(ranks[..., :BOARD_SIZE, :]).view(np.int8)  # drop the guard bits
 
 
-def encode(own, opp, legal, rolled, captured, hit, own_reserve, opp_reserve) -> np.ndarray:
+def encode(own, opponent, legal, rolled, captured, hit, own_reserve, opponent_reserve) -> np.ndarray:
     """Planes for one game (Python ints; ``rolled`` a square or -1) -> (6, 6, 9),
-    or for a batch ((B,) arrays) -> (B, 6, 6, 9)."""
+    or for a batch ((B,) arrays) -> (B, 6, 6, 9). ``own`` and ``opponent`` (checkers and reserves)
+    are the observer's and the other player's, as the planes :data:`PLANE_NAMES` call them."""
     if type(own) is int:
         bits = np.array(
             [
                 own,
-                opp,
+                opponent,
                 legal,
                 _ROLLED_BITS_LIST[rolled],
                 captured,
                 FULL if hit == HIT_ENEMY else 0,
                 FULL if hit == HIT_FRIENDLY else 0,
                 _COUNT_BITS_LIST[min(own_reserve, NUM_SQUARES)],
-                _COUNT_BITS_LIST[min(opp_reserve, NUM_SQUARES)],
+                _COUNT_BITS_LIST[min(opponent_reserve, NUM_SQUARES)],
             ],
             dtype=np.int64,
         )
@@ -98,14 +99,14 @@ def encode(own, opp, legal, rolled, captured, hit, own_reserve, opp_reserve) -> 
     bits = np.stack(
         [
             own,
-            opp,
+            opponent,
             legal,
             _ROLLED_BITS.take(rolled),
             captured,
             np.where(hit == HIT_ENEMY, FULL, 0),
             np.where(hit == HIT_FRIENDLY, FULL, 0),
             _COUNT_BITS.take(np.minimum(own_reserve, NUM_SQUARES)),
-            _COUNT_BITS.take(np.minimum(opp_reserve, NUM_SQUARES)),
+            _COUNT_BITS.take(np.minimum(opponent_reserve, NUM_SQUARES)),
         ],
         axis=-1,
     )

@@ -1,25 +1,15 @@
-"""The policy interface used for opponents, and the uniformly random policy.
+"""The agent interface (:class:`Policy`), used for opponents and by every agent, and the uniformly random policy.
 
-A policy acts on a batch: ``act(observations, masks, rng) -> actions`` with
-``observations`` ``(B, 6, 6, 9)`` int8 planes from the mover's side,
-``masks`` ``(B, 36)`` legal placements (bool, or 0/1 ints) and ``rng`` a
-``numpy.random.Generator``; it returns ``(B,)`` square indices, legal where
-the mask has any legal square. A plain callable with that signature is a
-policy too. A policy whose ``uses_observation`` attribute is False is given
-``None`` for ``observations`` (it saves the encoding). :func:`policy_name`
-is how errors and reports name a policy (its ``name`` attribute if it has one).
-
-A policy may also offer ``act_from_uniforms(legal, uniforms)``: its choice
-made from given uniform numbers, ``legal`` (B,) int64 bitboards and
-``uniforms`` (B,) floats in [0, 1), one per game. The single-agent envs
-(:mod:`strategic_reserve_env.learner`) call it with each game's own chance
-stream, so that game's choices depend on its seed alone;
-:class:`UniformRandomPolicy` has it.
+:func:`as_policy` turns ``"random"``, a :class:`Policy` or a plain callable with
+the signature of :meth:`Policy.act` into a policy; :func:`policy_name` is how
+errors and reports name a policy (its ``name`` attribute if it has one);
+:func:`choose` asks a policy for the squares of a position and checks them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -28,6 +18,38 @@ from .observation import planes
 from .sampling import nth_set_bit, popcount, uniform_square
 
 _MASK_BYTES = (NUM_SQUARES + 7) // 8
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """The agent interface: an object that acts on a batch of B games.
+
+    ``act(observations, masks, rng) -> actions``: ``observations`` are ``(B, 6, 6, 9)`` int8 planes from
+    the mover's side (:mod:`strategic_reserve_env.observation`), ``masks`` ``(B, 36)`` legal placements
+    (bool, or 0/1 ints), ``rng`` a ``numpy.random.Generator``; ``actions`` are ``(B,)`` integer square
+    indices, legal in every row whose mask has a legal square (other rows are not looked at).
+
+    Optional attributes, read with ``getattr``: ``name``, the agent's display name (for an agent of
+    :mod:`agents`, its canonical spec string: two agents with the same name are the same agent);
+    ``uses_observation = False``, when the masks are all the policy needs: it is then given ``None`` for
+    ``observations`` (which saves the encoding); ``act_from_uniforms(legal, uniforms)``, its choice made
+    from given uniform numbers, ``legal`` (B,) int64 bitboards and ``uniforms`` (B,) floats in [0, 1), one
+    per game: the single-agent envs (:mod:`strategic_reserve_env.learner`) call it with each game's own
+    chance stream, so that game's choices depend on its seed alone (:class:`UniformRandomPolicy` has it).
+
+    ``isinstance(x, Policy)`` checks that ``x`` has an ``act`` method.
+    """
+
+    def act(self, observations: Any, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """(B,) integer squares, one legal placement per game that has one (``observations``: (B, 6, 6, 9)
+        int8, or None for a policy whose ``uses_observation`` is False)."""
+        ...
+
+
+class NamedPolicy(Policy, Protocol):
+    """A :class:`Policy` with a ``name``, as every agent :func:`agents.load_agent` returns."""
+
+    name: str
 
 
 class UniformRandomPolicy:
@@ -54,7 +76,7 @@ class UniformRandomPolicy:
 
 
 class _CallablePolicy:
-    """Adapts a function ``f(observations, masks, rng)`` to the policy interface."""
+    """Adapts a function ``f(observations, masks, rng)`` to the :class:`Policy` interface."""
 
     uses_observation = True
 
@@ -69,13 +91,14 @@ class _CallablePolicy:
         return f"policy({self.function!r})"
 
 
-def as_policy(policy) -> object:
-    """``"random"``, an object with ``act``, or a callable -> an object with ``act``."""
+def as_policy(policy: str | Policy | Callable) -> Policy:
+    """``"random"``, a :class:`Policy` (an object with ``act``), or a callable with the signature of
+    :meth:`Policy.act` -> a :class:`Policy`."""
     if isinstance(policy, str):
         if policy == "random":
             return UniformRandomPolicy()
         raise ValueError(f"unknown policy {policy!r}; built in: 'random' (or pass an object with act(), or a callable)")
-    if hasattr(policy, "act"):
+    if isinstance(policy, Policy):
         return policy
     if callable(policy):
         return _CallablePolicy(policy)
@@ -131,12 +154,12 @@ def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
     return actions
 
 
-def policy_name(policy) -> str:
+def policy_name(policy: Policy) -> str:
     """A policy's display name: its ``name`` attribute, else its type's name."""
     return str(getattr(policy, "name", type(policy).__name__))
 
 
-def policy_inputs(policy, position) -> tuple[np.ndarray | None, np.ndarray]:
+def policy_inputs(policy: Policy, position) -> tuple[np.ndarray | None, np.ndarray]:
     """``(observations, masks)`` for ``policy.act`` from a batched State ((B, 6, 6, 9) planes from the
     mover's side, or None for a policy that does not use them; (B, 36) bool masks), or from a
     :class:`~strategic_reserve_env.game.Game` (a batch of one)."""
@@ -149,7 +172,7 @@ def policy_inputs(policy, position) -> tuple[np.ndarray | None, np.ndarray]:
     return observations, masks
 
 
-def choose(policy, position, rng: np.random.Generator):
+def choose(policy: Policy, position, rng: np.random.Generator):
     """The squares ``policy`` picks for the player to move: (B,) int64 for a batched State, an int
     for a :class:`~strategic_reserve_env.game.Game`. Observations are encoded only for policies
     that use them. The answer is checked (:func:`checked_actions`): a policy that returns a wrong

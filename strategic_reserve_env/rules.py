@@ -161,8 +161,8 @@ def from_side(me, opp, to_move, side):
     ``(red, blue)``) or, like ``to_move``, an array of colours. Branch-free: ``(side ^ to_move) - 1``
     is all ones where ``side`` is to move."""
     swap = me ^ opp
-    mine = opp ^ (swap & ((side ^ to_move) - 1))
-    return mine, mine ^ swap
+    of_side = opp ^ (swap & ((side ^ to_move) - 1))
+    return of_side, of_side ^ swap
 
 
 def roller(legal, to_move):

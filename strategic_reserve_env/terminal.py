@@ -22,9 +22,9 @@ import numpy as np
 from . import records
 from .board import COLOURS, DEFAULT_RESERVE, brief, names_of, parse_square, square_name
 from .config import Config
-from .dice import DiceStream
+from .dice import GameDice
 from .game import Game
-from .policies import choose, policy_name
+from .policies import Policy, choose, policy_name
 from .render import ansi
 from .scene import roll_summary
 
@@ -56,7 +56,7 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
 
 
 def terminal_game(
-    agent: object,
+    agent: Policy,
     seat: str = "red",
     seed: int | None = None,
     reserve: int = DEFAULT_RESERVE,
@@ -64,8 +64,8 @@ def terminal_game(
     read: Callable[[str], str] = input,
     say: Callable[[str], None] = print,
 ) -> int:
-    """Run one game between a person (``read``/``say``) and ``agent`` (a policy, see
-    :mod:`strategic_reserve_env.policies`); returns an exit code (0, :data:`INTERRUPTED` after Ctrl-C,
+    """Run one game between a person (``read``/``say``) and ``agent`` (a
+    :class:`~strategic_reserve_env.policies.Policy`); returns an exit code (0, :data:`INTERRUPTED` after Ctrl-C,
     :data:`SAVE_FAILED` when the record was printed instead of saved). ``seat``: the person's colour,
     "red", "blue" or "random"; ``seed`` (None: a fresh one, shown) seeds the dice and the agent."""
     if seat not in (*COLOURS, "random"):
@@ -76,7 +76,7 @@ def terminal_game(
     if seat == "random":
         seat = COLOURS[int(rng.integers(2))]
     human = COLOURS.index(seat)
-    game, dice = Game(Config(reserve=reserve)), DiceStream(seed)
+    game, dice = Game(Config(reserve=reserve)), GameDice(seed)
     say(
         f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {name} is "
         f"{COLOURS[1 - human].capitalize()}. Red moves first. Seed {seed}."

@@ -390,6 +390,30 @@ def test_rows_without_a_legal_square_are_not_looked_at():
     assert caught.value.row == 1
 
 
+@pytest.mark.parametrize("spec", ["random", "greedy", "expectimax:depth=1"])
+def test_every_built_in_agent_is_a_policy(spec):
+    from strategic_reserve_env.policies import Policy, as_policy
+
+    agent = load_agent(spec)
+    assert isinstance(agent, Policy)
+    assert as_policy(agent) is agent
+
+
+def test_as_policy_wraps_a_function_and_refuses_what_has_no_act():
+    from strategic_reserve_env.policies import Policy, as_policy
+
+    def first_legal(observations, masks, rng):
+        return np.argmax(masks, axis=1)
+
+    policy = as_policy(first_legal)
+    assert isinstance(policy, Policy) and not isinstance(first_legal, Policy)
+    masks = np.zeros((2, 36), dtype=bool)
+    masks[0, 4] = masks[1, 30] = True
+    assert policy.act(None, masks, np.random.default_rng(0)).tolist() == [4, 30]
+    with pytest.raises(ValueError, match="a policy must be 'random', an object with act"):
+        as_policy(42)
+
+
 def test_arena_names_the_agent_the_game_and_the_position():
     class Occupied:
         name = "occupied"

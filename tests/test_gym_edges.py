@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from strategic_reserve_env.board import bitboards_to_array
-from strategic_reserve_env.dice import CHANCE_TAG, DiceStreams, UniformStreams, stream_key
+from strategic_reserve_env.dice import CHANCE_TAG, BatchDice, UniformStreams, stream_key
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
 from strategic_reserve_env.learner import OpponentError, ResetNeeded
 from strategic_reserve_env.policies import UniformRandomPolicy
@@ -412,7 +412,7 @@ def test_chance_streams():
         np.testing.assert_array_equal(by_index.take(np.flatnonzero(mask)), expected)
         np.testing.assert_array_equal(by_index.counters, by_mask.counters)
         assert np.all((0 <= expected) & (expected < 1))
-    assert stream_key(5, CHANCE_TAG) != stream_key(5) == DiceStreams([5]).keys[0]
+    assert stream_key(5, CHANCE_TAG) != stream_key(5) == BatchDice([5]).keys[0]
     values = UniformStreams(np.arange(4000)).next()
     assert abs(values.mean() - 0.5) < 0.02 and len(np.unique(values)) == 4000
 

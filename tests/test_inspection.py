@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from strategic_reserve_env import Game, records  # noqa: E402
 from strategic_reserve_env.board import SQUARE_INDEX  # noqa: E402
-from strategic_reserve_env.dice import DiceStream  # noqa: E402
+from strategic_reserve_env.dice import GameDice  # noqa: E402
 from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_position  # noqa: E402
 from strategic_reserve_env.render import CELL, MARGIN, ansi, rgb_array, svg  # noqa: E402
 from strategic_reserve_env.scene import PALETTE, scene_of  # noqa: E402
@@ -78,7 +78,7 @@ def test_scene_at_the_end_and_its_heat():
 
 def finished_game(seed: int = 3) -> Game:
     """A game played to its end with the first legal square each turn."""
-    game, dice = Game(), DiceStream(seed)
+    game, dice = Game(), GameDice(seed)
     while not game.done:
         game.roll(dice.next())
         game.place(game.legal_squares()[0])
@@ -87,7 +87,7 @@ def finished_game(seed: int = 3) -> Game:
 
 def positions(seed: int, every: int = 1) -> list[Game]:
     """Every ``every``-th position of a game (first legal square each turn): before and after each roll."""
-    game, dice, seen = Game(), DiceStream(seed), []
+    game, dice, seen = Game(), GameDice(seed), []
     while not game.done:
         seen.append(game.copy())
         game.roll(dice.next())
