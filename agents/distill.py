@@ -33,7 +33,7 @@ from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.progress import Progress
 
-from .base import argmin_random_ties
+from .position import argmin_random_ties
 from .ppo import MASKED_LOGIT
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES
 
-from .base import argmin_random_ties, captures_by_roll, read_position
+from .position import argmin_random_ties, captures_by_roll, read_position
 
 DEPTHS = (1, 2)
 RACE_A, RACE_B = 1.553, 0.368  # see the module docstring and experiments/fit_race_model.py

@@ -61,10 +61,10 @@ from strategic_reserve_env.board import BOARD_SIZE, NUM_SQUARES, bitboards_to_ar
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.sampling import popcount
 
-from .base import captures_by_roll
 from .expectimax import win_probability
 from .greedy import groups_of
 from .policy_file import copy_tensors
+from .position import captures_by_roll
 
 FORMAT = "strategic-reserve-value-net"
 VERSION = 1

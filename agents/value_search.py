@@ -29,7 +29,7 @@ import numpy as np
 
 from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES
 
-from .base import argmin_random_ties, captures_by_roll, read_position
+from .position import argmin_random_ties, captures_by_roll, read_position
 
 DEFAULT_MODEL = "models/value_net.safetensors"
 DEPTHS = (1, 2)

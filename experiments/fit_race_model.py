@@ -18,7 +18,7 @@ from scipy.optimize import minimize
 from agents.greedy import GreedyAgent
 from strategic_reserve_env import engine, turns
 from strategic_reserve_env.config import Config
-from strategic_reserve_env.dice import DiceStreams
+from strategic_reserve_env.dice import BatchDice
 from strategic_reserve_env.policies import choose
 
 
@@ -40,7 +40,7 @@ def self_play_decisions(games: int, seed: int) -> tuple[np.ndarray, np.ndarray, 
             lambda position, _, rows: choose(agent, position[rows], rng),
         )
 
-    dice = DiceStreams(np.arange(games) + seed * games)
+    dice = BatchDice(np.arange(games) + seed * games)
     state = turns.play_out(engine.init(config, games), dice, decide, config, on_roll=record)
     game, mine, theirs, mover = (np.concatenate(column) for column in zip(*records, strict=True))
     return mine, theirs, (state.winner[game] == mover).astype(np.float64)

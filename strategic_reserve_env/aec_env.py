@@ -119,7 +119,7 @@ from pettingzoo.utils.wrappers.base import BaseWrapper
 from . import render as rendering
 from .board import BLUE, DEFAULT_RESERVE, NO_PLAYER, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, square_mask
 from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, start_position
-from .dice import DiceStream
+from .dice import GameDice
 from .engine import IllegalActionError, integers
 from .game import Game
 from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
@@ -309,7 +309,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.observation_spaces = {agent: observation_space for agent in AGENTS}
         self.action_spaces = {agent: spaces.Discrete(NUM_SQUARES) for agent in AGENTS}
         self.game = Game(self.config)
-        self.dice = DiceStream(int(np.random.SeedSequence().entropy % 2**63))
+        self.dice = GameDice(int(np.random.SeedSequence().entropy % 2**63))
 
     # -- copies and pickles carry the game -----------------------------------------------
     def __getstate__(self) -> dict:
@@ -356,7 +356,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         rolls = parse_rolls(options["rolls"]) if options and "rolls" in options else []
-        dice = DiceStream(seed) if seed is not None else self.dice  # ValueError for a bad seed
+        dice = GameDice(seed) if seed is not None else self.dice  # ValueError for a bad seed
         # everything is validated: from here on nothing raises
         if seed is None:
             dice.forced.clear()

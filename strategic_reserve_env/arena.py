@@ -1,7 +1,7 @@
 """Play two agents against each other in one engine batch, with paired dice.
 
 Game slot ``i`` rolls from dice stream ``dice_seeds[i]``
-(:class:`~strategic_reserve_env.dice.DiceStreams`): roll ``t`` of a game is
+(:class:`~strategic_reserve_env.dice.BatchDice`): roll ``t`` of a game is
 roll ``t`` of its stream, whatever the agents do. Give both games of a pair
 the same seed and swap the seats, and they see the same rolls for as long as
 their positions allow. The agents' own randomness comes from generators of
@@ -22,7 +22,7 @@ import numpy as np
 from . import engine, turns
 from .board import COLOURS, RED, square_name
 from .config import Config
-from .dice import DiceStream, DiceStreams
+from .dice import BatchDice, GameDice
 from .game import Game
 from .policies import InvalidActionsError, choose
 
@@ -119,7 +119,7 @@ def play(
         mover = np.where(position.to_move == RED, red_agent, 1 - red_agent)  # (N,) the agent of each mover
         return turns.actions_by_policy(position, acting, mover, len(agents), act)
 
-    state = turns.play_out(state, DiceStreams(dice_seeds), decide, config, on_ply)
+    state = turns.play_out(state, BatchDice(dice_seeds), decide, config, on_ply)
     return Games(
         red_agent=red_agent, winner=state.winner.copy(), plies=state.ply.copy(), truncated=state.truncated.copy()
     )
@@ -140,7 +140,7 @@ def play_logged(
     """One game, kept decision by decision, for inspection (same dice as game slot ``dice_seed`` of
     :func:`play`). Returns the decisions and the finished game (``records.record_of(game)`` is its record)."""
     rng = rng if rng is not None else np.random.default_rng(dice_seed)
-    game, dice = Game(config if config is not None else Config()), DiceStream(dice_seed)
+    game, dice = Game(config if config is not None else Config()), GameDice(dice_seed)
     decisions = []
     while not game.done:
         game.roll(dice.next())

@@ -144,8 +144,3 @@ class GameDice:
         square = rolled_square(self.key, self.counter)
         self.counter += 1
         return square
-
-
-# deprecated names of 0.2.0 (never documented), kept until every module uses the new ones
-DiceStream = GameDice
-DiceStreams = BatchDice

@@ -10,7 +10,7 @@ and SB3's same step (``autoreset``, with the final observations).
 
 **Seeding.** Game ``i`` is a pure function of ``seeds[i]`` (and the
 learner's actions): its dice come from stream ``seeds[i]``
-(:class:`~strategic_reserve_env.dice.DiceStreams`), roll by roll as a lone
+(:class:`~strategic_reserve_env.dice.BatchDice`), roll by roll as a lone
 game seeded ``seeds[i]`` would, and its other chance from its own uniform
 stream (:class:`~strategic_reserve_env.dice.UniformStreams`, the same seed
 under another tag): two numbers at each start (the learner's seat when it is
@@ -44,7 +44,7 @@ import numpy as np
 from . import engine, turns
 from .board import BLUE, COLOURS, RED, clip
 from .config import Config
-from .dice import DiceStreams, UniformStreams
+from .dice import BatchDice, UniformStreams
 from .observation import OBSERVATION_SHAPE, planes
 from .observation import mask_from_planes as _mask_from_planes
 from .outcome import reward
@@ -168,7 +168,7 @@ class LearnerGames:
         self.seat_choice = seat
         self.state = engine.init(config, num_games)
         self.seat = np.zeros(num_games, dtype=np.int64)  # (B,) int64 RED / BLUE: the learner's colour
-        self.dice = DiceStreams(np.zeros(num_games, dtype=np.int64))
+        self.dice = BatchDice(np.zeros(num_games, dtype=np.int64))
         self.chance = UniformStreams(np.zeros(num_games, dtype=np.int64))
         self.rng = np.random.default_rng()
         self.started = False  # reset() was called: every game is playing or over
@@ -241,7 +241,7 @@ class LearnerGames:
             seeds = np.atleast_1d(np.asarray(seeds))
             if seeds.shape != (self.num_games,):
                 raise ValueError(f"seeds must be {self.num_games} integers, got shape {seeds.shape}")
-            self.dice, self.chance = DiceStreams(seeds), UniformStreams(seeds)
+            self.dice, self.chance = BatchDice(seeds), UniformStreams(seeds)
         if rng is not None:
             self.rng = rng
         self.state = engine.init(self.config, self.num_games)

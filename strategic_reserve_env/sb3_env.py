@@ -35,7 +35,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from . import engine
 from .board import NUM_SQUARES
 from .config import Config
-from .dice import DiceStreams, UniformStreams
+from .dice import BatchDice, UniformStreams
 from .learner import LearnerGames, check_count
 from .observation import OBSERVATION_SHAPE
 from .policies import policy_name
@@ -166,7 +166,7 @@ class StrategicReserveVecEnv(VecEnv):
         rng = np.random.default_rng()
         rng.bit_generator.state = state["rng"]
         streams = {}
-        for name, kind in (("dice", DiceStreams), ("chance", UniformStreams)):
+        for name, kind in (("dice", BatchDice), ("chance", UniformStreams)):
             streams[name] = kind(np.zeros(self.num_envs, dtype=np.int64))
             streams[name].keys = np.asarray(state[name]["keys"], dtype=np.uint64).copy()
             streams[name].counters = np.asarray(state[name]["counters"], dtype=np.uint64).copy()

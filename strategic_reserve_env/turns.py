@@ -11,7 +11,7 @@ placement is due), the choice of its mover's policy, and the placement:
   batched over its own games, in index order;
 - **dice** come from explicit streams: any object with ``next(mask) -> (B,)
   int64`` rolled squares, where only the games of ``mask`` advance
-  (:class:`~strategic_reserve_env.dice.DiceStreams`), so a game's rolls
+  (:class:`~strategic_reserve_env.dice.BatchDice`), so a game's rolls
   never depend on the other games of the batch;
 - **checked actions**: the caller's ``act`` turns a policy's answer into
   legal squares (with :func:`~strategic_reserve_env.policies.checked_actions`)

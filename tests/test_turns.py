@@ -8,7 +8,7 @@ import pytest
 from strategic_reserve_env import engine, turns
 from strategic_reserve_env.board import BLUE, NO_PLAYER, RED
 from strategic_reserve_env.config import Config
-from strategic_reserve_env.dice import DiceStreams
+from strategic_reserve_env.dice import BatchDice
 from strategic_reserve_env.outcome import LOSS, NO_RESULT, WIN, reward
 from strategic_reserve_env.sampling import uniform_square
 
@@ -25,7 +25,7 @@ def test_reward_scores_ints_and_arrays_alike(winner, player, expected):
 
 def _uniform_decide(seed: int):
     """A decide function choosing uniformly from a counter-based stream per game (independent of the batch)."""
-    streams = DiceStreams(np.arange(10_000) + seed)  # any per-game stream of numbers will do
+    streams = BatchDice(np.arange(10_000) + seed)  # any per-game stream of numbers will do
 
     def decide(state: engine.State, acting: np.ndarray) -> np.ndarray:
         uniforms = streams.next(np.pad(acting, (0, 10_000 - len(acting))))[: len(acting)] / 36
@@ -42,9 +42,9 @@ def test_play_out_is_the_hand_written_loop(sparse, monkeypatch):
     config, games = Config(ply_limit=40), 64
     seen = []
     final = turns.play_out(
-        engine.init(config, games), DiceStreams(np.arange(games)), _uniform_decide(7), config, seen.append
+        engine.init(config, games), BatchDice(np.arange(games)), _uniform_decide(7), config, seen.append
     )
-    state, dice, decide, expected = engine.init(config, games), DiceStreams(np.arange(games)), _uniform_decide(7), []
+    state, dice, decide, expected = engine.init(config, games), BatchDice(np.arange(games)), _uniform_decide(7), []
     state = engine.roll(state, dice.next(~state.done))
     expected.append(state)
     while not state.done.all():
@@ -79,7 +79,7 @@ def test_a_turn_leaves_the_other_games_alone():
     config, games = Config(), 8
     state = engine.roll(engine.init(config, games), np.arange(games))
     acting = np.arange(games) < 2  # sparse: two of eight games move
-    after = turns.turn(state, acting, DiceStreams(np.arange(games)), _uniform_decide(1), config)
+    after = turns.turn(state, acting, BatchDice(np.arange(games)), _uniform_decide(1), config)
     np.testing.assert_array_equal(after.ply, acting.astype(np.int64))
     for name in ("me", "opp", "legal", "to_move", "rolled"):
         np.testing.assert_array_equal(getattr(after, name)[~acting], getattr(state, name)[~acting])

@@ -11,8 +11,8 @@ import pytest
 from test_agents import random_positions
 
 from agents import load_agent
-from agents.base import captures_by_roll
 from agents.expectimax import ExpectimaxAgent, win_probability
+from agents.position import captures_by_roll
 from agents.value_net import (
     METADATA_KEY,
     NUM_FEATURES,
