@@ -225,14 +225,15 @@ def _first_bad(bad: np.ndarray) -> int:
 
 def _playing(state: State, active) -> np.ndarray | None:
     """(B,) bool: games not over and, if ``active`` is given, selected by it; ``None`` when that is
-    every game (the callers then skip their masks)."""
+    every game, whether or not ``active`` was given (the callers then skip their masks)."""
     done = state.done
     if active is None:
         return None if not done.any() else ~done
     active = np.asarray(active, dtype=bool)
     if active.shape != (state.batch_size,):
         raise ValueError(f"active must have shape ({state.batch_size},), got {active.shape}")
-    return active & ~done
+    live = active & ~done
+    return None if live.all() else live
 
 
 def _outside_board(squares: np.ndarray) -> np.ndarray:
