@@ -261,6 +261,9 @@ def _roll(state: State, squares: np.ndarray, live: np.ndarray | None) -> State:
         rolled_twice &= live
     if rolled_twice.any():
         raise ValueError(f"game {_first_bad(rolled_twice)}: rolled again before placing")
+    rows = _few(live)
+    if rows is not None:
+        return _on_rows(state, rows, lambda part: _roll(part, squares[rows], None))
     rolled = BIT_ARRAY.take(squares, mode="clip")
     opp, reserve_opp, captured, legal, hit = rules.roll(state.me, state.opp, state.reserve_opp, rolled)
     new = _with(state, opp=opp, reserve_opp=reserve_opp, rolled=squares, hit=hit, captured=captured, legal=legal)
@@ -288,6 +291,9 @@ def _place(state: State, actions: np.ndarray, config: Config, live: np.ndarray |
         illegal &= live
     if illegal.any():
         raise _illegal(state, actions, _first_bad(illegal))
+    rows = _few(live)
+    if rows is not None:
+        return _on_rows(state, rows, lambda part: _place(part, actions[rows], config, None))
     after = rules.place(rules.place_reads(state), placed, config.ply_limit)
     new = _with(state, **dict(zip(rules.PLACED_FIELDS, after, strict=True)))
     return new if live is None else _keep_finished(live, new, state)
@@ -328,6 +334,34 @@ def _with(state: State, **changes: np.ndarray) -> State:
     """``state`` with some fields replaced: :func:`dataclasses.replace` without its per-call
     inspection of the fields (this runs twice a ply)."""
     return State(**{**vars(state), **changes})
+
+
+#: a roll or placement in at most 1/SPARSE of the batch's games works on those games alone and writes
+#: them back (the others' captures are not resolved only to be thrown away)
+SPARSE = 4
+
+
+def _few(live: np.ndarray | None) -> np.ndarray | None:
+    """(k,) indices of the games of ``live`` when they are few enough to work on alone, else None."""
+    if live is None:
+        return None
+    rows = np.flatnonzero(live)
+    return rows if SPARSE * len(rows) <= len(live) else None
+
+
+def _on_rows(state: State, rows: np.ndarray, change) -> State:
+    """``state`` with the games ``rows`` ((k,) indices) replaced by ``change`` of them (a batch of k);
+    a field ``change`` left alone stays shared."""
+    part = state[rows]
+    changed = change(part)
+    values = {}
+    for f in fields(State):
+        column, new = getattr(state, f.name), getattr(changed, f.name)
+        if new is not getattr(part, f.name):
+            column = column.copy()
+            column[rows] = new
+        values[f.name] = column
+    return State(**values)
 
 
 def _keep_finished(live: np.ndarray, new: State, old: State) -> State:

@@ -21,15 +21,13 @@ placement is due), the choice of its mover's policy, and the placement:
 
 Every function is pure over the State; the only effects are the dice
 streams' counters and whatever ``act`` does. A turn of a few games of a
-batch (at most ``1 / SPARSE`` of it, e.g. the games that start again in the
-middle of a learner's step) rolls and places those games alone and writes
-them back: the same games, without resolving the whole batch's captures.
+batch (e.g. the games that start again in the middle of a learner's step)
+costs the engine those games alone (:data:`~strategic_reserve_env.engine.SPARSE`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
 from typing import Protocol
 
 import numpy as np
@@ -52,47 +50,14 @@ class Dice(Protocol):
     def next(self, mask: np.ndarray) -> np.ndarray: ...
 
 
-#: a turn of at most 1/SPARSE of the batch works on those games alone, then writes them back (a roll of a
-#: few games no longer resolves the whole batch's captures)
-SPARSE = 4
-
-
-def _on_rows(state: engine.State, rows: np.ndarray, change: Callable[[engine.State], engine.State]) -> engine.State:
-    """``state`` with the games ``rows`` ((k,) indices) replaced by ``change`` of them (a batch of k)."""
-    part = state[rows]
-    changed = change(part)
-    values = {}
-    for field in fields(engine.State):
-        name = field.name
-        column, new = getattr(state, name), getattr(changed, name)
-        if new is not getattr(part, name):  # a field ``change`` left alone stays shared
-            column = column.copy()
-            column[rows] = new
-        values[name] = column
-    return engine.State(**values)
-
-
-def _sparse(state: engine.State, games: np.ndarray) -> np.ndarray | None:
-    """(k,) indices of ``games`` ((B,) bool) when they are few enough to work on alone, else None."""
-    rows = np.flatnonzero(games)
-    return rows if SPARSE * len(rows) <= state.batch_size else None
-
-
 def roll(state: engine.State, dice: Dice, games: np.ndarray) -> engine.State:
     """``state`` with the games of ``games`` ((B,) bool; live ones, no placement due) rolled from ``dice``."""
-    squares = dice.next(games)
-    rows = _sparse(state, games)
-    if rows is None:
-        return engine.roll(state, squares, active=games)
-    return _on_rows(state, rows, lambda part: engine.roll(part, squares[rows]))
+    return engine.roll(state, dice.next(games), active=games)
 
 
 def place(state: engine.State, actions: np.ndarray, config: Config, games: np.ndarray) -> engine.State:
     """``state`` with the checkers ``actions`` ((B,) squares, checked legal) placed in the games of ``games``."""
-    rows = _sparse(state, games)
-    if rows is None:
-        return engine.place(state, actions, config, active=games)
-    return _on_rows(state, rows, lambda part: engine.place(part, actions[rows], config))
+    return engine.place(state, actions, config, active=games)
 
 
 def actions_by_policy(

@@ -37,13 +37,14 @@ def _uniform_decide(seed: int):
 @pytest.mark.parametrize("sparse", [1, 4, 10**6])
 def test_play_out_is_the_hand_written_loop(sparse, monkeypatch):
     """play_out plays exactly what rolling, choosing and placing by hand plays, whether the turns work on
-    the whole batch or on the few games that move (``SPARSE``), and ``on_roll`` sees every rolled state."""
-    monkeypatch.setattr(turns, "SPARSE", sparse)
+    the whole batch or on the few games that move (``engine.SPARSE``), and ``on_roll`` sees every rolled state."""
+    monkeypatch.setattr(engine, "SPARSE", sparse)
     config, games = Config(ply_limit=40), 64
     seen = []
     final = turns.play_out(
         engine.init(config, games), BatchDice(np.arange(games)), _uniform_decide(7), config, seen.append
     )
+    monkeypatch.setattr(engine, "SPARSE", 10**6)  # the hand-written loop works on the whole batch
     state, dice, decide, expected = engine.init(config, games), BatchDice(np.arange(games)), _uniform_decide(7), []
     state = engine.roll(state, dice.next(~state.done))
     expected.append(state)
