@@ -149,6 +149,8 @@ _DICE = [
     [_read_only(np.array(dice_for(square, roller), dtype=np.int8)) for square in range(NUM_SQUARES)]
     for roller in (RED, BLUE)
 ]
+_NO_DICE = _read_only(np.zeros(DICE_SHAPE, dtype=np.int8))  # the dice of a game with no roll yet
+_NOTHING_CAPTURED = _read_only(np.zeros(NUM_SQUARES, dtype=np.int8))
 CAPTURED_MASKS_CACHED = 4096  # captured bitboards whose info mask is kept (most captures are small groups)
 
 
@@ -229,27 +231,23 @@ def roll_info(game: Game) -> dict:
     ``{"roll": int, "roller": int, "dice": (2,) int8, "hit": int, "captured": (36,) int8}``;
     with no roll yet ``roll``, ``roller`` and ``hit`` are :data:`NO_ROLL` and the arrays zeros.
     """
-    if game.rolled == NO_ROLL:
-        return {
-            "roll": NO_ROLL,
-            "roller": NO_ROLL,
-            "dice": np.zeros(DICE_SHAPE, dtype=np.int8),
-            "hit": NO_ROLL,
-            "captured": np.zeros(NUM_SQUARES, dtype=np.int8),
-        }
+    return _own_copy(_roll_template(game))
+
+
+def _roll_template(game: Game) -> tuple:
+    """The parts of :func:`roll_info` ``(roll, roller, dice, hit, captured)``, the arrays read-only
+    templates (:func:`_own_copy` makes an info of them)."""
+    rolled = game.rolled
+    if rolled == NO_ROLL:
+        return NO_ROLL, NO_ROLL, _NO_DICE, NO_ROLL, _NOTHING_CAPTURED
     roller = game.roller
-    return {
-        "roll": game.rolled,
-        "roller": roller,
-        "dice": _DICE[roller][game.rolled].copy(),  # (2,) int8 (purple, green)
-        "hit": game.hit,
-        "captured": _captured_mask(game.captured).copy(),  # (36,) int8, 1 = emptied by the roll
-    }
+    return rolled, roller, _DICE[roller][rolled], game.hit, _captured_mask(game.captured)
 
 
-def _with_own_arrays(info: dict) -> dict:
-    """A copy of an info holding copies of its arrays."""
-    return {**info, "dice": info["dice"].copy(), "captured": info["captured"].copy()}
+def _own_copy(template: tuple) -> dict:
+    """An info of :func:`_roll_template`'s parts, holding its own copies of the arrays."""
+    rolled, roller, dice, hit, captured = template
+    return {"roll": rolled, "roller": roller, "dice": dice.copy(), "hit": hit, "captured": captured.copy()}
 
 
 @functools.lru_cache(maxsize=CAPTURED_MASKS_CACHED)
@@ -336,11 +334,8 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def _set_infos(self) -> None:
         """Every agent's info: the latest roll."""
-        info = roll_info(self.game)  # built once; each other agent gets a copy with its own arrays
-        first, *others = self.agents
-        self.infos = {first: info}
-        for agent in others:
-            self.infos[agent] = _with_own_arrays(info)
+        template = _roll_template(self.game)
+        self.infos = {agent: _own_copy(template) for agent in self.agents}
 
     def _roll(self) -> None:
         """Roll for the player to move, hand it the turn and describe the roll in the infos."""
@@ -409,17 +404,18 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         mover = game.to_move
         game.place(square)  # IllegalActionError names the square and the legal ones
         self._cumulative_rewards[agent] = 0
-        self.rewards = dict(_REWARDS[game.winner])
-        if game.winner >= 0:
-            self.terminations = dict.fromkeys(AGENTS, True)
-        elif game.truncated:
-            self.truncations = dict.fromkeys(AGENTS, True)
-        if game.done:
+        winner = game.winner
+        self.rewards = dict(_REWARDS[winner])
+        if winner == NO_PLAYER and not game.truncated:  # the game goes on; the rewards are zeros
+            self._roll()
+        else:
+            if winner == NO_PLAYER:
+                self.truncations = dict.fromkeys(AGENTS, True)
+            else:
+                self.terminations = dict.fromkeys(AGENTS, True)
             self.agent_selection = AGENTS[mover ^ 1]
             self._set_infos()
-        else:
-            self._roll()
-        self._accumulate_rewards()
+            self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
 

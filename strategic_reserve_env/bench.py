@@ -104,7 +104,7 @@ def aec(seconds: float, config: Config, seed: int = 0, wrapped: bool = True) -> 
             if terminated or truncated:
                 environment.step(None)
                 continue
-            legal = np.flatnonzero(observation["action_mask"])
+            legal = observation["action_mask"].nonzero()[0]
             environment.step(int(legal[int(next(uniforms) * len(legal))]))
             plies += 1
         return plies

@@ -125,22 +125,30 @@ class UniformStreams(_Streams):
         return uniform(self.keys[streams], counters)
 
 
+ROLLS_AHEAD = 64  # seeded rolls a GameDice works out at once (one array computation), then hands out one by one
+
+
 class GameDice:
-    """The dice of one game on Python ints; ``forced`` rolls, if any, are used first.
+    """The dice of one game; ``forced`` rolls, if any, are used first.
 
-    :class:`BatchDice` is the dice of B games as arrays (the same rolls for the same seeds)."""
+    :class:`BatchDice` is the dice of B games as arrays (the same rolls for the same seeds). The
+    seeded rolls are :func:`rolled_square` of ``key`` and ``counter`` (the seeded rolls drawn so
+    far), worked out :data:`ROLLS_AHEAD` at a time."""
 
-    __slots__ = ("key", "counter", "forced")
+    __slots__ = ("key", "counter", "forced", "_ahead")
 
     def __init__(self, seed: int) -> None:
         self.key = stream_key(seed)
         self.counter = 0
         self.forced: list[int] = []
+        self._ahead: list[int] = []  # the rolls of counters counter, counter + 1, ..., last one first
 
     def next(self) -> int:
         """The next rolled square."""
         if self.forced:
             return self.forced.pop(0)
-        square = rolled_square(self.key, self.counter)
+        if not self._ahead:
+            counters = np.arange(self.counter + ROLLS_AHEAD - 1, self.counter - 1, -1, dtype=np.uint64)
+            self._ahead = rolled_square(np.uint64(self.key), counters).tolist()
         self.counter += 1
-        return square
+        return self._ahead.pop()

@@ -30,6 +30,8 @@ array directly, for one game or for B games.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from .board import BIT_POSITION, BITBOARD_BYTES, BOARD_SIZE, FULL, NUM_SQUARES, STRIDE, bits_of
@@ -58,8 +60,10 @@ _ROLLED_BITS = np.array(_ROLLED_BITS_LIST, dtype=np.int64)
 
 _LEGAL_CELLS = np.arange(NUM_SQUARES) * NUM_PLANES + LEGAL_PLANE  # (36,) flat index of each square's legal cell
 _INT64_BITS = 64
-#: (256, 8) int8: the bits of each byte value, lowest first
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").view(np.int8)
+#: (256,) int64: the eight bits of each byte value as eight int8 0/1 bytes, lowest bit first
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").view(np.int64)[:, 0]
+#: one game's nine bitboards -> their 72 bytes (little-endian, as the gather below reads them)
+_PACK_PLANES = struct.Struct(f"<{NUM_PLANES}Q")
 #: (6, 6, 9) index into the 9 x 64 bits of one game's planes (bitboards' bytes, lowest bit first):
 #: ``[rank, file, plane]``
 _SINGLE_ORDER = (np.arange(NUM_PLANES) * _INT64_BITS + np.array(BIT_POSITION)[:, None]).reshape(OBSERVATION_SHAPE)
@@ -80,22 +84,20 @@ def encode(own, opponent, legal, rolled, captured, hit, own_reserve, opponent_re
     or for a batch ((B,) arrays) -> (B, 6, 6, 9). ``own`` and ``opponent`` (checkers and reserves)
     are the observer's and the other player's, as the planes :data:`PLANE_NAMES` call them."""
     if type(own) is int:
-        bits = np.array(
-            [
-                own,
-                opponent,
-                legal,
-                _ROLLED_BITS_LIST[rolled],
-                captured,
-                FULL if hit == HIT_ENEMY else 0,
-                FULL if hit == HIT_FRIENDLY else 0,
-                _COUNT_BITS_LIST[min(own_reserve, NUM_SQUARES)],
-                _COUNT_BITS_LIST[min(opponent_reserve, NUM_SQUARES)],
-            ],
-            dtype=np.int64,
+        packed = _PACK_PLANES.pack(
+            own,
+            opponent,
+            legal,
+            _ROLLED_BITS_LIST[rolled],
+            captured,
+            FULL if hit == HIT_ENEMY else 0,
+            FULL if hit == HIT_FRIENDLY else 0,
+            _COUNT_BITS_LIST[min(own_reserve, NUM_SQUARES)],
+            _COUNT_BITS_LIST[min(opponent_reserve, NUM_SQUARES)],
         )
-        # the bits of its 72 bytes from a table, then the squares channels-last in one gather
-        return _BYTE_BITS.take(bits.view(np.uint8), axis=0).take(_SINGLE_ORDER)
+        # the bits of its 72 bytes from a table (8 bits a byte, as int8), then the squares channels-last
+        # in one gather
+        return _BYTE_BITS.take(np.frombuffer(packed, np.uint8)).view(np.int8).take(_SINGLE_ORDER)
     bits = np.stack(
         [
             own,

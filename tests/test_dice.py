@@ -1,0 +1,43 @@
+"""The dice streams: a game's dice and a batch's give the same rolls for the same seed."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import numpy as np
+import pytest
+
+from strategic_reserve_env.dice import ROLLS_AHEAD, BatchDice, GameDice, rolled_square, stream_key
+
+
+@pytest.mark.parametrize("seed", [0, 7, -3, 2**70])
+def test_game_dice_are_the_batch_dice_of_the_same_seed(seed):
+    game, batch = GameDice(seed), BatchDice([seed, seed + 1])
+    draws = 3 * ROLLS_AHEAD + 5  # across several blocks worked out ahead
+    assert [game.next() for _ in range(draws)] == [int(batch.next()[0]) for _ in range(draws)]
+    assert game.counter == draws
+
+
+def test_forced_rolls_come_first_and_the_seeded_stream_resumes_where_it_was():
+    dice, plain = GameDice(11), GameDice(11)
+    first = [dice.next() for _ in range(ROLLS_AHEAD - 1)]
+    dice.forced.extend([3, 4])
+    got = [dice.next() for _ in range(5)]
+    expected = [plain.next() for _ in range(ROLLS_AHEAD + 2)]
+    assert first == expected[: ROLLS_AHEAD - 1]
+    assert got == [3, 4] + expected[ROLLS_AHEAD - 1 :]
+    assert dice.counter == ROLLS_AHEAD + 2
+
+
+@pytest.mark.parametrize("clone", [copy.deepcopy, lambda d: pickle.loads(pickle.dumps(d))], ids=["deepcopy", "pickle"])
+def test_a_copy_in_the_middle_of_a_block_continues_the_same_rolls_independently(clone):
+    dice = GameDice(5)
+    for _ in range(ROLLS_AHEAD // 2):
+        dice.next()
+    twin = clone(dice)
+    ahead = [dice.next() for _ in range(ROLLS_AHEAD)]
+    assert [twin.next() for _ in range(ROLLS_AHEAD)] == ahead
+    key = stream_key(5)
+    assert ahead == [rolled_square(key, n) for n in range(ROLLS_AHEAD // 2, ROLLS_AHEAD // 2 + ROLLS_AHEAD)]
+    assert np.all((0 <= np.array(ahead)) & (np.array(ahead) < 36))
