@@ -334,8 +334,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def _set_infos(self) -> None:
         """Every agent's info: the latest roll."""
-        template = _roll_template(self.game)
-        self.infos = {agent: _own_copy(template) for agent in self.agents}
+        template, infos = _roll_template(self.game), {}
+        for agent in self.agents:
+            infos[agent] = _own_copy(template)
+        self.infos = infos
 
     def _roll(self) -> None:
         """Roll for the player to move, hand it the turn and describe the roll in the infos."""

@@ -137,17 +137,8 @@ class Game:
 
     def place(self, square: int) -> None:
         """Put a checker on ``square``; ``IllegalActionError`` if that is not legal now."""
-        if self.done:
-            raise engine.IllegalActionError("the game is over; reset it first")
-        if not self.legal:
-            raise engine.IllegalActionError("no placement is due (roll first)")
-        if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square]:
-            shown = (
-                square_name(square)
-                if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES
-                else repr(square)
-            )
-            raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
+        if type(square) is not int or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square] or self.done:
+            square = self._legal_placement(square)  # a numpy integer as an int, or the error
         (
             self.me,
             self.opp,
@@ -160,6 +151,21 @@ class Game:
             self.legal,
         ) = rules.place(rules.place_reads(self), BIT[square], self.config.ply_limit)
         self.history.append((self.rolled, square))
+
+    def _legal_placement(self, square) -> int:
+        """``square`` as an int if placing there is legal now, else ``IllegalActionError`` saying why."""
+        if self.done:
+            raise engine.IllegalActionError("the game is over; reset it first")
+        if not self.legal:
+            raise engine.IllegalActionError("no placement is due (roll first)")
+        if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square]:
+            shown = (
+                square_name(int(square))
+                if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES
+                else repr(square)
+            )
+            raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
+        return int(square)
 
     # -- readable views --------------------------------------------------------------
     @property
