@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from strategic_reserve_env import Game, engine, rules
-from strategic_reserve_env.board import BIT_ARRAY, FULL, array_to_bitboards
+from strategic_reserve_env import Game, engine, rules, sampling
+from strategic_reserve_env.board import BIT_ARRAY, FULL, array_to_bitboards, bit_to_square
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.sampling import popcount, uniform_square
 
@@ -120,3 +120,35 @@ def test_batched_group_equals_the_int_fill_of_each_game(seed, density, shape):
     assert groups.shape == shape and groups.dtype == np.int64
     for index in np.ndindex(shape):
         assert int(groups[index]) == rules.group(int(seeds[index]), int(masks[index])), index
+
+
+words = st.integers(0, 2 ** (8 * sampling.WORD_BYTES) - 1) | st.sampled_from([0, 1, FULL, 2**56 - 1, 2**55, 0xFF << 48])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(words, st.floats(0, 1, exclude_max=True)), min_size=1, max_size=40))
+def test_select_equals_the_naive_definition(cases):
+    """nth_set_bit, uniform_square and the byte counts on ints and arrays agree with counting the bits one by
+    one, for every k of every word (empty bytes, full bytes, the top searched byte and every board bitboard)."""
+    bits = np.array([word for word, _ in cases], dtype=np.int64)
+    uniforms = np.array([uniform for _, uniform in cases])
+    set_bits = [[p for p in range(64) if word >> p & 1] for word, _ in cases]
+    assert sampling.byte_counts(bits).tolist() == [
+        sum(popcount((word >> 8 * i) & 0xFF) << 8 * i for i in range(8)) for word, _ in cases
+    ]
+    for (word, uniform), positions in zip(cases, set_bits, strict=True):
+        assert sampling.byte_counts(word) == int(sampling.byte_counts(np.array(word)))
+        assert [sampling.nth_set_bit(word, k) for k in range(len(positions))] == positions
+        if word <= FULL and positions:
+            assert uniform_square(word, uniform) == bit_to_square(positions[int(uniform * len(positions))])
+    live = bits != 0
+    for k in range(max(map(len, set_bits))):
+        has = np.array([k < len(positions) for positions in set_bits])
+        found = sampling.nth_set_bit(bits[has], np.full(has.sum(), k))
+        assert found.dtype == np.int64
+        assert found.tolist() == [positions[k] for positions in set_bits if k < len(positions)]
+    board = live & (bits <= FULL)
+    picks = uniform_square(bits[board], uniforms[board])
+    assert picks.tolist() == [
+        uniform_square(int(w), float(u)) for w, u in zip(bits[board], uniforms[board], strict=True)
+    ]
