@@ -8,7 +8,15 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from strategic_reserve_env import Game, engine, rules, sampling
-from strategic_reserve_env.board import BIT_ARRAY, FULL, array_to_bitboards, bit_to_square
+from strategic_reserve_env.board import (
+    BIT_ARRAY,
+    BOARD_SIZE,
+    FULL,
+    array_to_bitboards,
+    bit_to_square,
+    bits_of,
+    squares_of,
+)
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.sampling import popcount, uniform_square
 
@@ -120,6 +128,57 @@ def test_batched_group_equals_the_int_fill_of_each_game(seed, density, shape):
     assert groups.shape == shape and groups.dtype == np.int64
     for index in np.ndindex(shape):
         assert int(groups[index]) == rules.group(int(seeds[index]), int(masks[index])), index
+
+
+def _component(seed: int, mask: int) -> int:
+    """The squares of ``mask`` connected to ``seed`` found square by square (a breadth-first search on
+    ranks and files, not on bits)."""
+    inside, found = set(squares_of(mask)), set(squares_of(seed))
+    frontier = list(found)
+    while frontier:
+        rank, file = divmod(frontier.pop(), BOARD_SIZE)
+        for r, f in ((rank + 1, file), (rank - 1, file), (rank, file + 1), (rank, file - 1)):
+            square = r * BOARD_SIZE + f
+            if 0 <= r < BOARD_SIZE and 0 <= f < BOARD_SIZE and square in inside and square not in found:
+                found.add(square)
+                frontier.append(square)
+    return bits_of(found)
+
+
+#: a one-square-wide path through all six ranks (ranks 1, 3, 5 whole, joined at alternate edges): the
+#: longest group, many passes of the fill
+SNAKE = bits_of(s for s in range(36) if s // 6 % 2 == 0 or s % 6 == (5 if s // 6 % 4 == 1 else 0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.floats(0.05, 0.95),
+    st.sampled_from([(1,), (7,), (300,), (2000,), (40, 36)]),
+    st.integers(0, 3 * rules.FINISH_ALONE),
+    st.booleans(),
+)
+def test_group_is_the_connected_component(seed, density, shape, snakes, broadcast):
+    """The batched fill (narrowing, then finishing the last few growing games alone) and the int fill
+    find each game's connected component, on random masks (pieces at the edge files and ranks, runs
+    that meet the guard bits) with ``snakes`` games on the longest path; a mask broadcast over seeds too."""
+    rng = np.random.default_rng(seed)
+    flat = array_to_bitboards(rng.random((int(np.prod(shape)), 36)) < density)  # (N,) board bitboards
+    flat[rng.permutation(flat.size)[:snakes]] = SNAKE
+    masks = flat.reshape(shape)
+    seeds = masks & np.where(
+        rng.random(shape) < 0.5, BIT_ARRAY[rng.integers(0, 36, shape)], rng.integers(0, 2**41, shape)
+    )
+    if broadcast:  # one mask for every game
+        masks = np.int64(SNAKE if snakes else int(flat[0]))
+        seeds &= masks
+    groups = rules.group(seeds, masks)
+    assert groups.shape == shape and groups.dtype == np.int64
+    masks = np.broadcast_to(masks, shape)
+    for index in np.ndindex(shape):
+        expected = _component(int(seeds[index]), int(masks[index]))
+        assert int(groups[index]) == expected, index
+        assert rules.group(int(seeds[index]), int(masks[index])) == expected, index
 
 
 words = st.integers(0, 2 ** (8 * sampling.WORD_BYTES) - 1) | st.sampled_from([0, 1, FULL, 2**56 - 1, 2**55, 0xFF << 48])
