@@ -59,7 +59,11 @@ def group(seed, mask):
     long groups cost little.
     """
     if type(seed) is int and type(mask) is int:
-        return _fill(seed, mask)
+        while True:
+            grown = (seed | ((seed + mask) ^ mask) | (seed >> 1) | (seed << STRIDE) | (seed >> STRIDE)) & mask
+            if grown == seed:
+                return seed
+            seed = grown
     if not (type(seed) is np.ndarray and type(mask) is np.ndarray and seed.shape == mask.shape):
         seed, mask = np.broadcast_arrays(seed, mask)  # (the engine's arrays have one shape: no broadcast)
     result = seed.flatten()  # a fresh (N,) copy: games without a seed keep their empty group
@@ -80,21 +84,12 @@ def group(seed, mask):
     if count:
         rows = growing.nonzero()[0]
         for game, start, within in zip(index[rows].tolist(), grown[rows].tolist(), mask[rows].tolist(), strict=True):
-            result[game] = _fill(start, within)
+            result[game] = group(start, within)  # the int fill
     return result.reshape(seed.shape) if seed.ndim else result[0]  # numpy scalars in, a numpy scalar out
 
 
-def _fill(seed: int, mask: int) -> int:
-    """:func:`group` of one game on Python ints: passes until the set stops growing."""
-    while True:
-        grown = (seed | ((seed + mask) ^ mask) | (seed >> 1) | (seed << STRIDE) | (seed >> STRIDE)) & mask
-        if grown == seed:
-            return seed
-        seed = grown
-
-
 def _grow(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """One pass of :func:`group` on (n,) int64 arrays, in two scratch arrays (the pass of :func:`_fill`)."""
+    """One pass of :func:`group` on (n,) int64 arrays, in two scratch arrays (the int fill's pass)."""
     grown = x + mask
     grown ^= mask
     grown |= x

@@ -14,6 +14,7 @@ from .board import bit_to_square
 
 _BYTE = 8
 _BYTE_MASK = (1 << _BYTE) - 1
+_ROW_SHIFT = 5  # byte i's shift 8 * i << 5: its tables' row i * 256
 WORD_BYTES = 7  # the low bytes searched: ``bits`` below 2**56 (a bitboard uses 41 bits)
 _ONES = sum(1 << (_BYTE * i) for i in range(WORD_BYTES))  # 0x01 in each searched byte
 _HIGHS = 0x80 * _ONES  # the top bit of each searched byte
@@ -21,12 +22,17 @@ _WORD = (1 << (_BYTE * WORD_BYTES)) - 1
 _TOTAL_SHIFT = _BYTE * (WORD_BYTES - 1)  # the running count's last byte holds the whole count
 #: SWAR masks of the per-byte count on Python ints: pairs, nibbles, bytes
 _PAIRS, _NIBBLES, _BYTES = 0x55 * _ONES, 0x33 * _ONES, 0x0F * _ONES
-#: _SELECT[byte * 8 + k]: position of the k-th set bit of ``byte`` (0 if there is none)
+#: _SELECT_LIST[byte * 8 + k]: position of the k-th set bit of ``byte`` (0 if there is none)
 _SELECT_LIST = [0] * (256 * _BYTE)
 for _byte in range(256):
     for _k, _position in enumerate(p for p in range(_BYTE) if _byte >> p & 1):
         _SELECT_LIST[_byte * _BYTE + _k] = _position
-_SELECT = np.array(_SELECT_LIST, dtype=np.int64)
+#: _POSITION[(i * 256 + byte) * 8 + k]: bit position of the k-th set bit of ``byte`` found in byte ``i`` of a
+#: word, and _SQUARE its square index (:func:`.board.bit_to_square`): one lookup finishes either search. Row
+#: i = WORD_BYTES is where an empty word's search ends (k = 0): a harmless lookup for masked-out rows
+_POSITION = (_BYTE * np.arange(WORD_BYTES + 1)[:, None] + np.array(_SELECT_LIST)).reshape(-1)  # (16384,) int64
+_SQUARE = bit_to_square(_POSITION)  # (16384,) int64
+_POSITION_LIST, _SQUARE_LIST = _POSITION.tolist(), _SQUARE.tolist()
 
 
 def popcount(bits):
@@ -57,22 +63,24 @@ def running_counts(bits):
     return (byte_counts(bits) * _ONES) & _WORD
 
 
-def _select(bits, running, k):
-    """Bit position of the ``k``-th set bit of ``bits``, given its :func:`running_counts`."""
+def _select(bits, running, k, table: np.ndarray, table_list: list[int]):
+    """``table`` (or, for ints, ``table_list``) at the ``k``-th set bit of ``bits``, given its
+    :func:`running_counts`."""
     # byte i's top bit stays set where running_i <= k (each byte 128 + k - running_i: no borrows)
     done = (((k * _ONES) | _HIGHS) - running) & _HIGHS
     shift = popcount(done) * _BYTE  # the k-th set bit lies in the first byte whose running count passes k
     before = ((running << _BYTE) >> shift) & _BYTE_MASK  # set bits below that byte
-    index = ((bits >> shift) & _BYTE_MASK) * _BYTE + (k - before)
+    row = ((bits >> shift) & _BYTE_MASK) | (shift << _ROW_SHIFT)  # i * 256 + that byte
+    index = row * _BYTE + (k - before)
     if type(index) is int:
-        return shift + _SELECT_LIST[index]
-    return shift + _SELECT.take(index)
+        return table_list[index]
+    return table.take(index)
 
 
 def nth_set_bit(bits, k):
     """Bit position of the ``k``-th (from 0, lowest first) set bit of ``bits`` (below 2**56);
-    ``k`` < popcount."""
-    return _select(bits, running_counts(bits), k)
+    ``k`` < popcount, or ``k = 0`` for an empty word (an unspecified position, for rows the caller masks out)."""
+    return _select(bits, running_counts(bits), k, _POSITION, _POSITION_LIST)
 
 
 def uniform_square(bits, uniform):
@@ -84,4 +92,4 @@ def uniform_square(bits, uniform):
         k = int(uniform * count)
     else:
         k = (uniform * count).astype(np.int64)
-    return bit_to_square(_select(bits, running, k))
+    return _select(bits, running, k, _SQUARE, _SQUARE_LIST)

@@ -206,6 +206,9 @@ def test_select_equals_the_naive_definition(cases):
         found = sampling.nth_set_bit(bits[has], np.full(has.sum(), k))
         assert found.dtype == np.int64
         assert found.tolist() == [positions[k] for positions in set_bits if k < len(positions)]
+    empty = ~live  # a masked-out row (no legal square) rides along without an error
+    assert sampling.nth_set_bit(bits[empty], np.zeros(empty.sum(), dtype=np.int64)).shape == (empty.sum(),)
+    assert uniform_square(bits[empty], uniforms[empty]).shape == (empty.sum(),)
     board = live & (bits <= FULL)
     picks = uniform_square(bits[board], uniforms[board])
     assert picks.tolist() == [
