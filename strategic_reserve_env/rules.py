@@ -37,8 +37,9 @@ def adjacent(x):
 
 COMPACT_MIN = 256  # a batch fill narrows to the games still growing only while it holds at least this many
 FINISH_ALONE = 8  # a batch fill finishes its games one by one (the int fill) once at most this many still grow
-#: the array fill's shift counts as 0-d int64 arrays: numpy converts a Python int operand on every call
+#: the array fill's shift counts as read-only 0-d int64 arrays: numpy converts a Python int operand on every call
 _ONE, _STRIDE = np.array(1, dtype=np.int64), np.array(STRIDE, dtype=np.int64)
+_ONE.flags.writeable = _STRIDE.flags.writeable = False
 
 
 def group(seed, mask):
