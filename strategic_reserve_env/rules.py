@@ -36,6 +36,10 @@ def adjacent(x):
 
 
 COMPACT_MIN = 256  # a batch fill narrows to the games still growing only while it holds at least this many
+FINISH_ALONE = 8  # a batch fill finishes its games one by one (the int fill) once at most this many still grow
+#: the array fill's shift counts as read-only 0-d int64 arrays: numpy converts a Python int operand on every call
+_ONE, _STRIDE = np.array(1, dtype=np.int64), np.array(STRIDE, dtype=np.int64)
+_ONE.flags.writeable = _STRIDE.flags.writeable = False
 
 
 def group(seed, mask):
@@ -50,9 +54,10 @@ def group(seed, mask):
     Python ints (one game) loop until the set stops growing. Arrays (any
     shape; ``seed`` and ``mask`` broadcast together) fill only the games with a
     seed, and go on with only the games still growing whenever at most half
-    of them are (while at least ``COMPACT_MIN`` are left): in a batch most
-    groups are empty or settle within a pass or two, so a few long groups
-    cost little.
+    of them are (while at least ``COMPACT_MIN`` are left); once at most
+    ``FINISH_ALONE`` still grow, each of them is finished by the int fill: in
+    a batch most groups are empty or settle within a pass or two, so a few
+    long groups cost little.
     """
     if type(seed) is int and type(mask) is int:
         while True:
@@ -60,7 +65,8 @@ def group(seed, mask):
             if grown == seed:
                 return seed
             seed = grown
-    seed, mask = np.broadcast_arrays(seed, mask)
+    if not (type(seed) is np.ndarray and type(mask) is np.ndarray and seed.shape == mask.shape):
+        seed, mask = np.broadcast_arrays(seed, mask)  # (the engine's arrays have one shape: no broadcast)
     result = seed.flatten()  # a fresh (N,) copy: games without a seed keep their empty group
     index = (result != 0).nonzero()[0]  # (n,) games still filled, in result (nonzero of bools is fastest)
     x, mask = result[index], mask.reshape(-1)[index]
@@ -68,27 +74,31 @@ def group(seed, mask):
         grown = _grow(x, mask)
         growing = grown != x
         count = np.count_nonzero(growing)
-        if count == 0:
+        if count <= FINISH_ALONE:
             break
         if 2 * count <= x.size and x.size >= COMPACT_MIN:
             result[index] = grown  # final for the games that stopped; the others are written again later
             keep = growing.nonzero()[0]
             index, grown, mask = index[keep], grown[keep], mask[keep]
         x = grown
-    result[index] = x
+    result[index] = grown  # final but in the few games still growing, which the int fill finishes alone
+    if count:
+        rows = growing.nonzero()[0]
+        for game, start, within in zip(index[rows].tolist(), grown[rows].tolist(), mask[rows].tolist(), strict=True):
+            result[game] = group(start, within)  # the int fill
     return result.reshape(seed.shape) if seed.ndim else result[0]  # numpy scalars in, a numpy scalar out
 
 
 def _grow(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """One pass of :func:`group` on (n,) int64 arrays, in two scratch arrays."""
+    """One pass of :func:`group` on (n,) int64 arrays, in two scratch arrays (the int fill's pass)."""
     grown = x + mask
     grown ^= mask
     grown |= x
-    shifted = x >> 1
+    shifted = x >> _ONE
     grown |= shifted
-    np.left_shift(x, STRIDE, out=shifted)
+    np.left_shift(x, _STRIDE, out=shifted)
     grown |= shifted
-    np.right_shift(x, STRIDE, out=shifted)
+    np.right_shift(x, _STRIDE, out=shifted)
     grown |= shifted
     grown &= mask
     return grown

@@ -7,8 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from strategic_reserve_env import Game, engine, rules
-from strategic_reserve_env.board import BIT_ARRAY, FULL, array_to_bitboards
+from strategic_reserve_env import Game, engine, rules, sampling
+from strategic_reserve_env.board import (
+    BIT_ARRAY,
+    BOARD_SIZE,
+    FULL,
+    array_to_bitboards,
+    bit_to_square,
+    bits_of,
+    squares_of,
+)
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.sampling import popcount, uniform_square
 
@@ -120,3 +128,89 @@ def test_batched_group_equals_the_int_fill_of_each_game(seed, density, shape):
     assert groups.shape == shape and groups.dtype == np.int64
     for index in np.ndindex(shape):
         assert int(groups[index]) == rules.group(int(seeds[index]), int(masks[index])), index
+
+
+def _component(seed: int, mask: int) -> int:
+    """The squares of ``mask`` connected to ``seed`` found square by square (a breadth-first search on
+    ranks and files, not on bits)."""
+    inside, found = set(squares_of(mask)), set(squares_of(seed))
+    frontier = list(found)
+    while frontier:
+        rank, file = divmod(frontier.pop(), BOARD_SIZE)
+        for r, f in ((rank + 1, file), (rank - 1, file), (rank, file + 1), (rank, file - 1)):
+            square = r * BOARD_SIZE + f
+            if 0 <= r < BOARD_SIZE and 0 <= f < BOARD_SIZE and square in inside and square not in found:
+                found.add(square)
+                frontier.append(square)
+    return bits_of(found)
+
+
+#: a one-square-wide path through all six ranks (ranks 1, 3, 5 whole, joined at alternate edges): the
+#: longest group, many passes of the fill
+SNAKE = bits_of(s for s in range(36) if s // 6 % 2 == 0 or s % 6 == (5 if s // 6 % 4 == 1 else 0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.floats(0.05, 0.95),
+    st.sampled_from([(1,), (7,), (300,), (2000,), (40, 36)]),
+    st.integers(0, 3 * rules.FINISH_ALONE),
+    st.booleans(),
+)
+def test_group_is_the_connected_component(seed, density, shape, snakes, broadcast):
+    """The batched fill (narrowing, then finishing the last few growing games alone) and the int fill
+    find each game's connected component, on random masks (pieces at the edge files and ranks, runs
+    that meet the guard bits) with ``snakes`` games on the longest path; a mask broadcast over seeds too."""
+    rng = np.random.default_rng(seed)
+    flat = array_to_bitboards(rng.random((int(np.prod(shape)), 36)) < density)  # (N,) board bitboards
+    flat[rng.permutation(flat.size)[:snakes]] = SNAKE
+    masks = flat.reshape(shape)
+    seeds = masks & np.where(
+        rng.random(shape) < 0.5, BIT_ARRAY[rng.integers(0, 36, shape)], rng.integers(0, 2**41, shape)
+    )
+    if broadcast:  # one mask for every game
+        masks = np.int64(SNAKE if snakes else int(flat[0]))
+        seeds &= masks
+    groups = rules.group(seeds, masks)
+    assert groups.shape == shape and groups.dtype == np.int64
+    masks = np.broadcast_to(masks, shape)
+    for index in np.ndindex(shape):
+        expected = _component(int(seeds[index]), int(masks[index]))
+        assert int(groups[index]) == expected, index
+        assert rules.group(int(seeds[index]), int(masks[index])) == expected, index
+
+
+words = st.integers(0, 2 ** (8 * sampling.WORD_BYTES) - 1) | st.sampled_from([0, 1, FULL, 2**56 - 1, 2**55, 0xFF << 48])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(words, st.floats(0, 1, exclude_max=True)), min_size=1, max_size=40))
+def test_select_equals_the_naive_definition(cases):
+    """nth_set_bit, uniform_square and the byte counts on ints and arrays agree with counting the bits one by
+    one, for every k of every word (empty bytes, full bytes, the top searched byte and every board bitboard)."""
+    bits = np.array([word for word, _ in cases], dtype=np.int64)
+    uniforms = np.array([uniform for _, uniform in cases])
+    set_bits = [[p for p in range(64) if word >> p & 1] for word, _ in cases]
+    assert sampling.byte_counts(bits).tolist() == [
+        sum(popcount((word >> 8 * i) & 0xFF) << 8 * i for i in range(8)) for word, _ in cases
+    ]
+    for (word, uniform), positions in zip(cases, set_bits, strict=True):
+        assert sampling.byte_counts(word) == int(sampling.byte_counts(np.array(word)))
+        assert [sampling.nth_set_bit(word, k) for k in range(len(positions))] == positions
+        if word <= FULL and positions:
+            assert uniform_square(word, uniform) == bit_to_square(positions[int(uniform * len(positions))])
+    live = bits != 0
+    for k in range(max(map(len, set_bits))):
+        has = np.array([k < len(positions) for positions in set_bits])
+        found = sampling.nth_set_bit(bits[has], np.full(has.sum(), k))
+        assert found.dtype == np.int64
+        assert found.tolist() == [positions[k] for positions in set_bits if k < len(positions)]
+    empty = ~live  # a masked-out row (no legal square) rides along without an error
+    assert sampling.nth_set_bit(bits[empty], np.zeros(empty.sum(), dtype=np.int64)).shape == (empty.sum(),)
+    assert uniform_square(bits[empty], uniforms[empty]).shape == (empty.sum(),)
+    board = live & (bits <= FULL)
+    picks = uniform_square(bits[board], uniforms[board])
+    assert picks.tolist() == [
+        uniform_square(int(w), float(u)) for w, u in zip(bits[board], uniforms[board], strict=True)
+    ]
