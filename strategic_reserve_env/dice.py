@@ -133,22 +133,42 @@ class GameDice:
 
     :class:`BatchDice` is the dice of B games as arrays (the same rolls for the same seeds). The
     seeded rolls are :func:`rolled_square` of ``key`` and ``counter`` (the seeded rolls drawn so
-    far), worked out :data:`ROLLS_AHEAD` at a time."""
+    far): ``key``, ``counter`` and ``forced`` are the whole state (set them to move the stream;
+    copies and pickles hold just them). The rolls are worked out :data:`ROLLS_AHEAD` at a time and
+    kept as a cache that is only used while it holds the roll of the current ``key`` and ``counter``."""
 
-    __slots__ = ("key", "counter", "forced", "_ahead")
+    __slots__ = ("key", "counter", "forced", "_block_key", "_block_start", "_block")
 
     def __init__(self, seed: int) -> None:
         self.key = stream_key(seed)
         self.counter = 0
         self.forced: list[int] = []
-        self._ahead: list[int] = []  # the rolls of counters counter, counter + 1, ..., last one first
+        self._forget()
+
+    def _forget(self) -> None:
+        """Empty the cache of rolls worked out ahead."""
+        self._block_key: int | None = None  # the key the cached rolls are of
+        self._block_start = 0  # the counter of the first cached roll
+        self._block: list[int] = []  # the rolls of counters _block_start, _block_start + 1, ...
+
+    def __getstate__(self) -> tuple[None, dict]:
+        """The state ``(None, slots)`` a slotted object pickles, without the cache (as earlier versions wrote)."""
+        return None, {"key": self.key, "counter": self.counter, "forced": self.forced}
+
+    def __setstate__(self, state: tuple[None, dict]) -> None:
+        for name, value in state[1].items():
+            setattr(self, name, value)
+        self._forget()
 
     def next(self) -> int:
         """The next rolled square."""
         if self.forced:
             return self.forced.pop(0)
-        if not self._ahead:
-            counters = np.arange(self.counter + ROLLS_AHEAD - 1, self.counter - 1, -1, dtype=np.uint64)
-            self._ahead = rolled_square(np.uint64(self.key), counters).tolist()
-        self.counter += 1
-        return self._ahead.pop()
+        counter = self.counter
+        offset = counter - self._block_start
+        if self._block_key != self.key or not 0 <= offset < len(self._block):
+            counters = np.arange(counter, counter + ROLLS_AHEAD, dtype=np.uint64)
+            self._block = rolled_square(np.uint64(self.key), counters).tolist()
+            self._block_key, self._block_start, offset = self.key, counter, 0
+        self.counter = counter + 1
+        return self._block[offset]

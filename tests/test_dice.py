@@ -41,3 +41,33 @@ def test_a_copy_in_the_middle_of_a_block_continues_the_same_rolls_independently(
     key = stream_key(5)
     assert ahead == [rolled_square(key, n) for n in range(ROLLS_AHEAD // 2, ROLLS_AHEAD // 2 + ROLLS_AHEAD)]
     assert np.all((0 <= np.array(ahead)) & (np.array(ahead) < 36))
+
+
+def test_key_and_counter_are_the_whole_state():
+    """Setting ``counter`` or ``key`` in the middle of a block moves the stream there (the rolls worked
+    out ahead are only a cache)."""
+    dice = GameDice(1)
+    dice.next()
+    dice.counter = 10
+    assert dice.next() == rolled_square(dice.key, 10)
+    dice.key = stream_key(2)
+    assert [dice.next() for _ in range(3)] == [rolled_square(stream_key(2), n) for n in (11, 12, 13)]
+    dice.counter = 3  # back before the cached block
+    assert dice.next() == rolled_square(stream_key(2), 3)
+
+
+#: pickle.dumps(d, protocol=2) by the version before the rolls were worked out ahead, of d = GameDice(5)
+#: after two rolls with 7 forced
+EARLIER_PICKLE = (
+    b"\x80\x02cstrategic_reserve_env.dice\nGameDice\nq\x00)\x81q\x01N}q\x02(X\x03\x00\x00\x00keyq\x03\x8a\x08"
+    b"\x9bt\xa8Qj\x899\x1bX\x07\x00\x00\x00counterq\x04K\x02X\x06\x00\x00\x00forcedq\x05]q\x06K\x07au\x86q\x07b."
+)
+
+
+def test_pickles_hold_key_counter_and_forced_and_load_across_versions():
+    dice = GameDice(5)
+    dice.next(), dice.next()
+    dice.forced.append(7)
+    assert dice.__reduce_ex__(2)[2] == (None, {"key": stream_key(5), "counter": 2, "forced": [7]})  # no cache
+    old = pickle.loads(EARLIER_PICKLE)
+    assert [old.next() for _ in range(3)] == [7, rolled_square(stream_key(5), 2), rolled_square(stream_key(5), 3)]
