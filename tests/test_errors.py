@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import fields
@@ -122,6 +123,30 @@ def test_game_errors():
     game.place(SQUARE_INDEX["e4"])
     with pytest.raises(ValueError, match=r"rolled square 36 is not in 0\.\.35"):
         game.roll(36)
+
+
+def test_game_place_takes_numpy_integers_and_refuses_the_rest_by_name():
+    """Game.place: numpy integers are squares (the history records ints), bools and other types are
+    refused with their repr, an illegal numpy integer by its square's name, and nothing after the end."""
+    game = Game(Config(ply_limit=2))
+    game.roll(SQUARE_INDEX["e5"])
+    for square, shown in [
+        (np.int64(0), "a1"),
+        (np.uint8(40), "np.uint8(40)"),
+        (5.0, "5.0"),
+        (np.bool_(True), "np.True_"),
+    ]:
+        with pytest.raises(
+            engine.IllegalActionError, match=f"^{re.escape(shown)} is not a legal placement; legal: e4, d5, f5, e6$"
+        ):
+            game.place(square)
+    game.place(np.int64(SQUARE_INDEX["e4"]))
+    game.roll(SQUARE_INDEX["a1"])
+    game.place(np.int8(game.legal_squares()[0]))
+    assert game.truncated and all(type(rolled) is int and type(placed) is int for rolled, placed in game.history)
+    for square in (SQUARE_INDEX["b1"], np.int64(SQUARE_INDEX["b1"])):
+        with pytest.raises(engine.IllegalActionError, match=r"^the game is over; reset it first$"):
+            game.place(square)
 
 
 def _record(plies, **header) -> dict:
