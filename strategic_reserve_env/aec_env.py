@@ -408,7 +408,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._cumulative_rewards[agent] = 0
         winner = game.winner
         self.rewards = dict(_REWARDS[winner])
-        if winner == NO_PLAYER and not game.truncated:  # the game goes on; the rewards are zeros
+        if not game.done:  # the game goes on; the rewards are zeros
             self._roll()
         else:
             if winner == NO_PLAYER:

@@ -137,6 +137,7 @@ class Game:
 
     def place(self, square: int) -> None:
         """Put a checker on ``square``; ``IllegalActionError`` if that is not legal now."""
+        # the usual call first (a legal int); _legal_placement has every check, in the order of its errors
         if type(square) is not int or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square] or self.done:
             square = self._legal_placement(square)  # a numpy integer as an int, or the error
         (
@@ -152,7 +153,7 @@ class Game:
         ) = rules.place(rules.place_reads(self), BIT[square], self.config.ply_limit)
         self.history.append((self.rolled, square))
 
-    def _legal_placement(self, square) -> int:
+    def _legal_placement(self, square: object) -> int:
         """``square`` as an int if placing there is legal now, else ``IllegalActionError`` saying why."""
         if self.done:
             raise engine.IllegalActionError("the game is over; reset it first")

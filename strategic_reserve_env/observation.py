@@ -62,6 +62,7 @@ _LEGAL_CELLS = np.arange(NUM_SQUARES) * NUM_PLANES + LEGAL_PLANE  # (36,) flat i
 _INT64_BITS = 64
 #: (256,) int64: the eight bits of each byte value as eight int8 0/1 bytes, lowest bit first
 _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").view(np.int64)[:, 0]
+_BYTE_BITS.flags.writeable = False  # a table: read, never written
 #: one game's nine bitboards -> their 72 bytes (little-endian, as the gather below reads them)
 _PACK_PLANES = struct.Struct(f"<{NUM_PLANES}Q")
 #: (6, 6, 9) index into the 9 x 64 bits of one game's planes (bitboards' bytes, lowest bit first):

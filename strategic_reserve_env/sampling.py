@@ -33,6 +33,7 @@ for _byte in range(256):
 _POSITION = (_BYTE * np.arange(WORD_BYTES + 1)[:, None] + np.array(_SELECT_LIST)).reshape(-1)  # (16384,) int64
 _SQUARE = bit_to_square(_POSITION)  # (16384,) int64
 _POSITION_LIST, _SQUARE_LIST = _POSITION.tolist(), _SQUARE.tolist()
+_POSITION.flags.writeable = _SQUARE.flags.writeable = False  # tables: read, never written
 
 
 def popcount(bits):
