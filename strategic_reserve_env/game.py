@@ -137,9 +137,18 @@ class Game:
 
     def place(self, square: int) -> None:
         """Put a checker on ``square``; ``IllegalActionError`` if that is not legal now."""
-        # the usual call first (a legal int); _legal_placement has every check, in the order of its errors
-        if type(square) is not int or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square] or self.done:
-            square = self._legal_placement(square)  # a numpy integer as an int, or the error
+        if self.done:
+            raise engine.IllegalActionError("the game is over; reset it first")
+        if not self.legal:
+            raise engine.IllegalActionError("no placement is due (roll first)")
+        if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square]:
+            shown = (
+                square_name(int(square))
+                if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES
+                else repr(square)
+            )
+            raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
+        square = int(square)  # a numpy integer too: the history holds ints
         (
             self.me,
             self.opp,
@@ -152,21 +161,6 @@ class Game:
             self.legal,
         ) = rules.place(rules.place_reads(self), BIT[square], self.config.ply_limit)
         self.history.append((self.rolled, square))
-
-    def _legal_placement(self, square: object) -> int:
-        """``square`` as an int if placing there is legal now, else ``IllegalActionError`` saying why."""
-        if self.done:
-            raise engine.IllegalActionError("the game is over; reset it first")
-        if not self.legal:
-            raise engine.IllegalActionError("no placement is due (roll first)")
-        if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square]:
-            shown = (
-                square_name(int(square))
-                if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES
-                else repr(square)
-            )
-            raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
-        return int(square)
 
     # -- readable views --------------------------------------------------------------
     @property
