@@ -33,10 +33,10 @@ import time
 import traceback
 from dataclasses import replace
 
-from agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents
-from agents.custom import USER_SPEC_FORMS
-from evaluation.benchmark import PROTOCOL_V1, run_benchmark
-from evaluation.tournament import (
+from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents
+from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
+from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1, run_benchmark
+from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
     PairingError,
     Settings,

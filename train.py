@@ -54,12 +54,12 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 
-from agents import distill, load_agent
-from agents.networks import BoardCNN
-from agents.policy_file import architecture_of, save_policy
-from agents.ppo import PPOAgent
-from evaluation import tournament
+from strategic_reserve_env.agents import distill, load_agent
+from strategic_reserve_env.agents.networks import BoardCNN
+from strategic_reserve_env.agents.policy_file import architecture_of, save_policy
+from strategic_reserve_env.agents.ppo import PPOAgent
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 

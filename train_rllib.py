@@ -23,10 +23,10 @@ from pathlib import Path
 
 import tyro
 
-from evaluation.tournament import check_out
 from strategic_reserve_env.aec_env import make_config
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.evaluation.tournament import check_out
 from strategic_reserve_env.rllib_model import NetworkConfig
 
 PACKAGE = Path(__file__).resolve().parent / "strategic_reserve_env"

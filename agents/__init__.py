@@ -9,18 +9,20 @@ spec                       agent
 ``expectimax:depth=2``     search through both players' next rolls with a
                            reserve-race win probability (``depth`` 1 or 2,
                            ``width`` candidate placements searched deeper)
-``value[:PATH][,depth=2]``  expectimax over own placements and the
+``value[:PATH][,depth=2]``  expectimax over own placements (the shipped network
+                           without PATH) and the
                            opponent's roll with a learned value network
-                           at the leaves (:mod:`agents.value_search`)
-``ppo:PATH.safetensors``   a MaskablePPO policy file (``,deterministic=false``
+                           at the leaves (:mod:`strategic_reserve_env.agents.value_search`)
+``ppo[:PATH.safetensors]`` a MaskablePPO policy file, the shipped one without
+                           PATH (``,deterministic=false``
                            to sample from it); an SB3 ``.zip`` holds pickles
                            that can run code, so it needs ``,trust=pickle``
-                           (see :mod:`agents.ppo`)
+                           (see :mod:`strategic_reserve_env.agents.ppo`)
 ``NAME[:options]``         an agent an installed package registers under
                            ``NAME`` (entry-point group
                            ``strategic_reserve_env.agents``)
 ``pkg.module:attr[:opts]``  an agent of your own from a module
-``path/file.py:attr``      ... or from a Python file (see :mod:`agents.custom`)
+``path/file.py:attr``      ... or from a Python file (see :mod:`strategic_reserve_env.agents.custom`)
 ==========================  =======================================
 Every agent is a :class:`strategic_reserve_env.policies.Policy` (it acts on a
 batch: ``agent.act(observations, masks, rng) -> actions``). ``load_agent(spec).name``
@@ -33,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from strategic_reserve_env import models
 from strategic_reserve_env.policies import NamedPolicy, UniformRandomPolicy
 
 from .custom import (
@@ -59,7 +62,7 @@ class RandomAgent(UniformRandomPolicy):
 
 
 def _options(spec: str, text: str, allowed: dict[str, type]) -> dict[str, object]:
-    """The options of a built-in agent: ``key=value,...`` read by :func:`agents.custom.parse_options` (the one
+    """The options of a built-in agent: ``key=value,...`` read by :func:`.custom.parse_options` (the one
     option grammar: each key at most once, values read as bool, int, float or text), each key one of
     ``allowed`` ({key: type}) and its value of exactly that type (``true`` is no int, ``2`` no text)."""
     options = parse_options(spec, text)
@@ -96,23 +99,30 @@ def _expectimax(spec: str, options: str):
     return ExpectimaxAgent(**_options(spec, options, {"depth": int, "width": int}))
 
 
-def _ppo(spec: str, rest: str):
+def _model_and_options(rest: str) -> tuple[str, str]:
+    """``PATH[,options]`` or ``options`` alone (the shipped model): (path or "", options)."""
     path, _, more = rest.partition(",")
-    if not path:
-        raise ValueError(f"agent spec {spec!r}: give the model file, e.g. ppo:models/ppo_baseline.safetensors")
+    return ("", rest) if "=" in path else (path, more)
+
+
+def _ppo(spec: str, rest: str):
+    path, more = _model_and_options(rest)
     from .ppo import PPOAgent
 
-    return PPOAgent.load(canonical_path(path), **_options(spec, more, {"deterministic": bool, "trust": str}))
+    options = _options(spec, more, {"deterministic": bool, "trust": str})
+    if path:
+        return PPOAgent.load(canonical_path(path), **options)
+    return PPOAgent.load(models.path(models.SHIPPED_POLICY), label="ppo", **options)  # type: ignore[arg-type]
 
 
 def _value(spec: str, rest: str):
-    path, _, more = rest.partition(",")
-    if "=" in path:  # options only: the default model
-        path, more = "", rest
-    from .value_search import DEFAULT_MODEL, ValueSearchAgent
+    path, more = _model_and_options(rest)
+    from .value_search import ValueSearchAgent
 
     options = _options(spec, more, {"depth": int, "width": int})
-    return ValueSearchAgent.load(canonical_path(path or DEFAULT_MODEL), **options)
+    if path:
+        return ValueSearchAgent.load(canonical_path(path), **options)
+    return ValueSearchAgent.load(models.path(models.VALUE_NET), label="value", **options)
 
 
 def _rllib(spec: str, rest: str):
@@ -131,12 +141,12 @@ BUILT_IN: dict[str, BuiltIn] = {
     "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls", _expectimax),
     "value": BuiltIn(
         "value[:PATH.safetensors][,depth=1|2,width=K]",
-        "expectimax with a learned value at the leaves (models/value_net.safetensors)",
+        "expectimax with a learned value at the leaves (the shipped value network unless PATH is given)",
         _value,
     ),
     "ppo": BuiltIn(
-        "ppo:PATH.safetensors[,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)",
-        "a MaskablePPO policy file",
+        "ppo[:PATH.safetensors][,deterministic=false] (ppo:PATH.zip needs ,trust=pickle)",
+        "a MaskablePPO policy file (the shipped model unless PATH is given)",
         _ppo,
     ),
     "rllib": BuiltIn("rllib:PATH[,deterministic=false]", "a Ray RLlib module written by train_rllib.py", _rllib),
@@ -145,7 +155,7 @@ KNOWN_AGENTS = ", ".join(entry.usage for entry in BUILT_IN.values())
 
 
 def load_agent(spec: str) -> NamedPolicy:
-    """The agent named by ``spec`` (see the module docstring and :mod:`agents.custom` for the grammar);
+    """The agent named by ``spec`` (see the module docstring and :mod:`.custom` for the grammar);
     ``ValueError`` saying what is wrong (unknown name, bad option, module or file not found, missing
     attribute, wrong signature), listing the known agents for an unknown name."""
     if not isinstance(spec, str) or not spec.strip():

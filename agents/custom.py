@@ -1,6 +1,6 @@
 """Agents of your own: from an importable module, a Python file, or an installed package's entry point.
 
-Spec grammar (all forms go through :func:`agents.load_agent`)::
+Spec grammar (all forms go through :func:`strategic_reserve_env.agents.load_agent`)::
 
     name[:options]                          a built-in agent, or one an installed package registers
                                             under ``name`` in the entry-point group

@@ -10,14 +10,14 @@ Three steps, each a function:
    a distribution over the 36 squares: ``temperature=0`` puts all of it on
    the square the expert plays (its top move value, ties shared); a positive
    temperature gives ``softmax(values / temperature)`` over the squares the
-   expert searched (:meth:`agents.expectimax.ExpectimaxAgent.move_values`).
+   expert searched (:meth:`strategic_reserve_env.agents.expectimax.ExpectimaxAgent.move_values`).
 3. :func:`fit` trains an SB3 ``MaskableActorCriticPolicy`` on them with plain
    torch: cross-entropy of the masked action distribution against the
    targets, plus ``value_weight`` times the squared error of the value head
    against the outcome (+1 the mover won, -1 it lost, 0 truncated).
 
 The fitted policy is an ordinary MaskablePPO policy: ``train.py`` continues
-it with PPO, :func:`agents.policy_file.save_policy` writes it, and
+it with PPO, :func:`strategic_reserve_env.agents.policy_file.save_policy` writes it, and
 ``ppo:FILE`` plays it.
 """
 

@@ -21,9 +21,10 @@ code a crafted file holds. A policy file cannot run code. It is one
 
 :func:`load_policy` rebuilds the policy from that description and loads the
 tensors, requiring exactly the names and shapes of that network, so its action
-probabilities are bit-identical to those of the model that was saved. ``python -m agents.policy_file convert
-MODEL.zip`` turns an SB3 zip that you trust into a policy file (it unpickles the
-zip: that is the one step that trusts it); ``show FILE`` prints the description.
+probabilities are bit-identical to those of the model that was saved.
+``python -m strategic_reserve_env.agents.policy_file convert MODEL.zip`` turns
+an SB3 zip that you trust into a policy file (it unpickles the zip: that is
+the one step that trusts it); ``show FILE`` prints the description.
 """
 
 from __future__ import annotations
@@ -252,7 +253,9 @@ __all__ = [
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agents.policy_file", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m strategic_reserve_env.agents.policy_file",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
     converting = commands.add_parser("convert", help="SB3 MaskablePPO .zip (trusted: it is unpickled) -> policy file")

@@ -1,6 +1,6 @@
 """An agent backed by a MaskablePPO policy (sb3-contrib).
 
-Its model is a policy file (``.safetensors``, :mod:`agents.policy_file`),
+Its model is a policy file (``.safetensors``, :mod:`strategic_reserve_env.agents.policy_file`),
 which cannot run code when loaded; ``train.py`` writes one beside its SB3
 ``model.zip``. An SB3 ``.zip`` stores its settings as pickles, so loading
 one runs whatever code a crafted file holds: it loads only with the
@@ -38,13 +38,18 @@ class PPOAgent:
         self.deterministic = deterministic
 
     @classmethod
-    def load(cls, path: str | Path, deterministic: bool = True, trust: str | None = None) -> PPOAgent:
-        """The agent of a policy file (``.safetensors``), or of an SB3 ``.zip`` with ``trust="pickle"``."""
+    def load(
+        cls, path: str | Path, deterministic: bool = True, trust: str | None = None, label: str | None = None
+    ) -> PPOAgent:
+        """The agent of a policy file (``.safetensors``), or of an SB3 ``.zip`` with ``trust="pickle"``;
+        ``label`` names it in place of ``ppo:PATH`` (``ppo`` for the shipped model)."""
         path = Path(path)
         if trust not in (None, TRUST_PICKLE):
             raise ValueError(f"ppo: trust must be {TRUST_PICKLE!r} (to unpickle an SB3 .zip), got {trust!r}")
         if not path.is_file():
-            raise ValueError(f"ppo model not found: {path} (train one with train.py, or use the shipped models/)")
+            raise ValueError(
+                f"ppo model not found: {path} (train one with train.py, or use the shipped model: spec 'ppo')"
+            )
         if trust and path.suffix != ".zip":
             raise ValueError(
                 f"ppo: trust={trust} is only for an SB3 .zip; {path} is a policy file, which loads "
@@ -60,7 +65,7 @@ class PPOAgent:
                 policy, _ = load_policy(path)
         except ImportError as error:  # pragma: no cover - depends on the installation
             raise ValueError(f"the ppo agent needs {error.name}: pip install -e '.[train]'") from error
-        return cls(policy, f"ppo:{path}{options}", deterministic)
+        return cls(policy, f"{label or f'ppo:{path}'}{options}", deterministic)
 
     def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """(B, 36) action probabilities of the masked policy."""
@@ -103,7 +108,8 @@ def _load_pickled_zip(path: Path, trust: str | None):
         raise ValueError(
             f"{path} is an SB3 .zip: loading it unpickles its contents, which can run any code a crafted file "
             f"holds. Use its policy file instead (train.py writes model.safetensors beside model.zip; "
-            f"'python -m agents.policy_file convert {path}' converts a zip you trust), or opt in with "
+            f"'python -m strategic_reserve_env.agents.policy_file convert {path}' converts a zip you trust), "
+            f"or opt in with "
             f"ppo:{path},trust={TRUST_PICKLE} if you trust where the file came from"
         )
     from sb3_contrib import MaskablePPO

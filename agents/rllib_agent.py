@@ -5,7 +5,7 @@
 reads arrays and JSON only, never pickles, and needs torch but not ray.
 Actions are the masked policy's most likely square (``deterministic=True``,
 the default) or a sample from it drawn with the caller's generator, exactly
-as :class:`~agents.ppo.PPOAgent` does for MaskablePPO models.
+as :class:`~strategic_reserve_env.agents.ppo.PPOAgent` does for MaskablePPO models.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ per-square feature        value at square ``s``
 
 plus both reserves one-hot (``0 .. RESERVE_CAP - 1``, larger ones in the last
 slot) and ``race``: the logit of expectimax's evaluation of the position (the
-reserve-race win probability of :func:`agents.expectimax.win_probability` at the
+reserve-race win probability of :func:`strategic_reserve_env.agents.expectimax.win_probability` at the
 roller's decision, averaged over its 36 rolls), divided by ``LOGIT_SCALE``.
 Sizes and counts are divided by ``COUNT_SCALE``. Two positions are
 decided without the network and never reach it: a roller whose opponent's
@@ -37,8 +37,8 @@ position shown in one of the board's 8 symmetries at random in each epoch
 (the rules do not change under rotations and mirrors, and every roll is
 equally likely)::
 
-    python -m agents.value_net data --games 100000 --agents greedy greedy --out /tmp/values.npz
-    python -m agents.value_net fit /tmp/values.npz --out models/value_net.safetensors
+    python -m strategic_reserve_env.agents.value_net data --games 100000 --agents greedy greedy --out /tmp/values.npz
+    python -m strategic_reserve_env.agents.value_net fit /tmp/values.npz --out models/value_net.safetensors
 
 The file is safetensors: the tensors, and the architecture as JSON in the
 header (``"strategic_reserve_value"``); loading it runs no code from it.
@@ -424,7 +424,9 @@ def fit(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m agents.value_net", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m strategic_reserve_env.agents.value_net",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True)
     making = commands.add_parser("data", help="play games and keep their positions with the outcome")

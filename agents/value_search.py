@@ -1,6 +1,6 @@
 """The value-search agent: expectimax over the agent's placements (and the opponent's roll) with a learned leaf.
 
-The leaf is :mod:`agents.value_net`'s ``V``: the win probability of the player
+The leaf is :mod:`strategic_reserve_env.agents.value_net`'s ``V``: the win probability of the player
 about to roll, from the board and both reserves (the network is shown what
 each of the 36 equally likely rolls would capture, so that chance node is in
 its input rather than enumerated).
@@ -10,7 +10,7 @@ its input rather than enumerated).
 - ``depth=2``: the ``width`` best placements of depth 1 are searched through
   the opponent's 36 rolls (exactly, with the engine's rules); after each, the
   leaf is ``V`` of the agent about to roll, with the opponent's reserve one
-  checker smaller (as in :mod:`agents.expectimax`, the opponent's placement
+  checker smaller (as in :mod:`strategic_reserve_env.agents.expectimax`, the opponent's placement
   is not modelled except for its reserve). With an untrained network (``V``
   equal to the race evaluation averaged over the roll) this is
   ``expectimax:depth=2``.
@@ -20,10 +20,12 @@ placing its last checker wins at once. All leaves of all games of a batch
 go through the network in one call, each distinct position once.
 
 Spec: ``value[:PATH.safetensors][,depth=1|2,width=K]`` (default
-``models/value_net.safetensors``, depth 2, width 6).
+the shipped network, ``strategic_reserve_env.models.VALUE_NET``, depth 2, width 6).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -31,7 +33,6 @@ from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES
 
 from .position import argmin_random_ties, captures_by_roll, read_position
 
-DEFAULT_MODEL = "models/value_net.safetensors"
 DEPTHS = (1, 2)
 
 
@@ -60,13 +61,14 @@ class ValueSearchAgent:
         self.value_net, self.depth, self.width, self.name = value, depth, width, name
 
     @classmethod
-    def load(cls, path: str = DEFAULT_MODEL, depth: int = 2, width: int = 6) -> ValueSearchAgent:
+    def load(cls, path: str | Path, depth: int = 2, width: int = 6, label: str | None = None) -> ValueSearchAgent:
+        """The agent of a value network file; ``label`` names it in place of ``value:PATH``."""
         from .value_net import load_value_net
 
         _check(depth, width)  # before reading the file
 
         options = "".join([f",depth={depth}" if depth != 2 else "", f",width={width}" if width != 6 else ""])
-        return cls(load_value_net(path), depth, width, name=f"value:{path}{options}")
+        return cls(load_value_net(path), depth, width, name=f"{label or f'value:{path}'}{options}")
 
     def placement_values(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """(B, 36) float64 the agent's depth-1 win probability after placing on each square (-inf where illegal)."""

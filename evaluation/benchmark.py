@@ -26,7 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agents import load_agent
+from strategic_reserve_env import models
+from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.progress import Progress
 
 from .statistics import fit_ratings
@@ -45,10 +46,9 @@ from .tournament import (
     write_text,
 )
 
-REPOSITORY = Path(__file__).resolve().parents[1]
-SHIPPED_PPO = "ppo:" + (REPOSITORY / "models" / "ppo_baseline.safetensors").as_posix()
+SHIPPED_PPO = "ppo"
 """The spec of the shipped PPO model (what ``make train`` makes; it changes when a better one ships)."""
-PANEL_PPO = "ppo:" + (REPOSITORY / "models" / "panel" / "ppo_baseline_v1.safetensors").as_posix()
+PANEL_PPO = "ppo:" + models.path(models.PANEL_V1_POLICY).as_posix()
 """The spec of protocol v1's PPO panel member: the model shipped when v1 was fixed, frozen in its own
 file so that replacing the shipped model leaves the protocol's panel, and so its ratings, unchanged."""
 SCHEMA = "strategic-reserve-benchmark/1"  # the JSON layout of a score card (docs/BENCHMARK.md)
@@ -125,7 +125,8 @@ class Protocol:
 # others thousands; 2,000 games against it and 4,000 against the rest keep a benchmark of the shipped
 # PPO at 18 s of wall time on the project's 2-core machine (44 s when it is busy, load average 7), with
 # 95 % half-widths of 0.013 and 0.019 on the scores (docs/BENCHMARK.md, "Budget").
-# The ratings are those of the panel's round robin under this protocol (python -m evaluation.reference).
+# The ratings are those of the panel's round robin under this protocol
+# (python -m strategic_reserve_env.evaluation.reference).
 PROTOCOL_V1 = Protocol(
     version="v1",
     panel=(
@@ -290,7 +291,7 @@ def run_benchmark(
     """Benchmark the agent ``spec`` (a spec string or an agent object) under ``protocol``; ``games`` overrides
     the games per opponent (the card is then marked not conformant). The agent and the panel are loaded and
     checked before the first game (``ValueError``). ``on_opponent(card)`` is called after each opponent.
-    :class:`~evaluation.tournament.PairingError` if an agent fails; its ``card`` holds what was played."""
+    :class:`~.tournament.PairingError` if an agent fails; its ``card`` holds what was played."""
     start = time.perf_counter()
     if games is not None:
         Settings(agents=[], games=games)  # checks the override

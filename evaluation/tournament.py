@@ -10,7 +10,7 @@ Reported per pairing: score of the first agent (win 1, truncated game 1/2)
 with a 95 % t-interval over the per-pair scores, its win rate as Red and as
 Blue, mean game length, truncations and games per second. Ratings:
 Bradley-Terry on the whole table (Elo scale, ``random`` anchored at 0 when
-present, else the first agent); see :mod:`evaluation.statistics`.
+present, else the first agent); see :mod:`strategic_reserve_env.evaluation.statistics`.
 
 Before the first game every agent is loaded once, under its canonical name
 (``load_agent(spec).name``; two specs naming the same agent are refused),
@@ -37,8 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agents import RandomAgent, load_agent
 from strategic_reserve_env import arena, engine
+from strategic_reserve_env.agents import RandomAgent, load_agent
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
 from strategic_reserve_env.policies import NamedPolicy
@@ -108,7 +108,7 @@ class Pairing:
 
     def interval(self) -> tuple[float, float] | None:
         """95 % t-interval of the mean per-pair score; None with a single pair (see
-        :func:`evaluation.statistics.score_interval`)."""
+        :func:`strategic_reserve_env.evaluation.statistics.score_interval`)."""
         return score_interval(self.pair_scores)
 
     def as_json(self) -> dict:
@@ -120,7 +120,7 @@ class Pairing:
 class PairingError(RuntimeError):
     """An agent failed during a pairing; the :class:`~strategic_reserve_env.arena.AgentError` is the cause.
     ``pairings`` holds the pairings finished before (set by :func:`run`), ``card`` the benchmark's score
-    card so far (set by :func:`evaluation.benchmark.run_benchmark`)."""
+    card so far (set by :func:`strategic_reserve_env.evaluation.benchmark.run_benchmark`)."""
 
     def __init__(self, message: str, pairings: list[Pairing] | None = None) -> None:
         super().__init__(message)
@@ -273,7 +273,7 @@ def play_pairing(
 
 
 def duel_of(pairing: Pairing, i: int, j: int) -> Duel:
-    """The pairing's result as a :class:`~evaluation.statistics.Duel` between players ``i`` (its ``a``) and ``j``."""
+    """The pairing's result as a :class:`~.statistics.Duel` between players ``i`` (its ``a``) and ``j``."""
     return Duel(i, j, pairing.score * pairing.games, pairing.games)
 
 

@@ -15,8 +15,8 @@ import argparse
 import numpy as np
 from scipy.optimize import minimize
 
-from agents.greedy import GreedyAgent
 from strategic_reserve_env import engine, turns
+from strategic_reserve_env.agents.greedy import GreedyAgent
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.dice import BatchDice
 from strategic_reserve_env.policies import choose

@@ -42,7 +42,9 @@ def _bench(args: argparse.Namespace) -> int:
 
 def _play(args: argparse.Namespace) -> int:
     """A person against an agent in the terminal."""
-    from agents import load_agent  # the command line is the one layer of this package that uses the agents
+    from strategic_reserve_env.agents import (
+        load_agent,  # the command line is the one layer of this package that uses the agents
+    )
 
     from .terminal import terminal_game
 

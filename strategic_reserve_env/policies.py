@@ -47,7 +47,7 @@ class Policy(Protocol):
 
 
 class NamedPolicy(Policy, Protocol):
-    """A :class:`Policy` with a ``name``, as every agent :func:`agents.load_agent` returns."""
+    """A :class:`Policy` with a ``name``, as every agent :func:`strategic_reserve_env.agents.load_agent` returns."""
 
     name: str
 

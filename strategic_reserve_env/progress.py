@@ -8,7 +8,7 @@ at most every ``interval`` seconds, and one when it closes::
 
     [train] 1,048,576/6,000,000 step (17.5 %), 16,620 step/s, 4 min 58 s left
 
-Used by train.py, the tournament of evaluate.py and ``experiments.headroom``.
+Used by train.py, the tournament of evaluate.py and ``strategic_reserve_env.evaluation.headroom``.
 tqdm (in the ``train`` extra) is imported only when a bar is drawn.
 """
 

@@ -25,7 +25,7 @@ this module does.
   (:data:`POLICY`), trained by PPO on all its decisions as Red and as Blue.
 - :func:`module_weights` / :func:`save_module`: the trained network, written
   in the pickle-free format of :mod:`~strategic_reserve_env.rllib_model`
-  (``agents.load_agent("rllib:PATH")`` plays it; RLlib's own checkpoints are
+  (``strategic_reserve_env.agents.load_agent("rllib:PATH")`` plays it; RLlib's own checkpoints are
   pickles and are not used).
 
 ``train_rllib.py`` is the command line (one machine or a Ray cluster).

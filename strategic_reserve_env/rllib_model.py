@@ -1,7 +1,7 @@
 """The network of the RLlib module, in plain torch, and its file format (no pickle anywhere).
 
 :class:`BoardNet` is what :mod:`strategic_reserve_env.rllib` trains with
-Ray RLlib and what ``agents.rllib_agent`` plays with: 3x3 convolutions over
+Ray RLlib and what ``strategic_reserve_env.agents.rllib_agent`` plays with: 3x3 convolutions over
 the ``(6, 6, 9)`` observation planes (channels last in the observation,
 moved first here), a linear layer, then a policy head (36 logits, one per
 square) and a value head, both on the same features. Illegal squares are

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import KNOWN_AGENTS, load_agent
-from agents.expectimax import ExpectimaxAgent, win_probability
-from agents.greedy import expected_losses
-from strategic_reserve_env import engine
+from strategic_reserve_env import engine, models
+from strategic_reserve_env.agents import KNOWN_AGENTS, load_agent
+from strategic_reserve_env.agents.expectimax import ExpectimaxAgent, win_probability
+from strategic_reserve_env.agents.greedy import expected_losses
 from strategic_reserve_env.board import BIT, bitboards_to_array, board_string, squares_of
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
@@ -133,7 +133,6 @@ def test_expectimax_depth2_values_match_brute_force():
         ("ppo:models/ppo_baseline.safetensors,deterministic=1", "deterministic must be bool, got 1"),
         ("rllib:runs/x,deterministic=false,deterministic=false", "option 'deterministic' given twice"),
         ("greedy:depth=2", "agent spec 'greedy:depth=2': greedy takes no options"),
-        ("ppo:", "give the model file"),
         ("ppo:missing/model.safetensors", "ppo model not found: missing/model.safetensors"),
         (
             "ppo:models/ppo_baseline.zip",
@@ -161,8 +160,8 @@ def test_bad_agent_specs(spec, message):
 def test_ppo_agent_loads_a_policy_file_and_plays_legally(tmp_path, positions, features):
     from sb3_contrib import MaskablePPO
 
-    from agents.networks import BoardCNN
-    from agents.policy_file import save_policy
+    from strategic_reserve_env.agents.networks import BoardCNN
+    from strategic_reserve_env.agents.policy_file import save_policy
     from strategic_reserve_env.gym_env import StrategicReserveEnv
 
     kwargs = {"net_arch": [16]}
@@ -208,6 +207,18 @@ def test_ppo_probabilities_are_sb3_contribs_masked_distribution(positions):
     assert np.array_equal(agent.act(observations, masks, np.random.default_rng(0)), predicted)
 
 
+def test_ppo_without_a_path_is_the_shipped_model_found_as_package_data():
+    """``ppo`` (and ``ppo:`` with options only) load the installed package's model file, named ``ppo``."""
+    shipped, by_path = load_agent("ppo"), load_agent(f"ppo:{SHIPPED_MODEL}")
+    assert shipped.name == "ppo" and load_agent("ppo:deterministic=false").name == "ppo,deterministic=false"
+    assert models.path(models.SHIPPED_POLICY).resolve() == SHIPPED_MODEL
+    positions = random_positions(200, seed=5)
+    observations, masks = mover_planes(positions), bitboards_to_array(positions.legal)
+    np.testing.assert_array_equal(
+        shipped.probabilities(observations, masks), by_path.probabilities(observations, masks)
+    )
+
+
 def test_shipped_policy_file_is_bit_identical_to_the_shipped_zip():
     """Same probabilities and values on thousands of random positions: the format changes nothing."""
     safe, pickled = load_agent(f"ppo:{SHIPPED_MODEL}"), load_agent(f"ppo:{SHIPPED_ZIP},trust=pickle")
@@ -228,7 +239,7 @@ def test_shipped_policy_file_replays_the_published_tournament():
     as results/tournament."""
     import json
 
-    from evaluation.tournament import Settings, play_pairing
+    from strategic_reserve_env.evaluation.tournament import Settings, play_pairing
 
     published = json.loads((SHIPPED_MODEL.parents[1] / "results" / "tournament" / "results.json").read_text())
     settings = published["settings"]

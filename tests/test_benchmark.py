@@ -15,9 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation.benchmark import PANEL_PPO, PROTOCOL_V1, SCHEMA, SHIPPED_PPO, ScoreCard, fit_rating, run_benchmark
-from evaluation.reference import END, REFERENCE_AGENTS, START, file_stem
-from evaluation.tournament import Pairing, PairingError
+from strategic_reserve_env.evaluation.benchmark import (
+    PANEL_PPO,
+    PROTOCOL_V1,
+    SCHEMA,
+    SHIPPED_PPO,
+    ScoreCard,
+    fit_rating,
+    run_benchmark,
+)
+from strategic_reserve_env.evaluation.reference import END, REFERENCE_AGENTS, START, file_stem
+from strategic_reserve_env.evaluation.tournament import Pairing, PairingError
 
 from conftest import REPO
 
@@ -256,7 +264,7 @@ def test_a_faulty_agent_keeps_the_opponents_played_before(tmp_path):
 def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path, monkeypatch, capsys):
     """A card of an agent the run no longer benchmarks (here: the PPO's old .zip spelling) would linger beside
     the new ones and break the set of reference agents; other files in the folder stay."""
-    from evaluation import reference
+    from strategic_reserve_env.evaluation import reference
 
     monkeypatch.chdir(REPO)  # main moves to the repository root: put it back after the test
     monkeypatch.setattr(

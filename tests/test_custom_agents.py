@@ -8,11 +8,11 @@ import sys
 import numpy as np
 import pytest
 
-from agents import list_agents, load_agent
-from agents.custom import NamedAgent, SingleGameAgent
-from evaluation.tournament import check_agent, probe_positions
+from strategic_reserve_env.agents import list_agents, load_agent
+from strategic_reserve_env.agents.custom import NamedAgent, SingleGameAgent
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.evaluation.tournament import check_agent, probe_positions
 from strategic_reserve_env.observation import mover_planes
 
 BOTS = '''

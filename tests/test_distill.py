@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from agents import load_agent
-from agents.distill import FitSettings, agreement, collect_positions, expert_targets, fit
-from agents.policy_file import build_policy
 from strategic_reserve_env import arena
+from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.agents.distill import FitSettings, agreement, collect_positions, expert_targets, fit
+from strategic_reserve_env.agents.policy_file import build_policy
 from strategic_reserve_env.config import Config
 
 from conftest import REPO

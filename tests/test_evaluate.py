@@ -13,13 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import load_agent
 from evaluate import main
-from evaluation.benchmark import SHIPPED_PPO
-from evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
-from strategic_reserve_env import arena, engine
+from strategic_reserve_env import arena, engine, models
+from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import array_to_bitboards
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
 
 from conftest import REPO
 
@@ -204,11 +203,9 @@ def raises_late(observation, mask, calls=[0]):
 
 
 def _shipped_ppo(prefix: str = "") -> str:
-    """The panel's PPO spec (evaluation.benchmark.SHIPPED_PPO) with its model path relative to the
-    repository, written after ``prefix`` (``./`` for a second spelling of the same agent)."""
-    kind, _, rest = SHIPPED_PPO.partition(":")
-    path, comma, options = rest.partition(",")
-    return f"{kind}:{prefix}{os.path.relpath(path, REPO)}{comma}{options}"
+    """The shipped PPO model's spec with its file's path relative to the repository, written after ``prefix``
+    (``./`` for a second spelling of the same agent)."""
+    return f"ppo:{prefix}{os.path.relpath(models.path(models.SHIPPED_POLICY), REPO)}"
 
 
 def _main(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -440,7 +437,7 @@ def test_arena_names_the_agent_the_game_and_the_position():
 
 
 def test_json_text_keeps_number_lists_on_one_line_and_refuses_nan():
-    from evaluation.tournament import json_text
+    from strategic_reserve_env.evaluation.tournament import json_text
 
     payload = {"pair_scores": [0.5, 1.0, 0.0, 0.25], "ci95": [-1e-05, 2.5e300], "nested": {"names": ["a", "b"]}}
     text = json_text(payload)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.greedy import expected_losses
-from experiments import fit_race_model, headroom
+from experiments import fit_race_model
+from strategic_reserve_env.agents.greedy import expected_losses
 from strategic_reserve_env.board import bitboards_to_array, squares_of
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.evaluation import headroom
 
 
 def test_headroom_gains_score_the_choice_on_the_other_half():

@@ -4,8 +4,11 @@ Each check runs in a fresh interpreter (this test process has imported everythin
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -73,3 +76,54 @@ def test_adapters_are_exposed_lazily():
         import strategic_reserve_env
 
         strategic_reserve_env.no_such_name  # noqa: B018
+
+
+# the one import name: what installs does so under strategic_reserve_env (pyproject's package-dir mapping)
+BARE_NAMES = {"agents", "evaluation", "experiments"}
+INSTALLED_FOLDERS = ("strategic_reserve_env", "agents", "evaluation", "models")
+
+
+def _python_files() -> list[Path]:
+    skip = {".git", "build", "runs"}
+    return [
+        path
+        for path in REPO.rglob("*.py")
+        if not {part for part in path.relative_to(REPO).parts if part in skip or part.startswith(".venv")}
+    ]
+
+
+def _bare_imports(path: Path, names: set[str]) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        else:
+            continue
+        found += [f"{path.relative_to(REPO)}:{node.lineno} {m}" for m in modules if m.split(".")[0] in names]
+    return found
+
+
+def test_no_module_imports_the_bare_agents_or_evaluation_packages():
+    """pytest's ``pythonpath = ["."]`` would let ``import agents`` pass here and fail from a wheel."""
+    files = _python_files()
+    assert len(files) > 50
+    leftovers = [hit for path in files for hit in _bare_imports(path, BARE_NAMES - {"experiments"})]
+    assert leftovers == []
+
+
+def test_nothing_installed_imports_or_runs_experiments():
+    installed = [path for path in _python_files() if path.relative_to(REPO).parts[0] in INSTALLED_FOLDERS]
+    assert any(path.parts[-2] == "agents" for path in installed)
+    assert [hit for path in installed for hit in _bare_imports(path, {"experiments"})] == []
+    # nor names it as a module to run (a string "experiments.x" handed to python -m)
+    assert [str(path) for path in installed if re.search(r"[\"']experiments\.[a-z_]", path.read_text())] == []
+
+
+def test_the_repository_folders_are_subpackages_of_the_one_import_name():
+    printed = run_python(
+        "import strategic_reserve_env.agents as a, strategic_reserve_env.evaluation as e, "
+        "strategic_reserve_env.models as m\nprint(a.__file__, e.__file__, m.__file__)"
+    )
+    assert [Path(name).parent.name for name in printed.split()] == ["agents", "evaluation", "models"]

@@ -17,9 +17,9 @@ import tomllib
 import torch
 from test_agents import random_positions
 
-from agents import load_agent
-from agents.rllib_agent import RLlibAgent
 from strategic_reserve_env import arena, rllib_model
+from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.agents.rllib_agent import RLlibAgent
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes

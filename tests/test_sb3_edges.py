@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents import load_agent
+from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.learner import OpponentError, ResetNeeded
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 

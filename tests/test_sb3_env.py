@@ -7,7 +7,7 @@ import pytest
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.vec_env import VecMonitor
 
-from agents import load_agent
+from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.learner import LearnerGames
 from strategic_reserve_env.observation import LEGAL_PLANE

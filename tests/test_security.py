@@ -21,8 +21,8 @@ import torch
 import tyro
 
 import train
-from agents import load_agent
-from agents.policy_file import METADATA_KEY, PolicyFileError, load_policy, read_description
+from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.agents.policy_file import METADATA_KEY, PolicyFileError, load_policy, read_description
 
 from conftest import REPO
 

@@ -1,4 +1,4 @@
-"""The skill report (python -m evaluation.skill, issue 13): its files and structure, and its figures against
+"""The skill report (strategic_reserve_env.evaluation.skill, issue 13): its files and structure, and its figures against
 evaluate.py's own computation of the same pairings."""
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ import sys
 import numpy as np
 import pytest
 
-from agents import RandomAgent
 from evaluate import main as evaluate_main
-from evaluation.benchmark import SHIPPED_PPO
-from evaluation.skill import HEADROOM_MODULE, REPORT, SkillSettings, main, red_pair_scores
-from evaluation.statistics import score_interval
-from evaluation.tournament import Settings, play_pairing
+from strategic_reserve_env.agents import RandomAgent
+from strategic_reserve_env.evaluation.benchmark import SHIPPED_PPO
+from strategic_reserve_env.evaluation.skill import HEADROOM_MODULE, REPORT, SkillSettings, main, red_pair_scores
+from strategic_reserve_env.evaluation.statistics import score_interval
+from strategic_reserve_env.evaluation.tournament import Settings, play_pairing
 
 from conftest import REPO
 
 SEED = 3
 GAMES = {7: 40, 5: 20, 9: 10}  # the ladder's reserve first
-PPO = "ppo:" + SHIPPED_PPO.partition(":")[2].removeprefix(str(REPO) + "/")  # as named from the checkout's root
+PPO = SHIPPED_PPO  # the shipped model, "ppo"
 AGENTS = ["random", "greedy", "expectimax:depth=1"]
 BEST = PPO  # not among AGENTS: the report adds it to the ladder
 ARGS = ["--agents", *AGENTS, "--best", BEST, "--games", str(GAMES[7])]
@@ -36,7 +36,7 @@ def skill(tmp_path_factory):
     """The report of a tiny run: (its folder, the process's stdout, skill.json, SKILL.md)."""
     out = tmp_path_factory.mktemp("skill")
     done = subprocess.run(
-        [sys.executable, "-m", "evaluation.skill", *ARGS, "--out", str(out)],
+        [sys.executable, "-m", "strategic_reserve_env.evaluation.skill", *ARGS, "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -67,7 +67,9 @@ def test_the_report_has_its_files_parts_and_every_pairing(skill):
         "## Headroom above greedy",
         "## Variants: reserve 5, 7, 9",
     ]
-    assert data["command"] in markdown and data["command"].startswith("python -m evaluation.skill --agents random")
+    assert data["command"] in markdown and data["command"].startswith(
+        "python -m strategic_reserve_env.evaluation.skill --agents random"
+    )
     summary = [line for line in stdout.splitlines() if line.startswith("- **")]
     assert len(summary) == 6 and all(line in markdown for line in summary)
     for image in ("ladder", "variants", "first_player"):

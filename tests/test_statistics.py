@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from evaluation.benchmark import PROTOCOL_V1, fit_rating
-from evaluation.statistics import ELO_PER_NAT, PRIOR_GAMES, Duel, fit_ratings, score_interval
-from evaluation.tournament import Pairing
+from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1, fit_rating
+from strategic_reserve_env.evaluation.statistics import ELO_PER_NAT, PRIOR_GAMES, Duel, fit_ratings, score_interval
+from strategic_reserve_env.evaluation.tournament import Pairing
 
 T_975_9 = 2.2621571628  # Student's t, 97.5 % quantile, 9 degrees of freedom (printed tables)
 

@@ -15,8 +15,8 @@ import time
 import numpy as np
 import pytest
 
-from agents import load_agent
 from strategic_reserve_env import Game, records
+from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import parse_square
 from strategic_reserve_env.terminal import INTERRUPTED, PROMPT, SAVE_FAILED, terminal_game
 

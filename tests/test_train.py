@@ -14,7 +14,7 @@ import tyro
 from safetensors.torch import load_file
 
 import train
-from agents import load_agent
+from strategic_reserve_env.agents import load_agent
 
 from conftest import REPO
 

@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from test_agents import random_positions
 
-from agents import load_agent
-from agents.expectimax import ExpectimaxAgent, win_probability
-from agents.position import captures_by_roll
-from agents.value_net import (
+from strategic_reserve_env import arena, models
+from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.agents.expectimax import ExpectimaxAgent, win_probability
+from strategic_reserve_env.agents.position import captures_by_roll
+from strategic_reserve_env.agents.value_net import (
     METADATA_KEY,
     NUM_FEATURES,
     SQUARE_FEATURES,
@@ -28,15 +29,12 @@ from agents.value_net import (
     symmetries,
     td_targets,
 )
-from agents.value_search import DEFAULT_MODEL, ValueSearchAgent
-from strategic_reserve_env import arena
+from strategic_reserve_env.agents.value_search import ValueSearchAgent
 from strategic_reserve_env.board import array_to_bitboards, bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
 
-from conftest import REPO
-
-SHIPPED = REPO / DEFAULT_MODEL
+SHIPPED = models.path(models.VALUE_NET)
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +238,7 @@ def test_value_spec_names(tiny_file):
 @pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped value network")
 def test_the_shipped_network_plays_by_its_default_spec():
     agent = load_agent("value")
-    assert agent.name == f"value:{DEFAULT_MODEL}"
+    assert agent.name == "value" and load_agent("value:depth=1").name == "value,depth=1"
     about = agent.value_net.about
     assert about["held_out_log_loss"] < about["constant_log_loss"]
     result = arena.play(

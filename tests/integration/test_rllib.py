@@ -2,7 +2,7 @@
 
 ``train_rllib.py`` runs two iterations with two env runners on a local Ray
 (2 CPUs) and must report zero illegal actions; the module it writes loads
-through ``agents.load_agent("rllib:PATH")`` and plays whole games through
+through ``strategic_reserve_env.agents.load_agent("rllib:PATH")`` and plays whole games through
 ``arena.play`` and ``evaluate.py``. RLlib's own env runner (built in this
 process, no Ray cluster) shows that the count of illegal actions is real: a
 policy that ignores the mask makes them, the module never does.
@@ -23,8 +23,8 @@ import torch
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.pre_checks.env import check_multiagent_environments
 
-from agents import load_agent
 from strategic_reserve_env import arena, engine, rllib_model
+from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
@@ -282,7 +282,8 @@ def test_both_seats_share_one_module():
 
 def test_the_core_package_does_not_import_ray():
     code = (
-        "import sys, strategic_reserve_env, agents, agents.rllib_agent, strategic_reserve_env.rllib_model; "
+        "import sys, strategic_reserve_env, strategic_reserve_env.agents.rllib_agent, "
+        "strategic_reserve_env.rllib_model; "
         "assert 'ray' not in sys.modules, 'ray imported'"
     )
     result = run(["-c", code], timeout=120)

@@ -1,6 +1,6 @@
 """How much better than greedy can a placement be? Rollout values of every legal placement.
 
-``python -m experiments.headroom [--positions 300] [--rollouts 2000] [--seed 0]``
+``python -m strategic_reserve_env.evaluation.headroom [--positions 300] [--rollouts 2000] [--seed 0]``
 samples decisions from greedy self-play (each game stopped at a random
 decision), and for each decision plays every legal placement out
 ``--rollouts`` times, greedy against greedy, with the same dice streams for
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from agents.greedy import GreedyAgent, expected_losses
 from strategic_reserve_env import arena, engine
+from strategic_reserve_env.agents.greedy import GreedyAgent, expected_losses
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.progress import track

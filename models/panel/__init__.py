@@ -1,0 +1,1 @@
+"""Frozen models of the benchmark panel (package data)."""
