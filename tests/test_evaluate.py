@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluate import main
 from strategic_reserve_env import arena, engine, models
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import array_to_bitboards
+from strategic_reserve_env.commands.evaluate import main
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
 

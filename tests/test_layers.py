@@ -79,7 +79,7 @@ def test_adapters_are_exposed_lazily():
 
 
 # the one import name: what installs does so under strategic_reserve_env (pyproject's package-dir mapping)
-BARE_NAMES = {"agents", "evaluation", "experiments"}
+BARE_NAMES = {"agents", "evaluation", "experiments", "evaluate", "train", "train_rllib"}
 INSTALLED_FOLDERS = ("strategic_reserve_env", "agents", "evaluation", "models")
 
 

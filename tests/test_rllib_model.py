@@ -214,7 +214,7 @@ def test_train_rllib_explains_itself_and_checks_its_settings_without_ray():
 
 def test_train_rllib_checks_its_out_directory_first(tmp_path, unwritable_directory, capsys):
     """A file, a path under a file, or a directory it cannot write in: one line and exit 2, before ray starts."""
-    import train_rllib
+    from strategic_reserve_env.commands import train_rllib
 
     file = tmp_path / "file"
     file.write_text("keep me")

@@ -20,9 +20,9 @@ import pytest
 import torch
 import tyro
 
-import train
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.policy_file import METADATA_KEY, PolicyFileError, load_policy, read_description
+from strategic_reserve_env.commands import train
 
 from conftest import REPO
 

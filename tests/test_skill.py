@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from evaluate import main as evaluate_main
 from strategic_reserve_env.agents import RandomAgent
+from strategic_reserve_env.commands.evaluate import main as evaluate_main
 from strategic_reserve_env.evaluation.benchmark import SHIPPED_PPO
 from strategic_reserve_env.evaluation.skill import HEADROOM_MODULE, REPORT, SkillSettings, main, red_pair_scores
 from strategic_reserve_env.evaluation.statistics import score_interval

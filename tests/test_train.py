@@ -13,8 +13,8 @@ import torch
 import tyro
 from safetensors.torch import load_file
 
-import train
 from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.commands import train
 
 from conftest import REPO
 

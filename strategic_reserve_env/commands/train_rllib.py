@@ -1,0 +1,247 @@
+"""Self-play PPO for Strategic Reserve with Ray RLlib, on one machine or a Ray cluster.
+
+    python train_rllib.py --iterations 50 --num-env-runners 2 --out runs/rllib
+    python train_rllib.py --address auto --num-env-runners 32 --out runs/rllib   # join a running Ray cluster
+
+Both seats play one shared RLModule (strategic_reserve_env/rllib.py): a CNN
+over the observation planes with the action mask applied to its logits, so
+every action sampled in training is legal. Each iteration prints env steps,
+env steps per second, Red's mean return, game length and the illegal actions
+the env received (always 0 unless the mask is broken); the same numbers go to
+``--out/progress.jsonl``. At the end the module is written to ``--out`` as
+``model.json`` + ``weights.npz`` (no pickle): play it with
+``python evaluate.py rllib:runs/rllib random greedy``. Needs ``pip install -e '.[rllib]'``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import tyro
+
+from strategic_reserve_env.aec_env import make_config
+from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.evaluation.tournament import check_out
+from strategic_reserve_env.rllib_model import NetworkConfig
+
+PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings of an RLlib self-play run (every field is a command-line option)."""
+
+    iterations: int = 100
+    """Training iterations; each samples --train-batch-size env steps, then runs the PPO update on them."""
+    num_env_runners: int = 2
+    """Sampling processes (Ray actors, one CPU each); 0 samples in the driver process."""
+    envs_per_runner: int = 8
+    """Games each env runner plays at once (one batched forward pass of the module for all of them)."""
+    address: str | None = None
+    """Ray cluster to join: "auto" (the one `ray start` runs on this node) or the head's HOST:PORT.
+    Default: start a local Ray for this run."""
+    num_cpus: int | None = None
+    """CPUs of the local Ray (default: all of the machine's); not used with --address."""
+    train_batch_size: int = 4000
+    """Env steps (placements, both seats together) per iteration."""
+    minibatch_size: int = 500
+    """Minibatch size of the PPO update."""
+    num_epochs: int = 4
+    """Passes over each iteration's batch."""
+    lr: float = 3e-4
+    """Adam learning rate."""
+    gamma: float = 0.995
+    """Discount per decision; a game ends with +1 / -1 after 13 to 30 decisions per player."""
+    gae_lambda: float = 0.95
+    """GAE lambda."""
+    clip_param: float = 0.2
+    """PPO clip range."""
+    entropy_coeff: float = 0.01
+    """Entropy bonus."""
+    vf_loss_coeff: float = 0.5
+    """Weight of the value loss (policy and value heads share the network)."""
+    channels: int = 32
+    """Channels of the 3x3 convolutions."""
+    conv_layers: int = 3
+    """Number of 3x3 convolutions."""
+    hidden: int = 256
+    """Width of the layer both heads read."""
+    reserve: int = DEFAULT_RESERVE
+    """Reserve size of the games."""
+    ply_limit: int = DEFAULT_PLY_LIMIT
+    """Games are truncated after this many placements."""
+    seed: int = 0
+    """Seed of the env runners' dice and of the network. With --num-env-runners 0 a run repeats exactly;
+    remote env runners get new weights without RLlib waiting for them, so runs part after the first iteration."""
+    threads: int = 1
+    """Torch CPU threads of this (driver) process, which runs the PPO update (and the sampling with
+    --num-env-runners 0). Env runners use one thread each; more threads here pay only on idle cores."""
+    out: str = "runs/rllib"
+    """Output directory: model.json, weights.npz, progress.jsonl."""
+
+    def network(self) -> NetworkConfig:
+        return NetworkConfig(channels=self.channels, conv_layers=self.conv_layers, hidden=self.hidden)
+
+    def check(self) -> None:
+        """``ValueError`` naming the first bad setting."""
+        positive = ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "num_epochs", "threads")
+        for name in positive:
+            value = getattr(self, name)
+            if value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
+        if self.num_env_runners < 0:
+            raise ValueError(f"--num-env-runners must be 0 or more, got {self.num_env_runners}")
+        if self.minibatch_size > self.train_batch_size:
+            raise ValueError(
+                f"--minibatch-size ({self.minibatch_size}) exceeds --train-batch-size ({self.train_batch_size})"
+            )
+        if self.num_cpus is not None and self.num_cpus < 1:
+            raise ValueError(f"--num-cpus must be at least 1, got {self.num_cpus}")
+        for name in ("lr", "gamma", "gae_lambda", "clip_param"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be in (0, 1], got {value}")
+        for name in ("entropy_coeff", "vf_loss_coeff"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
+        self.network()
+        make_config(reserve=self.reserve, ply_limit=self.ply_limit)
+        check_out(self.out)
+
+
+def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> dict:
+    """The numbers of one iteration, from RLlib's result dict, the iteration's wall time and the number
+    of healthy remote env runners."""
+    from ray.rllib.utils.metrics import (
+        ENV_RUNNER_RESULTS,
+        EPISODE_LEN_MEAN,
+        NUM_ENV_STEPS_SAMPLED,
+        NUM_ENV_STEPS_SAMPLED_LIFETIME,
+        NUM_EPISODES,
+    )
+
+    from strategic_reserve_env.rllib import ILLEGAL_ACTIONS, ILLEGAL_ACTIONS_LIFETIME
+
+    runners = result.get(ENV_RUNNER_RESULTS, {})
+    steps = int(runners.get(NUM_ENV_STEPS_SAMPLED, 0))
+    red = runners.get("agent_episode_returns_mean", {}).get("player_0", float("nan"))
+    return {
+        "iteration": iteration,
+        "env_runners": env_runners,
+        "env_steps": steps,
+        "env_steps_total": int(runners.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)),
+        "seconds": seconds,
+        "env_steps_per_s": steps / seconds,
+        "episodes": int(runners.get(NUM_EPISODES, 0)),
+        "return_red": float(red),
+        "length": float(runners.get(EPISODE_LEN_MEAN, float("nan"))),
+        "illegal_actions": int(runners.get(ILLEGAL_ACTIONS, 0)),
+        "illegal_actions_total": int(runners.get(ILLEGAL_ACTIONS_LIFETIME, 0)),
+    }
+
+
+def progress_line(row: dict, iterations: int) -> str:
+    return (
+        f"iteration {row['iteration']}/{iterations}: {row['env_steps']:,} env steps in {row['seconds']:.1f} s "
+        f"= {row['env_steps_per_s']:,.0f} env steps/s ({row['env_steps_total']:,} total); "
+        f"{row['episodes']} games, Red's return {row['return_red']:+.3f}, length {row['length']:.1f} plies; "
+        f"illegal actions {row['illegal_actions']} ({row['illegal_actions_total']} total)"
+    )
+
+
+def start_ray(settings: Settings) -> bool:
+    """Start a local Ray or join the cluster at --address (unless Ray is already up); True if this call did.
+
+    The package is shipped to every worker (``runtime_env`` ``py_modules``),
+    so cluster nodes need the dependencies (``pip install -e '.[rllib]'``)
+    but run the driver's copy of the code.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return False
+    runtime_env = {"py_modules": [str(PACKAGE)]}
+    if settings.address is None:
+        # "local": a new instance even when `ray start` runs on this machine (that one takes --address auto)
+        ray.init(address="local", num_cpus=settings.num_cpus, include_dashboard=False, runtime_env=runtime_env)
+    else:
+        ray.init(address=settings.address, runtime_env=runtime_env)
+    return True
+
+
+def train(settings: Settings) -> list[dict]:
+    """Run the training, print and record progress, write the module; returns the progress rows."""
+    settings.check()
+    import ray
+    import torch
+
+    from strategic_reserve_env.rllib import ppo_config, save_module
+
+    torch.set_num_threads(settings.threads)
+    out = Path(settings.out)
+    out.mkdir(parents=True, exist_ok=True)
+    config = ppo_config(
+        network=settings.network(),
+        env_config={"reserve": settings.reserve, "ply_limit": settings.ply_limit},
+        num_env_runners=settings.num_env_runners,
+        num_envs_per_env_runner=settings.envs_per_runner,
+        train_batch_size=settings.train_batch_size,
+        minibatch_size=settings.minibatch_size,
+        num_epochs=settings.num_epochs,
+        lr=settings.lr,
+        gamma=settings.gamma,
+        lambda_=settings.gae_lambda,
+        clip_param=settings.clip_param,
+        entropy_coeff=settings.entropy_coeff,
+        vf_loss_coeff=settings.vf_loss_coeff,
+        seed=settings.seed,
+    )
+    started = start_ray(settings)
+    rows = []
+    try:
+        algorithm = config.build_algo()
+        try:
+            with open(out / "progress.jsonl", "w") as log:
+                for iteration in range(1, settings.iterations + 1):
+                    clock = time.perf_counter()
+                    result = algorithm.train()
+                    seconds = time.perf_counter() - clock
+                    row = progress(iteration, result, seconds, algorithm.env_runner_group.num_healthy_remote_workers())
+                    rows.append(row)
+                    print(progress_line(row, settings.iterations), flush=True)
+                    log.write(json.dumps(row) + "\n")
+                    log.flush()
+            notes = {
+                "trained_by": "train_rllib.py",
+                "ray": ray.__version__,
+                "settings": asdict(settings),
+                "env_steps": rows[-1]["env_steps_total"],
+            }
+            save_module(algorithm, out, settings.network(), notes)
+        finally:
+            algorithm.stop()
+    finally:
+        if started:
+            ray.shutdown()
+    print(f"wrote {out}/model.json and weights.npz; play it: python evaluate.py rllib:{out} random greedy")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = tyro.cli(Settings, args=argv, description=__doc__)
+    try:
+        settings.check()
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    train(settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
