@@ -15,7 +15,8 @@ decision, the reserve race being what decides the game::
         0                                   if o == 1 < m (the opponent does so next)
         sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise
 
-with ``A = 1.553`` and ``B = 0.368``, fitted by logistic regression to the
+with ``A = 1.553`` and ``B = 0.368`` (:func:`strategic_reserve_env.luck.race_win_probability`,
+``RACE_A`` and ``RACE_B``), fitted by logistic regression to the
 96,661 decisions of 4,000 greedy self-play games (``python -m
 experiments.fit_race_model`` reproduces the fit). Reserves at the next decision
 come from exact captures: ``r1`` sends the agent's checkers back to its
@@ -33,20 +34,14 @@ from __future__ import annotations
 import numpy as np
 
 from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES
+from strategic_reserve_env.luck import race_win_probability
 
 from .position import argmin_random_ties, captures_by_roll, read_position
 
 DEPTHS = (1, 2)
-RACE_A, RACE_B = 1.553, 0.368  # see the module docstring and experiments/fit_race_model.py
-
-
-def win_probability(mover_reserve, opponent_reserve) -> np.ndarray:
-    """P(the player to decide wins) from both reserves (arrays of any shape); see the module docstring."""
-    m = np.asarray(mover_reserve, dtype=np.float64)
-    o = np.asarray(opponent_reserve, dtype=np.float64)
-    p = 1.0 / (1.0 + np.exp(-(RACE_A * (o - m) + RACE_B) / np.sqrt(np.maximum(m + o, 1.0))))
-    p = np.where(o <= 1, 0.0, p)
-    return np.where(m <= 1, 1.0, p)
+#: P(the player to decide wins) from both reserves: the reserve-race model, which lives in the core
+#: (:mod:`strategic_reserve_env.luck`, where the luck of a roll uses it too)
+win_probability = race_win_probability
 
 
 class ExpectimaxAgent:

@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 
 ADAPTER_LIBRARIES = ("pettingzoo", "gymnasium", "torch")
-CORE = ("", ".board", ".config", ".rules", ".engine", ".game", ".records", ".dice", ".observation")
+CORE = ("", ".board", ".config", ".rules", ".engine", ".game", ".records", ".dice", ".observation", ".luck")
 
 
 def run_python(code: str) -> str:

@@ -1,0 +1,164 @@
+"""Luck: how much a roll helped its roller, from the exact chance model (every roll is one of 36 squares).
+
+The luck of a roll is the roller's win probability just after it, minus the mean of that over the 36 rolls
+it could have made from the same position::
+
+    luck = V(roller's position after the actual roll) - mean over the 36 rolls r of V(position after r)
+
+where ``V`` (a :class:`ValueFunction`) gives the roller's win probability at its decision, just after a
+roll's captures, with its placement due. Given everything before the roll, the 36 rolls are equally likely,
+so a roll's luck has mean zero **for any V**: subtracting it from an outcome leaves the outcome's expectation
+unchanged, and a good V (one that follows the real win probability) removes most of the dice's variance.
+That is the variance reduction of GNU Backgammon's luck analysis and of poker's AIVAT. The roller's luck
+counts for it and against the other player.
+
+``V`` must be fixed before the games it scores are played (never fitted on them), and may be anything that
+maps positions to win probabilities: :class:`RaceValue`, the reserve-race model (the default, a closed form
+of the two reserves), or an adapter around an agent's search or a network (in
+:mod:`strategic_reserve_env.agents`). Luck is written once, here: the evaluation, the analysis of a game,
+the luck-adjusted rewards and the search agents all take their terms from :func:`roll_luck`.
+
+Positions are the engine's: bitboards seen from the roller, who is the mover when it rolls. The rules are the
+engine's own (:func:`strategic_reserve_env.rules.roll`), applied to every roll at once on arrays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from . import rules
+from .board import BIT_ARRAY, NUM_SQUARES
+
+RACE_A, RACE_B = 1.553, 0.368
+"""The reserve-race model's coefficients: a logistic regression on the 96,661 decisions of 4,000 greedy
+self-play games (``python -m experiments.fit_race_model`` in a clone reproduces the fit)."""
+
+
+def race_win_probability(mover_reserve, opponent_reserve) -> np.ndarray:
+    """P(the player to decide wins) from both reserves at a decision (arrays of any shape, broadcast)::
+
+    1                                        if m == 1 (the mover places its last checker)
+    0                                        if o == 1 < m (the opponent does so next)
+    sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise (A = RACE_A, B = RACE_B)
+    """
+    m = np.asarray(mover_reserve, dtype=np.float64)
+    o = np.asarray(opponent_reserve, dtype=np.float64)
+    p = 1.0 / (1.0 + np.exp(-(RACE_A * (o - m) + RACE_B) / np.sqrt(np.maximum(m + o, 1.0))))
+    p = np.where(o <= 1, 0.0, p)
+    return np.where(m <= 1, 1.0, p)
+
+
+@dataclass(frozen=True)
+class AfterRoll:
+    """Positions just after a roll, the roller to place; the fields are arrays of one shape (any shape)."""
+
+    me: np.ndarray  # (...) int64 bitboard: the roller's checkers
+    opp: np.ndarray  # (...) int64 bitboard: the other player's checkers, after the roll's captures
+    reserve_me: np.ndarray  # (...) int64: the roller's reserve (>= 1: a placement is due)
+    reserve_opp: np.ndarray  # (...) int64: the other player's reserve, the roll's captures included
+    legal: np.ndarray  # (...) int64 bitboard: the roller's legal placements (never 0)
+
+
+@runtime_checkable
+class ValueFunction(Protocol):
+    """The roller's win probability just after a roll: ``value(after) -> float64 array of after's shape``,
+    each in [0, 1]. ``name`` says which function it is (results and reports print it)."""
+
+    name: str
+
+    def __call__(self, after: AfterRoll) -> np.ndarray: ...
+
+
+class RaceValue:
+    """The reserve-race model at the roller's decision: :func:`race_win_probability` of the two reserves
+    just after the roll (so the roll's captures count). Needs no search: about a microsecond a position."""
+
+    name = "race"
+
+    def __call__(self, after: AfterRoll) -> np.ndarray:
+        return race_win_probability(after.reserve_me, after.reserve_opp)
+
+    def __repr__(self) -> str:
+        return "RaceValue()"
+
+
+DEFAULT_VALUE = RaceValue()
+"""The value function the evaluation, the analysis and the luck-adjusted rewards use unless told otherwise."""
+
+
+def every_roll(me, opp, reserve_me, reserve_opp) -> AfterRoll:
+    """The positions after each of the 36 rolls of the roller (the mover, before its roll): fields of shape
+    ``(..., 36)``, roll ``k`` (square ``k``) last, from arrays (or ints) of any shape broadcast together."""
+    me, opp, reserve_me, reserve_opp = (
+        np.asarray(x, dtype=np.int64)[..., None] for x in (me, opp, reserve_me, reserve_opp)
+    )
+    shape = np.broadcast_shapes(me.shape, opp.shape, reserve_me.shape, reserve_opp.shape, (NUM_SQUARES,))
+    flat = [np.broadcast_to(x, shape).reshape(-1) for x in (me, opp, reserve_opp, BIT_ARRAY)]
+    opp_after, reserve_opp_after, _, legal, _ = rules.roll(*flat)
+    return AfterRoll(
+        me=np.broadcast_to(me, shape),
+        opp=opp_after.reshape(shape),
+        reserve_me=np.broadcast_to(reserve_me, shape),
+        reserve_opp=reserve_opp_after.reshape(shape),
+        legal=legal.reshape(shape),
+    )
+
+
+def roll_values(value: ValueFunction, me, opp, reserve_me, reserve_opp) -> np.ndarray:
+    """``(..., 36)`` float64: the roller's win probability after each of its 36 rolls (``value`` of
+    :func:`every_roll`), from the position before the roll."""
+    values = np.asarray(value(every_roll(me, opp, reserve_me, reserve_opp)), dtype=np.float64)
+    expected = np.broadcast_shapes(*(np.shape(x) for x in (me, opp, reserve_me, reserve_opp))) + (NUM_SQUARES,)
+    if values.shape != expected:
+        raise ValueError(f"value function {value.name!r} returned shape {values.shape}, expected {expected}")
+    return values
+
+
+def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) -> np.ndarray:
+    """The roller's luck of rolling ``rolled`` (square indices 0..35) from the position before the roll
+    (``me`` the roller's checkers, ``opp`` the other player's, their reserves; arrays or ints of any shape,
+    broadcast together, ``rolled`` too): ``V(after the roll) - mean over the 36 rolls of V``, float64 of the
+    broadcast shape."""
+    values = roll_values(value, me, opp, reserve_me, reserve_opp)
+    rolled = np.asarray(rolled, dtype=np.int64)
+    if np.any((rolled < 0) | (rolled >= NUM_SQUARES)):
+        raise ValueError(f"rolled squares must be in 0..{NUM_SQUARES - 1}")
+    shape = np.broadcast_shapes(values.shape[:-1], rolled.shape)
+    values = np.broadcast_to(values, shape + (NUM_SQUARES,))
+    actual = np.take_along_axis(values, np.broadcast_to(rolled, shape)[..., None], axis=-1)[..., 0]
+    return actual - values.mean(axis=-1)
+
+
+def before_roll(me, opp, reserve_me, reserve_opp, captured) -> tuple[Any, Any, Any, Any]:
+    """The position before a roll, from the one just after it (the engine's fields after ``roll``: ``me`` the
+    roller's, ``opp`` and ``reserve_opp`` after the captures, ``captured`` the squares the roll emptied):
+    ``(me, opp, reserve_me, reserve_opp)``, the captured checkers back on the board and out of the reserve."""
+    captured = np.asarray(captured, dtype=np.int64)
+    return me, np.asarray(opp) | captured, reserve_me, np.asarray(reserve_opp) - np.bitwise_count(captured)
+
+
+def luck_of_latest_roll(value: ValueFunction, position) -> np.ndarray:
+    """The roller's luck of the latest roll of ``position``, read just after that roll, before the
+    placement (an :class:`~strategic_reserve_env.engine.State` whose games all await a placement, or a
+    :class:`~strategic_reserve_env.game.Game`): float64 of the position's batch shape (``()`` for a Game)."""
+    before = before_roll(position.me, position.opp, position.reserve_me, position.reserve_opp, position.captured)
+    return roll_luck(value, *before, position.rolled)
+
+
+__all__ = [
+    "DEFAULT_VALUE",
+    "RACE_A",
+    "RACE_B",
+    "AfterRoll",
+    "RaceValue",
+    "ValueFunction",
+    "before_roll",
+    "every_roll",
+    "luck_of_latest_roll",
+    "race_win_probability",
+    "roll_luck",
+    "roll_values",
+]

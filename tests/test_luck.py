@@ -1,0 +1,123 @@
+"""Luck of a roll (strategic_reserve_env.luck): the 36 outcomes against the scalar reference, hand-worked rolls,
+and the estimator's defining property (mean zero over the chance model, for any value function)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from strategic_reserve_env import engine, luck
+from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES, RED, parse_square
+from strategic_reserve_env.config import Config, StartPosition
+from strategic_reserve_env.game import Game
+from strategic_reserve_env.reference import ReferenceGame
+
+from conftest import random_start
+
+
+def _reference_after(start: StartPosition, square: int) -> tuple[int, int, list[int]]:
+    """(roller's reserve, other's reserve, legal squares) after the roll on ``square``, by the reference."""
+    game = ReferenceGame(start.board, {"red": start.reserves[0], "blue": start.reserves[1]}, start.to_move)
+    legal = game.roll(square)
+    roller, other = game.mover, "B" if game.mover == "R" else "R"
+    return game.reserves[roller], game.reserves[other], legal
+
+
+def test_every_roll_and_its_luck_agree_with_the_scalar_reference(rng):
+    """Random positions, all 36 rolls: the engine's post-roll reserves and legal squares are the reference's,
+    and the race luck of each roll is V(actual) - mean V computed from the reference's reserves."""
+    for _ in range(40):
+        start = random_start(rng, max_reserve=9)
+        game = Game(Config(start=start))
+        after = luck.every_roll(game.me, game.opp, game.reserve_me, game.reserve_opp)
+        assert after.me.shape == (NUM_SQUARES,)
+        expected = [_reference_after(start, square) for square in range(NUM_SQUARES)]
+        assert after.reserve_me.tolist() == [e[0] for e in expected]
+        assert after.reserve_opp.tolist() == [e[1] for e in expected]
+        assert [np.flatnonzero(BIT_ARRAY & legal).tolist() for legal in after.legal.tolist()] == [
+            e[2] for e in expected
+        ]
+        race = np.array([luck.race_win_probability(e[0], e[1]) for e in expected])
+        for square in rng.choice(NUM_SQUARES, size=4, replace=False).tolist():
+            got = luck.roll_luck(luck.DEFAULT_VALUE, game.me, game.opp, game.reserve_me, game.reserve_opp, square)
+            assert got == pytest.approx(race[square] - race.mean(), abs=1e-12)
+
+
+def test_a_roll_that_captures_a_singleton_is_worth_what_the_race_says():
+    """Red (reserve 3) to roll against a lone blue checker on c3 (Blue's reserve 2), one red checker on a1:
+    the roll c3 captures it (Blue's reserve 3), a1 is a friendly hit that touches nothing, every other roll is
+    empty. By hand: luck(c3) = V(3, 3) - mean and luck(other) = V(3, 2) - mean, with
+    mean = (V(3, 3) + 35 V(3, 2)) / 36, V(3, 3) = sigmoid(B / sqrt 6) and V(3, 2) = sigmoid((B - A) / sqrt 5)."""
+    board = ["."] * NUM_SQUARES
+    board[parse_square("c3")], board[parse_square("a1")] = "B", "R"
+    game = Game(Config(start=StartPosition("".join(board), (3, 2), "red")))
+    sigmoid = lambda x: 1.0 / (1.0 + np.exp(-x))  # noqa: E731
+    v_even = sigmoid(luck.RACE_B / np.sqrt(6.0))
+    v_behind = sigmoid((-luck.RACE_A + luck.RACE_B) / np.sqrt(5.0))
+    mean = (v_even + 35 * v_behind) / 36
+    rolls = np.arange(NUM_SQUARES)
+    got = luck.roll_luck(luck.DEFAULT_VALUE, game.me, game.opp, game.reserve_me, game.reserve_opp, rolls)
+    expected = np.full(NUM_SQUARES, v_behind - mean)
+    expected[parse_square("c3")] = v_even - mean
+    np.testing.assert_allclose(got, expected, atol=1e-12)
+    assert got[parse_square("c3")] > 0.1  # a lucky roll: the race evened
+
+
+def test_the_last_checker_roll_is_luckless_and_a_lost_race_too():
+    """A roller with one checker left wins whatever it rolls (V = 1 after every roll): no luck at all."""
+    game = Game(Config(start=StartPosition("." * 35 + "B", (1, 4), "red")))
+    rolls = np.arange(NUM_SQUARES)
+    got = luck.roll_luck(luck.DEFAULT_VALUE, game.me, game.opp, game.reserve_me, game.reserve_opp, rolls)
+    np.testing.assert_array_equal(got, np.zeros(NUM_SQUARES))
+
+
+class _Noise:
+    """A deliberately bad value function: uniform noise, fixed by its seed (it ignores the position)."""
+
+    name = "noise"
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, after: luck.AfterRoll) -> np.ndarray:
+        return self.rng.random(np.shape(after.me))
+
+
+@pytest.mark.parametrize("value", [luck.DEFAULT_VALUE, _Noise(3)], ids=["race", "noise"])
+def test_luck_has_mean_zero_over_the_36_rolls_and_is_read_back_after_the_roll(value, rng):
+    """The estimator's premise, per position: the luck of the 36 equally likely rolls averages to zero. And the
+    luck read from the state after a roll (:func:`luck.luck_of_latest_roll`, as the evaluation reads it) is
+    the luck of that roll from the position before it, for a batch and for a Game."""
+    starts = [random_start(rng, max_reserve=9) for _ in range(24)]
+    state = engine.concatenate([engine.init(Config(start=s), 1) for s in starts])
+    values = luck.roll_values(luck.DEFAULT_VALUE, state.me, state.opp, state.reserve_me, state.reserve_opp)
+    lucks = values - values.mean(axis=-1, keepdims=True)
+    np.testing.assert_allclose(lucks.mean(axis=-1), 0.0, atol=1e-12)
+    rolled = rng.integers(0, NUM_SQUARES, size=state.batch_size)
+    after = engine.roll(state, rolled)
+    np.testing.assert_allclose(
+        luck.luck_of_latest_roll(luck.DEFAULT_VALUE, after), lucks[np.arange(state.batch_size), rolled], atol=1e-12
+    )
+    game = Game(Config(start=starts[0]))
+    game.roll(int(rolled[0]))
+    assert luck.luck_of_latest_roll(luck.DEFAULT_VALUE, game) == pytest.approx(lucks[0, rolled[0]], abs=1e-12)
+    if value is not luck.DEFAULT_VALUE:  # any V: the noise's own 36 values also average out exactly
+        noisy = luck.roll_values(value, state.me, state.opp, state.reserve_me, state.reserve_opp)
+        np.testing.assert_allclose((noisy - noisy.mean(axis=-1, keepdims=True)).mean(axis=-1), 0.0, atol=1e-12)
+
+
+def test_a_value_function_of_the_wrong_shape_and_bad_squares_are_refused():
+    game = Game()
+    position = (game.me, game.opp, game.reserve_me, game.reserve_opp)
+
+    class Scalar:
+        name = "scalar"
+
+        def __call__(self, after):
+            return 0.5
+
+    with pytest.raises(ValueError, match=r"value function 'scalar' returned shape \(\), expected \(36,\)"):
+        luck.roll_luck(Scalar(), *position, 3)
+    with pytest.raises(ValueError, match="rolled squares must be in 0..35"):
+        luck.roll_luck(luck.DEFAULT_VALUE, *position, 36)
+    assert isinstance(luck.DEFAULT_VALUE, luck.ValueFunction) and game.to_move == RED
