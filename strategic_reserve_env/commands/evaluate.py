@@ -48,13 +48,17 @@ from strategic_reserve_env.evaluation.tournament import (
     text_table,
     write_outputs,
 )
+from strategic_reserve_env.commands import named
 from strategic_reserve_env.policies import InvalidActionsError
 
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line; ``prog``: the name ``--help`` shows (default the script's)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=named(__doc__, "evaluate.py", prog), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("agents", nargs="*", help=f"agent specs; built in: {KNOWN_AGENTS}; your own: {USER_SPEC_FORMS}")
     defaults = Settings(agents=[])
     parser.add_argument("--games", type=int, help=f"games per pairing, even (default {defaults.games})")
@@ -84,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.list_agents:
         if args.agents or args.benchmark:

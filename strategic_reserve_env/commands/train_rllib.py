@@ -25,6 +25,7 @@ import tyro
 
 from strategic_reserve_env.aec_env import make_config
 from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.commands import named
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
 from strategic_reserve_env.evaluation.tournament import check_out
 from strategic_reserve_env.rllib_model import NetworkConfig
@@ -232,8 +233,9 @@ def train(settings: Settings) -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    settings = tyro.cli(Settings, args=argv, description=__doc__)
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The command line (``argv``, default ``sys.argv[1:]``); ``prog``: the name ``--help`` shows."""
+    settings = tyro.cli(Settings, args=argv, prog=prog, description=named(__doc__, "train_rllib.py", prog))
     try:
         settings.check()
     except ValueError as error:
