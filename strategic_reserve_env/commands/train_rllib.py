@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -146,6 +147,16 @@ def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> 
     }
 
 
+def runner_nodes(algorithm) -> dict[str, int]:
+    """The remote env runners per node: the node's IP address -> how many run there (empty with none)."""
+    import ray
+
+    addresses = algorithm.env_runner_group.foreach_env_runner(
+        lambda _: ray.util.get_node_ip_address(), local_env_runner=False
+    )
+    return dict(sorted(Counter(addresses).items()))
+
+
 def progress_line(row: dict, iterations: int) -> str:
     return (
         f"iteration {row['iteration']}/{iterations}: {row['env_steps']:,} env steps in {row['seconds']:.1f} s "
@@ -207,6 +218,9 @@ def train(settings: Settings) -> list[dict]:
     try:
         algorithm = config.build_algo()
         try:
+            nodes = runner_nodes(algorithm)
+            if nodes:
+                print("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()), flush=True)
             with open(out / "progress.jsonl", "w") as log:
                 for iteration in range(1, settings.iterations + 1):
                     clock = time.perf_counter()
@@ -222,6 +236,7 @@ def train(settings: Settings) -> list[dict]:
                 "ray": ray.__version__,
                 "settings": asdict(settings),
                 "env_steps": rows[-1]["env_steps_total"],
+                "env_runner_nodes": nodes,
             }
             save_module(algorithm, out, settings.network(), notes)
         finally:
