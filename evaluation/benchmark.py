@@ -327,5 +327,6 @@ def run_benchmark(
 if __name__ == "__main__":  # a library module: say where its command is
     raise SystemExit(
         "strategic_reserve_env.evaluation.benchmark is the benchmark's library; run it with "
-        "`strategic-reserve benchmark SPEC` (`strategic-reserve benchmark --help`) or `python evaluate.py --benchmark SPEC`"
+        "`strategic-reserve benchmark SPEC` (`strategic-reserve benchmark --help`) "
+        "or `python evaluate.py --benchmark SPEC`"
     )

@@ -31,12 +31,15 @@ class Command:
 # name -> command; a new command is one more line here and a module in strategic_reserve_env/commands
 COMMANDS: dict[str, Command] = {
     "evaluate": Command(
-        "round robin with paired dice, ratings (the code of evaluate.py)", "strategic_reserve_env.commands.evaluate:main"
+        "round robin with paired dice, ratings (the code of evaluate.py)",
+        "strategic_reserve_env.commands.evaluate:main",
     ),
     "benchmark": Command(
         "one agent against the protocol's fixed panel, a score card", "strategic_reserve_env.commands.benchmark:main"
     ),
-    "train": Command("distillation, then optional PPO (the code of train.py)", "strategic_reserve_env.commands.train:cli"),
+    "train": Command(
+        "distillation, then optional PPO (the code of train.py)", "strategic_reserve_env.commands.train:cli"
+    ),
     "train-rllib": Command(
         "Ray RLlib self-play, one machine or a cluster (needs the rllib extra)",
         "strategic_reserve_env.commands.train_rllib:main",

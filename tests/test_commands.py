@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import tomllib
+from importlib.metadata import entry_points
 
 import pytest
 
 from strategic_reserve_env.__main__ import COMMANDS, PROG, main
-
-from conftest import REPO
 
 
 def _help(argv: list[str], capsys) -> str:
@@ -21,8 +19,8 @@ def _help(argv: list[str], capsys) -> str:
 
 
 def test_the_console_script_is_the_dispatcher():
-    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts == {PROG: "strategic_reserve_env.__main__:main"}
+    (script,) = entry_points(group="console_scripts", name=PROG)  # as installed from pyproject.toml
+    assert script.value == "strategic_reserve_env.__main__:main"
 
 
 def test_the_top_level_help_names_the_console_command_and_lists_every_command(capsys):

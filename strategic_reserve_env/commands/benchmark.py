@@ -26,7 +26,9 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("spec", metavar="SPEC", help=f"the agent; built in: {KNOWN_AGENTS}; your own: {USER_SPEC_FORMS}")
+    parser.add_argument(
+        "spec", metavar="SPEC", help=f"the agent; built in: {KNOWN_AGENTS}; your own: {USER_SPEC_FORMS}"
+    )
     parser.add_argument(
         "--benchmark-games",
         type=int,

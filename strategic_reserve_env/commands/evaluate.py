@@ -35,6 +35,7 @@ from dataclasses import replace
 
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
+from strategic_reserve_env.commands import named
 from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1, run_benchmark
 from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
@@ -48,7 +49,6 @@ from strategic_reserve_env.evaluation.tournament import (
     text_table,
     write_outputs,
 )
-from strategic_reserve_env.commands import named
 from strategic_reserve_env.policies import InvalidActionsError
 
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit")

@@ -1,7 +1,7 @@
 """Play Strategic Reserve against an agent in the terminal (the rules: docs/RULES.md).
 
-    strategic-reserve play --opponent greedy --seat red --seed 7
-    strategic-reserve play --opponent ppo --save game.json
+strategic-reserve play --opponent greedy --seat red --seed 7
+strategic-reserve play --opponent ppo --save game.json
 """
 
 from __future__ import annotations
