@@ -118,7 +118,7 @@ from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
 from .board import BLUE, DEFAULT_RESERVE, NO_PLAYER, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, square_mask
-from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, start_position
+from .config import DEFAULT_PLY_LIMIT, StartPosition, make_config
 from .dice import GameDice
 from .engine import IllegalActionError, integers
 from .game import Game
@@ -162,14 +162,6 @@ def env(**kwargs: Any) -> AECEnv:
     environment = wrappers.TerminateIllegalWrapper(environment, illegal_reward=-1)
     environment = CheckActionWrapper(environment)
     return wrappers.OrderEnforcingWrapper(environment)
-
-
-def make_config(
-    reserve: int = DEFAULT_RESERVE, ply_limit: int = DEFAULT_PLY_LIMIT, start: StartPosition | dict | None = None
-) -> Config:
-    """A Config from env keyword arguments (``start`` may be a plain dict: :func:`~.config.start_position`,
-    its reserves ``(reserve, reserve)`` unless given)."""
-    return Config(reserve=reserve, ply_limit=ply_limit, start=start_position(start, reserve))
 
 
 def parse_rolls(rolls) -> list[int]:

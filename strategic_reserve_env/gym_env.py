@@ -76,9 +76,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from . import render as rendering
-from .aec_env import make_config
 from .board import COLOURS, DEFAULT_RESERVE, NUM_SQUARES, brief, names_of
-from .config import DEFAULT_PLY_LIMIT
+from .config import DEFAULT_PLY_LIMIT, make_config
 from .game import Game
 from .learner import LearnerGames, check_count
 from .observation import OBSERVATION_SHAPE

@@ -24,12 +24,11 @@ from pathlib import Path
 
 import tyro
 
-from strategic_reserve_env.aec_env import make_config
+from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.commands import named
-from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.evaluation.tournament import check_out
-from strategic_reserve_env.rllib_model import NetworkConfig
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
