@@ -108,7 +108,7 @@ info was empty).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -274,7 +274,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         "name": ENV_NAME,
         "render_modes": rendering.RENDER_MODES,
         "is_parallelizable": False,
-        "render_fps": 2,
+        "render_fps": rendering.RENDER_FPS,
     }
 
     def __init__(
@@ -285,7 +285,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         render_mode: str | None = None,
     ) -> None:
         super().__init__()
-        self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])
+        self._renderer = rendering.Renderer(render_mode, rendering.RENDER_FPS)
         self.config = make_config(reserve, ply_limit, start)
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)
@@ -299,7 +299,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.observation_spaces = {agent: observation_space for agent in AGENTS}
         self.action_spaces = {agent: spaces.Discrete(NUM_SQUARES) for agent in AGENTS}
         self.game = Game(self.config)
-        self.dice = GameDice(int(np.random.SeedSequence().entropy % 2**63))
+        self.dice = GameDice(int(cast(int, np.random.SeedSequence().entropy) % 2**63))
 
     # -- copies and pickles carry the game -----------------------------------------------
     def __getstate__(self) -> dict:
@@ -310,7 +310,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._renderer = rendering.Renderer(self.render_mode, self.metadata["render_fps"])
+        self._renderer = rendering.Renderer(self.render_mode, rendering.RENDER_FPS)
 
     # -- spaces ---------------------------------------------------------------------
     def observation_space(self, agent: str) -> spaces.Space:

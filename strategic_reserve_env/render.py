@@ -146,6 +146,7 @@ def rgb_array(game: Game) -> np.ndarray:
 
 
 RENDER_MODES = ["human", "ansi", "rgb_array"]
+RENDER_FPS = 2  # frames per second of render_mode="human" (the envs' metadata)
 
 
 class Renderer:

@@ -37,7 +37,12 @@ step() {  # step NAME COMMAND...: run COMMAND, count it, show its output only wh
 seconds() { date +%s; }
 
 start=$(seconds)
-"$build_python" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$work/dist" "$repo" >/dev/null
+# from a copy of the checkout's files (tracked and untracked, not ignored): a build/ left in the checkout
+# would carry stale modules into the wheel
+mkdir "$work/src"
+git -C "$repo" ls-files -z --cached --others --exclude-standard |
+    (cd "$repo" && tar --null --ignore-failed-read -cf - -T - 2>/dev/null) | tar -xf - -C "$work/src"
+"$build_python" -m pip wheel --quiet --no-deps --no-build-isolation --wheel-dir "$work/dist" "$work/src" >/dev/null
 wheel="$(ls "$work"/dist/strategic_reserve_env-*.whl)"
 built=$(seconds)
 "$venv_python" -m venv "$work/venv"
