@@ -78,3 +78,11 @@ def test_the_benchmark_command_refuses_bad_games_before_playing(capsys):
         main(["benchmark", "random", "--benchmark-games", "3"])
     assert stopped.value.code == 2
     assert "--benchmark-games" in capsys.readouterr().err
+
+
+def test_bench_rows_share_their_columns():
+    from strategic_reserve_env.bench import row
+
+    rows = [row("engine", "B=4096", "batched numpy arrays", 1e6), row("aec raw_env", "1 game", "public API", 5.0)]
+    assert len({len(text) for text in rows}) == 1 and len({text.index(" plies/s") for text in rows}) == 1
+    assert rows[1].startswith("aec raw_env 1 game  public API")

@@ -166,7 +166,8 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     save(pairings, ratings)
     if out is not None:
         print(f"\nwrote {out}/results.json, results.md, ratings.png")
-    print(f"wall time {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    elapsed = time.perf_counter() - start
+    print(f"wall time {elapsed:.1f} s" if elapsed >= 1 else f"wall time {1000 * elapsed:.0f} ms", file=sys.stderr)
     return 0
 
 
