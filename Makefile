@@ -12,7 +12,7 @@ ISTAMP := $(IVENV)/.installed
 TORCH ?= torch==2.13.0
 PIP := $(BIN)/python -m pip
 
-.PHONY: test test-core test-integrations lint train bench install clean
+.PHONY: test test-core test-wheel test-integrations lint train bench install clean
 
 install: $(STAMP)
 
@@ -32,7 +32,7 @@ $(ISTAMP): pyproject.toml constraints-cpu.txt | $(IBIN)/python
 	$(IBIN)/python -m pip install -c constraints-cpu.txt -e ".[train,test,integrations]"
 	touch $@
 
-test: test-core test-integrations
+test: test-core test-wheel test-integrations
 
 # ruff (rules and format: [tool.ruff] in pyproject.toml) over the repository, mypy over the core ([tool.mypy])
 lint: $(STAMP)
@@ -42,6 +42,10 @@ lint: $(STAMP)
 
 test-core: $(STAMP)
 	$(BIN)/python -m pytest -n 2
+
+# the wheel, installed (not editable) in a fresh venv, run from folders outside the checkout (tests/wheel/check.sh)
+test-wheel: $(STAMP)
+	bash tests/wheel/check.sh $(BIN)/python $(PYTHON)
 
 test-integrations: $(ISTAMP)
 	$(IBIN)/python -m pytest -p no:cacheprovider tests/integration

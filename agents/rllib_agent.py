@@ -1,7 +1,7 @@
 """An agent backed by a module trained with Ray RLlib (``train_rllib.py``), spec ``rllib:PATH``.
 
 ``PATH`` is the directory ``train_rllib.py`` writes (``model.json`` +
-``weights.npz``, see :mod:`strategic_reserve_env.rllib_model`): loading it
+``weights.npz``, see :mod:`strategic_reserve_env.agents.rllib_model`): loading it
 reads arrays and JSON only, never pickles, and needs torch but not ray.
 Actions are the masked policy's most likely square (``deterministic=True``,
 the default) or a sample from it drawn with the caller's generator, exactly
@@ -18,14 +18,14 @@ from .ppo import PPOAgent
 
 
 class RLlibAgent(PPOAgent):
-    """Acts with a :class:`~strategic_reserve_env.rllib_model.BoardNet` (``policy``), masking illegal squares."""
+    """Acts with a :class:`~strategic_reserve_env.agents.rllib_model.BoardNet` (``policy``), masking illegal squares."""
 
     uses_observation = True
 
     @classmethod
     def load(cls, path: str | Path, deterministic: bool = True) -> RLlibAgent:
         """The agent of a module directory written by ``train_rllib.py``; ``ValueError`` if it cannot be read."""
-        from strategic_reserve_env import rllib_model
+        from . import rllib_model
 
         if not str(path):
             raise ValueError("agent spec rllib:PATH: give the directory train_rllib.py wrote, e.g. rllib:runs/rllib")

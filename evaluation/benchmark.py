@@ -112,9 +112,12 @@ class Protocol:
             ],
         }
 
-    def summary(self) -> str:
-        """One line: what the protocol fixes."""
+    def summary(self, games_override: int | None = None) -> str:
+        """One line: what the protocol fixes, with the games played per opponent (``games_override`` if given,
+        the protocol's own in parentheses then)."""
         games = ", ".join(f"{m.games:,} vs {m.label}" for m in self.panel)
+        if games_override is not None:
+            games = f"{games_override:,} vs each (the protocol's: {games})"
         return (
             f"protocol {self.version}: paired dice (seed {self.seed}), reserve {self.reserve}, "
             f"ply limit {self.ply_limit}, batch {self.batch}; games: {games}"
@@ -225,7 +228,7 @@ class ScoreCard:
             "",
             self.rating_line(),
             self.speed_line(),
-            self.protocol.summary(),
+            self.protocol.summary(self.games_override),
         ]
         return "\n".join(lines + ([f"unfinished: {self.error}"] if self.error else []))
 
@@ -319,3 +322,11 @@ def run_benchmark(
     card.wall_seconds = time.perf_counter() - start
     card.load_average = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return card
+
+
+if __name__ == "__main__":  # a library module: say where its command is
+    raise SystemExit(
+        "strategic_reserve_env.evaluation.benchmark is the benchmark's library; run it with "
+        "`strategic-reserve benchmark SPEC` (`strategic-reserve benchmark --help`) "
+        "or `python evaluate.py --benchmark SPEC`"
+    )

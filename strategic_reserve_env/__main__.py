@@ -1,99 +1,88 @@
-"""Command line: ``python -m strategic_reserve_env {replay,bench,play} ...``."""
+"""The ``strategic-reserve`` command (also ``python -m strategic_reserve_env``): one subcommand per task.
+
+``strategic-reserve COMMAND --help`` describes each. The commands live in
+``strategic_reserve_env.commands``; :data:`COMMANDS` lists them, and a module
+is imported only when its command runs (``replay`` needs neither torch nor the agents).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from . import bench, records
-from .board import DEFAULT_RESERVE
-from .config import Config
-
-STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
+PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
 
 
-def _replay(args: argparse.Namespace) -> int:
-    """Print the trace of a record as JSON lines; one line on stderr and exit 1 on a bad record."""
-    stdin = args.record == "-"
-    name = STDIN_NAME if stdin else args.record
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: what it does (one line of ``--help``) and where its ``main(argv, prog) -> int`` is."""
+
+    summary: str
+    target: str  # "module:function", imported when the command runs
+
+    def load(self) -> Callable[[list[str], str], int]:
+        module, _, function = self.target.partition(":")
+        return getattr(importlib.import_module(module), function)
+
+
+# name -> command; a new command is one more line here and a module in strategic_reserve_env/commands
+COMMANDS: dict[str, Command] = {
+    "evaluate": Command(
+        "round robin with paired dice, ratings (the code of evaluate.py)",
+        "strategic_reserve_env.commands.evaluate:main",
+    ),
+    "benchmark": Command(
+        "one agent against the protocol's fixed panel, a score card", "strategic_reserve_env.commands.benchmark:main"
+    ),
+    "train": Command(
+        "distillation, then optional PPO (the code of train.py)", "strategic_reserve_env.commands.train:cli"
+    ),
+    "train-rllib": Command(
+        "Ray RLlib self-play, one machine or a cluster (needs the rllib extra)",
+        "strategic_reserve_env.commands.train_rllib:main",
+    ),
+    "replay": Command(
+        "print the trace of a game record (docs/RULES.md format)", "strategic_reserve_env.commands.replay:main"
+    ),
+    "bench": Command("plies per second of uniformly random legal play", "strategic_reserve_env.commands.bench:main"),
+    "play": Command("play against an agent in the terminal", "strategic_reserve_env.commands.play:main"),
+}
+
+
+def build_parser(prog: str) -> argparse.ArgumentParser:
+    """The top-level parser: ``--help``, ``--version`` and the list of commands."""
+    from strategic_reserve_env import __version__
+
+    width = max(map(len, COMMANDS))
+    listing = "\n".join(f"  {name:<{width}}  {command.summary}" for name, command in COMMANDS.items())
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        usage=f"{prog} [-h] [--version] COMMAND [ARGS ...]",
+        description="Strategic Reserve: evaluate, benchmark and train agents, replay records, play a game.",
+        epilog=f"commands:\n{listing}\n\n{prog} COMMAND --help describes each one.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("command", metavar="COMMAND", choices=COMMANDS, help="one of: " + ", ".join(COMMANDS))
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """Run ``argv`` (default ``sys.argv[1:]``): ``COMMAND ARGS...``; returns the exit status. ``prog``: the name
+    the help texts give the command."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or argv[0] not in COMMANDS:
+        build_parser(prog).parse_args(argv)  # --help, --version, or a usage error (exit 2)
+        return 2  # not reached: every argument list that is not a command ends in the parser
+    name, rest = argv[0], argv[1:]
     try:
-        record = records.load_record(sys.stdin.buffer if stdin else args.record, name)
-    except records.RecordError as error:  # the message names the file
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    try:
-        for entry in records.replay(record):
-            print(records.trace_line(entry), flush=False)
-    except records.RecordError as error:
-        sys.stdout.flush()
-        print(f"error: {name}: {error}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _bench(args: argparse.Namespace) -> int:
-    """Print plies/s of random legal play."""
-    config = Config(reserve=args.reserve)
-    print(f"random legal play, reserve {config.reserve}, {args.seconds:g} s per line, one process")
-    for line in bench.run(seconds=args.seconds, batch_sizes=tuple(args.batch_sizes), config=config):
-        print(line, flush=True)
-    return 0
-
-
-def _play(args: argparse.Namespace) -> int:
-    """A person against an agent in the terminal."""
-    from strategic_reserve_env.agents import (
-        load_agent,  # the command line is the one layer of this package that uses the agents
-    )
-
-    from .terminal import terminal_game
-
-    agent = load_agent(args.opponent)  # ValueError naming the problem for a bad spec
-    return terminal_game(agent, seat=args.seat, seed=args.seed, reserve=args.reserve, save=args.save)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point."""
-    parser = argparse.ArgumentParser(prog="python -m strategic_reserve_env", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-
-    replay = commands.add_parser("replay", help="print the trace of a game record (docs/RULES.md format)")
-    replay.add_argument(
-        "record",
-        help=f"path of a record .json file, or - for the standard input "
-        f"(at most {records.MAX_RECORD_BYTES:,} bytes, UTF-8 JSON)",
-    )
-    replay.set_defaults(run=_replay)
-
-    bench_parser = commands.add_parser("bench", help="plies per second of uniformly random legal play")
-    bench_parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement (default 2)")
-    bench_parser.add_argument(
-        "--batch-sizes", type=int, nargs="+", default=[1, 64, 4096], metavar="B", help="batch sizes (default 1 64 4096)"
-    )
-    bench_parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
-    bench_parser.set_defaults(run=_bench)
-
-    play_parser = commands.add_parser("play", help="play against an agent in the terminal")
-    play_parser.add_argument(
-        "--opponent",
-        default="greedy",
-        help="agent spec (default greedy), e.g. random, expectimax:depth=2, ppo:models/ppo_baseline.safetensors",
-    )
-    play_parser.add_argument("--seat", choices=["red", "blue", "random"], default="red", help="your colour")
-    play_parser.add_argument("--seed", type=int, help="seed of the dice and the agent")
-    play_parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
-    play_parser.add_argument("--save", help="write the game record here at the end (otherwise you are asked)")
-    play_parser.set_defaults(run=_play)
-
-    args = parser.parse_args(argv)
-    try:
-        return args.run(args)
+        return COMMANDS[name].load()(rest, f"{prog} {name}")
     except BrokenPipeError:  # e.g. piped into head
         return 0
-    except ValueError as error:  # bad settings, e.g. --reserve 20
-        print(f"error: {error}", file=sys.stderr)
-        return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python -m strategic_reserve_env"))

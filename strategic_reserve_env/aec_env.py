@@ -108,7 +108,7 @@ info was empty).
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -118,7 +118,7 @@ from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
 from .board import BLUE, DEFAULT_RESERVE, NO_PLAYER, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, square_mask
-from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, start_position
+from .config import DEFAULT_PLY_LIMIT, StartPosition, make_config
 from .dice import GameDice
 from .engine import IllegalActionError, integers
 from .game import Game
@@ -162,14 +162,6 @@ def env(**kwargs: Any) -> AECEnv:
     environment = wrappers.TerminateIllegalWrapper(environment, illegal_reward=-1)
     environment = CheckActionWrapper(environment)
     return wrappers.OrderEnforcingWrapper(environment)
-
-
-def make_config(
-    reserve: int = DEFAULT_RESERVE, ply_limit: int = DEFAULT_PLY_LIMIT, start: StartPosition | dict | None = None
-) -> Config:
-    """A Config from env keyword arguments (``start`` may be a plain dict: :func:`~.config.start_position`,
-    its reserves ``(reserve, reserve)`` unless given)."""
-    return Config(reserve=reserve, ply_limit=ply_limit, start=start_position(start, reserve))
 
 
 def parse_rolls(rolls) -> list[int]:
@@ -282,7 +274,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         "name": ENV_NAME,
         "render_modes": rendering.RENDER_MODES,
         "is_parallelizable": False,
-        "render_fps": 2,
+        "render_fps": rendering.RENDER_FPS,
     }
 
     def __init__(
@@ -293,7 +285,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         render_mode: str | None = None,
     ) -> None:
         super().__init__()
-        self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])
+        self._renderer = rendering.Renderer(render_mode, rendering.RENDER_FPS)
         self.config = make_config(reserve, ply_limit, start)
         self.render_mode = render_mode
         self.possible_agents = list(AGENTS)
@@ -307,7 +299,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.observation_spaces = {agent: observation_space for agent in AGENTS}
         self.action_spaces = {agent: spaces.Discrete(NUM_SQUARES) for agent in AGENTS}
         self.game = Game(self.config)
-        self.dice = GameDice(int(np.random.SeedSequence().entropy % 2**63))
+        self.dice = GameDice(int(cast(int, np.random.SeedSequence().entropy) % 2**63))
 
     # -- copies and pickles carry the game -----------------------------------------------
     def __getstate__(self) -> dict:
@@ -318,7 +310,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._renderer = rendering.Renderer(self.render_mode, self.metadata["render_fps"])
+        self._renderer = rendering.Renderer(self.render_mode, rendering.RENDER_FPS)
 
     # -- spaces ---------------------------------------------------------------------
     def observation_space(self, agent: str) -> spaces.Space:

@@ -155,29 +155,31 @@ def reference(seconds: float, config: Config, seed: int = 0) -> float:
     return _timed(run_block, seconds)
 
 
+COLUMNS = (12, 8, 32, 12)  # widths of a report row's interface, size, what and rate
+
+
+def row(interface: str, size: str, what: str, rate: float) -> str:
+    """One report line, its columns aligned with every other's (:data:`COLUMNS`)."""
+    first, second, third, fourth = COLUMNS
+    return f"{interface:<{first}}{size:<{second}}{what:<{third}}{rate:>{fourth},.0f} plies/s"
+
+
 def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), config: Config | None = None) -> list[str]:
     """Measure and return the report lines."""
     config = config if config is not None else Config()
     lines = []
     rates = {}
     rates["single"] = single(seconds, config)
-    lines.append(f"engine     B=1     single-game path (Python ints)  {rates['single']:>12,.0f} plies/s")
+    lines.append(row("engine", "B=1", "single-game path (Python ints)", rates["single"]))
     for batch_size in batch_sizes:
         rates[batch_size] = batched(batch_size, seconds, config)
-        lines.append(
-            f"engine     B={batch_size:<5d} batched numpy arrays            {rates[batch_size]:>12,.0f} plies/s"
-        )
-    lines.append(f"aec env()  1 game  random masked play, public API  {aec(seconds, config):>12,.0f} plies/s")
-    lines.append(
-        f"aec raw_env 1 game random masked play, public API  {aec(seconds, config, wrapped=False):>12,.0f} plies/s"
-    )
+        lines.append(row("engine", f"B={batch_size}", "batched numpy arrays", rates[batch_size]))
+    lines.append(row("aec env()", "1 game", "random masked play, public API", aec(seconds, config)))
+    lines.append(row("aec raw_env", "1 game", "random masked play, public API", aec(seconds, config, wrapped=False)))
     vector_envs = max(batch_sizes)
-    lines.append(
-        f"vector env {vector_envs:<5d}  random vs random              "
-        f"{vector(vector_envs, seconds, config):>12,.0f} plies/s"
-    )
+    lines.append(row("vector env", f"{vector_envs}", "random vs random", vector(vector_envs, seconds, config)))
     ref = reference(seconds, config)
-    lines.append(f"reference  B=1     plain scalar (reference.py)       {ref:>12,.0f} plies/s")
+    lines.append(row("reference", "B=1", "plain scalar (reference.py)", ref))
     best = max(batch_sizes)
     lines.append(
         f"speed-up vs reference: B={best} x{rates[best] / ref:,.1f}, single-game path x{rates['single'] / ref:,.1f}"

@@ -115,3 +115,11 @@ def start_position(start: StartPosition | Mapping | None, reserve: int) -> Start
         reserves=start.get("reserves", (reserve, reserve)),
         to_move=start.get("to_move", "red"),
     )
+
+
+def make_config(
+    reserve: int = DEFAULT_RESERVE, ply_limit: int = DEFAULT_PLY_LIMIT, start: StartPosition | Mapping | None = None
+) -> Config:
+    """A Config from the envs' keyword arguments (``start`` may be a plain dict: :func:`start_position`,
+    its reserves ``(reserve, reserve)`` unless given); every env adapter and command line builds its Config here."""
+    return Config(reserve=reserve, ply_limit=ply_limit, start=start_position(start, reserve))

@@ -69,6 +69,8 @@ until ``reset``.)
 
 from __future__ import annotations
 
+from typing import cast
+
 import gymnasium
 import numpy as np
 from gymnasium import spaces
@@ -76,9 +78,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from . import render as rendering
-from .aec_env import make_config
 from .board import COLOURS, DEFAULT_RESERVE, NUM_SQUARES, brief, names_of
-from .config import DEFAULT_PLY_LIMIT
+from .config import DEFAULT_PLY_LIMIT, make_config
 from .game import Game
 from .learner import LearnerGames, check_count
 from .observation import OBSERVATION_SHAPE
@@ -95,7 +96,7 @@ def _spaces() -> tuple[spaces.Box, spaces.Discrete]:
 class StrategicReserveEnv(gymnasium.Env):
     """One learner against an opponent; see the module docstring for the spec."""
 
-    metadata = {"render_modes": rendering.RENDER_MODES, "render_fps": 2}
+    metadata = {"render_modes": rendering.RENDER_MODES, "render_fps": rendering.RENDER_FPS}
 
     def __init__(
         self,
@@ -107,7 +108,7 @@ class StrategicReserveEnv(gymnasium.Env):
         render_mode: str | None = None,
         illegal_action: str = "lose",
     ) -> None:
-        self._renderer = rendering.Renderer(render_mode, self.metadata["render_fps"])
+        self._renderer = rendering.Renderer(render_mode, rendering.RENDER_FPS)
         self.observation_space, self.action_space = _spaces()
         self.render_mode = render_mode
         self.games = LearnerGames(make_config(reserve, ply_limit, start), 1, opponent, seat, illegal_action)
@@ -184,7 +185,7 @@ class StrategicReserveVectorEnv(VectorEnv):
 
     def reset(self, *, seed=None, options: dict | None = None):
         if seed is None and not self._seeded:
-            seed = int(np.random.SeedSequence().entropy % _SEED_RANGE)
+            seed = int(cast(int, np.random.SeedSequence().entropy) % _SEED_RANGE)
         seeds = None if seed is None else self._seeds(seed)
         rng = None if seeds is None else np.random.default_rng(seeds)
         self.games.reset(seeds, rng)

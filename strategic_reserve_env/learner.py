@@ -79,7 +79,7 @@ def as_actions(actions: object, num_games: int) -> np.ndarray:
     if num_games == 1 and (
         integer or isinstance(actions, np.ndarray) and actions.shape == () and actions.dtype.kind in "iu"
     ):
-        actions = np.reshape(actions, 1)
+        actions = np.asarray(actions).reshape(1)
     return engine.as_squares(actions, num_games, "actions")
 
 

@@ -108,11 +108,12 @@ class Progress:
         now = self.clock()
         rate = (self.count - self.start_count) / max(now - self.started, 1e-9)
         text = f"{self.count:,}"
+        units = self.unit if (self.total or self.count) == 1 else plural(self.unit)
         if self.total:
-            text += f"/{self.total:,} {self.unit} ({100 * self.count / self.total:.1f} %)"
+            text += f"/{self.total:,} {units} ({100 * self.count / self.total:.1f} %)"
         else:
-            text += f" {self.unit}"
-        text += f", {rate:,.0f} {self.unit}/s"
+            text += f" {units}"
+        text += f", {rate:,.0f} {plural(self.unit)}/s"
         if self.total and rate > 0 and self.count < self.total:
             text += f", {_duration((self.total - self.count) / rate)} left"
         return f"[{self.description}] {text}" if self.description else text
@@ -136,6 +137,12 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def plural(unit: str) -> str:
+    """The plural of a unit of work (``game`` -> ``games``); ``it`` (tqdm's iterations) and a unit ending in s
+    stay as they are."""
+    return unit if unit == "it" or unit.endswith("s") else unit + "s"
 
 
 def track(items: Iterable[T], total: int | None = None, unit: str = "it", **options) -> Iterator[T]:

@@ -8,6 +8,8 @@ module also lets Jupyter show a ``Game`` as its :func:`svg` board (the game does
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 from .board import BOARD_SIZE
@@ -40,8 +42,23 @@ def ansi(game: Game) -> str:
     lines.append(files)
     lines.append(view.caption)
     if view.legal_names:
-        lines.append("Legal: " + view.legal_names)
+        lines.append(legal_line(view.legal_names))
     return "\n".join(lines) + "\n"
+
+
+TEXT_WIDTH = 78  # columns of a text line (a terminal's 80, less a margin)
+
+
+def legal_line(names: str, label: str = "Legal: ") -> str:
+    """``label`` and the comma-separated square names, wrapped at :data:`TEXT_WIDTH` columns between names (never
+    inside one), the continuation lines indented under the first name."""
+    return textwrap.fill(
+        label + names,
+        width=TEXT_WIDTH,
+        subsequent_indent=" " * len(label),
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
 
 
 # ---------------------------------------------------------------------------------------- image
@@ -129,6 +146,7 @@ def rgb_array(game: Game) -> np.ndarray:
 
 
 RENDER_MODES = ["human", "ansi", "rgb_array"]
+RENDER_FPS = 2  # frames per second of render_mode="human" (the envs' metadata)
 
 
 class Renderer:

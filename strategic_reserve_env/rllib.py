@@ -9,7 +9,7 @@ this module does.
   -1 for the agent that made it, as PettingZoo's classic games do; the game
   is reported terminated, not also truncated, which RLlib's episodes reject).
 - :class:`MaskedBoardModule`: an RLModule (PPO's ``ValueFunctionAPI``) around
-  :class:`~strategic_reserve_env.rllib_model.BoardNet`. It reads the env's
+  :class:`~strategic_reserve_env.agents.rllib_model.BoardNet`. It reads the env's
   observation dict ``{"observation": (6, 6, 9) int8, "action_mask": (36,) int8}``
   as it comes: the planes feed the network (policy and value), the mask sets
   every illegal square's logit to ``MASKED_LOGIT`` in exploration, inference and
@@ -24,7 +24,7 @@ this module does.
 - :func:`ppo_config`: shared-policy self-play: both seats map to one module
   (:data:`POLICY`), trained by PPO on all its decisions as Red and as Blue.
 - :func:`module_weights` / :func:`save_module`: the trained network, written
-  in the pickle-free format of :mod:`~strategic_reserve_env.rllib_model`
+  in the pickle-free format of :mod:`~strategic_reserve_env.agents.rllib_model`
   (``strategic_reserve_env.agents.load_agent("rllib:PATH")`` plays it; RLlib's own checkpoints are
   pickles and are not used).
 
@@ -47,11 +47,12 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from ray.rllib.env.wrappers.pettingzoo_env import PettingZooEnv
 
-from . import rllib_model
+from strategic_reserve_env.agents import rllib_model
+from strategic_reserve_env.agents.rllib_model import BoardNet, NetworkConfig
+
 from .aec_env import env as aec_env
 from .board import NUM_SQUARES
 from .observation import OBSERVATION_SHAPE
-from .rllib_model import BoardNet, NetworkConfig
 
 POLICY = "shared"  # the one module both seats map to
 ILLEGAL_ACTIONS = "illegal_actions"  # metric: illegal actions received in the episodes ended this iteration

@@ -165,15 +165,17 @@ class StrategicReserveVecEnv(VecEnv):
         games = self.games
         rng = np.random.default_rng()
         rng.bit_generator.state = state["rng"]
-        streams = {}
-        for name, kind in (("dice", BatchDice), ("chance", UniformStreams)):
-            streams[name] = kind(np.zeros(self.num_envs, dtype=np.int64))
-            streams[name].keys = np.asarray(state[name]["keys"], dtype=np.uint64).copy()
-            streams[name].counters = np.asarray(state[name]["counters"], dtype=np.uint64).copy()
+        dice, chance = (
+            BatchDice(np.zeros(self.num_envs, dtype=np.int64)),
+            UniformStreams(np.zeros(self.num_envs, dtype=np.int64)),
+        )
+        for name, stream in (("dice", dice), ("chance", chance)):
+            stream.keys = np.asarray(state[name]["keys"], dtype=np.uint64).copy()
+            stream.counters = np.asarray(state[name]["counters"], dtype=np.uint64).copy()
         games.state = engine.State(**{name: np.asarray(array).copy() for name, array in state["engine"].items()})
         games.seat = np.asarray(state["seat"], dtype=np.int64).copy()
         games.opponent_id = np.asarray(state["opponent_id"], dtype=np.int64).copy()
-        games.dice, games.chance, games.rng = streams["dice"], streams["chance"], rng
+        games.dice, games.chance, games.rng = dice, chance, rng
         games.started, self._seed = bool(state["started"]), int(state["seed"])
 
     def _get_indices(self, indices) -> list[int]:

@@ -1,10 +1,11 @@
 """A person against an agent in the terminal: what ``python -m strategic_reserve_env play`` runs.
 
 The caller passes the agent in (the command line loads it from a spec such as ``greedy``; this package
-never imports the ``agents`` package). Each turn shows the board (ANSI text), the roll and the legal squares; the
-person types a square such as ``c4`` (``?`` lists the legal squares again,
-``q`` quits). At the end the game record can be saved and replayed with
-``python -m strategic_reserve_env replay FILE``.
+never imports the ``agents`` package). The game opens with :data:`INTRODUCTION` (the goal, the three kinds of
+hit, the board's legend, where the rules are). Each turn shows the board (ANSI text), the roll with how its
+dice name the square, and the legal squares; the person types a square such as ``c4`` (``help`` explains
+again, ``?`` lists the legal squares, ``q`` quits). At the end the game record can be saved and replayed with
+``strategic-reserve replay FILE``.
 
 The record is never lost: Ctrl-C stops the game as ``q`` does (the exit status
 is then 130), and when the record cannot be written (an unwritable path, or a
@@ -25,10 +26,30 @@ from .config import Config
 from .dice import GameDice
 from .game import Game
 from .policies import Policy, choose, policy_name
-from .render import ansi
+from .render import ansi, legal_line
 from .scene import roll_summary
 
-PROMPT = "Your placement (e.g. c4; ? lists legal squares; q quits): "
+PROMPT = "Your placement (e.g. c4; help explains; ? lists legal squares; q quits): "
+RULES = "docs/RULES.md"  # the rules in full, in the project's repository
+INTRODUCTION = f"""\
+Goal: empty your reserve. Each turn you place one checker from your reserve
+on the board; the first player whose reserve is empty wins.
+Each turn begins with a roll of two dice that names one square (purple: its
+file, green: its rank, both counted from the mover's own side). What stands
+there decides:
+  empty hit: the square is empty. Nothing is captured; place on any empty
+    square.
+  enemy hit: an opponent's checker. Its whole group (checkers joined left,
+    right, up or down) is captured; place on any empty square.
+  friendly hit: one of your own. Every opponent group touching that group of
+    yours is captured; you must place on an empty square next to your group.
+Captured checkers go back to their owner's reserve: that is how a reserve
+grows again.
+Board: R a red checker, B a blue one, . an empty square, + a square you may
+place on, [ ] the rolled square; each reserve stands beside its owner's back
+rank.
+Type a square such as c4; help shows this again, ? the legal squares, q quits.
+The rules in full: {RULES} in the project's repository."""
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
 SAVE_FAILED = 1  # exit status when the record could not be written where asked (it is printed instead)
 
@@ -41,18 +62,36 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
         text = read(PROMPT).strip().lower()
         if text in ("q", "quit", "exit"):
             return None
-        if text in ("?", "help", ""):
-            say(f"Legal squares: {names}")
+        if text in ("help", "h"):
+            say(INTRODUCTION)
+            say(legal_line(names, "Legal squares now: "))
+            continue
+        if text in ("?", ""):
+            say(legal_line(names, "Legal squares: "))
             continue
         try:
             square = parse_square(text)
         except ValueError:
-            say(f"'{text}' is not a square: type a file a-f and a rank 1-6, e.g. c4. Legal: {names}")
+            say(f"'{text}' is not a square: type a file a-f and a rank 1-6, e.g. c4.")
+            say(legal_line(names))
             continue
         if square not in legal:
-            say(f"{text} is not a legal placement now. Legal: {names}")
+            say(f"{text} is not a legal placement now.")
+            say(legal_line(names))
             continue
         return square
+
+
+def dice_line(game: Game) -> str:
+    """How the latest roll's dice named its square, from the roller's side (docs/RULES.md, "A turn")."""
+    purple, green = game.dice
+    square = square_name(game.rolled)
+    order = "files f to a, ranks 6 to 1" if COLOURS[game.roller] == "blue" else "files a to f, ranks 1 to 6"
+    who = COLOURS[game.roller].capitalize()
+    return (
+        f"Dice: purple {purple} is file {square[0]}, green {green} is rank {square[1]} "
+        f"({who} counts from its own side: {order})."
+    )
 
 
 def terminal_game(
@@ -81,12 +120,13 @@ def terminal_game(
         f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {name} is "
         f"{COLOURS[1 - human].capitalize()}. Red moves first. Seed {seed}."
     )
+    say(INTRODUCTION)
     quit_early, status = False, 0
     try:
         while not game.done:
             game.roll(dice.next())
             if game.to_move == human:
-                say(ansi(game))
+                say(ansi(game) + dice_line(game))
                 square = _ask_square(game, read, say)
                 if square is None:
                     quit_early = True
@@ -129,7 +169,7 @@ def _offer_save(
     except OSError as error:
         _print_record(record, f"Could not write {path} ({error.strerror or error})", say)
         return SAVE_FAILED
-    say(f"Saved {path}; replay it with: python -m strategic_reserve_env replay {path}")
+    say(f"Saved {path}; replay it with: strategic-reserve replay {path}")
     return 0
 
 
@@ -137,9 +177,9 @@ def _print_record(record: records.Record, reason: str, say: Callable[[str], None
     """Print ``record`` as one line of JSON, after a line saying why and how to replay it."""
     say(
         f"{reason}; here is the game record (save the next line as a .json file and replay it with "
-        "python -m strategic_reserve_env replay FILE):"
+        "strategic-reserve replay FILE):"
     )
     say(json.dumps(record.to_json()))
 
 
-__all__ = ["INTERRUPTED", "PROMPT", "SAVE_FAILED", "terminal_game"]
+__all__ = ["INTERRUPTED", "INTRODUCTION", "PROMPT", "SAVE_FAILED", "dice_line", "terminal_game"]

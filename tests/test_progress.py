@@ -40,9 +40,9 @@ def test_a_file_gets_plain_lines_at_the_interval_and_at_close():
     lines = stream.getvalue().splitlines()
     assert "\r" not in stream.getvalue()
     assert lines == [
-        "[train] 600/1,000 step (60.0 %), 20 step/s, 20 s left",
+        "[train] 600/1,000 steps (60.0 %), 20 steps/s, 20 s left",
         "vs greedy: 0.5",
-        "[train] 700/1,000 step (70.0 %), 23 step/s, 13 s left",
+        "[train] 700/1,000 steps (70.0 %), 23 steps/s, 13 s left",
     ]
 
 
@@ -66,7 +66,10 @@ def test_disabled_progress_writes_only_text():
 def test_track_yields_every_item_and_reports_the_count():
     stream = io.StringIO()
     assert list(track(range(7), unit="decision", stream=stream)) == list(range(7))
-    assert stream.getvalue().startswith("7/7 decision (100.0 %)")
+    assert stream.getvalue().startswith("7/7 decisions (100.0 %)")
+    single = io.StringIO()
+    assert list(track(["one"], unit="game", stream=single)) == ["one"]
+    assert single.getvalue().startswith("1/1 game (100.0 %)")
 
 
 def test_is_terminal_of_odd_streams():

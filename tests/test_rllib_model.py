@@ -17,13 +17,13 @@ import tomllib
 import torch
 from test_agents import random_positions
 
-from strategic_reserve_env import arena, rllib_model
-from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env import arena
+from strategic_reserve_env.agents import load_agent, rllib_model
 from strategic_reserve_env.agents.rllib_agent import RLlibAgent
+from strategic_reserve_env.agents.rllib_model import BoardNet, NetworkConfig
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
-from strategic_reserve_env.rllib_model import BoardNet, NetworkConfig
 
 from conftest import REPO
 
@@ -251,7 +251,7 @@ def test_the_rllib_extra_installs_every_module_the_rllib_code_imports():
     for path in (
         "train_rllib.py",
         "strategic_reserve_env/rllib.py",
-        "strategic_reserve_env/rllib_model.py",
+        "agents/rllib_model.py",
         "agents/rllib_agent.py",
     ):
         missing = third_party_imports(REPO / path) - installed

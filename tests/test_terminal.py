@@ -17,8 +17,9 @@ import pytest
 
 from strategic_reserve_env import Game, records
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.board import parse_square
-from strategic_reserve_env.terminal import INTERRUPTED, PROMPT, SAVE_FAILED, terminal_game
+from strategic_reserve_env.board import SQUARE_NAMES, parse_square
+from strategic_reserve_env.render import TEXT_WIDTH, ansi, legal_line
+from strategic_reserve_env.terminal import INTERRUPTED, INTRODUCTION, PROMPT, SAVE_FAILED, dice_line, terminal_game
 
 from conftest import REPO
 
@@ -249,7 +250,7 @@ def test_the_caller_passes_any_policy_and_a_bad_seat_is_refused(tmp_path):
         FirstLegal(), seat="blue", seed=8, save=str(path), read=scripted(legal_moves()), say=said.append
     )
     assert code == 0 and "You are Blue, first-legal is Red" in said[0]
-    assert "first-legal places on" in said[1]  # Red moves first
+    assert said[1] == INTRODUCTION and "first-legal places on" in said[2]  # Red moves first
     assert said[-2] in ("You won!", "first-legal won.")
     first_red = records.load_record(path).plies[0]  # (rolled, placed): first-legal placed on the lowest square
     game = Game()
@@ -274,3 +275,58 @@ def test_the_env_package_imports_neither_agents_nor_evaluation():
             assert not [n for n in names if n.split(".")[0] in ("agents", "evaluation")], (
                 f"{module.name} imports {names}"
             )
+
+
+def test_the_game_opens_with_the_goal_the_hits_the_legend_and_the_rules(tmp_path):
+    said = []
+    terminal_game(load_agent("greedy"), seed=1, save=str(tmp_path / "g.json"), read=scripted(["q"]), say=said.append)
+    opening = said[1]
+    assert opening == INTRODUCTION
+    assert "Goal: empty your reserve." in opening
+    hits = [line.strip() for line in opening.splitlines() if " hit: " in line]
+    assert [line.split(":")[0] for line in hits] == ["empty hit", "enemy hit", "friendly hit"]
+    flat = " ".join(opening.split())
+    assert "Captured checkers go back to their owner's reserve: that is how a reserve grows again." in flat
+    for mark in ("R a red checker", "B a blue one", ". an empty square", "+ a square you may place", "[ ] the rolled"):
+        assert mark in flat, mark
+    assert "docs/RULES.md" in opening and (REPO / "docs" / "RULES.md").is_file()
+    assert all(len(line) <= TEXT_WIDTH for line in opening.splitlines())
+
+
+def test_help_explains_and_question_mark_lists(tmp_path):
+    said = []
+    terminal_game(
+        load_agent("greedy"), seed=1, save=str(tmp_path / "g.json"), read=scripted(["help", "?", "q"]), say=said.append
+    )
+    board_at = next(i for i, text in enumerate(said) if "Dice: purple" in text)
+    assert said[board_at + 1] == INTRODUCTION and said[board_at + 2].startswith("Legal squares now: ")
+    assert said[board_at + 3].startswith("Legal squares: ")
+
+
+@pytest.mark.parametrize(
+    ("roller", "square", "expected"),
+    [
+        ("red", "b5", "Dice: purple 2 is file b, green 5 is rank 5 (Red counts from its own side: files a to f"),
+        ("blue", "b5", "Dice: purple 5 is file b, green 2 is rank 5 (Blue counts from its own side: files f to a"),
+        ("blue", "f6", "Dice: purple 1 is file f, green 1 is rank 6"),
+    ],
+)
+def test_the_dice_line_says_how_the_dice_name_the_square(roller, square, expected):
+    game = Game()
+    if roller == "blue":
+        game.roll(parse_square("a1"))
+        game.place(game.legal_squares()[0])
+    game.roll(parse_square(square))
+    assert dice_line(game).startswith(expected)
+
+
+def test_the_legal_line_wraps_between_square_names():
+    names = ", ".join(SQUARE_NAMES)  # all 36: far wider than a terminal
+    lines = legal_line(names).splitlines()
+    assert len(lines) > 1 and all(len(line) <= TEXT_WIDTH for line in lines)
+    assert lines[0].startswith("Legal: ") and all(line.startswith(" " * len("Legal: ")) for line in lines[1:])
+    assert [name.strip() for name in " ".join(lines).removeprefix("Legal: ").split(",")] == list(SQUARE_NAMES)
+    board = ansi(Game())  # before a roll: no legal line; after an empty hit on a3, every empty square is legal
+    game = Game()
+    game.roll(parse_square("a3"))
+    assert "Legal:" not in board and all(len(line) <= TEXT_WIDTH for line in ansi(game).splitlines())

@@ -35,6 +35,7 @@ from dataclasses import replace
 
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
+from strategic_reserve_env.commands import named
 from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1, run_benchmark
 from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
@@ -53,8 +54,11 @@ from strategic_reserve_env.policies import InvalidActionsError
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line; ``prog``: the name ``--help`` shows (default the script's)."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=named(__doc__, "evaluate.py", prog), formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("agents", nargs="*", help=f"agent specs; built in: {KNOWN_AGENTS}; your own: {USER_SPEC_FORMS}")
     defaults = Settings(agents=[])
     parser.add_argument("--games", type=int, help=f"games per pairing, even (default {defaults.games})")
@@ -84,8 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.list_agents:
         if args.agents or args.benchmark:
@@ -162,7 +166,8 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     save(pairings, ratings)
     if out is not None:
         print(f"\nwrote {out}/results.json, results.md, ratings.png")
-    print(f"wall time {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    elapsed = time.perf_counter() - start
+    print(f"wall time {elapsed:.1f} s" if elapsed >= 1 else f"wall time {1000 * elapsed:.0f} ms", file=sys.stderr)
     return 0
 
 

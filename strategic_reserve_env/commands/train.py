@@ -58,6 +58,7 @@ from strategic_reserve_env.agents import distill, load_agent
 from strategic_reserve_env.agents.networks import BoardCNN
 from strategic_reserve_env.agents.policy_file import architecture_of, save_policy
 from strategic_reserve_env.agents.ppo import PPOAgent
+from strategic_reserve_env.commands import named
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.progress import Progress
@@ -693,9 +694,10 @@ def main(settings: TrainSettings) -> int:
     return 0
 
 
-def cli(argv: list[str] | None = None) -> int:
-    """The command line: the settings from ``argv`` (default ``sys.argv[1:]``), then :func:`main`."""
-    return main(tyro.cli(TrainSettings, args=argv))
+def cli(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The command line: the settings from ``argv`` (default ``sys.argv[1:]``), then :func:`main`; ``prog``: the
+    name ``--help`` shows (default the script's)."""
+    return main(tyro.cli(TrainSettings, args=argv, prog=prog, description=named(__doc__, "train.py", prog)))
 
 
 if __name__ == "__main__":

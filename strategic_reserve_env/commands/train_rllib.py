@@ -18,16 +18,17 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import tyro
 
-from strategic_reserve_env.aec_env import make_config
+from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.board import DEFAULT_RESERVE
-from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.commands import named
+from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.evaluation.tournament import check_out
-from strategic_reserve_env.rllib_model import NetworkConfig
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
@@ -145,6 +146,16 @@ def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> 
     }
 
 
+def runner_nodes(algorithm) -> dict[str, int]:
+    """The remote env runners per node: the node's IP address -> how many run there (empty with none)."""
+    import ray
+
+    addresses = algorithm.env_runner_group.foreach_env_runner(
+        lambda _: ray.util.get_node_ip_address(), local_env_runner=False
+    )
+    return dict(sorted(Counter(addresses).items()))
+
+
 def progress_line(row: dict, iterations: int) -> str:
     return (
         f"iteration {row['iteration']}/{iterations}: {row['env_steps']:,} env steps in {row['seconds']:.1f} s "
@@ -206,6 +217,9 @@ def train(settings: Settings) -> list[dict]:
     try:
         algorithm = config.build_algo()
         try:
+            nodes = runner_nodes(algorithm)
+            if nodes:
+                print("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()), flush=True)
             with open(out / "progress.jsonl", "w") as log:
                 for iteration in range(1, settings.iterations + 1):
                     clock = time.perf_counter()
@@ -221,6 +235,7 @@ def train(settings: Settings) -> list[dict]:
                 "ray": ray.__version__,
                 "settings": asdict(settings),
                 "env_steps": rows[-1]["env_steps_total"],
+                "env_runner_nodes": nodes,
             }
             save_module(algorithm, out, settings.network(), notes)
         finally:
@@ -232,8 +247,9 @@ def train(settings: Settings) -> list[dict]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    settings = tyro.cli(Settings, args=argv, description=__doc__)
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The command line (``argv``, default ``sys.argv[1:]``); ``prog``: the name ``--help`` shows."""
+    settings = tyro.cli(Settings, args=argv, prog=prog, description=named(__doc__, "train_rllib.py", prog))
     try:
         settings.check()
     except ValueError as error:

@@ -23,8 +23,9 @@ import torch
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.pre_checks.env import check_multiagent_environments
 
-from strategic_reserve_env import arena, engine, rllib_model
-from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env import arena, engine
+from strategic_reserve_env.agents import load_agent, rllib_model
+from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
@@ -35,7 +36,6 @@ from strategic_reserve_env.rllib import (
     StrategicReserveMultiAgentEnv,
     ppo_config,
 )
-from strategic_reserve_env.rllib_model import NetworkConfig
 
 from conftest import REPO
 
@@ -283,7 +283,7 @@ def test_both_seats_share_one_module():
 def test_the_core_package_does_not_import_ray():
     code = (
         "import sys, strategic_reserve_env, strategic_reserve_env.agents.rllib_agent, "
-        "strategic_reserve_env.rllib_model; "
+        "strategic_reserve_env.agents.rllib_model; "
         "assert 'ray' not in sys.modules, 'ray imported'"
     )
     result = run(["-c", code], timeout=120)

@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .board import NUM_SQUARES
-from .observation import OBSERVATION_SHAPE
+from strategic_reserve_env.board import NUM_SQUARES
+from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
 MASKED_LOGIT = -1e8  # logit of an illegal square (sb3-contrib's value): probability exactly 0 in float32
 FORMAT = "strategic-reserve-rllib-module"

@@ -1,0 +1,35 @@
+"""Plies per second of uniformly random legal play, one process, at several engine batch sizes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from strategic_reserve_env import bench
+from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.config import Config
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line; ``prog``: the name ``--help`` shows."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement (default 2)")
+    parser.add_argument(
+        "--batch-sizes", type=int, nargs="+", default=[1, 64, 4096], metavar="B", help="batch sizes (default 1 64 4096)"
+    )
+    parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Print plies/s of random legal play; exit 2 with one line on stderr for bad settings (``--reserve 20``)."""
+    args = build_parser(prog).parse_args(argv)
+    try:
+        config = Config(reserve=args.reserve)
+        print(f"random legal play, reserve {config.reserve}, {args.seconds:g} s per line, one process")
+        for line in bench.run(seconds=args.seconds, batch_sizes=tuple(args.batch_sizes), config=config):
+            print(line, flush=True)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,50 @@
+"""Benchmark an agent against the fixed panel of the versioned protocol (docs/BENCHMARK.md).
+
+    strategic-reserve benchmark my_agent.py:act --out results/mine/
+    strategic-reserve benchmark expectimax:depth=1 --benchmark-games 200   # a quick, non-conformant look
+
+The same as ``python evaluate.py --benchmark SPEC``: SPEC plays every member of
+the panel with everything else fixed by the protocol (games, paired dice from a
+fixed seed, reserve, ply limit, batch), and a score card is printed; --out DIR
+writes benchmark.json and benchmark.md. Exit status: 0 done, 2 bad arguments or
+agents (nothing played), 1 an agent failed during play (what was finished is
+printed and written first).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from strategic_reserve_env.agents import KNOWN_AGENTS
+from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
+from strategic_reserve_env.commands import evaluate
+from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line; ``prog``: the name ``--help`` shows."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "spec", metavar="SPEC", help=f"the agent; built in: {KNOWN_AGENTS}; your own: {USER_SPEC_FORMS}"
+    )
+    parser.add_argument(
+        "--benchmark-games",
+        type=int,
+        metavar="N",
+        help=f"N games per opponent instead of protocol {PROTOCOL_V1.version}'s, for a quick look "
+        "(the score card is then marked as not protocol-conformant)",
+    )
+    parser.add_argument("--out", help="directory to write the score card in (created if missing)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Run the benchmark command (``argv``: its arguments, default ``sys.argv[1:]``)."""
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    # evaluate's --benchmark with none of the round robin's settings (the protocol fixes them)
+    unset = dict.fromkeys(evaluate.TOURNAMENT_ONLY)
+    return evaluate.benchmark_main(parser, argparse.Namespace(**vars(args), **unset, agents=[], benchmark=args.spec))

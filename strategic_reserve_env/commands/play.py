@@ -1,0 +1,42 @@
+"""Play Strategic Reserve against an agent in the terminal (the rules: docs/RULES.md).
+
+strategic-reserve play --opponent greedy --seat red --seed 7
+strategic-reserve play --opponent ppo --save game.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.terminal import terminal_game
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line; ``prog``: the name ``--help`` shows."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--opponent",
+        default="greedy",
+        help="agent spec (default greedy), e.g. random, expectimax:depth=2, ppo (the shipped model)",
+    )
+    parser.add_argument("--seat", choices=["red", "blue", "random"], default="red", help="your colour")
+    parser.add_argument("--seed", type=int, help="seed of the dice and the agent")
+    parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
+    parser.add_argument("--save", help="write the game record here at the end (otherwise you are asked)")
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """A person against an agent; exit 2 with one line on stderr for a bad agent spec or setting."""
+    args = build_parser(prog).parse_args(argv)
+    try:
+        agent = load_agent(args.opponent)  # ValueError naming the problem for a bad spec
+        return terminal_game(agent, seat=args.seat, seed=args.seed, reserve=args.reserve, save=args.save)
+    except ValueError as error:  # e.g. --reserve 20
+        print(f"error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,49 @@
+"""Print the trace of a game record (docs/RULES.md): one JSON line per ply.
+
+    strategic-reserve replay game.json
+    strategic-reserve replay - < game.json
+
+A bad record prints one line on stderr naming the file and what is wrong, and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from strategic_reserve_env import records
+
+STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The command line; ``prog``: the name ``--help`` shows."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "record",
+        help=f"path of a record .json file, or - for the standard input "
+        f"(at most {records.MAX_RECORD_BYTES:,} bytes, UTF-8 JSON)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Print the trace of a record as JSON lines; one line on stderr and exit 1 on a bad record."""
+    args = build_parser(prog).parse_args(argv)
+    stdin = args.record == "-"
+    name = STDIN_NAME if stdin else args.record
+    try:
+        record = records.load_record(sys.stdin.buffer if stdin else args.record, name)
+    except records.RecordError as error:  # the message names the file
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    try:
+        for entry in records.replay(record):
+            print(records.trace_line(entry), flush=False)
+    except records.RecordError as error:
+        sys.stdout.flush()
+        print(f"error: {name}: {error}", file=sys.stderr)
+        return 1
+    return 0
