@@ -8,7 +8,8 @@ Importing this module registers the game with OpenSpiel under the short name ``p
     game = pyspiel.load_game("python_strategic_reserve", {"reserve": 6})
 
 It is the only module of the package that imports ``pyspiel`` (the ``openspiel`` extra: OpenSpiel 2.0.2, whose
-wheels need Python 3.11 or newer; importing it elsewhere raises an ``ImportError`` saying so).
+wheels need Python 3.11 or newer); without OpenSpiel, or on Python 3.10, importing it raises an ``ImportError``
+saying so.
 
 The game
     Sequential, explicit stochastic chance, perfect information, zero-sum, terminal rewards, two players:
@@ -77,7 +78,7 @@ import numpy as np
 
 from . import engine, outcome
 from .board import BLUE, NUM_SQUARES, RED, square_name
-from .config import DEFAULT_PLY_LIMIT, MAX_RESERVE, MIN_RESERVE, Config
+from .config import DEFAULT_PLY_LIMIT, Config
 from .game import Game
 from .observation import OBSERVATION_SHAPE, planes
 from .policies import Policy, choose, policy_name
@@ -123,13 +124,6 @@ GAME_TYPE = pyspiel.GameType(
 )
 
 
-def _check_parameter(name: str, value: object, low: int, high: int) -> int:
-    """A game parameter as an int in ``[low, high]``, or ``ValueError`` naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValueError(f"{GAME_NAME}: {name} must be an integer in {low}..{high}, got {value!r}")
-    return value
-
-
 class _Held:
     """The :class:`Game` a state holds. OpenSpiel clones a Python state by deep-copying its attributes:
     this copies the game with :meth:`Game.copy` (a few fields) instead of the generic deep copy."""
@@ -147,13 +141,16 @@ class StrategicReserveGame(pyspiel.Game):
     """The game, with its parameters ``reserve`` and ``ply_limit`` (see the module docstring)."""
 
     def __init__(self, params: dict | None = None) -> None:
-        given = dict(params or {})
-        unknown = sorted(set(given) - set(DEFAULT_PARAMETERS))
-        if unknown:
-            raise ValueError(f"{GAME_NAME}: unknown parameter(s) {', '.join(unknown)}; parameters: reserve, ply_limit")
-        values = {**DEFAULT_PARAMETERS, **given}
-        reserve = _check_parameter("reserve", values["reserve"], MIN_RESERVE, MAX_RESERVE)
-        ply_limit = _check_parameter("ply_limit", values["ply_limit"], 1, MAX_PLY_LIMIT)
+        values = {**DEFAULT_PARAMETERS, **(params or {})}  # pyspiel.load_game checks the names and types
+        try:
+            config = Config(reserve=values["reserve"], ply_limit=values["ply_limit"])
+        except ValueError as error:
+            raise ValueError(f"{GAME_NAME}: {error}") from None
+        if config.ply_limit > MAX_PLY_LIMIT:
+            raise ValueError(
+                f"{GAME_NAME}: ply_limit must be at most {MAX_PLY_LIMIT} (OpenSpiel counts moves, rolls included, "
+                f"in int32), got {config.ply_limit}"
+            )
         info = pyspiel.GameInfo(
             num_distinct_actions=NUM_SQUARES,
             max_chance_outcomes=NUM_SQUARES,
@@ -161,10 +158,10 @@ class StrategicReserveGame(pyspiel.Game):
             min_utility=float(outcome.LOSS),
             max_utility=float(outcome.WIN),
             utility_sum=0.0,
-            max_game_length=ply_limit,
+            max_game_length=config.ply_limit,
         )
         super().__init__(GAME_TYPE, info, values)
-        self.config = Config(reserve=reserve, ply_limit=ply_limit)
+        self.config = config
         self._start = Game(self.config)  # copied by every new state
 
     def new_initial_state(self) -> StrategicReserveState:
