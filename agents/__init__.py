@@ -18,6 +18,9 @@ spec                       agent
                            to sample from it); an SB3 ``.zip`` holds pickles
                            that can run code, so it needs ``,trust=pickle``
                            (see :mod:`strategic_reserve_env.agents.ppo`)
+``openspiel-mcts[:...]``    OpenSpiel's MCTS with random rollouts
+                           (``simulations=100,rollouts=1,uct=2.0``; the
+                           ``openspiel`` extra: :mod:`.openspiel_mcts`)
 ``NAME[:options]``         an agent an installed package registers under
                            ``NAME`` (entry-point group
                            ``strategic_reserve_env.agents``)
@@ -132,6 +135,14 @@ def _rllib(spec: str, rest: str):
     return RLlibAgent.load(canonical_path(path) if path else path, **_options(spec, more, {"deterministic": bool}))
 
 
+def _openspiel_mcts(spec: str, options: str):
+    try:
+        from .openspiel_mcts import MCTSAgent
+    except ImportError as error:  # OpenSpiel missing, or Python 3.10: the module's message says which
+        raise ValueError(f"agent spec {spec!r}: {error}") from None
+    return MCTSAgent(**_options(spec, options, {"simulations": int, "rollouts": int, "uct": float}))
+
+
 # one entry per built-in agent; heavy imports stay inside the loaders
 BUILT_IN: dict[str, BuiltIn] = {
     "random": BuiltIn("random", "uniform over the legal squares", _without_options(RandomAgent)),
@@ -150,6 +161,11 @@ BUILT_IN: dict[str, BuiltIn] = {
         _ppo,
     ),
     "rllib": BuiltIn("rllib:PATH[,deterministic=false]", "a Ray RLlib module written by train_rllib.py", _rllib),
+    "openspiel-mcts": BuiltIn(
+        "openspiel-mcts[:simulations=N,rollouts=K,uct=C]",
+        "OpenSpiel's MCTS with random rollouts (needs the openspiel extra)",
+        _openspiel_mcts,
+    ),
 }
 KNOWN_AGENTS = ", ".join(entry.usage for entry in BUILT_IN.values())
 
