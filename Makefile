@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# the RL libraries tested unchanged (Tianshou, TorchRL, Ray RLlib) live in a venv of their own:
+# the RL libraries tested unchanged (Tianshou, TorchRL, Ray RLlib, OpenSpiel) live in a venv of their own:
 # ray[rllib] pins gymnasium==1.2.2, while .venv keeps the newest gymnasium
 IVENV := .venv-integrations
 IBIN := $(IVENV)/bin
