@@ -28,6 +28,7 @@ import numpy as np
 
 from strategic_reserve_env import models
 from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.outputs import write_text
 from strategic_reserve_env.progress import Progress
 
 from .statistics import fit_ratings
@@ -43,7 +44,6 @@ from .tournament import (
     result_cells,
     speed_cell,
     text_table,
-    write_text,
 )
 
 SHIPPED_PPO = "ppo"

@@ -54,6 +54,7 @@ import numpy as np
 from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.outputs import check_out, write_text
 from strategic_reserve_env.policies import NamedPolicy
 
 from .benchmark import SHIPPED_PPO
@@ -63,7 +64,6 @@ from .tournament import (
     Pairing,
     Settings,
     check_agent,
-    check_out,
     format_interval,
     json_text,
     load_agents,
@@ -72,7 +72,6 @@ from .tournament import (
     play_pairing,
     plot_ratings,
     run,
-    write_text,
 )
 
 DEFAULT_AGENTS = ("random", "greedy", "expectimax:depth=1", "expectimax:depth=2", SHIPPED_PPO)

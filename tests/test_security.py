@@ -195,7 +195,10 @@ SHIPPED = REPO / "models" / "ppo_baseline.safetensors"
         ({"format": "sb3"}, "not a strategic-reserve-ppo-policy description"),
         ({"version": 2}, "format version 2; this code reads version 1"),
         ({"observation_shape": [6, 6, 8]}, r"the policy observes \(6, 6, 8\) int8"),
-        ({"net_arch": [256, 128]}, r"tensor mlp_extractor.policy_net.2.weight is \(256, 256\)"),
+        (
+            {"net_arch": [256, 128]},
+            r"tensor mlp_extractor.policy_net.2.weight is \[256, 256\] F32, the described network has \[128, 256\] F32",
+        ),
         ({"net_arch": [256]}, "unexpected .*mlp_extractor.policy_net.2.weight"),
         ({"net_arch": "[256, 256]"}, "net_arch must be a list of positive ints"),
     ],

@@ -40,7 +40,6 @@ from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
     PairingError,
     Settings,
-    check_out,
     pairing_rows,
     prepare_agents,
     rating_rows,
@@ -48,6 +47,7 @@ from strategic_reserve_env.evaluation.tournament import (
     text_table,
     write_outputs,
 )
+from strategic_reserve_env.outputs import check_out
 from strategic_reserve_env.policies import InvalidActionsError
 
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit")

@@ -54,6 +54,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 
+from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import distill, load_agent
 from strategic_reserve_env.agents.networks import BoardCNN
 from strategic_reserve_env.agents.policy_file import architecture_of, save_policy
@@ -217,7 +218,7 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         distill_agents(settings)
     elif not settings.total_steps:
         raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
-    tournament.check_out(settings.out)  # a directory we can write in (or can create), before anything is built
+    outputs.check_out(settings.out)  # a directory we can write in (or can create), before anything is built
     return parse_opponents(settings.opponents)
 
 

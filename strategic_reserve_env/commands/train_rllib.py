@@ -26,7 +26,7 @@ import tyro
 from strategic_reserve_env.aec_env import make_config
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
-from strategic_reserve_env.evaluation.tournament import check_out
+from strategic_reserve_env.outputs import check_out
 from strategic_reserve_env.rllib_model import NetworkConfig
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
