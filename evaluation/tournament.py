@@ -386,7 +386,8 @@ def write_outputs(
         else {name: {"rating": value, "ci95_half_width": half} for name, (value, half) in ratings.items()},
         **(extra or {}),
     }
-    write_text(directory / f"{stem}.json", json_text(payload))
+    if plot and ratings is not None:  # every other file first: the JSON says complete only when all are there
+        plot_ratings(directory / "ratings.png", settings, ratings)
     markdown = [
         f"# Tournament: {settings.games} games per pairing, seed {settings.seed}, reserve {settings.reserve}",
         "",
@@ -403,8 +404,7 @@ def write_outputs(
     else:
         markdown += [f"**Unfinished**: {error or 'still running'}", ""]
     write_text(directory / f"{stem}.md", "\n".join(markdown))
-    if plot and ratings is not None:
-        plot_ratings(directory / "ratings.png", settings, ratings)
+    write_text(directory / f"{stem}.json", json_text(payload))
 
 
 def plot_ratings(path: Path, settings: Settings, ratings) -> None:

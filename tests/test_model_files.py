@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from strategic_reserve_env import model_files, rllib_model, safe_json
 from strategic_reserve_env.agents import policy_file, value_net
