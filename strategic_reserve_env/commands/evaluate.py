@@ -211,7 +211,8 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             status = play_tournament(settings, agents, out)
     except OutputBusyError as error:
         return fail(str(error), BAD_INPUT)
-    print(f"wall time {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if status == 0:
+        print(f"wall time {time.perf_counter() - start:.1f} s", file=sys.stderr)
     return status
 
 
