@@ -8,6 +8,7 @@ import sys
 from . import bench, records
 from .board import DEFAULT_RESERVE
 from .config import Config
+from .policies import seconds_argument
 
 STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
 
@@ -66,7 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     replay.set_defaults(run=_replay)
 
     bench_parser = commands.add_parser("bench", help="plies per second of uniformly random legal play")
-    bench_parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement (default 2)")
+    bench_parser.add_argument(
+        "--seconds", type=seconds_argument, default=2.0, help="time per measurement, a finite number > 0 (default 2)"
+    )
     bench_parser.add_argument(
         "--batch-sizes", type=int, nargs="+", default=[1, 64, 4096], metavar="B", help="batch sizes (default 1 64 4096)"
     )

@@ -182,6 +182,26 @@ def choose(policy: Policy, position, rng: np.random.Generator):
     return int(actions[0]) if type(position.me) is int else actions
 
 
+def checked_seconds(seconds, what: str) -> float:
+    """``seconds`` as a float if it is a finite number > 0 (a time budget); ``ValueError`` naming ``what``."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{what} must be a number of seconds, got {seconds!r}")
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{what} must be a finite number of seconds > 0, got {seconds}")
+    return float(seconds)
+
+
+def seconds_argument(text: str) -> float:
+    """A command-line time budget (``--act-timeout``, ``bench --seconds``): :func:`checked_seconds` of ``text``,
+    as argparse's ``type`` (which reports the error with the option's name)."""
+    import argparse
+
+    try:
+        return checked_seconds(float(text), "a time budget")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}") from None
+
+
 class ActTimeoutError(RuntimeError):
     """An agent's ``act`` ran past its time budget (:class:`TimeLimited`)."""
 
@@ -196,9 +216,7 @@ class TimeLimited:
     call that retries on EINTR) is not stopped. Every other attribute is the agent's own."""
 
     def __init__(self, agent, seconds: float) -> None:
-        if not (isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and 0 < seconds < float("inf")):
-            raise ValueError(f"act timeout must be a number of seconds > 0, got {seconds!r}")
-        self.agent, self.seconds = agent, float(seconds)
+        self.agent, self.seconds = agent, checked_seconds(seconds, "act timeout")
 
     def __getattr__(self, name: str):
         return getattr(self.agent, name)

@@ -30,6 +30,16 @@ def nesting_depth(text: str | bytes) -> int:
     return int(np.cumsum(steps, dtype=np.int32).max(initial=0))
 
 
+def unique_keys(pairs: list[tuple[str, object]], error: type[Exception] = ValueError) -> dict:
+    """The object of ``pairs`` (a ``json.loads`` ``object_pairs_hook``); ``error`` if a key appears twice."""
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise error(f"key {key!r} appears twice in one object")
+        result[key] = value
+    return result
+
+
 def _refuse_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
@@ -41,15 +51,7 @@ def loads(text: str | bytes, where: str, error: type[Exception] = ValueError, ma
     if depth > max_depth:
         raise error(f"{where}: JSON nested {depth} levels deep; at most {max_depth} are read")
 
-    def unique(pairs: list[tuple[str, object]]) -> dict:
-        result: dict = {}
-        for key, value in pairs:
-            if key in result:
-                raise ValueError(f"key {key!r} appears twice in one object")
-            result[key] = value
-        return result
-
     try:
-        return json.loads(text, object_pairs_hook=unique, parse_constant=_refuse_constant)
+        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as problem:  # JSONDecodeError is a ValueError
         raise error(f"{where}: not valid JSON ({problem})") from None

@@ -60,7 +60,7 @@ from strategic_reserve_env.evaluation.tournament import (
     write_outputs,
 )
 from strategic_reserve_env.outputs import OutputBusyError, check_out, lock
-from strategic_reserve_env.policies import InvalidActionsError, TimeLimited
+from strategic_reserve_env.policies import InvalidActionsError, TimeLimited, seconds_argument
 
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit")
 TOURNAMENT_FILES = ("results.json", "results.md", "ratings.png")
@@ -93,17 +93,6 @@ def stop_reason(error: BaseException) -> tuple[str, int]:
     return "stopped: terminated (SIGTERM)", TERMINATED
 
 
-def positive_seconds(text: str) -> float:
-    """An --act-timeout value: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("agents", nargs="*", help=f"agent specs; built in: {KNOWN_AGENTS}; your own: {USER_SPEC_FORMS}")
@@ -117,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--act-timeout",
-        type=positive_seconds,
+        type=seconds_argument,
         metavar="SECONDS",
         help="time budget of each act() call: SECONDS per game of the call (Python code only: a hang inside "
         "compiled code is not stopped); an agent past it fails (exit 1)",
