@@ -22,7 +22,7 @@ spec ``ppo:OUT/model.safetensors``; it cannot run code when loaded), SB3's
 ``model.zip`` (pickles: for SB3 users, loaded only with ``,trust=pickle``),
 ``evaluation.json`` / ``.md``.
 
-Checkpoints (``checkpoints/checkpoint_STEPS.pt``, the last two kept) are
+Checkpoints (``checkpoints/checkpoint_STEPS-RUNID.pt``, the last two kept) are
 taken after a PPO update and at the end of a run; they hold tensors, numbers
 and strings only (``torch.load(weights_only=True)``, which runs no code from
 the file): the network and its optimizer, the snapshot pool, the games in
@@ -314,6 +314,16 @@ class OpponentPool:
             frozen.load_state_dict(weights)
         self.snapshots = (self.snapshots + [PPOAgent(frozen.eval(), name, deterministic=False)])[-self.max_snapshots :]
 
+    def state(self) -> list[dict]:
+        """The snapshots as tensors and names (for a checkpoint; :meth:`restore` reads it back)."""
+        return [{"name": snapshot.name, "policy": snapshot.policy.state_dict()} for snapshot in self.snapshots]
+
+    def restore(self, state: list[dict], policy) -> None:
+        """The snapshots of :meth:`state`, each a copy of ``policy`` with its saved weights."""
+        self.snapshots = []
+        for snapshot in state:
+            self.add_snapshot(policy, snapshot["name"], snapshot["policy"])
+
     def members(self) -> tuple[list, list[float]]:
         """Opponents and their weights for the environment."""
         agents = [agent for agent, _ in self.baselines]
@@ -493,6 +503,64 @@ def set_generator_states(states: dict) -> None:
     random.setstate((version, tuple(internal), gauss_next))
 
 
+def learner_state(model: MaskablePPO) -> dict:
+    """What SB3's learner keeps between rollouts beyond its network and optimizer (private fields of
+    ``MaskablePPO``: this pair is the one place that reads and writes them)."""
+    return {
+        "n_updates": model._n_updates,
+        "episode_num": model._episode_num,
+        "last_episode_starts": torch.from_numpy(np.array(model._last_episode_starts, dtype=bool)),
+    }
+
+
+def set_learner_state(model: MaskablePPO, state: dict, steps: int, last_observations: np.ndarray) -> None:
+    """Restore :func:`learner_state` at ``steps``, with ``last_observations`` (what the env's last step returned)."""
+    model.num_timesteps, model._n_updates = steps, state["n_updates"]
+    model._episode_num = state["episode_num"]
+    model._last_obs = last_observations
+    model._last_episode_starts = state["last_episode_starts"].numpy()
+
+
+def snapshot(
+    model: MaskablePPO,
+    env: StrategicReserveVecEnv,
+    pool: OpponentPool,
+    schedule: dict[str, float],
+    settings: TrainSettings,
+    run_id: str,
+) -> dict:
+    """The contents of a checkpoint (see the module docstring): everything :func:`restore` needs to go on
+    exactly, as tensors, numbers and strings."""
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "steps": model.num_timesteps,
+        "run_id": run_id,
+        "settings": json.dumps(asdict(settings)),
+        "architecture": json.dumps(architecture_of(model.policy)),
+        "policy": model.policy.state_dict(),
+        "optimizer": model.policy.optimizer.state_dict(),
+        "snapshots": pool.state(),
+        "learner": learner_state(model),
+        "schedule": dict(schedule),
+        "env": _tensors(env.get_state()),
+        "generators": generator_states(),
+    }
+
+
+def restore(checkpoint: dict, model: MaskablePPO, env: StrategicReserveVecEnv, pool: OpponentPool) -> dict[str, float]:
+    """Put the learner, its snapshot pool, the games and the generators where :func:`snapshot` found them;
+    returns the schedule of the next snapshot, evaluation and checkpoint."""
+    model.policy.load_state_dict(checkpoint["policy"])
+    model.policy.optimizer.load_state_dict(checkpoint["optimizer"])
+    pool.restore(checkpoint["snapshots"], model.policy)
+    env.games.set_opponents(*pool.members())
+    env.set_state(_arrays(checkpoint["env"]))
+    set_learner_state(model, checkpoint["learner"], checkpoint["steps"], env.games.observations().copy())
+    set_generator_states(checkpoint["generators"])
+    return checkpoint["schedule"]
+
+
 def save_checkpoint(
     model: MaskablePPO,
     env: StrategicReserveVecEnv,
@@ -502,35 +570,14 @@ def save_checkpoint(
     out: Path,
     run_id: str,
 ) -> Path:
-    """Write ``checkpoints/checkpoint_{steps}-{run_id}.pt`` (see the module docstring); this run's older ones but
+    """Write the :func:`snapshot` as ``checkpoints/checkpoint_{steps}-{run_id}.pt``; this run's older ones but
     the previous go."""
-    directory = out / "checkpoints"
-    directory.mkdir(parents=True, exist_ok=True)
-    steps = model.num_timesteps
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "version": CHECKPOINT_VERSION,
-        "steps": steps,
-        "run_id": run_id,
-        "settings": json.dumps(asdict(settings)),
-        "architecture": json.dumps(architecture_of(model.policy)),
-        "policy": model.policy.state_dict(),
-        "optimizer": model.policy.optimizer.state_dict(),
-        "snapshots": [{"name": s.name, "policy": s.policy.state_dict()} for s in pool.snapshots],
-        "learner": {
-            "n_updates": model._n_updates,
-            "episode_num": model._episode_num,
-            "last_episode_starts": torch.from_numpy(np.array(model._last_episode_starts, dtype=bool)),
-        },
-        "schedule": dict(schedule),
-        "env": _tensors(env.get_state()),
-        "generators": generator_states(),
-    }
-    path = checkpoint_path(out, steps, run_id)
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    path = checkpoint_path(out, model.num_timesteps, run_id)
     # written under a unique temporary name and renamed, so a kill mid-write leaves no half-written checkpoint
     # under a checkpoint's name (a damaged one is skipped by --resume all the same)
     with outputs.atomic(path) as handle:
-        torch.save(payload, handle)
+        torch.save(snapshot(model, env, pool, schedule, settings, run_id), handle)
     for old in checkpoint_steps(out, run_id)[:-CHECKPOINTS_KEPT]:
         checkpoint_path(out, old, run_id).unlink(missing_ok=True)
     return path
@@ -591,22 +638,10 @@ def latest_checkpoint(out: Path, run_id: str) -> dict:
 def resume(
     checkpoint: dict, settings: TrainSettings, model: MaskablePPO, env: StrategicReserveVecEnv, pool: OpponentPool
 ) -> dict[str, float]:
-    """Put the learner, its snapshot pool, the games and the generators where ``checkpoint`` left them;
-    returns the schedule of the next snapshot, evaluation and checkpoint."""
+    """:func:`restore` ``checkpoint`` after :func:`check_resumable` (``ValueError`` naming a setting that
+    differs); returns the schedule of the next snapshot, evaluation and checkpoint."""
     check_resumable(json.loads(checkpoint["settings"]), settings, checkpoint["steps"])
-    model.policy.load_state_dict(checkpoint["policy"])
-    model.policy.optimizer.load_state_dict(checkpoint["optimizer"])
-    for snapshot in checkpoint["snapshots"]:
-        pool.add_snapshot(model.policy, snapshot["name"], snapshot["policy"])
-    env.games.set_opponents(*pool.members())
-    env.set_state(_arrays(checkpoint["env"]))
-    learner = checkpoint["learner"]
-    model.num_timesteps, model._n_updates = checkpoint["steps"], learner["n_updates"]
-    model._episode_num = learner["episode_num"]
-    model._last_obs = env.games.observations().copy()  # what the env's last step returned
-    model._last_episode_starts = learner["last_episode_starts"].numpy()
-    set_generator_states(checkpoint["generators"])
-    return checkpoint["schedule"]
+    return restore(checkpoint, model, env, pool)
 
 
 def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
