@@ -108,8 +108,10 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
     """Create ``directory`` if missing and hold its lock for the block; :class:`OutputBusyError` (one line
     naming the holder's process id and command) at once if another process holds it. The lock file keeps
     the last holder's process id and command line (for that message); the lock is the ``flock``, not the
-    file, so the file left behind locks nothing."""
+    file, so the file left behind locks nothing. A directory this call created that holds nothing but the
+    lock file at the end (the run failed before writing) is removed again."""
     directory = Path(directory)
+    created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
@@ -125,6 +127,9 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
         os.pwrite(descriptor, f"pid {os.getpid()}: {' '.join(sys.argv)[:200]}".encode(), 0)
         yield directory
     finally:
+        if created and [path.name for path in directory.iterdir()] == [LOCK_FILE]:
+            os.unlink(directory / LOCK_FILE)  # while still holding the lock: no other process took it meanwhile
+            directory.rmdir()
         os.close(descriptor)  # releases the flock
 
 

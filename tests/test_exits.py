@@ -185,12 +185,13 @@ def test_a_folder_another_process_writes_is_refused(tmp_path, capsys):
     with outputs.lock(out):
         assert main(["random", "greedy", "--games", "2", "--no-progress", "--out", str(out)]) == 2
         assert main(["--benchmark", "random", "--benchmark-games", "2", "--no-progress", "--out", str(out)]) == 2
+        assert sorted(p.name for p in out.iterdir()) == [".lock"]
     errors = capsys.readouterr().err.splitlines()
     assert len(errors) == 2
     assert all(
         line.startswith(f"error: --out {out} is in use by another process (pid {os.getpid()}") for line in errors
     )
-    assert sorted(p.name for p in out.iterdir()) == [".lock"]
+    assert not out.exists()  # the lock made the folder, and nothing was written in it: it goes again
 
 
 def test_the_lock_goes_with_its_process_after_kill_9(tmp_path):

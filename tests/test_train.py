@@ -187,6 +187,8 @@ def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
     settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out), "--resume"])
     assert train.main(settings) == 2
     assert capsys.readouterr().err == f"error: --resume: {out} holds no run (no run.json)\n"
+    assert not out.exists()  # nothing was written, not even the folder
+    out.mkdir(parents=True)
     run_id = outputs.write_run(out, outputs.new_run_id(), "train.py")["run_id"]
     assert train.main(settings) == 2
     assert capsys.readouterr().err == (
