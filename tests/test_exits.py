@@ -228,3 +228,15 @@ def test_atomic_writes_use_unique_temporary_names(tmp_path):
         handle.write("half")
         raise RuntimeError
     assert target.read_text() == "one" and sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
+
+
+def test_the_benchmark_keeps_what_was_finished_when_an_agent_exits(tmp_path):
+    """An agent that calls sys.exit() in play fails the benchmark (exit 1); benchmark.json (written when the run
+    starts, then after each opponent) says complete false, with the cause."""
+    spec = agent_file(tmp_path, "quits_late", "if calls > 3:\n    sys.exit(0)")
+    out = tmp_path / "out"
+    result = evaluate("--benchmark", spec, "--benchmark-games", "2", "--out", str(out))
+    assert result.returncode == 1, result.stderr
+    card = json.loads((out / "benchmark.json").read_text())
+    assert card["complete"] is False and "raised SystemExit: 0" in card["error"]
+    assert "raised SystemExit: 0" in result.stderr.splitlines()[-1]
