@@ -53,8 +53,10 @@ test-integrations: $(ISTAMP)
 bench: $(STAMP)
 	$(BIN)/python -m strategic_reserve_env bench
 
+# `make train` starts over each time (--restart removes the previous run's state in runs/make-train);
+# continue a killed PPO run with `python train.py --out runs/make-train --resume` and the same settings.
 train: $(STAMP)
-	$(BIN)/python train.py --out runs/make-train
+	$(BIN)/python train.py --out runs/make-train --restart
 
 clean:
 	rm -rf $(VENV) $(IVENV) build *.egg-info .pytest_cache .hypothesis

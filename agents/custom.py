@@ -137,6 +137,8 @@ class SingleGameAgent:
         squares = np.empty(len(masks), dtype=np.int64)
         for row, (observation, mask) in enumerate(zip(observations, masks, strict=True)):
             answer = self.function(observation, mask)
+            if isinstance(answer, (bool, np.bool_)):
+                raise InvalidActionsError(f"returned {answer!r}, a bool, not an integer square index 0..35", row)
             try:
                 squares[row] = operator.index(answer)
             except TypeError:
@@ -201,7 +203,7 @@ def adapt(spec: str, what: str, value, options: dict[str, object], build: bool =
             pass
         try:
             built = value(**options)
-        except Exception as error:
+        except (Exception, SystemExit) as error:
             raise ValueError(f"agent spec {spec!r}: building {what} raised {type(error).__name__}: {error}") from error
         return adapt(spec, f"the object {what}() returned", built, {}, build=False)
     if required in (2, 3):
@@ -229,7 +231,7 @@ def _import_module(spec: str, name: str):
                 f"agent spec {spec!r}: module {error.name!r} not found (is it installed, or its folder on PYTHONPATH?)"
             ) from None
         raise ValueError(f"agent spec {spec!r}: importing {name} failed: {error}") from error
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a module that exits at import is an agent that does not load
         raise ValueError(f"agent spec {spec!r}: importing {name} raised {type(error).__name__}: {error}") from error
 
 
@@ -247,7 +249,7 @@ def _load_file(spec: str, path: str):
     sys.modules[module_name] = module  # dataclasses and pickling look the module up while it runs
     try:
         module_spec.loader.exec_module(module)
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a file that exits when run is an agent that does not load
         del sys.modules[module_name]
         raise ValueError(f"agent spec {spec!r}: running {path} raised {type(error).__name__}: {error}") from error
     return module
@@ -318,7 +320,7 @@ def load_registered_agent(spec: str, name: str, option_text: str, known: str):
     options = parse_options(spec, option_text)
     try:
         value = entry.load()
-    except Exception as error:
+    except (Exception, SystemExit) as error:
         raise ValueError(
             f"agent spec {spec!r}: loading entry point {entry.value} ({_distribution(entry)}) raised "
             f"{type(error).__name__}: {error}"

@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from strategic_reserve_env import outputs, safe_json
 from strategic_reserve_env.board import NUM_SQUARES
+from strategic_reserve_env.model_files import Tensor, check_tensors, safetensors_header
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
 FORMAT = "strategic-reserve-ppo-policy"
@@ -47,6 +48,8 @@ SUFFIX = ".safetensors"
 OBSERVATION_DTYPE = "int8"
 ACTIVATIONS = ("Tanh", "ReLU", "ELU", "LeakyReLU", "GELU", "SiLU")  # torch.nn classes a file may name
 FEATURES = {"mlp": (), "cnn": ("channels", "features_dim")}  # features kind -> its integer settings
+CNN_CONVOLUTIONS = 3  # the 3x3 convolutions of agents.networks.BoardCNN (at indices 0, 2, 4 of its Sequential)
+TENSOR_DTYPE = "F32"  # every tensor of a policy file (safetensors' name of float32)
 
 
 class PolicyFileError(ValueError):
@@ -97,13 +100,18 @@ def _checked(description: object, where: str) -> dict:
         fail(f"not a {FORMAT} description")
     if description.get("version") != VERSION:
         fail(f"format version {description.get('version')!r}; this code reads version {VERSION}")
-    shape = tuple(description.get("observation_shape", ()))
-    if shape != OBSERVATION_SHAPE or description.get("observation_dtype") != OBSERVATION_DTYPE:
+    shape = description.get("observation_shape")
+    if (
+        not isinstance(shape, list)
+        or tuple(shape) != OBSERVATION_SHAPE
+        or description.get("observation_dtype") != OBSERVATION_DTYPE
+    ):
         fail(
-            f"the policy observes {shape} {description.get('observation_dtype')}, "
+            f"the policy observes {tuple(shape) if isinstance(shape, list) else shape} "
+            f"{description.get('observation_dtype')}, "
             f"this environment gives {OBSERVATION_SHAPE} {OBSERVATION_DTYPE}"
         )
-    if description.get("actions") != NUM_SQUARES:
+    if type(description.get("actions")) is not int or description.get("actions") != NUM_SQUARES:
         fail(f"the policy has {description.get('actions')} actions, this environment {NUM_SQUARES}")
     net_arch = description.get("net_arch")
     layers = list(net_arch.values()) if isinstance(net_arch, dict) else [net_arch]
@@ -111,10 +119,10 @@ def _checked(description: object, where: str) -> dict:
         isinstance(sizes, list) and all(type(n) is int and n > 0 for n in sizes) for sizes in layers
     ):
         fail(f"net_arch must be a list of positive ints or {{'pi': [...], 'vf': [...]}}, got {net_arch!r}")
-    if description.get("activation") not in ACTIVATIONS:
+    if not isinstance(description.get("activation"), str) or description.get("activation") not in ACTIVATIONS:
         fail(f"activation {description.get('activation')!r} is not one of {', '.join(ACTIVATIONS)}")
     features = description.get("features")
-    if not isinstance(features, dict) or features.get("kind") not in FEATURES:
+    if not isinstance(features, dict) or not isinstance(features.get("kind"), str) or features["kind"] not in FEATURES:
         fail(f"features must be {{'kind': one of {', '.join(FEATURES)}, ...}}, got {features!r}")
     settings = {k: v for k, v in features.items() if k != "kind"}
     if set(settings) != set(FEATURES[features["kind"]]) or not all(type(v) is int and v > 0 for v in settings.values()):
@@ -122,7 +130,60 @@ def _checked(description: object, where: str) -> dict:
     for flag in ("share_features_extractor", "normalize_images"):
         if type(description.get(flag)) is not bool:
             fail(f"{flag} must be true or false, got {description.get(flag)!r}")
+    unknown = sorted(set(description) - DESCRIPTION_KEYS)
+    if unknown:
+        fail(f"unknown fields {unknown}")
     return description
+
+
+DESCRIPTION_KEYS = {
+    "format",
+    "version",
+    "observation_shape",
+    "observation_dtype",
+    "actions",
+    "net_arch",
+    "activation",
+    "features",
+    "share_features_extractor",
+    "normalize_images",
+    "about",
+}
+
+
+def _linear(name: str, inputs: int, outputs: int) -> dict[str, Tensor]:
+    return {f"{name}.weight": Tensor(TENSOR_DTYPE, (outputs, inputs)), f"{name}.bias": Tensor(TENSOR_DTYPE, (outputs,))}
+
+
+def expected_tensors(description: dict, where: str = "policy description") -> dict[str, Tensor]:
+    """The tensors (names as :func:`save_policy` writes them, shapes, dtypes) of the network ``description``
+    describes, computed from the description alone: nothing is built or allocated, so a file can be checked
+    against it before its network is (``tests/test_model_files.py`` checks this against built networks)."""
+    description = _checked(description, where)
+    features = description["features"]
+    flat = int(np.prod(OBSERVATION_SHAPE))
+    extractor: dict[str, Tensor] = {}
+    width = flat
+    if features["kind"] == "cnn":
+        height, board_width, planes = OBSERVATION_SHAPE
+        channels, width = features["channels"], features["features_dim"]
+        for index in range(CNN_CONVOLUTIONS):
+            before = planes if index == 0 else channels
+            extractor[f"convolutions.{2 * index}.weight"] = Tensor(TENSOR_DTYPE, (channels, before, 3, 3))
+            extractor[f"convolutions.{2 * index}.bias"] = Tensor(TENSOR_DTYPE, (channels,))
+        extractor |= _linear("linear.0", channels * height * board_width, width)
+    extractors = ["features_extractor"] + ([] if description["share_features_extractor"] else ["vf_features_extractor"])
+    tensors = {f"{owner}.{name}": tensor for owner in extractors for name, tensor in extractor.items()}
+    net_arch = description["net_arch"]
+    sizes = net_arch if isinstance(net_arch, dict) else {"pi": net_arch, "vf": net_arch}
+    last = {}
+    for key, branch in (("pi", "policy_net"), ("vf", "value_net")):
+        before = width
+        for index, size in enumerate(sizes.get(key, [])):
+            tensors |= _linear(f"mlp_extractor.{branch}.{2 * index}", before, size)
+            before = size
+        last[key] = before
+    return tensors | _linear("action_net", last["pi"], NUM_SQUARES) | _linear("value_net", last["vf"], 1)
 
 
 def build_policy(description: dict, where: str = "policy description"):
@@ -163,37 +224,37 @@ def save_policy(policy, path: str | Path, about: dict | None = None) -> Path:
     path = Path(path)
     description = architecture_of(policy) | {"about": about or {}}
     tensors = {name: tensor.detach().cpu().contiguous() for name, tensor in _tensors_of(policy).items()}
-    partial = path.with_name(path.name + ".partial")
-    partial.write_bytes(save(tensors, metadata={METADATA_KEY: json.dumps(description)}))
-    os.replace(partial, path)
+    outputs.write_bytes(path, save(tensors, metadata={METADATA_KEY: json.dumps(description)}))
     return path
+
+
+def read_header(path: str | Path) -> tuple[dict, dict[str, Tensor]]:
+    """The JSON description in a policy file's header (unchecked) and the tensors the file holds, from its
+    header only (:func:`strategic_reserve_env.model_files.safetensors_header`)."""
+    metadata, tensors = safetensors_header(path, PolicyFileError)
+    if METADATA_KEY not in metadata:
+        raise PolicyFileError(f"{path}: no {METADATA_KEY!r} description in the header: not a {FORMAT} file")
+    description = safe_json.loads(metadata[METADATA_KEY], f"{path}: the description", PolicyFileError)
+    if not isinstance(description, dict):
+        raise PolicyFileError(f"{path}: the description is not a JSON object")
+    return description, tensors
 
 
 def read_description(path: str | Path) -> dict:
     """The JSON description in a policy file's header (unchecked)."""
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(path), framework="pt") as file:
-            metadata = file.metadata() or {}
-    except Exception as error:  # safetensors raises its own error types for malformed files
-        raise PolicyFileError(f"{path}: not a safetensors file ({error})") from None
-    if METADATA_KEY not in metadata:
-        raise PolicyFileError(f"{path}: no {METADATA_KEY!r} description in the header: not a {FORMAT} file")
-    try:
-        return json.loads(metadata[METADATA_KEY])
-    except json.JSONDecodeError as error:
-        raise PolicyFileError(f"{path}: the description is not JSON ({error})") from None
+    return read_header(path)[0]
 
 
 def load_policy(path: str | Path):
     """``(policy, description)`` of a policy file; :class:`PolicyFileError` says what is wrong with a bad one
     (not a policy file, a description this code does not build, tensors of the wrong names, shapes or dtypes,
-    or NaN/infinite values)."""
+    or NaN/infinite values). The description is checked against the tensors the header lists before anything
+    is built, so the memory a load takes is a small multiple of the file's size."""
     from safetensors.torch import load
 
     path = Path(path)
-    description = read_description(path)
+    description, found = read_header(path)
+    check_tensors(found, expected_tensors(description, str(path)), str(path), PolicyFileError)
     policy = build_policy(description, str(path))
     try:
         tensors = load(path.read_bytes())
@@ -245,6 +306,7 @@ __all__ = [
     "build_policy",
     "convert",
     "copy_tensors",
+    "expected_tensors",
     "load_policy",
     "read_description",
     "save_policy",

@@ -23,7 +23,7 @@ import numpy as np
 
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
-MASKED_LOGIT = -1e8  # logit of an illegal square, as in sb3_contrib.common.maskable.distributions
+MASKED_LOGIT = -1e8  # an illegal square's logit in training losses (finite, as in sb3-contrib); play excludes them
 TRUST_PICKLE = "pickle"  # the opt-in that lets an SB3 .zip (pickles: it can run code) load
 
 
@@ -77,8 +77,7 @@ class PPOAgent:
             latent = policy.mlp_extractor.forward_actor(policy.extract_features(tensor, policy.pi_features_extractor))
             logits = policy.action_net(latent)
             legal = torch.as_tensor(np.asarray(masks, dtype=bool), device=logits.device)
-            logits = torch.where(legal, logits, MASKED_LOGIT)  # the value sb3-contrib's masking uses
-            return torch.softmax(logits, dim=-1).cpu().numpy()
+            return masked_probabilities(logits, legal).cpu().numpy()
 
     def values(self, observations: np.ndarray) -> np.ndarray:
         """(B,) the critic's value estimates (from the mover's side)."""
@@ -90,7 +89,13 @@ class PPOAgent:
 
     def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         masks = np.asarray(masks, dtype=bool)
-        probabilities = np.where(masks, self.probabilities(observations, masks), 0.0)
+        probabilities = self.probabilities(observations, masks)
+        broken = masks.any(axis=-1) & ~(np.isfinite(probabilities).all(axis=-1) & (probabilities.sum(axis=-1) > 0))
+        if broken.any():
+            raise ValueError(
+                f"{self.name}: the network's output is not finite (NaN or infinite logits) on position "
+                f"{int(np.flatnonzero(broken)[0])}: its weights overflow float32"
+            )
         if self.deterministic:
             return np.argmax(probabilities, axis=-1)
         cumulative = np.cumsum(probabilities, axis=-1)
@@ -100,6 +105,15 @@ class PPOAgent:
 
     def __repr__(self) -> str:
         return f"PPOAgent({self.name!r})"
+
+
+def masked_probabilities(logits, legal):
+    """(B, 36) softmax of torch ``logits`` over the squares ``legal`` (bool) allows: an illegal square's
+    probability is exactly 0 whatever the logits (they are excluded, not pushed down to a large negative
+    value, which huge finite logits would overtake)."""
+    import torch
+
+    return torch.softmax(torch.where(legal, logits, -torch.inf), dim=-1)
 
 
 def _load_pickled_zip(path: Path, trust: str | None):

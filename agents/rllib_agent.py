@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ppo import PPOAgent
+from .ppo import PPOAgent, masked_probabilities
 
 
 class RLlibAgent(PPOAgent):
@@ -37,10 +37,8 @@ class RLlibAgent(PPOAgent):
         import torch
 
         with torch.no_grad():
-            logits, _ = self.policy(
-                torch.as_tensor(np.asarray(observations)), torch.as_tensor(np.asarray(masks, dtype=bool))
-            )
-            return torch.softmax(logits, dim=-1).numpy()
+            logits = self.policy.policy_head(self.policy.features(torch.as_tensor(np.asarray(observations))))
+            return masked_probabilities(logits, torch.as_tensor(np.asarray(masks, dtype=bool))).numpy()
 
     def values(self, observations: np.ndarray) -> np.ndarray:
         """(B,) the value head's estimates (from the mover's side)."""

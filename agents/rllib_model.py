@@ -22,6 +22,7 @@ rllib:PATH``) wherever torch is installed.
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 from dataclasses import asdict, dataclass, fields
@@ -31,7 +32,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from strategic_reserve_env import outputs, safe_json
 from strategic_reserve_env.board import NUM_SQUARES
+from strategic_reserve_env.model_files import Tensor, check_tensors, npz_headers, read_bounded
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
 MASKED_LOGIT = -1e8  # logit of an illegal square (sb3-contrib's value): probability exactly 0 in float32
@@ -40,6 +43,9 @@ FORMAT_VERSION = 1
 MODEL_FILE, WEIGHTS_FILE = "model.json", "weights.npz"
 MAX_WIDTH = 4096  # bound on channels and hidden units, so a malformed file cannot ask for huge tensors
 MAX_CONV_LAYERS = 16
+MAX_MODEL_JSON_BYTES = 2**20  # a model.json larger than this is refused before it is read
+WEIGHTS_DTYPE = "float32"
+DESCRIPTION_KEYS = {"format", "version", "network", "observation_shape", "actions", "notes"}
 
 
 @dataclass(frozen=True)
@@ -117,7 +123,9 @@ def save(
     arrays = {key: np.asarray(value, dtype=np.float32) for key, value in weights.items()}
     _check_weights(arrays, reference, "weights to save")
     directory.mkdir(parents=True, exist_ok=True)
-    np.savez(directory / WEIGHTS_FILE, **arrays)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    outputs.write_bytes(directory / WEIGHTS_FILE, buffer.getvalue())
     description = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
@@ -126,25 +134,32 @@ def save(
         "actions": NUM_SQUARES,
         "notes": notes or {},
     }
-    (directory / MODEL_FILE).write_text(json.dumps(description, indent=2) + "\n")
+    outputs.write_text(directory / MODEL_FILE, json.dumps(description, indent=2) + "\n")
     return directory
+
+
+def expected_weights(config: NetworkConfig) -> dict[str, Tensor]:
+    """The arrays ``weights.npz`` holds for ``config``'s network (built on torch's meta device: nothing is
+    allocated)."""
+    with torch.device("meta"):
+        net = BoardNet(config)
+    return {name: Tensor(WEIGHTS_DTYPE, tuple(tensor.shape)) for name, tensor in net.state_dict().items()}
 
 
 def load(directory: str | Path) -> tuple[BoardNet, dict]:
     """The :class:`BoardNet` saved in ``directory`` (in eval mode) and its ``model.json`` contents.
 
     ``ValueError`` naming the file and the fault for a missing or malformed
-    file, another format, other spaces, or weights that do not fit the network.
+    file, another format, other spaces, or weights that do not fit the network. Every array's name, shape
+    and dtype is read from the archive's headers and checked against the described network before anything
+    is built or read, so a load takes memory in proportion to the files' sizes.
     """
     directory = Path(directory)
     model_path, weights_path = directory / MODEL_FILE, directory / WEIGHTS_FILE
     for path in (model_path, weights_path):
         if not path.is_file():
             raise ValueError(f"rllib module {directory}: {path.name} not found (train one with train_rllib.py)")
-    try:
-        description = json.loads(model_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{model_path}: not valid JSON ({error})") from None
+    description = safe_json.loads(read_bounded(model_path, MAX_MODEL_JSON_BYTES), str(model_path))
     if not isinstance(description, dict) or description.get("format") != FORMAT:
         raise ValueError(f"{model_path}: not a {FORMAT} description (its 'format' must be {FORMAT!r})")
     if description.get("version") != FORMAT_VERSION:
@@ -163,10 +178,14 @@ def load(directory: str | Path) -> tuple[BoardNet, dict]:
     unknown = sorted(set(network) - {f.name for f in fields(NetworkConfig)})
     if unknown:
         raise ValueError(f"{model_path}: unknown network settings {unknown}")
+    unknown = sorted(set(description) - DESCRIPTION_KEYS)
+    if unknown:
+        raise ValueError(f"{model_path}: unknown fields {unknown}")
     try:
         config = NetworkConfig.from_mapping(network)
     except ValueError as error:
         raise ValueError(f"{model_path}: {error}") from None
+    check_tensors(npz_headers(weights_path), expected_weights(config), str(weights_path))
     net = BoardNet(config)
     try:
         with np.load(weights_path, allow_pickle=False) as archive:

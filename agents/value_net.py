@@ -49,16 +49,16 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import arena
+from strategic_reserve_env import arena, outputs, safe_json
 from strategic_reserve_env.board import BOARD_SIZE, NUM_SQUARES, bitboards_to_array
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.model_files import Tensor, check_tensors, safetensors_header
 from strategic_reserve_env.sampling import popcount
 
 from .expectimax import win_probability
@@ -77,6 +77,9 @@ LOGIT_SCALE = 4.0  # the race logit is divided by this in the input (and clipped
 LOGIT_CLIP = 12.0
 NUM_FEATURES = NUM_SQUARES * len(SQUARE_FEATURES) + 2 * RESERVE_CAP + len(SCALAR_FEATURES)
 RACE = NUM_FEATURES - 1  # column of the race feature
+MAX_WIDTH = 4096  # bounds on the hidden layers a value file may describe
+MAX_HIDDEN_LAYERS = 16
+DESCRIPTION_KEYS = {"format", "version", "features", "reserve_cap", "hidden", "about"}
 
 
 class ValueFileError(ValueError):
@@ -216,32 +219,30 @@ class ValueNet:
             "about": self.about,
         }
         tensors = {k: v.detach().contiguous() for k, v in self.module.state_dict().items()}
-        partial = path.with_name(path.name + ".partial")
-        partial.write_bytes(save(tensors, metadata={METADATA_KEY: json.dumps(description)}))
-        os.replace(partial, path)
+        outputs.write_bytes(path, save(tensors, metadata={METADATA_KEY: json.dumps(description)}))
         return path
+
+
+def expected_tensors(hidden: list[int]) -> dict[str, Tensor]:
+    """The tensors of the network with ``hidden`` layers (built on torch's meta device: nothing allocated)."""
+    import torch
+
+    with torch.device("meta"):
+        module = _network(hidden)
+    return {name: Tensor("F32", tuple(tensor.shape)) for name, tensor in module.named_parameters()}
 
 
 def load_value_net(path: str | Path) -> ValueNet:
     """The :class:`ValueNet` of a value file; :class:`ValueFileError` says what is wrong with a bad one."""
-    from safetensors import safe_open
     from safetensors.torch import load
 
     path = Path(path)
     if not path.is_file():
         raise ValueFileError(f"{path}: no such value-network file")
-    try:
-        with safe_open(str(path), framework="pt") as file:
-            metadata = file.metadata() or {}
-        tensors = load(path.read_bytes())
-    except Exception as error:  # safetensors raises its own error types for malformed files
-        raise ValueFileError(f"{path}: not a safetensors file ({error})") from None
-    try:
-        description = json.loads(metadata[METADATA_KEY])
-    except KeyError:
-        raise ValueFileError(f"{path}: no {METADATA_KEY!r} description in the header: not a {FORMAT} file") from None
-    except json.JSONDecodeError as error:
-        raise ValueFileError(f"{path}: the description is not JSON ({error})") from None
+    metadata, found = safetensors_header(path, ValueFileError)
+    if METADATA_KEY not in metadata:
+        raise ValueFileError(f"{path}: no {METADATA_KEY!r} description in the header: not a {FORMAT} file")
+    description = safe_json.loads(metadata[METADATA_KEY], f"{path}: the description", ValueFileError)
     if not isinstance(description, dict) or description.get("format") != FORMAT:
         raise ValueFileError(f"{path}: not a {FORMAT} description")
     if description.get("version") != VERSION:
@@ -255,8 +256,23 @@ def load_value_net(path: str | Path) -> ValueNet:
             f"with {RESERVE_CAP}"
         )
     hidden = description.get("hidden")
-    if not isinstance(hidden, list) or not all(type(n) is int and 0 < n <= 4096 for n in hidden):
-        raise ValueFileError(f"{path}: hidden must be a list of layer sizes in 1..4096, got {hidden!r}")
+    if (
+        not isinstance(hidden, list)
+        or len(hidden) > MAX_HIDDEN_LAYERS
+        or not all(type(n) is int and 0 < n <= MAX_WIDTH for n in hidden)
+    ):
+        raise ValueFileError(
+            f"{path}: hidden must be a list of at most {MAX_HIDDEN_LAYERS} layer sizes in 1..{MAX_WIDTH}, "
+            f"got {hidden if len(repr(hidden)) < 200 else repr(hidden)[:200] + '...'}"
+        )
+    unknown = sorted(set(description) - DESCRIPTION_KEYS)
+    if unknown:
+        raise ValueFileError(f"{path}: unknown fields {unknown}")
+    check_tensors(found, expected_tensors(hidden), str(path), ValueFileError)
+    try:
+        tensors = load(path.read_bytes())
+    except Exception as error:  # safetensors raises its own error types for malformed data
+        raise ValueFileError(f"{path}: the tensors do not load ({error})") from None
     net = ValueNet(hidden, description.get("about") if isinstance(description.get("about"), dict) else {})
     copy_tensors(tensors, dict(net.module.named_parameters()), str(path), ValueFileError)
     return net

@@ -28,6 +28,7 @@ import numpy as np
 
 from strategic_reserve_env import models
 from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.outputs import write_text
 from strategic_reserve_env.progress import Progress
 
 from .statistics import fit_ratings
@@ -43,7 +44,6 @@ from .tournament import (
     result_cells,
     speed_cell,
     text_table,
-    write_text,
 )
 
 SHIPPED_PPO = "ppo"
@@ -290,10 +290,12 @@ def run_benchmark(
     games: int | None = None,
     progress: bool = True,
     on_opponent: Callable[[ScoreCard], None] | None = None,
+    on_start: Callable[[ScoreCard], None] | None = None,
 ) -> ScoreCard:
     """Benchmark the agent ``spec`` (a spec string or an agent object) under ``protocol``; ``games`` overrides
     the games per opponent (the card is then marked not conformant). The agent and the panel are loaded and
-    checked before the first game (``ValueError``). ``on_opponent(card)`` is called after each opponent.
+    checked before the first game (``ValueError``). ``on_start(card)`` is called with the empty card before the
+    first game, ``on_opponent(card)`` after each opponent.
     :class:`~.tournament.PairingError` if an agent fails; its ``card`` holds what was played."""
     start = time.perf_counter()
     if games is not None:
@@ -305,6 +307,8 @@ def run_benchmark(
         check_agent(each, config, protocol.seed)
     card = ScoreCard(agent.name, protocol, games, [each.name for each in panel])
     total = sum(games or member.games for member in protocol.panel)
+    if on_start is not None:
+        on_start(card)
     with Progress(total, "game", enabled=progress) as bar:
         for member, opponent in zip(protocol.panel, panel, strict=True):
             bar.set_description(f"{agent.name} vs {member.label}")

@@ -25,9 +25,11 @@ import re
 import sys
 from pathlib import Path
 
+from strategic_reserve_env.outputs import check_out, write_text
+
 from .benchmark import PANEL_PPO, PROTOCOL_V1, SHIPPED_PPO, Protocol, ScoreCard, run_benchmark
 from .statistics import fit_ratings
-from .tournament import check_out, duel_of, format_interval, markdown_table, write_text
+from .tournament import duel_of, format_interval, markdown_table
 
 REFERENCE_AGENTS = ("random", "greedy", "expectimax:depth=1", "expectimax:depth=2", PANEL_PPO, SHIPPED_PPO)
 START = (

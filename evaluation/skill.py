@@ -54,6 +54,7 @@ import numpy as np
 from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.outputs import check_out, lock, write_text
 from strategic_reserve_env.policies import NamedPolicy
 
 from .benchmark import SHIPPED_PPO
@@ -63,7 +64,6 @@ from .tournament import (
     Pairing,
     Settings,
     check_agent,
-    check_out,
     format_interval,
     json_text,
     load_agents,
@@ -72,7 +72,6 @@ from .tournament import (
     play_pairing,
     plot_ratings,
     run,
-    write_text,
 )
 
 DEFAULT_AGENTS = ("random", "greedy", "expectimax:depth=1", "expectimax:depth=2", SHIPPED_PPO)
@@ -846,11 +845,12 @@ def main(argv: list[str] | None = None) -> int:
             progress=not args.no_progress,
         )
         out = check_out(args.out)
-        report = measure(settings)
-    except ValueError as error:
+        with lock(out):  # one writer per folder; the report is measured and written under the lock
+            report = measure(settings)
+            write_report(report, out)
+    except ValueError as error:  # a bad setting, or OutputBusyError: another process holds the folder
         print(f"error: {error}", file=sys.stderr)
         return 2
-    write_report(report, out)
     print("\n".join(summary(report)))
     print(f"wrote {out / REPORT} and {out / FIGURES}/ in {report.seconds:.0f} s")
     return 0

@@ -26,10 +26,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-import os
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -41,6 +39,7 @@ from strategic_reserve_env import arena, engine
 from strategic_reserve_env.agents import RandomAgent, load_agent
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
+from strategic_reserve_env.outputs import write_text
 from strategic_reserve_env.policies import NamedPolicy
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sampling import uniform_square
@@ -353,25 +352,6 @@ def rating_rows(ratings: dict[str, tuple[float, float]]) -> list[list[str]]:
     return [[name, f"{value:+.0f}", f"±{half:.0f}"] for name, (value, half) in ordered]
 
 
-def check_out(path: str | Path) -> Path:
-    """``path`` as a directory results can be written in, checked without creating anything: an existing
-    directory we can write in, or a missing one whose nearest existing parent is such a directory.
-    ``ValueError`` saying why not. (:func:`write_outputs` creates the directory.)"""
-    directory = Path(path)
-    existing = directory
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        where = "is a file" if existing == directory else f"lies under the file {existing}"
-        raise ValueError(f"--out {path}: {where}, not a directory")
-    try:
-        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-test-"):
-            pass
-    except OSError as error:
-        raise ValueError(f"--out {path}: cannot write in {existing} ({error.strerror or error})") from None
-    return directory
-
-
 _NUMBER_LIST = re.compile(r"\[\n\s*((?:-?[0-9][0-9.e+-]*,\n\s*)*-?[0-9][0-9.e+-]*)\n\s*\]")
 
 
@@ -380,13 +360,6 @@ def json_text(payload: dict) -> str:
     and small); NaN or infinity raise ``ValueError`` (JSON has neither)."""
     text = json.dumps(payload, indent=1, allow_nan=False)
     return _NUMBER_LIST.sub(lambda match: "[" + re.sub(r",\n\s*", ", ", match.group(1)) + "]", text) + "\n"
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file renamed over it (never a half-written file)."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as handle:
-        handle.write(text)
-    os.replace(handle.name, path)
 
 
 def write_outputs(
@@ -413,7 +386,8 @@ def write_outputs(
         else {name: {"rating": value, "ci95_half_width": half} for name, (value, half) in ratings.items()},
         **(extra or {}),
     }
-    write_text(directory / f"{stem}.json", json_text(payload))
+    if plot and ratings is not None:  # every other file first: the JSON says complete only when all are there
+        plot_ratings(directory / "ratings.png", settings, ratings)
     markdown = [
         f"# Tournament: {settings.games} games per pairing, seed {settings.seed}, reserve {settings.reserve}",
         "",
@@ -430,8 +404,7 @@ def write_outputs(
     else:
         markdown += [f"**Unfinished**: {error or 'still running'}", ""]
     write_text(directory / f"{stem}.md", "\n".join(markdown))
-    if plot and ratings is not None:
-        plot_ratings(directory / "ratings.png", settings, ratings)
+    write_text(directory / f"{stem}.json", json_text(payload))
 
 
 def plot_ratings(path: Path, settings: Settings, ratings) -> None:

@@ -108,6 +108,8 @@ info was empty).
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, cast
 
 import numpy as np
@@ -168,6 +170,8 @@ def parse_rolls(rolls) -> list[int]:
     """Forced rolls as square indices; names like ``"e5"`` or indices 0..35."""
     if isinstance(rolls, (str, bytes)) or not hasattr(rolls, "__iter__"):
         raise ValueError(f"rolls must be a sequence of squares, got {rolls!r}")
+    if isinstance(rolls, (AbstractSet, Mapping)):  # their order is not the caller's (it can follow PYTHONHASHSEED)
+        raise ValueError(f"rolls must be a sequence of squares in order (a list), got a {type(rolls).__name__}")
     squares = []
     for i, roll in enumerate(rolls):
         if isinstance(roll, str):

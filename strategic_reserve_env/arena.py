@@ -60,7 +60,7 @@ def choose_checked(
     :class:`AgentError` (``game_numbers``: (N,) numbers of the state's games for the message)."""
     try:
         return choose(agent, state[games], rng)
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # an agent calling sys.exit() failed; it does not end the program
         row = error.row if isinstance(error, InvalidActionsError) else None
         game = int(games[row if row is not None else 0])
         detail = str(error) if isinstance(error, InvalidActionsError) else f"raised {type(error).__name__}: {error}"

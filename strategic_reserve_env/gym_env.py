@@ -115,6 +115,8 @@ class StrategicReserveEnv(gymnasium.Env):
         self._seeded = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if isinstance(seed, np.integer):  # as the AEC and vector envs take it (Gymnasium wants a Python int)
+            seed = int(seed)
         super().reset(seed=seed)
         if seed is None and not self._seeded:
             seed = int(self.np_random.integers(_SEED_RANGE))

@@ -137,12 +137,12 @@ def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
             f" (the first: {brief(actions[:1].tolist()[0])})",
             0,
         )
-    actions = actions.astype(np.int64, copy=False)
     playable = legal != 0
-    outside = playable & ((actions < 0) | (actions >= NUM_SQUARES))
+    outside = playable & ((actions < 0) | (actions >= NUM_SQUARES))  # before any cast: uint64 2**63 stays itself
     if outside.any():
         row = int(np.flatnonzero(outside)[0])
-        raise InvalidActionsError(f"returned {actions[row]}, not a square index 0..35", row)
+        raise InvalidActionsError(f"returned {int(actions[row])}, not a square index 0..35", row)
+    actions = actions.astype(np.int64)
     illegal = playable & ((BIT_ARRAY.take(actions, mode="clip") & legal) == 0)
     if illegal.any():
         row = int(np.flatnonzero(illegal)[0])
@@ -180,3 +180,64 @@ def choose(policy: Policy, position, rng: np.random.Generator):
     legal = np.atleast_1d(np.asarray(position.legal, dtype=np.int64))
     actions = checked_actions(policy.act(*policy_inputs(policy, position), rng), legal)
     return int(actions[0]) if type(position.me) is int else actions
+
+
+def checked_seconds(seconds, what: str) -> float:
+    """``seconds`` as a float if it is a finite number > 0 (a time budget); ``ValueError`` naming ``what``."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{what} must be a number of seconds, got {seconds!r}")
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{what} must be a finite number of seconds > 0, got {seconds}")
+    return float(seconds)
+
+
+def seconds_argument(text: str) -> float:
+    """A command-line time budget (``--act-timeout``, ``bench --seconds``): :func:`checked_seconds` of ``text``,
+    as argparse's ``type`` (which reports the error with the option's name)."""
+    import argparse
+
+    try:
+        return checked_seconds(float(text), "a time budget")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}") from None
+
+
+class ActTimeoutError(RuntimeError):
+    """An agent's ``act`` ran past its time budget (:class:`TimeLimited`)."""
+
+
+class TimeLimited:
+    """``agent`` with a time budget on each ``act`` call: ``seconds`` per game of the call (a call for B games
+    may take ``B * seconds``), past which the call is stopped with :class:`ActTimeoutError`.
+
+    The budget is a ``SIGALRM`` timer (``signal.setitimer``), so it works in the main thread of a POSIX
+    process only, and it stops Python code only: the exception is raised when the interpreter next runs a
+    bytecode, so a hang inside compiled code that never returns to Python (a C extension's loop, a blocking
+    call that retries on EINTR) is not stopped. Every other attribute is the agent's own."""
+
+    def __init__(self, agent, seconds: float) -> None:
+        self.agent, self.seconds = agent, checked_seconds(seconds, "act timeout")
+
+    def __getattr__(self, name: str):
+        return getattr(self.agent, name)
+
+    def act(self, observations, masks, rng):
+        import signal
+
+        budget = self.seconds * max(len(masks), 1)
+
+        def expire(signum, frame):
+            raise ActTimeoutError(
+                f"act() ran past its budget of {budget:g} s ({self.seconds:g} s per game, {len(masks)} game(s))"
+            )
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, budget)
+        try:
+            return self.agent.act(observations, masks, rng)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+    def __repr__(self) -> str:
+        return f"TimeLimited({self.agent!r}, {self.seconds:g})"

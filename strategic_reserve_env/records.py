@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
+from . import safe_json
 from .board import COLOURS, board_string, brief, clip, dice_for, parse_square, square_name, squares_of
 from .config import MAX_PLY_LIMIT, Config, StartPosition, start_position
 from .engine import IllegalActionError
@@ -156,7 +157,7 @@ def load_record(source: str | Path | BinaryIO, name: str | None = None) -> Recor
     except UnicodeDecodeError as error:
         raise RecordError(f"{name} is not UTF-8 text: byte 0x{data[error.start]:02x} at offset {error.start}") from None
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=lambda pairs: safe_json.unique_keys(pairs, RecordError))
         return parse_record(value)
     except RecordError as error:  # header messages cut what they echo of the record (board.brief, board.clip)
         raise RecordError(f"{name}: {error}") from None

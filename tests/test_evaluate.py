@@ -139,7 +139,7 @@ def test_small_tournament_end_to_end(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "agent A" in result.stdout and "rating (Elo)" in result.stdout
-    assert {p.name for p in out.iterdir()} == {"results.json", "results.md", "ratings.png"}
+    assert {p.name for p in out.iterdir()} == {".lock", "results.json", "results.md", "ratings.png"}
     data = json.loads((out / "results.json").read_text())
     assert len(data["pairings"]) == 3 and data["settings"]["games"] == 20
     assert (out / "ratings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -20,6 +20,7 @@ import pytest
 import torch
 import tyro
 
+from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.policy_file import METADATA_KEY, PolicyFileError, load_policy, read_description
 from strategic_reserve_env.commands import train
@@ -85,6 +86,9 @@ def crafted_checkpoint(tmp_path, marker) -> Path:
     """A run directory whose only checkpoint carries a payload (it looks like a checkpoint otherwise)."""
     directory = tmp_path / "run" / "checkpoints"
     directory.mkdir(parents=True)
+    path = train.checkpoint_path(
+        tmp_path / "run", 512, outputs.write_run(tmp_path / "run", "0" * 32, "train.py")["run_id"]
+    )
     torch.save(
         {
             "format": train.CHECKPOINT_FORMAT,
@@ -92,9 +96,9 @@ def crafted_checkpoint(tmp_path, marker) -> Path:
             "steps": 512,
             "payload": Payload(marker),
         },
-        directory / "checkpoint_512.pt",
+        path,
     )
-    return directory / "checkpoint_512.pt"
+    return path
 
 
 def test_the_payloads_are_real_and_the_opt_in_is_explicit(crafted_zip, crafted_checkpoint, marker):
@@ -195,7 +199,10 @@ SHIPPED = REPO / "models" / "ppo_baseline.safetensors"
         ({"format": "sb3"}, "not a strategic-reserve-ppo-policy description"),
         ({"version": 2}, "format version 2; this code reads version 1"),
         ({"observation_shape": [6, 6, 8]}, r"the policy observes \(6, 6, 8\) int8"),
-        ({"net_arch": [256, 128]}, r"tensor mlp_extractor.policy_net.2.weight is \(256, 256\)"),
+        (
+            {"net_arch": [256, 128]},
+            r"tensor mlp_extractor.policy_net.2.weight is \[256, 256\] F32, the described network has \[128, 256\] F32",
+        ),
         ({"net_arch": [256]}, "unexpected .*mlp_extractor.policy_net.2.weight"),
         ({"net_arch": "[256, 256]"}, "net_arch must be a list of positive ints"),
     ],

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 
 import pytest
 import torch
 import tyro
 from safetensors.torch import load_file
 
+from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.commands import train
 
@@ -131,7 +134,7 @@ def test_resume_after_a_kill(tmp_path):
 
 def _final_state(out) -> tuple[dict, dict]:
     """The policy tensors of ``out`` and the contents of its last checkpoint."""
-    checkpoint = torch.load(out / "checkpoints" / f"checkpoint_{train.checkpoint_steps(out)[-1]}.pt", weights_only=True)
+    checkpoint = torch.load(train.checkpoint_path(out, train.checkpoint_steps(out)[-1]), weights_only=True)
     return load_file(out / "model.safetensors"), checkpoint
 
 
@@ -145,7 +148,7 @@ def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     first = _train("--total-steps", "1536", "--out", str(parts), *common)
     assert first.returncode == 0, first.stderr
     assert train.checkpoint_steps(parts) == [1024, 1536]  # the last two are kept; the last one after the run
-    damaged = parts / "checkpoints" / "checkpoint_1536.pt"
+    damaged = train.checkpoint_path(parts, 1536)
     damaged.write_bytes(damaged.read_bytes()[:5000])  # as a kill or a full disk would leave it
     result = _train("--total-steps", "2560", "--out", str(parts), "--resume", *common)
     assert result.returncode == 0, result.stderr
@@ -174,7 +177,8 @@ def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     )
     assert train.main(other) == 2
     assert capsys.readouterr().err == (
-        "error: --resume: the checkpoint was trained with --n-envs 32, not 16; resume with the same setting\n"
+        "error: --resume: the run was trained with --n-envs 32, not 16; resume with the same setting "
+        "(or --restart to start over)\n"
     )
 
 
@@ -182,19 +186,24 @@ def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
     out = tmp_path / "run"
     settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out), "--resume"])
     assert train.main(settings) == 2
-    assert capsys.readouterr().err == f"error: --resume: no checkpoint (checkpoint_STEPS.pt) in {out / 'checkpoints'}\n"
-    (out / "checkpoints").mkdir(parents=True)
-    (out / "checkpoints" / "checkpoint_512.pt").write_bytes(b"not a checkpoint")
+    assert capsys.readouterr().err == f"error: --resume: {out} holds no run (no run.json)\n"
+    assert not out.exists()  # nothing was written, not even the folder
+    out.mkdir(parents=True)
+    run_id = outputs.write_run(out, outputs.new_run_id(), "train.py")["run_id"]
+    assert train.main(settings) == 2
+    assert capsys.readouterr().err == (
+        f"error: --resume: no checkpoint of run {run_id} (checkpoint_STEPS-{run_id}.pt) in {out / 'checkpoints'}\n"
+    )
+    path = train.checkpoint_path(out, 512)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a checkpoint")
     assert train.main(settings) == 2
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith(f"warning: --resume: skipping {out / 'checkpoints' / 'checkpoint_512.pt'}")
+    assert err[0].startswith(f"warning: --resume: skipping {path}")
     assert err[1] == f"error: --resume: none of the 1 checkpoint(s) in {out / 'checkpoints'} loads"
-    assert sorted(p.name for p in out.iterdir()) == ["checkpoints"]  # nothing else was written
-    torch.save(
-        {"format": train.CHECKPOINT_FORMAT, "version": train.CHECKPOINT_VERSION, "steps": 512},
-        out / "checkpoints" / "checkpoint_512.pt",
-    )  # loads, but holds nothing to resume from
-    assert train.main(settings) == 2
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "checkpoints", "run.json"]  # nothing else written
+    torch.save({"format": train.CHECKPOINT_FORMAT, "version": train.CHECKPOINT_VERSION, "steps": 512}, path)
+    assert train.main(settings) == 2  # it loads, but holds nothing to resume from
     assert capsys.readouterr().err == (
         f"error: --resume: the checkpoint of step 512 in {out / 'checkpoints'} is malformed (KeyError: 'settings')\n"
     )
@@ -297,3 +306,54 @@ def test_same_seed_same_run(tmp_path):
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
     evaluations = [json.loads((tmp_path / run / "evaluation.json").read_text())["pairings"] for run in ("a", "b")]
     assert [p["pair_scores"] for p in evaluations[0]] == [p["pair_scores"] for p in evaluations[1]]
+
+
+def test_a_run_owns_its_out(tmp_path, capsys):
+    """A second run into a folder that holds a run is refused unless --restart (start over: the first run's
+    checkpoints go) or --resume; --resume refuses other training-defining settings, naming the setting, and
+    takes a larger --total-steps; a folder another process holds is refused whatever the options."""
+    out = tmp_path / "run"
+    common = ["--eval-every", "0", "--checkpoint-every", "512", "--out", str(out), "--seed", "1"]
+    assert _train("--total-steps", "1024", *common).returncode == 0
+    first = outputs.read_run(out)["run_id"]
+    assert train.checkpoint_steps(out) == [512, 1024]
+
+    again = _train("--total-steps", "1024", *common)
+    assert again.returncode == 2
+    assert again.stderr.startswith(f"error: --out {out} holds run {first} (train.py, started ")
+    assert "--resume to continue it, --restart to start over" in again.stderr
+    assert outputs.read_run(out)["run_id"] == first and train.checkpoint_steps(out) == [512, 1024]
+
+    other_seed = _train("--total-steps", "2048", *common[:-1], "2", "--resume")
+    assert other_seed.returncode == 2
+    assert other_seed.stderr == (
+        "error: --resume: the run was trained with --seed 1, not 2; resume with the same setting "
+        "(or --restart to start over)\n"
+    )
+    for option, value, message in (
+        ("--opponents", "random:1", "--opponents random:1,greedy:3,self:1, not random:1"),
+        ("--learning-rate", "0.001", "--learning-rate 0.0003, not 0.001"),
+        ("--distill-games", "2", "--distill-games 0, not 2"),
+    ):
+        settings = tyro.cli(
+            train.TrainSettings, args=[*TINY, *common, "--total-steps", "2048", "--resume", option, value]
+        )
+        with pytest.raises(ValueError, match=re.escape(message)):
+            train.check_resumable(
+                json.loads(json.dumps(asdict(tyro.cli(train.TrainSettings, args=[*TINY, *common])))), settings, 1024
+            )
+    resumed = _train("--total-steps", "1536", *common, "--resume", "--threads", "2")  # larger total, other threads
+    assert resumed.returncode == 0, resumed.stderr
+    assert "resuming from 1,024 steps" in resumed.stderr and train.checkpoint_steps(out) == [1024, 1536]
+
+    restarted = _train("--total-steps", "512", *common, "--restart")
+    assert restarted.returncode == 0, restarted.stderr
+    second = outputs.read_run(out)["run_id"]
+    assert second != first and train.checkpoint_steps(out) == [512]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [f"checkpoint_512-{second}.pt"]
+
+    settings = tyro.cli(train.TrainSettings, args=[*TINY, *common, "--restart"])
+    with outputs.lock(out):  # another writer holds the folder
+        assert train.main(settings) == 2
+    assert f"error: --out {out} is in use by another process (pid " in capsys.readouterr().err
+    assert outputs.read_run(out)["run_id"] == second

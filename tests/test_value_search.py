@@ -168,8 +168,8 @@ def _edited(tmp_path, source, tensors=None, **changes):
         ({"format": "pickle"}, "not a strategic-reserve-value-net description"),
         ({"version": 2}, "format version 2; this code reads 1"),
         ({"features": ["own"]}, r"the network reads features \['own'\]"),
-        ({"hidden": "__import__('os')"}, "hidden must be a list of layer sizes"),
-        ({"hidden": [16]}, r"tensor 0.weight is \(8, 257\) torch.float32, the described network has \(16, 257\)"),
+        ({"hidden": "__import__('os')"}, "hidden must be a list of at most 16 layer sizes"),
+        ({"hidden": [16]}, r"tensor 0.weight is \[8, 257\] F32, the described network has \[16, 257\] F32"),
         ({"hidden": [8, 8]}, r"missing \['4.bias', '4.weight'\]"),
     ],
 )

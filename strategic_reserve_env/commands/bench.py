@@ -8,12 +8,15 @@ import sys
 from strategic_reserve_env import bench
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.policies import seconds_argument
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The command line; ``prog``: the name ``--help`` shows."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__)
-    parser.add_argument("--seconds", type=float, default=2.0, help="time per measurement (default 2)")
+    parser.add_argument(
+        "--seconds", type=seconds_argument, default=2.0, help="time per measurement, a finite number > 0 (default 2)"
+    )
     parser.add_argument(
         "--batch-sizes", type=int, nargs="+", default=[1, 64, 4096], metavar="B", help="batch sizes (default 1 64 4096)"
     )

@@ -38,6 +38,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--out", help="directory to write the score card in (created if missing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    evaluate.add_act_timeout(parser)
     return parser
 
 

@@ -20,20 +20,31 @@ results.md and ratings.png.
 (random, greedy, expectimax:depth=2, the shipped PPO) and prints a score
 card; --out DIR writes benchmark.json and benchmark.md (docs/BENCHMARK.md).
 
-Every argument and agent is checked before the first game. Exit status: 0
-done, 2 bad arguments or agents (nothing played), 1 an agent failed during
-play (what was finished is printed and written first).
+Every argument, agent and output path is checked before the first game, and
+--out DIR is locked while the run writes it (a second run on the same folder
+is refused; the lock goes with its process, however it ends). --act-timeout
+SECONDS gives each act() call SECONDS per game of the call; it stops Python
+code only (a SIGALRM timer, main thread), not a hang inside compiled code that
+never returns to the interpreter.
+
+Exit status: 0 done; 2 bad arguments, agents or output folder (nothing
+played); 1 an agent failed during play (an exception, sys.exit() or its time
+budget); 130 interrupted (Ctrl-C, SIGINT); 143 terminated (SIGTERM). On 1, 130
+and 143 what was finished is printed and written first, and results.json
+(benchmark.json) says what stopped the run ("complete": false, "error").
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
 import time
 import traceback
 from dataclasses import replace
 
-from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents
+from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents, load_agent
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.commands import named
 from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1, run_benchmark
@@ -41,17 +52,46 @@ from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
     PairingError,
     Settings,
-    check_out,
+    check_agent,
+    load_agents,
     pairing_rows,
-    prepare_agents,
     rating_rows,
     run,
     text_table,
     write_outputs,
 )
-from strategic_reserve_env.policies import InvalidActionsError
+from strategic_reserve_env.outputs import OutputBusyError, check_out, lock
+from strategic_reserve_env.policies import InvalidActionsError, TimeLimited, seconds_argument
 
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit")
+TOURNAMENT_FILES = ("results.json", "results.md", "ratings.png")
+BENCHMARK_FILES = ("benchmark.json", "benchmark.md")
+AGENT_FAILED, BAD_INPUT, INTERRUPTED, TERMINATED = 1, 2, 130, 143  # exit statuses (128 + the signal's number)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived (raised by :func:`stop_signals`' handler, as KeyboardInterrupt is for SIGINT)."""
+
+
+@contextlib.contextmanager
+def stop_signals():
+    """While the block runs, SIGTERM raises :class:`Terminated` (so what was finished gets written)."""
+
+    def terminate(signum, frame):
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def stop_reason(error: BaseException) -> tuple[str, int]:
+    """What stopped a run (for results.json and stderr) and its exit status."""
+    if isinstance(error, KeyboardInterrupt):
+        return "stopped: interrupted (SIGINT, Ctrl-C)", INTERRUPTED
+    return "stopped: terminated (SIGTERM)", TERMINATED
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -68,6 +108,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--ply-limit", type=int, help=f"truncation (default {defaults.ply_limit})")
     parser.add_argument("--out", help="directory to write the results in (created if missing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_act_timeout(parser)
     parser.add_argument(
         "--benchmark",
         metavar="SPEC",
@@ -131,6 +172,22 @@ def print_cause(error: BaseException) -> None:
         traceback.print_exception(cause, file=sys.stderr)
 
 
+def add_act_timeout(parser: argparse.ArgumentParser) -> None:
+    """The --act-timeout option (evaluate and the benchmark command)."""
+    parser.add_argument(
+        "--act-timeout",
+        type=seconds_argument,
+        metavar="SECONDS",
+        help="time budget of each act() call: SECONDS per game of the call (Python code only: a hang inside "
+        "compiled code is not stopped); an agent past it fails (exit 1)",
+    )
+
+
+def limited(agent, args: argparse.Namespace):
+    """``agent`` with the --act-timeout budget, if one is given."""
+    return agent if args.act_timeout is None else TimeLimited(agent, args.act_timeout)
+
+
 def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     given = {name: getattr(args, name) for name in TOURNAMENT_ONLY if getattr(args, name) is not None}
     try:
@@ -139,19 +196,40 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(as_option(str(error)))
     start = time.perf_counter()
     try:
-        out = check_out(args.out) if args.out else None
-        agents = prepare_agents(settings.agents, settings.config(), settings.seed)
+        out = check_out(args.out, TOURNAMENT_FILES) if args.out else None
+        agents = [limited(agent, args) for agent in load_agents(settings.agents)]
+        for agent in agents:
+            check_agent(agent, settings.config(), settings.seed)
     except ValueError as error:
         print_cause(error)
-        return fail(str(error), 2)
+        return fail(str(error), BAD_INPUT)
     settings = replace(settings, agents=[agent.name for agent in agents])  # canonical names from here on
+    try:
+        with lock(out) if out is not None else contextlib.nullcontext(), stop_signals():
+            status = play_tournament(settings, agents, out)
+    except OutputBusyError as error:
+        return fail(str(error), BAD_INPUT)
+    if status == 0:
+        elapsed = time.perf_counter() - start
+        print(f"wall time {elapsed:.1f} s" if elapsed >= 1 else f"wall time {1000 * elapsed:.0f} ms", file=sys.stderr)
+    return status
+
+
+def play_tournament(settings: Settings, agents: list, out) -> int:
+    """The round robin of :func:`tournament_main` (agents loaded and checked), with ``out`` locked (or None)."""
+    finished: list = []
 
     def save(pairings, ratings=None, error=None) -> None:
+        finished[:] = pairings
         if out is not None:
             write_outputs(out, settings, pairings, ratings, plot=ratings is not None, error=error)
 
     try:
         pairings, ratings = run(settings, agents, on_pairing=save, checked=True)
+        print(text_table(PAIRING_HEADER, pairing_rows(pairings)))
+        print()
+        print(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)))
+        save(pairings, ratings)
     except PairingError as error:
         if error.pairings:
             print(text_table(PAIRING_HEADER, pairing_rows(error.pairings)))
@@ -159,15 +237,16 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         print_cause(error)
         kept = f"; the {len(error.pairings)} pairing(s) finished before are kept" if error.pairings else ""
         written = f" in {out}/results.json" if out is not None and error.pairings else ""
-        return fail(f"{error}{kept}{written}", 1)
-    print(text_table(PAIRING_HEADER, pairing_rows(pairings)))
-    print()
-    print(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)))
-    save(pairings, ratings)
+        return fail(f"{error}{kept}{written}", AGENT_FAILED)
+    except (KeyboardInterrupt, Terminated) as error:
+        reason, status = stop_reason(error)
+        if finished:
+            print(text_table(PAIRING_HEADER, pairing_rows(finished)))
+        save(list(finished), error=reason)
+        written = f" in {out}/results.json" if out is not None else ""
+        return fail(f"{reason}; the {len(finished)} pairing(s) finished before are kept{written}", status)
     if out is not None:
         print(f"\nwrote {out}/results.json, results.md, ratings.png")
-    elapsed = time.perf_counter() - start
-    print(f"wall time {elapsed:.1f} s" if elapsed >= 1 else f"wall time {1000 * elapsed:.0f} ms", file=sys.stderr)
     return 0
 
 
@@ -185,21 +264,57 @@ def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         except ValueError as error:
             parser.error(f"--benchmark-{as_option(str(error))[2:]}")
     try:
-        out = check_out(args.out) if args.out else None
-        save = (lambda card: card.write(out)) if out is not None else None
+        out = check_out(args.out, BENCHMARK_FILES) if args.out else None
+        agent = limited(load_agent(args.benchmark), args)
+    except ValueError as error:
+        print_cause(error)
+        return fail(str(error), BAD_INPUT)
+    try:
+        with lock(out) if out is not None else contextlib.nullcontext(), stop_signals():
+            return play_benchmark(agent, args, out)
+    except OutputBusyError as error:
+        return fail(str(error), BAD_INPUT)
+
+
+def play_benchmark(agent, args: argparse.Namespace, out) -> int:
+    """The benchmark of :func:`benchmark_main` (the agent loaded), with ``out`` locked (or None)."""
+    latest: list = []  # the card as last written
+
+    def save(card) -> None:
+        latest[:] = [card]
+        if out is not None:
+            card.write(out)
+
+    try:
         card = run_benchmark(
-            args.benchmark, games=args.benchmark_games, progress=not args.no_progress, on_opponent=save
+            agent,
+            games=args.benchmark_games,
+            progress=not args.no_progress,
+            on_opponent=save,
+            on_start=save,
         )
     except ValueError as error:
         print_cause(error)
-        return fail(str(error), 2)
+        return fail(str(error), BAD_INPUT)
     except PairingError as error:
         card = error.card
         print(card.text())
         if out is not None:
             card.write(out)
         print_cause(error)
-        return fail(str(error) + (f"; the opponents finished before are in {out}/benchmark.json" if out else ""), 1)
+        kept = f"; the opponents finished before are in {out}/benchmark.json" if out else ""
+        return fail(str(error) + kept, AGENT_FAILED)
+    except (KeyboardInterrupt, Terminated) as error:
+        reason, status = stop_reason(error)
+        if not latest:
+            return fail(f"{reason} before the first game", status)
+        card = latest[0]
+        card.error = reason
+        print(card.text())
+        if out is not None:
+            card.write(out)
+        kept = f"; the opponents finished before are in {out}/benchmark.json" if out else ""
+        return fail(reason + kept, status)
     print(card.text())
     if out is not None:
         card.write(out)

@@ -22,7 +22,7 @@ spec ``ppo:OUT/model.safetensors``; it cannot run code when loaded), SB3's
 ``model.zip`` (pickles: for SB3 users, loaded only with ``,trust=pickle``),
 ``evaluation.json`` / ``.md``.
 
-Checkpoints (``checkpoints/checkpoint_STEPS.pt``, the last two kept) are
+Checkpoints (``checkpoints/checkpoint_STEPS-RUNID.pt``, the last two kept) are
 taken after a PPO update and at the end of a run; they hold tensors, numbers
 and strings only (``torch.load(weights_only=True)``, which runs no code from
 the file): the network and its optimizer, the snapshot pool, the games in
@@ -32,14 +32,23 @@ taken: a run resumed from step S makes the same games, updates and weights as
 one that never stopped. A checkpoint that does not load (cut short by a kill,
 or not a checkpoint) is skipped with a warning for the one before it.
 Checkpoints start with PPO: a run killed during the distillation starts anew
-(without ``--resume``), and makes the same network again (same seed, same games).
+(with ``--restart``), and makes the same network again (same seed, same games).
+
+A run owns its ``--out``: it writes a run id (``run.json``) when it starts and
+holds the folder's lock (``strategic_reserve_env.outputs``) while it runs, so a
+second process on the same folder is refused. A folder that holds another run
+is refused unless ``--resume`` (continue it) or ``--restart`` (start over: its
+run file, checkpoints and settings go first). ``--resume`` refuses a run whose
+training-defining settings differ (every setting but those of
+``MAY_CHANGE``: a larger ``--total-steps``, ``--threads``, ``--progress``,
+``--device``, the evaluation and checkpoint cadence), naming the setting.
+Checkpoint names carry the run id, and pruning only touches this run's.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 import random
 import re
 import sys
@@ -54,6 +63,7 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 
+from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import distill, load_agent
 from strategic_reserve_env.agents.networks import BoardCNN
 from strategic_reserve_env.agents.policy_file import architecture_of, save_policy
@@ -124,6 +134,8 @@ class TrainSettings:
     """Torch CPU threads (on shared cores a second thread waits more than it computes)."""
     resume: bool = False
     """Continue from the last checkpoint in --out (exactly: same games and updates as an uninterrupted run)."""
+    restart: bool = False
+    """Start over in an --out that holds another run: its run file, checkpoints and settings are removed first."""
     progress: bool = True
     """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
     distill_games: int = 10_000
@@ -218,7 +230,9 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         distill_agents(settings)
     elif not settings.total_steps:
         raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
-    tournament.check_out(settings.out)  # a directory we can write in (or can create), before anything is built
+    if settings.resume and settings.restart:
+        raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
+    outputs.check_out(settings.out)  # a directory we can write in (or can create), before anything is built
     return parse_opponents(settings.opponents)
 
 
@@ -301,6 +315,16 @@ class OpponentPool:
             frozen.load_state_dict(weights)
         self.snapshots = (self.snapshots + [PPOAgent(frozen.eval(), name, deterministic=False)])[-self.max_snapshots :]
 
+    def state(self) -> list[dict]:
+        """The snapshots as tensors and names (for a checkpoint; :meth:`restore` reads it back)."""
+        return [{"name": snapshot.name, "policy": snapshot.policy.state_dict()} for snapshot in self.snapshots]
+
+    def restore(self, state: list[dict], policy) -> None:
+        """The snapshots of :meth:`state`, each a copy of ``policy`` with its saved weights."""
+        self.snapshots = []
+        for snapshot in state:
+            self.add_snapshot(policy, snapshot["name"], snapshot["policy"])
+
     def members(self) -> tuple[list, list[float]]:
         """Opponents and their weights for the environment."""
         agents = [agent for agent, _ in self.baselines]
@@ -326,10 +350,11 @@ class TrainingCallback(BaseCallback):
         pool: OpponentPool,
         env: StrategicReserveVecEnv,
         out: Path,
+        run_id: str,
         schedule: dict[str, float] | None = None,
     ) -> None:
         super().__init__()
-        self.settings, self.pool, self.env, self.out = settings, pool, env, out
+        self.settings, self.pool, self.env, self.out, self.run_id = settings, pool, env, out, run_id
         self.schedule = dict(schedule) if schedule else {}
         self.outcomes: dict[str, list[int]] = {}
         self.progress: Progress | None = None
@@ -369,7 +394,7 @@ class TrainingCallback(BaseCallback):
     def _on_rollout_start(self) -> None:
         self.collecting_since = time.perf_counter()
         if self.checkpoint_due:  # the update on the last rollout is done: a resumed run goes on from here
-            save_checkpoint(self.model, self.env, self.pool, self.schedule, self.settings, self.out)
+            save_checkpoint(self.model, self.env, self.pool, self.schedule, self.settings, self.out, self.run_id)
             self.checkpoint_due = False
             self.seconds["evaluating and checkpointing"] += time.perf_counter() - self.collecting_since
 
@@ -422,11 +447,24 @@ class TimedVecEnv(StrategicReserveVecEnv):
         return result
 
 
-CHECKPOINT = re.compile(r"checkpoint_(\d+)\.pt")
+CHECKPOINT = re.compile(r"checkpoint_(\d+)-([0-9a-f]{32})\.pt")  # steps, run id
 CHECKPOINT_FORMAT = "strategic-reserve-train-checkpoint"
 CHECKPOINT_VERSION = 1
 CHECKPOINTS_KEPT = 2  # the last one and the one before it (the fallback if the last is damaged)
-MUST_MATCH = ("n_envs", "net_arch", "features", "cnn_channels")  # settings a resumed run cannot change
+MAY_CHANGE = (  # settings a resumed run may change; every other one defines the training and must match
+    "total_steps",  # larger: train on
+    "threads",
+    "progress",
+    "device",
+    "eval_every",
+    "eval_games",
+    "final_eval_games",
+    "checkpoint_every",
+    "out",
+    "resume",
+    "restart",
+)
+RUN_STATE = ("run.json", "settings.json", "checkpoints")  # what says a folder holds a run (--restart removes it)
 
 
 def _tensors(tree):
@@ -466,6 +504,64 @@ def set_generator_states(states: dict) -> None:
     random.setstate((version, tuple(internal), gauss_next))
 
 
+def learner_state(model: MaskablePPO) -> dict:
+    """What SB3's learner keeps between rollouts beyond its network and optimizer (private fields of
+    ``MaskablePPO``: this pair is the one place that reads and writes them)."""
+    return {
+        "n_updates": model._n_updates,
+        "episode_num": model._episode_num,
+        "last_episode_starts": torch.from_numpy(np.array(model._last_episode_starts, dtype=bool)),
+    }
+
+
+def set_learner_state(model: MaskablePPO, state: dict, steps: int, last_observations: np.ndarray) -> None:
+    """Restore :func:`learner_state` at ``steps``, with ``last_observations`` (what the env's last step returned)."""
+    model.num_timesteps, model._n_updates = steps, state["n_updates"]
+    model._episode_num = state["episode_num"]
+    model._last_obs = last_observations
+    model._last_episode_starts = state["last_episode_starts"].numpy()
+
+
+def snapshot(
+    model: MaskablePPO,
+    env: StrategicReserveVecEnv,
+    pool: OpponentPool,
+    schedule: dict[str, float],
+    settings: TrainSettings,
+    run_id: str,
+) -> dict:
+    """The contents of a checkpoint (see the module docstring): everything :func:`restore` needs to go on
+    exactly, as tensors, numbers and strings."""
+    return {
+        "format": CHECKPOINT_FORMAT,
+        "version": CHECKPOINT_VERSION,
+        "steps": model.num_timesteps,
+        "run_id": run_id,
+        "settings": json.dumps(asdict(settings)),
+        "architecture": json.dumps(architecture_of(model.policy)),
+        "policy": model.policy.state_dict(),
+        "optimizer": model.policy.optimizer.state_dict(),
+        "snapshots": pool.state(),
+        "learner": learner_state(model),
+        "schedule": dict(schedule),
+        "env": _tensors(env.get_state()),
+        "generators": generator_states(),
+    }
+
+
+def restore(checkpoint: dict, model: MaskablePPO, env: StrategicReserveVecEnv, pool: OpponentPool) -> dict[str, float]:
+    """Put the learner, its snapshot pool, the games and the generators where :func:`snapshot` found them;
+    returns the schedule of the next snapshot, evaluation and checkpoint."""
+    model.policy.load_state_dict(checkpoint["policy"])
+    model.policy.optimizer.load_state_dict(checkpoint["optimizer"])
+    pool.restore(checkpoint["snapshots"], model.policy)
+    env.games.set_opponents(*pool.members())
+    env.set_state(_arrays(checkpoint["env"]))
+    set_learner_state(model, checkpoint["learner"], checkpoint["steps"], env.games.observations().copy())
+    set_generator_states(checkpoint["generators"])
+    return checkpoint["schedule"]
+
+
 def save_checkpoint(
     model: MaskablePPO,
     env: StrategicReserveVecEnv,
@@ -473,45 +569,40 @@ def save_checkpoint(
     schedule: dict[str, float],
     settings: TrainSettings,
     out: Path,
+    run_id: str,
 ) -> Path:
-    """Write ``checkpoints/checkpoint_{steps}.pt`` (see the module docstring); older ones but the previous go."""
-    directory = out / "checkpoints"
-    directory.mkdir(parents=True, exist_ok=True)
-    steps = model.num_timesteps
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "version": CHECKPOINT_VERSION,
-        "steps": steps,
-        "settings": json.dumps(asdict(settings)),
-        "architecture": json.dumps(architecture_of(model.policy)),
-        "policy": model.policy.state_dict(),
-        "optimizer": model.policy.optimizer.state_dict(),
-        "snapshots": [{"name": s.name, "policy": s.policy.state_dict()} for s in pool.snapshots],
-        "learner": {
-            "n_updates": model._n_updates,
-            "episode_num": model._episode_num,
-            "last_episode_starts": torch.from_numpy(np.array(model._last_episode_starts, dtype=bool)),
-        },
-        "schedule": dict(schedule),
-        "env": _tensors(env.get_state()),
-        "generators": generator_states(),
-    }
-    path = directory / f"checkpoint_{steps}.pt"
-    # written under a temporary name and renamed, so a kill mid-write leaves no half-written checkpoint under
-    # a checkpoint's name (a damaged one is skipped by --resume all the same)
-    torch.save(payload, directory / "partial.pt")
-    os.replace(directory / "partial.pt", path)
-    for old in checkpoint_steps(out)[:-CHECKPOINTS_KEPT]:
-        (directory / f"checkpoint_{old}.pt").unlink(missing_ok=True)
+    """Write the :func:`snapshot` as ``checkpoints/checkpoint_{steps}-{run_id}.pt``; this run's older ones but
+    the previous go."""
+    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
+    path = checkpoint_path(out, model.num_timesteps, run_id)
+    # written under a unique temporary name and renamed, so a kill mid-write leaves no half-written checkpoint
+    # under a checkpoint's name (a damaged one is skipped by --resume all the same)
+    with outputs.atomic(path) as handle:
+        torch.save(snapshot(model, env, pool, schedule, settings, run_id), handle)
+    for old in checkpoint_steps(out, run_id)[:-CHECKPOINTS_KEPT]:
+        checkpoint_path(out, old, run_id).unlink(missing_ok=True)
     return path
 
 
-def checkpoint_steps(out: Path) -> list[int]:
-    """Steps of the checkpoints in ``out``, in increasing order."""
+def checkpoint_path(out: Path, steps: int, run_id: str | None = None) -> Path:
+    """The checkpoint of run ``run_id`` (default: the run of ``out``'s run file) after ``steps`` steps."""
+    return out / "checkpoints" / f"checkpoint_{steps}-{run_id or _run_of(out)}.pt"
+
+
+def _run_of(out: Path) -> str | None:
+    run = outputs.read_run(out)
+    return None if run is None else run["run_id"]
+
+
+def checkpoint_steps(out: Path, run_id: str | None = None) -> list[int]:
+    """Steps of run ``run_id``'s checkpoints (default: the run of ``out``'s run file) in ``out``, in increasing
+    order."""
     directory = out / "checkpoints"
-    if not directory.is_dir():
+    run_id = run_id or _run_of(out)
+    if not directory.is_dir() or run_id is None:
         return []
-    return sorted(int(m.group(1)) for p in directory.iterdir() if (m := CHECKPOINT.fullmatch(p.name)))
+    found = (CHECKPOINT.fullmatch(p.name) for p in directory.iterdir())
+    return sorted(int(m.group(1)) for m in found if m and m.group(2) == run_id)
 
 
 def read_checkpoint(path: Path) -> dict:
@@ -528,14 +619,16 @@ def read_checkpoint(path: Path) -> dict:
     return payload
 
 
-def latest_checkpoint(out: Path) -> dict:
-    """The newest checkpoint in ``out`` that loads, warning on stderr about each newer one that does not;
-    ``ValueError`` when none loads."""
-    steps = checkpoint_steps(out)
+def latest_checkpoint(out: Path, run_id: str) -> dict:
+    """The newest checkpoint of run ``run_id`` in ``out`` that loads, warning on stderr about each newer one
+    that does not; ``ValueError`` when none loads."""
+    steps = checkpoint_steps(out, run_id)
     if not steps:
-        raise ValueError(f"--resume: no checkpoint (checkpoint_STEPS.pt) in {out / 'checkpoints'}")
+        raise ValueError(
+            f"--resume: no checkpoint of run {run_id} (checkpoint_STEPS-{run_id}.pt) in {out / 'checkpoints'}"
+        )
     for last in reversed(steps):
-        path = out / "checkpoints" / f"checkpoint_{last}.pt"
+        path = checkpoint_path(out, last, run_id)
         try:
             return read_checkpoint(path)
         except ValueError as error:
@@ -546,29 +639,51 @@ def latest_checkpoint(out: Path) -> dict:
 def resume(
     checkpoint: dict, settings: TrainSettings, model: MaskablePPO, env: StrategicReserveVecEnv, pool: OpponentPool
 ) -> dict[str, float]:
-    """Put the learner, its snapshot pool, the games and the generators where ``checkpoint`` left them;
-    returns the schedule of the next snapshot, evaluation and checkpoint."""
-    saved = json.loads(checkpoint["settings"])
-    for name in MUST_MATCH:
-        now = list(value) if isinstance(value := getattr(settings, name), tuple) else value
-        if saved[name] != now:
+    """:func:`restore` ``checkpoint`` after :func:`check_resumable` (``ValueError`` naming a setting that
+    differs); returns the schedule of the next snapshot, evaluation and checkpoint."""
+    check_resumable(json.loads(checkpoint["settings"]), settings, checkpoint["steps"])
+    return restore(checkpoint, model, env, pool)
+
+
+def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
+    """``ValueError`` naming the first training-defining setting (all but :data:`MAY_CHANGE`) in which
+    ``settings`` differ from the ``saved`` ones, or a --total-steps below the ``steps`` already trained."""
+    for name, value in asdict(settings).items():
+        now = list(value) if isinstance(value, tuple) else value
+        if name not in MAY_CHANGE and saved.get(name) != now:
             raise ValueError(
-                f"--resume: the checkpoint was trained with --{name.replace('_', '-')} {saved[name]}, "
-                f"not {now}; resume with the same setting"
+                f"--resume: the run was trained with --{name.replace('_', '-')} {saved.get(name)}, not {now}; "
+                f"resume with the same setting (or --restart to start over)"
             )
-    model.policy.load_state_dict(checkpoint["policy"])
-    model.policy.optimizer.load_state_dict(checkpoint["optimizer"])
-    for snapshot in checkpoint["snapshots"]:
-        pool.add_snapshot(model.policy, snapshot["name"], snapshot["policy"])
-    env.games.set_opponents(*pool.members())
-    env.set_state(_arrays(checkpoint["env"]))
-    learner = checkpoint["learner"]
-    model.num_timesteps, model._n_updates = checkpoint["steps"], learner["n_updates"]
-    model._episode_num = learner["episode_num"]
-    model._last_obs = env.games.observations().copy()  # what the env's last step returned
-    model._last_episode_starts = learner["last_episode_starts"].numpy()
-    set_generator_states(checkpoint["generators"])
-    return checkpoint["schedule"]
+    if settings.total_steps < steps:
+        raise ValueError(f"--resume: --total-steps {settings.total_steps} is below the {steps:,} steps already trained")
+
+
+def claim(out: Path, settings: TrainSettings) -> str:
+    """The run id of this run in ``out`` (whose lock the caller holds): the folder's own with --resume;
+    else a new one, written to run.json, after --restart removed another run's state. ``ValueError`` if the
+    folder holds another run and neither option is given."""
+    run = outputs.read_run(out)
+    held = [name for name in RUN_STATE if (out / name).exists()]
+    if settings.resume:
+        if run is None:
+            raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
+        return run["run_id"]
+    if held and not settings.restart:
+        owner = f"run {run['run_id']} ({run.get('command', '')}, started {run.get('started')})" if run else "a run"
+        raise ValueError(
+            f"--out {out} holds {owner}: --resume to continue it, --restart to start over (removes its "
+            f"{', '.join(held)}), or choose another folder"
+        )
+    for name in held:
+        path = out / name
+        if path.is_dir():
+            for checkpoint in path.iterdir():
+                checkpoint.unlink()
+            path.rmdir()
+        else:
+            path.unlink()
+    return outputs.write_run(out, outputs.new_run_id(), "train.py")["run_id"]
 
 
 def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
@@ -632,11 +747,17 @@ def main(settings: TrainSettings) -> int:
     out = Path(settings.out)
     try:
         mixture = check_settings(settings)
-        checkpoint = latest_checkpoint(out) if settings.resume else None
-        out.mkdir(parents=True, exist_ok=True)
+        with outputs.lock(out):
+            run_id = claim(out, settings)
+            checkpoint = latest_checkpoint(out, run_id) if settings.resume else None
+            return train(settings, mixture, out, run_id, checkpoint)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+
+
+def train(settings: TrainSettings, mixture, out: Path, run_id: str, checkpoint: dict | None) -> int:
+    """The run of :func:`main`, in ``out`` (locked, owned by run ``run_id``), from ``checkpoint`` if given."""
     torch.set_num_threads(settings.threads)
     pool = OpponentPool(mixture, settings.max_snapshots)
     opponents, weights = pool.members() if pool.baselines else ([load_agent("random")], [1.0])
@@ -664,17 +785,17 @@ def main(settings: TrainSettings) -> int:
         if pool.self_weight > 0:
             pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
     env.games.set_opponents(*pool.members())
-    (out / "settings.json").write_text(json.dumps(asdict(settings), indent=1) + "\n")
+    outputs.write_text(out / "settings.json", json.dumps(asdict(settings), indent=1) + "\n")
 
     start, steps_before = time.perf_counter(), model.num_timesteps
     remaining = settings.total_steps - model.num_timesteps
-    callback = TrainingCallback(settings, pool, env, out, schedule)
+    callback = TrainingCallback(settings, pool, env, out, run_id, schedule)
     if remaining > 0:
         model.learn(remaining, callback=callback, reset_num_timesteps=checkpoint is None, tb_log_name="ppo")
     seconds = time.perf_counter() - start
     steps_done = model.num_timesteps - steps_before
     if steps_done:
-        save_checkpoint(model, env, pool, callback.schedule, settings, out)
+        save_checkpoint(model, env, pool, callback.schedule, settings, out, run_id)
     model.save(out / "model.zip")
     save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
     if steps_done:

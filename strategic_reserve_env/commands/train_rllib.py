@@ -28,7 +28,7 @@ from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.commands import named
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, make_config
-from strategic_reserve_env.evaluation.tournament import check_out
+from strategic_reserve_env.outputs import OutputBusyError, check_out, lock
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
@@ -188,14 +188,17 @@ def start_ray(settings: Settings) -> bool:
 def train(settings: Settings) -> list[dict]:
     """Run the training, print and record progress, write the module; returns the progress rows."""
     settings.check()
+    with lock(settings.out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
+        return _train(settings, Path(settings.out))
+
+
+def _train(settings: Settings, out: Path) -> list[dict]:
     import ray
     import torch
 
     from strategic_reserve_env.rllib import ppo_config, save_module
 
     torch.set_num_threads(settings.threads)
-    out = Path(settings.out)
-    out.mkdir(parents=True, exist_ok=True)
     config = ppo_config(
         network=settings.network(),
         env_config={"reserve": settings.reserve, "ply_limit": settings.ply_limit},
@@ -255,7 +258,11 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    train(settings)
+    try:
+        train(settings)
+    except OutputBusyError as error:  # another process writes the folder
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -1,0 +1,159 @@
+"""Output folders: checked before anything runs, owned by one process at a time, written atomically.
+
+Every command that writes a folder (``train.py``, ``train_rllib.py``,
+``evaluate.py``, the benchmark, the skill report) goes through this module:
+
+- :func:`check_out` says before any work whether a folder can be written, and
+  whether each file the command will write there can be (a directory named
+  ``results.json`` cannot);
+- :func:`lock` holds an operating-system lock (``fcntl.flock`` on the
+  folder's ``.lock`` file) while the command writes: a second process on the
+  same folder is refused at once, naming the holder. The kernel drops the
+  lock when its process ends, however it ends (``kill -9`` included), so a
+  stale lock never blocks a later run;
+- :func:`write_text`, :func:`write_bytes` and :func:`atomic` write through a
+  temporary file of a unique name in the same folder, renamed over the
+  target: a reader never sees half a file, two writers never share a
+  temporary name, and the file gets the permissions the user's umask gives
+  a new file (``tempfile`` would leave 0600);
+- :func:`new_run_id`, :func:`read_run` and :func:`write_run`: the run file
+  (``run.json``) that says which run a folder belongs to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO
+
+LOCK_FILE = ".lock"
+RUN_FILE = "run.json"
+FILE_MODE = 0o666  # a new file's mode before the umask (what open() gives)
+
+
+class OutputBusyError(ValueError):
+    """Another process holds the output folder's lock."""
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def check_out(path: str | Path, files: Iterable[str] = (), option: str = "--out") -> Path:
+    """``path`` as a directory results can be written in, checked without creating anything: an existing
+    directory we can write in, or a missing one whose nearest existing parent is such a directory; and each
+    of ``files`` (names relative to it) either absent or a regular file. ``ValueError`` (one line naming
+    ``option``) saying why not."""
+    directory = Path(path)
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        where = "is a file" if existing == directory else f"lies under the file {existing}"
+        raise ValueError(f"{option} {path}: {where}, not a directory")
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".write-test-"):
+            pass
+    except OSError as error:
+        raise ValueError(f"{option} {path}: cannot write in {existing} ({error.strerror or error})") from None
+    for name in files:
+        target = directory / name
+        if target.exists() and not target.is_file():
+            raise ValueError(f"{option} {path}: {target} exists and is not a file, so it cannot be written")
+    return directory
+
+
+@contextlib.contextmanager
+def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
+    """A file object whose contents replace ``path`` when the block ends without an exception (a temporary
+    file of a unique name beside it, renamed over it; removed if the block fails). The file gets the mode the
+    umask gives a new file."""
+    path = Path(path)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        os.fchmod(descriptor, FILE_MODE & ~_umask())
+        with os.fdopen(descriptor, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            yield handle
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (:func:`atomic`)."""
+    with atomic(path, "wb") as handle:
+        handle.write(data)
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic`)."""
+    with atomic(path, "w") as handle:
+        handle.write(text)
+
+
+@contextlib.contextmanager
+def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
+    """Create ``directory`` if missing and hold its lock for the block; :class:`OutputBusyError` (one line
+    naming the holder's process id and command) at once if another process holds it. The lock file keeps
+    the last holder's process id and command line (for that message); the lock is the ``flock``, not the
+    file, so the file left behind locks nothing. A directory this call created that holds nothing but the
+    lock file at the end (the run failed before writing) is removed again."""
+    directory = Path(directory)
+    created = not directory.exists()
+    directory.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(descriptor, 4096, 0).decode("utf-8", "replace").strip() or "unknown"
+            raise OutputBusyError(
+                f"{option} {directory} is in use by another process ({holder}); wait for it to end, "
+                "or choose another folder"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"pid {os.getpid()}: {' '.join(sys.argv)[:200]}".encode(), 0)
+        yield directory
+    finally:
+        if created and [path.name for path in directory.iterdir()] == [LOCK_FILE]:
+            os.unlink(directory / LOCK_FILE)  # while still holding the lock: no other process took it meanwhile
+            directory.rmdir()
+        os.close(descriptor)  # releases the flock
+
+
+def new_run_id() -> str:
+    """A fresh run id (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def read_run(directory: str | Path) -> dict | None:
+    """The run file of ``directory`` (``{"run_id": ..., ...}``), None if it has none; ``ValueError`` if it is
+    there but unreadable."""
+    from . import safe_json
+
+    path = Path(directory) / RUN_FILE
+    if not path.exists():
+        return None
+    run = safe_json.loads(path.read_bytes(), str(path))
+    if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
+        raise ValueError(f"{path}: not a run file (an object with a string run_id)")
+    return run
+
+
+def write_run(directory: str | Path, run_id: str, command: str) -> dict:
+    """Write ``directory``'s run file for run ``run_id`` of ``command``; returns its contents."""
+    run = {"run_id": run_id, "command": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    write_text(Path(directory) / RUN_FILE, json.dumps(run, indent=1) + "\n")
+    return run
