@@ -174,14 +174,14 @@ def test_roller_and_dice_through_a_ply():
     assert (game.roller, game.dice) == (RED, (2, 1))
 
 
-BENCH_LABELS = [
-    "engine     B=1     single-game path (Python ints)",
-    "engine     B=1     batched numpy arrays",
-    "engine     B=8     batched numpy arrays",
-    "aec env()  1 game  random masked play, public API",
-    "aec raw_env 1 game random masked play, public API",
-    "vector env 8      random vs random",
-    "reference  B=1     plain scalar (reference.py)",
+BENCH_LABELS = [  # in bench.COLUMNS: every row's columns start at the same place
+    "engine      B=1     single-game path (Python ints)",
+    "engine      B=1     batched numpy arrays",
+    "engine      B=8     batched numpy arrays",
+    "aec env()   1 game  random masked play, public API",
+    "aec raw_env 1 game  random masked play, public API",
+    "vector env  8       random vs random",
+    "reference   B=1     plain scalar (reference.py)",
 ]
 
 

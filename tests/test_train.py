@@ -83,7 +83,7 @@ def test_smoke_writes_model_logs_and_evaluation(tmp_path):
     assert json.loads((out / "settings.json").read_text())["total_steps"] == 3000
     # stderr is a pipe: progress comes as plain lines, not as a bar redrawn with carriage returns
     assert "\r" not in result.stderr
-    assert "[train] 3,072/3,000 step (102.4 %)" in result.stderr
+    assert "[train] 3,072/3,000 steps (102.4 %)" in result.stderr
 
 
 def test_resume_after_a_kill(tmp_path):

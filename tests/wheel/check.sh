@@ -51,6 +51,7 @@ built=$(seconds)
 installed=$(seconds)
 echo "wheel: built $(basename "$wheel") in $((built - start)) s; fresh venv with its train extra in $((installed - built)) s"
 export PATH="$work/venv/bin:$PATH"
+export OMP_NUM_THREADS=1  # torch: one thread for these small networks (many times faster on busy cores)
 python="$work/venv/bin/python"
 
 top_level="$("$python" -c "import importlib.metadata as m; print(m.distribution('strategic-reserve-env').read_text('top_level.txt').split())")"
@@ -95,7 +96,7 @@ check_folder() {  # check_folder DIR LABEL PLAY...: every command, run from DIR;
         strategic-reserve benchmark my_agent.py:act --benchmark-games 50 --no-progress --out card
     step "$label: $* play --opponent ppo (scripted to the end of a game), then replay its record" \
         bash -c "$(declare -f play_input); squares='$squares'; play_input |
-            timeout 120 $* play --opponent ppo --seed 3 --save game.json | tail -n 3 &&
+            timeout 300 $* play --opponent ppo --seed 3 --save game.json | tail -n 3 &&
             strategic-reserve replay game.json | tail -n 1 | grep -q '\"winner\"'"
     cd "$work"
 }
@@ -110,6 +111,7 @@ echo 'raise ImportError("the project'"'"'s own evaluation package was imported")
 # (python -m puts the folder first on sys.path, as python -c does for the API test)
 check_folder "$work/project" "folder with its own agents/" "$python" -m strategic_reserve_env
 
-echo "wheel: $(($(seconds) - start)) s in all; CPU time of the commands, user and system: $(times | tail -n 1)"
+times >"$work/times"  # the shell's, then its children's user and system CPU time
+echo "wheel: $(($(seconds) - start)) s in all; CPU time of the commands (user, system): $(tail -n 1 "$work/times")"
 echo "wheel: $passed passed, $failed failed"
 test "$failed" -eq 0
