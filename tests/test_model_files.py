@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strategic_reserve_env import model_files, rllib_model, safe_json
-from strategic_reserve_env.agents import policy_file, value_net
+from strategic_reserve_env import model_files, safe_json
+from strategic_reserve_env.agents import policy_file, rllib_model, value_net
 from strategic_reserve_env.agents.policy_file import PolicyFileError, build_policy, expected_tensors
 from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.agents.value_net import ValueFileError
@@ -184,7 +184,7 @@ def test_a_crafted_file_is_refused_with_the_loaders_own_one_line_error(crafted, 
 MEASURE = """
 import resource, sys, json, traceback
 from pathlib import Path
-from strategic_reserve_env import rllib_model
+from strategic_reserve_env.agents import rllib_model
 from strategic_reserve_env.agents import policy_file, value_net
 loaders = {"policy": policy_file.load_policy, "value": value_net.load_value_net, "rllib": rllib_model.load}
 policy_file.load_policy(sys.argv[1]); value_net.load_value_net(sys.argv[2])  # warm up torch and the loaders
