@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_agents import random_positions
 
 from strategic_reserve_env import engine
 from strategic_reserve_env.agents import load_agent
@@ -13,8 +14,6 @@ from strategic_reserve_env.agents.rollout import RolloutAgent
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config, StartPosition
 from strategic_reserve_env.observation import mover_planes
-
-from test_agents import random_positions
 
 
 def inputs(state: engine.State) -> tuple[np.ndarray, np.ndarray]:
