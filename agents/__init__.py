@@ -106,7 +106,7 @@ def _expectimax(spec: str, options: str):
 def _rollout(spec: str, options: str):
     from .rollout import RolloutAgent
 
-    return RolloutAgent(**_options(spec, options, {"rollouts": int, "width": int, "luck": bool}))  # type: ignore[arg-type]
+    return RolloutAgent(**_options(spec, options, {"rollouts": int, "width": int, "luck": bool, "horizon": int}))  # type: ignore[arg-type]
 
 
 def _model_and_options(rest: str) -> tuple[str, str]:
@@ -150,7 +150,7 @@ BUILT_IN: dict[str, BuiltIn] = {
     ),
     "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls", _expectimax),
     "rollout": BuiltIn(
-        "rollout[:rollouts=N,width=K,luck=false]",
+        "rollout[:rollouts=N,width=K,horizon=H,luck=false]",
         "greedy improved by luck-adjusted greedy rollouts of its best placements, common dice",
         _rollout,
     ),

@@ -15,11 +15,16 @@ For each decision of a batch:
    (:func:`strategic_reserve_env.luck.luck_of_latest_roll` under ``value``, by default the reserve-race
    model): each luck term has mean zero, so the mean result estimates the same win probability with
    much less noise (``luck=false`` keeps the raw results).
+   With ``horizon=H`` (H > 0) a rollout stops after H turns (placements) of the players: a game still
+   going then scores ``value``'s expectation of the decider's win probability over the next roll (the
+   mean over the 36 rolls of the roller's value after each, from the decider's side), minus the same luck
+   terms: cheaper, and biased only as far as ``value`` is wrong at the horizon.
 4. The candidate with the best mean result is played (ties: the lower greedy loss, then the lower square).
 
-Options (``rollout:rollouts=64,width=6,luck=true``): ``rollouts`` per candidate (1..4096), ``width``
-candidates (1..36), ``luck``. The agent is deterministic given the ``rng`` of :meth:`RolloutAgent.act`
-(the rollouts' dice seeds and greedy's tie-breaks come from it).
+Options (``rollout:rollouts=64,width=6,luck=true,horizon=0``): ``rollouts`` per candidate (1..4096),
+``width`` candidates (1..36), ``luck``, ``horizon`` (0..1000 turns; 0: to the end of the game). The agent
+is deterministic given the ``rng`` of :meth:`RolloutAgent.act` (the rollouts' dice seeds and greedy's
+tie-breaks come from it).
 """
 
 from __future__ import annotations
@@ -30,12 +35,13 @@ from strategic_reserve_env import engine, turns
 from strategic_reserve_env.board import NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.dice import BatchDice
-from strategic_reserve_env.luck import DEFAULT_VALUE, ValueFunction, luck_of_latest_roll
+from strategic_reserve_env.luck import DEFAULT_VALUE, ValueFunction, luck_of_latest_roll, roll_values
 
 from .greedy import NOT_COMPUTED, expected_losses
 from .position import Position, argmin_random_ties, read_position
 
 MAX_ROLLOUTS = 4096
+MAX_HORIZON = 1000  # turns of a truncated rollout (0: to the end)
 ENGINE_BATCH = 16384  # rollout games advanced at once (bounds memory: greedy's arrays are (games, 36, groups))
 DRAW = 0.5  # a rollout that reached the ply limit scores half a win
 _SEED_RANGE = 2**62
@@ -49,17 +55,28 @@ class RolloutAgent:
     uses_observation = True
 
     def __init__(
-        self, rollouts: int = 64, width: int = 6, luck: bool = True, value: ValueFunction = DEFAULT_VALUE
+        self,
+        rollouts: int = 64,
+        width: int = 6,
+        luck: bool = True,
+        horizon: int = 0,
+        value: ValueFunction = DEFAULT_VALUE,
     ) -> None:
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or not 0 <= horizon <= MAX_HORIZON:
+            raise ValueError(f"rollout horizon must be an integer in 0..{MAX_HORIZON}, got {horizon!r}")
         if isinstance(rollouts, bool) or not isinstance(rollouts, int) or not 1 <= rollouts <= MAX_ROLLOUTS:
             raise ValueError(f"rollout rollouts must be an integer in 1..{MAX_ROLLOUTS}, got {rollouts!r}")
         if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= NUM_SQUARES:
             raise ValueError(f"rollout width must be an integer in 1..{NUM_SQUARES}, got {width!r}")
         if not isinstance(luck, bool):
             raise ValueError(f"rollout luck must be true or false, got {luck!r}")
-        self.rollouts, self.width, self.luck, self.value = rollouts, width, luck, value
+        self.rollouts, self.width, self.luck, self.horizon, self.value = rollouts, width, luck, horizon, value
         self.config = Config()
-        self.name = f"rollout:rollouts={rollouts},width={width}" + ("" if luck else ",luck=false")
+        self.name = (
+            f"rollout:rollouts={rollouts},width={width}"
+            + (f",horizon={horizon}" if horizon else "")
+            + ("" if luck else ",luck=false")
+        )
 
     def candidates(self, me: np.ndarray, opp: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(squares, valid)``, both (B, width): the legal squares with the fewest greedy expected losses,
@@ -130,8 +147,14 @@ class RolloutAgent:
                 sign = np.where(state.to_move[rolled] == RED, 1.0, -1.0)
                 adjustment[rolled] += sign * luck_of_latest_roll(self.value, state[rolled])
 
-        state = turns.play_out(state, dice, decide, self.config, on_roll)
-        results = np.where(state.winner == RED, 1.0, np.where(state.winner == NO_PLAYER, DRAW, 0.0)) - adjustment
+        state = turns.play_out(state, dice, decide, self.config, on_roll, max_turns=self.horizon or None)
+        results = np.where(state.winner == RED, 1.0, np.where(state.winner == NO_PLAYER, DRAW, 0.0))
+        live = np.flatnonzero(~state.done)  # at the horizon, before the next roll: the value's expectation
+        if live.size:
+            rows = state[live]
+            mover = roll_values(self.value, rows.me, rows.opp, rows.reserve_me, rows.reserve_opp).mean(axis=-1)
+            results[live] = np.where(rows.to_move == RED, mover, 1.0 - mover)
+        results -= adjustment
         return np.where(valid, results.reshape(shape).mean(axis=-1), np.nan)
 
     def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -140,7 +163,7 @@ class RolloutAgent:
         return squares[np.arange(len(squares)), best]
 
     def __repr__(self) -> str:
-        return f"RolloutAgent(rollouts={self.rollouts}, width={self.width}, luck={self.luck})"
+        return f"RolloutAgent(rollouts={self.rollouts}, width={self.width}, luck={self.luck}, horizon={self.horizon})"
 
 
 __all__ = ["MAX_ROLLOUTS", "RolloutAgent"]

@@ -28,11 +28,13 @@ def positions() -> engine.State:
 def test_spec_and_options():
     assert load_agent("rollout").name == "rollout:rollouts=64,width=6"
     assert load_agent("rollout:rollouts=8,width=3,luck=false").name == "rollout:rollouts=8,width=3,luck=false"
+    assert load_agent("rollout:horizon=6").name == "rollout:rollouts=64,width=6,horizon=6"
     for bad, message in (
         ("rollout:rollouts=0", "rollouts must be an integer in 1..4096"),
         ("rollout:width=37", "width must be an integer in 1..36"),
         ("rollout:depth=2", "unknown option 'depth'"),
         ("rollout:luck=1", "luck must be bool"),
+        ("rollout:horizon=-1", "horizon must be an integer in 0..1000"),
     ):
         with pytest.raises(ValueError, match=message):
             load_agent(bad)
@@ -70,8 +72,9 @@ def decided_position(reserves: tuple[int, int]) -> engine.State:
     return engine.roll(engine.init(config, 1), np.array([14]))
 
 
-def test_exact_values_where_the_game_is_decided():
-    agent = RolloutAgent(rollouts=16, width=6)
+@pytest.mark.parametrize("horizon", [0, 1, 4])
+def test_exact_values_where_the_game_is_decided(horizon):
+    agent = RolloutAgent(rollouts=16, width=6, horizon=horizon)
     for reserves, expected in (((1, 5), 1.0), ((4, 1), 0.0)):  # the decider places its last checker / the
         # opponent places its last on its next turn (the race model gives every roll of it luck 0)
         _, valid, values = agent.move_values(*inputs(decided_position(reserves)), np.random.default_rng(0))
@@ -91,3 +94,15 @@ def test_luck_adjusted_rollouts_keep_the_mean_and_cut_the_noise(positions):
     standard_error = raw.std(axis=0, ddof=1) / np.sqrt(len(raw))
     assert (np.abs(adjusted.mean(axis=0) - raw.mean(axis=0)) < 4 * standard_error).all()
     assert (adjusted.std(axis=0) < 0.5 * raw.std(axis=0)).all()
+
+
+def test_horizon_values_estimate_the_full_rollouts(positions):
+    """Rollouts stopped after 4 turns and scored by the race model's expectation estimate the same win
+    probabilities as full rollouts, to within 0.1 on every candidate (the model's error at the horizon;
+    measured: up to about 0.05), with many rollouts on the first decisions."""
+    observations, masks = inputs(positions[:3])
+    full = RolloutAgent(rollouts=512, width=3).move_values(observations, masks, np.random.default_rng(0))
+    short = RolloutAgent(rollouts=512, width=3, horizon=4).move_values(observations, masks, np.random.default_rng(0))
+    np.testing.assert_array_equal(full[0], short[0])
+    valid = full[1]
+    assert np.abs(full[2][valid] - short[2][valid]).max() < 0.1
