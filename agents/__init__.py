@@ -9,6 +9,10 @@ spec                       agent
 ``expectimax:depth=2``     search through both players' next rolls with a
                            reserve-race win probability (``depth`` 1 or 2,
                            ``width`` candidate placements searched deeper)
+``rollout[:rollouts=64]``   one step of rollout improvement of greedy: the
+                           ``width`` best placements by greedy, each scored by
+                           luck-adjusted greedy rollouts with common dice
+                           (:mod:`strategic_reserve_env.agents.rollout`)
 ``value[:PATH][,depth=2]``  expectimax over own placements (the shipped network
                            without PATH) and the
                            opponent's roll with a learned value network
@@ -102,6 +106,12 @@ def _expectimax(spec: str, options: str):
     return ExpectimaxAgent(**_options(spec, options, {"depth": int, "width": int}))
 
 
+def _rollout(spec: str, options: str):
+    from .rollout import RolloutAgent
+
+    return RolloutAgent(**_options(spec, options, {"rollouts": int, "width": int, "luck": bool, "horizon": int}))  # type: ignore[arg-type]
+
+
 def _model_and_options(rest: str) -> tuple[str, str]:
     """``PATH[,options]`` or ``options`` alone (the shipped model): (path or "", options)."""
     path, _, more = rest.partition(",")
@@ -150,6 +160,11 @@ BUILT_IN: dict[str, BuiltIn] = {
         "greedy", "fewest own checkers expected to be captured by the next roll", _without_options(GreedyAgent)
     ),
     "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls", _expectimax),
+    "rollout": BuiltIn(
+        "rollout[:rollouts=N,width=K,horizon=H,luck=false]",
+        "greedy improved by luck-adjusted greedy rollouts of its best placements, common dice",
+        _rollout,
+    ),
     "value": BuiltIn(
         "value[:PATH.safetensors][,depth=1|2,width=K]",
         "expectimax with a learned value at the leaves (the shipped value network unless PATH is given)",

@@ -49,8 +49,25 @@ Each info holds its own arrays. :func:`describe` gives the readable form
 gives ``roll``, ``roller`` and ``hit`` ``-1`` (:data:`NO_ROLL`) and zero
 arrays; the env never shows that, as ``reset`` makes the first roll.
 
-**Rewards.** +1 to the winner and -1 to the loser when the placement that
-empties the winner's reserve is made; 0 otherwise. Through ``env()`` an
+**Rewards.** ``reward="outcome"`` (the default): +1 to the winner and -1 to
+the loser when the placement that empties the winner's reserve is made; 0
+otherwise. ``reward="luck_adjusted"``: that outcome, and in each step whose
+placement is followed by the next roll, that roll's luck
+(:func:`strategic_reserve_env.luck.luck_of_latest_roll`, under
+:data:`~strategic_reserve_env.luck.DEFAULT_VALUE` or the ``value`` of a
+:class:`~strategic_reserve_env.outcome.LuckAdjusted` given as ``reward``)
+is credited to the roller and debited to the other agent: the roller's
+reward is ``-luck``, the other agent's ``+luck`` (the luck is taken out of
+the return of the agent it favoured). So an agent's return is its outcome
+minus its own rolls' luck plus its opponent's. Each luck term has mean zero
+given the action before it (the 36 rolls are equally likely, whatever the
+value function), so every policy's expected return is unchanged and policy
+gradients stay unbiased, while most of the dice's variance goes
+(``tests/test_rewards.py`` measures both). The first roll, made in
+``reset``, follows no action and is in no reward. ``reward`` may also be
+any callable of a :class:`~strategic_reserve_env.outcome.Transition` with
+one row per agent (``player_0``, ``player_1``): the step's roll (``own``
+for the roller) and the outcome. Through ``env()`` an
 illegal action ends the game with -1 for the agent that made it (PettingZoo's
 TerminateIllegalWrapper) and a warning; ``raw_env`` raises
 :class:`~strategic_reserve_env.engine.IllegalActionError` instead.
@@ -88,7 +105,7 @@ rewards, terminations, infos and agent to act, independently of the original
 ``start`` (a :class:`~strategic_reserve_env.config.StartPosition` or a dict
 ``{"board", "reserves": (red, blue), "to_move"}`` whose absent fields are the
 standard board, ``(reserve, reserve)`` and Red, as in a record), ``render_mode``
-(``"human"``, ``"ansi"``, ``"rgb_array"``).
+(``"human"``, ``"ansi"``, ``"rgb_array"``), ``reward`` (above).
 
 **Forcing the dice** (replay and analysis): ``reset(seed, options={"rolls": [...]})``
 takes rolled squares (indices or names such as ``"e5"``) used in order, the
@@ -125,7 +142,8 @@ from .dice import GameDice
 from .engine import IllegalActionError, integers
 from .game import Game
 from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
-from .outcome import reward
+from .outcome import Transition as _Transition
+from .outcome import as_reward_function, is_outcome, latest_roll, reward
 from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
@@ -287,8 +305,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         ply_limit: int = DEFAULT_PLY_LIMIT,
         start: StartPosition | dict | None = None,
         render_mode: str | None = None,
+        reward="outcome",
     ) -> None:
         super().__init__()
+        self.reward_function = as_reward_function(reward)
         self._renderer = rendering.Renderer(render_mode, rendering.RENDER_FPS)
         self.config = make_config(reserve, ply_limit, start)
         self.render_mode = render_mode
@@ -357,7 +377,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.dice = dice
         self.game.reset()
         self.agents = list(AGENTS)
-        self.rewards = dict.fromkeys(AGENTS, 0)
+        self.rewards: dict[str, float] = dict.fromkeys(AGENTS, 0)
         self._cumulative_rewards = dict.fromkeys(AGENTS, 0)
         self.terminations = dict.fromkeys(AGENTS, False)
         self.truncations = dict.fromkeys(AGENTS, False)
@@ -404,8 +424,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._cumulative_rewards[agent] = 0
         winner = game.winner
         self.rewards = dict(_REWARDS[winner])
-        if not game.done:  # the game goes on; the rewards are zeros
+        if not game.done:  # the game goes on; with the outcome reward, the rewards are zeros
             self._roll()
+            if not is_outcome(self.reward_function):
+                self._reward_roll()
         else:
             if winner == NO_PLAYER:
                 self.truncations = dict.fromkeys(AGENTS, True)
@@ -413,9 +435,32 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
                 self.terminations = dict.fromkeys(AGENTS, True)
             self.agent_selection = AGENTS[mover ^ 1]
             self._set_infos()
+            if not is_outcome(self.reward_function):
+                self._reward_outcome()
             self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
+
+    def _rewarded(self, rolls: tuple, outcomes: np.ndarray) -> None:
+        """Each agent's reward from the reward function of this step's transition (one row an agent)."""
+        transition = _Transition(rolls, outcomes, np.full(len(AGENTS), self.game.done))
+        rewards = np.asarray(self.reward_function(transition), dtype=np.float64)
+        if rewards.shape != (len(AGENTS),):
+            raise ValueError(f"the reward function returned shape {rewards.shape}, expected ({len(AGENTS)},)")
+        self.rewards = {agent: float(rewards[colour]) for colour, agent in enumerate(AGENTS)}
+
+    def _reward_roll(self) -> None:
+        """The rewards of a step whose placement was followed by the next roll: the roll's row for each
+        agent (its own for the roller), the outcome 0; then accumulated."""
+        made = np.ones(len(AGENTS), dtype=bool)
+        own = np.arange(len(AGENTS)) == self.game.to_move
+        self._rewarded((latest_roll(self.game, own, made),), np.zeros(len(AGENTS), dtype=np.int64))
+        self._accumulate_rewards()
+
+    def _reward_outcome(self) -> None:
+        """The rewards of a step whose placement ended the game: the outcome, no roll."""
+        outcomes = np.array([self.rewards[agent] for agent in AGENTS], dtype=np.int64)
+        self._rewarded((), outcomes)
 
     # -- rendering --------------------------------------------------------------------
     def render(self):

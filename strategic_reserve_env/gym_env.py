@@ -18,8 +18,22 @@ exactly the same games for the same seed.
   (:mod:`strategic_reserve_env.policies`). It moves inside ``step``.
 - **Seat**: ``"random"`` (drawn per episode), ``"red"`` or ``"blue"``;
   ``info["seat"]`` says which.
-- **Reward**: +1 when the learner's placement wins, -1 when the opponent's
-  does (reported by the learner's step that led to it), 0 otherwise.
+- **Reward**: ``reward="outcome"`` (the default): +1 when the learner's
+  placement wins, -1 when the opponent's does (reported by the learner's
+  step that led to it), 0 otherwise. ``reward="luck_adjusted"``: that
+  outcome minus the learner's luck in the rolls since its last decision
+  (:mod:`strategic_reserve_env.luck`: the opponent's roll's luck is added
+  back, the learner's own subtracted; the value function is
+  :data:`~strategic_reserve_env.luck.DEFAULT_VALUE` unless a
+  :class:`~strategic_reserve_env.outcome.LuckAdjusted` with another is
+  given). Each luck term has mean zero given the action before it (the 36
+  rolls are equally likely whatever the value function), so every policy's
+  expected return is unchanged and policy gradients stay unbiased, with
+  much less variance (``tests/test_rewards.py`` measures both). Any
+  callable of a :class:`~strategic_reserve_env.outcome.Transition` (the
+  rolls since the learner's last decision, with the positions before and
+  after each, and the outcome) may be given instead. Rolls before the
+  learner's first decision of a game are in no reward.
 - **Termination**: a player won. **Truncation**: ``ply_limit`` plies (both
   players' placements count) were made without a winner.
 - **Seeding**: ``reset(seed=s)`` seeds the game: its dice stream is ``s``
@@ -107,11 +121,14 @@ class StrategicReserveEnv(gymnasium.Env):
         start=None,
         render_mode: str | None = None,
         illegal_action: str = "lose",
+        reward="outcome",
     ) -> None:
         self._renderer = rendering.Renderer(render_mode, rendering.RENDER_FPS)
         self.observation_space, self.action_space = _spaces()
         self.render_mode = render_mode
-        self.games = LearnerGames(make_config(reserve, ply_limit, start), 1, opponent, seat, illegal_action)
+        self.games = LearnerGames(
+            make_config(reserve, ply_limit, start), 1, opponent, seat, illegal_action, reward=reward
+        )
         self._seeded = False
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -128,7 +145,7 @@ class StrategicReserveEnv(gymnasium.Env):
 
     def step(self, action):
         legal_before = int(self.games.state.legal[0])
-        rewards, terminated, truncated, illegal, _, _ = self.games.step(action)
+        rewards, terminated, truncated, illegal = self.games.step(action)[:4]
         info = self._info()
         if illegal[0]:
             info["illegal_action"] = f"action {action} is not a legal placement; legal: {names_of(legal_before)}"
@@ -173,6 +190,7 @@ class StrategicReserveVectorEnv(VectorEnv):
         start=None,
         render_mode: str | None = None,
         illegal_action: str = "lose",
+        reward="outcome",
     ) -> None:
         if render_mode is not None:
             raise ValueError("the vector env does not render; render a StrategicReserveEnv or the AEC env")
@@ -181,7 +199,9 @@ class StrategicReserveVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.render_mode = None
-        self.games = LearnerGames(make_config(reserve, ply_limit, start), self.num_envs, opponent, seat, illegal_action)
+        self.games = LearnerGames(
+            make_config(reserve, ply_limit, start), self.num_envs, opponent, seat, illegal_action, reward=reward
+        )
         self._restart = np.zeros(self.num_envs, dtype=bool)  # (N,) bool: ended last step, restart on this one
         self._seeded = False
 
@@ -213,7 +233,7 @@ class StrategicReserveVectorEnv(VectorEnv):
         return seeds
 
     def step(self, actions):
-        rewards, terminated, truncated, illegal, _, _ = self.games.step(actions, restart=self._restart)
+        rewards, terminated, truncated, illegal = self.games.step(actions, restart=self._restart)[:4]
         self._restart = terminated | truncated
         infos = self._infos()
         if illegal.any():

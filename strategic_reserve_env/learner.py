@@ -24,6 +24,14 @@ draws from one ``numpy.random.Generator`` shared by the batch (``rng`` of
 :meth:`LearnerGames.reset`), so its choices in one game depend on the other
 games of the batch.
 
+**Rewards.** ``reward`` (:func:`~strategic_reserve_env.outcome.as_reward_function`)
+is ``"outcome"`` (+1 win, -1 loss, 0 otherwise), ``"luck_adjusted"`` (the
+outcome minus the learner's luck in the rolls since its decision: the
+opponent's roll counts against it, its own for it;
+:class:`~strategic_reserve_env.outcome.LuckAdjusted`, whose ``value`` is a
+setting) or a callable of a :class:`~strategic_reserve_env.outcome.Transition`.
+Rewards are computed in :mod:`strategic_reserve_env.outcome` alone.
+
 **Bad input.** Every public method checks its input and either completes or
 raises with nothing changed: learner actions must be integers of shape (B,)
 (a scalar when B = 1); stepping before :meth:`LearnerGames.reset`, or
@@ -47,7 +55,7 @@ from .config import Config
 from .dice import BatchDice, UniformStreams
 from .observation import OBSERVATION_SHAPE, planes
 from .observation import mask_from_planes as _mask_from_planes
-from .outcome import reward
+from .outcome import RewardFunction, Roll, Transition, as_reward_function, is_outcome, latest_roll, reward
 from .policies import InvalidActionsError, as_policy, checked_actions, policy_inputs, policy_name
 
 SEATS = ("random", "red", "blue")
@@ -86,20 +94,22 @@ def as_actions(actions: object, num_games: int) -> np.ndarray:
 class LearnerStep(NamedTuple):
     """What :meth:`LearnerGames.step` returns, one row per game."""
 
-    rewards: np.ndarray  # (B,) float32: +1 the learner won, -1 it lost (or forfeited), 0 otherwise
+    rewards: np.ndarray  # (B,) float32: the reward function's (by default the outcome: +1 the learner won,
+    # -1 it lost (or forfeited), 0 otherwise)
     terminated: np.ndarray  # (B,) bool: the game ended with a winner in this step
     truncated: np.ndarray  # (B,) bool: the ply limit ended the game in this step
     illegal: np.ndarray  # (B,) bool: the learner's action was illegal (a forfeit)
     finals: np.ndarray | None  # (B, 6, 6, 9) int8: with autoreset, the learner's last observation of each game
     # that ended (else 0); None without (the observations after the step are the final ones)
     opponents: np.ndarray  # (B,) int64: the opponent index of each game before the step
+    outcomes: np.ndarray  # (B,) int64: the outcome of the games that ended (+1 won, -1 lost), 0 elsewhere
 
 
 class _Results:
     """The rows of a :class:`LearnerStep`, filled in as games end (before any of them restarts)."""
 
     def __init__(self, num_games: int, opponents: np.ndarray, finals: bool) -> None:
-        self.rewards = np.zeros(num_games, dtype=np.float32)  # (B,) float32
+        self.outcomes = np.zeros(num_games, dtype=np.int64)  # (B,) int64: outcome.reward of the games ended
         self.ended = np.zeros(num_games, dtype=bool)  # (B,) bool: ended in this step
         self.terminated = np.zeros(num_games, dtype=bool)  # (B,) bool
         self.truncated = np.zeros(num_games, dtype=bool)  # (B,) bool
@@ -112,15 +122,26 @@ class _Results:
         if not ended.any():
             return
         state = games.state
-        self.rewards[ended] = reward(state.winner[ended], games.seat[ended])
+        self.outcomes[ended] = reward(state.winner[ended], games.seat[ended])
         self.ended |= ended
         self.terminated |= ended & (state.winner >= 0)
         self.truncated |= ended & state.truncated
         if self.finals is not None:
             self.finals[ended] = planes(state[ended], games.seat[ended])
 
-    def done(self, illegal: np.ndarray) -> LearnerStep:
-        return LearnerStep(self.rewards, self.terminated, self.truncated, illegal, self.finals, self.opponents)
+    def done(self, illegal: np.ndarray, reward_function: RewardFunction, rolls: list[Roll] | None) -> LearnerStep:
+        """The step's rows; the rewards from ``reward_function`` of the outcomes and ``rolls`` (None: the
+        reward function is the outcome, and the rolls were not recorded)."""
+        if rolls is None:
+            rewards = self.outcomes.astype(np.float32)
+        else:
+            transition = Transition(tuple(rolls), self.outcomes.copy(), self.ended.copy())
+            rewards = np.asarray(reward_function(transition), dtype=np.float32)
+            if rewards.shape != self.outcomes.shape:
+                raise ValueError(f"the reward function returned shape {rewards.shape}, expected {self.outcomes.shape}")
+        return LearnerStep(
+            rewards, self.terminated, self.truncated, illegal, self.finals, self.opponents, self.outcomes
+        )
 
 
 #: the fields of LearnerGames a step may replace (put back by ``_atomically`` when it fails), besides the
@@ -147,8 +168,10 @@ class LearnerGames:
         seat: str = "random",
         illegal_action: str = "lose",
         opponent_weights=None,
+        reward="outcome",
     ) -> None:
         num_games = check_count("num_games", num_games)
+        self.reward_function = as_reward_function(reward)
         if seat not in SEATS:
             raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
         if illegal_action not in ILLEGAL_ACTION:
@@ -208,14 +231,18 @@ class LearnerGames:
         Without it, a game that is over must be restarted (or everything reset): stepping it raises
         :class:`ResetNeeded`.
 
-        Returns a :class:`LearnerStep`: (B,) ``rewards`` float32 (+1 learner won, -1 opponent won,
-        :func:`~strategic_reserve_env.outcome.reward`), ``terminated`` and ``truncated`` bools for the
+        Returns a :class:`LearnerStep`: (B,) ``rewards`` float32 (the reward function's of the step's
+        :class:`~strategic_reserve_env.outcome.Transition`: the rolls since the learner's decision, the
+        opponent's then its own, and the outcome; by default the outcome alone, +1 learner won, -1 opponent
+        won, :func:`~strategic_reserve_env.outcome.reward`), ``terminated`` and ``truncated`` bools for the
         games that ended now, ``illegal`` bools (with ``illegal_action="lose"`` an illegal action loses
         the game, reward -1; with ``"raise"`` it raises
         :class:`~strategic_reserve_env.engine.IllegalActionError`), ``finals``: with ``autoreset``,
         (B, 6, 6, 9) int8, the learner's last observation of each game that ended (zeros elsewhere;
         without it None: :meth:`observations` after the step shows them), and ``opponents`` (B,)
-        int64: the opponent index each game was played against before the step.
+        int64: the opponent index each game was played against before the step, and ``outcomes`` (B,) int64:
+        the outcome of each game that ended now (0 elsewhere). The rolls of a game that starts again in
+        this step (before the learner's first decision of the new game) are in no reward.
         """
         return self._atomically(self._step, actions, restart, autoreset)
 
@@ -277,7 +304,8 @@ class LearnerGames:
         if restart.any():
             self.state = engine.reset(self.state, restart, self.config)
             self._draw_seats(restart)
-        self._advance(~self.state.done)
+        rolls: list | None = None if is_outcome(self.reward_function) else []
+        self._advance(~self.state.done, rolls, ~restart)
         by_opponent = self.state.done & ~before & ~result.ended  # (a live game restarted in step mode counts)
         if autoreset:
             by_opponent &= ~restart
@@ -285,7 +313,7 @@ class LearnerGames:
             result.record(self, by_opponent)
             if autoreset:
                 self._restart(by_opponent)
-        return result.done(illegal)
+        return result.done(illegal, self.reward_function, rolls)
 
     def _check_started(self) -> None:
         if not self.started:
@@ -321,15 +349,27 @@ class LearnerGames:
         opponent_id[games] = np.minimum(picked, len(self.opponents) - 1)  # the sum may end a hair below 1
         self.seat, self.opponent_id = seat, opponent_id
 
-    def _advance(self, mask: np.ndarray) -> None:
+    def _advance(self, mask: np.ndarray, rolls: list[Roll] | None = None, recorded: np.ndarray | None = None) -> None:
         """The opponent takes its turn where it is to move (:func:`~.turns.turn`), then the learner rolls,
-        in the live games of ``mask``: every one of them ends over or awaiting the learner's decision."""
+        in the live games of ``mask``: every one of them ends over or awaiting the learner's decision.
+        With ``rolls`` (a list), the rolls of the games of ``recorded`` ((B,) bool; default ``mask``) are
+        appended to it (:func:`~.outcome.latest_roll`: the opponent's, then the learner's)."""
         opponent_turn = mask & ~self.state.done & (self.state.to_move != self.seat)
+        on_roll = None
+        if rolls is not None:
+            recorded = mask if recorded is None else recorded
+            mine, theirs = np.ones(self.num_games, dtype=bool), np.zeros(self.num_games, dtype=bool)
+
+            def on_roll(state: engine.State) -> None:
+                rolls.append(latest_roll(state, theirs, opponent_turn & recorded))
+
         if opponent_turn.any():
-            self.state = turns.turn(self.state, opponent_turn, self.dice, self._opponents_decide, self.config)
+            self.state = turns.turn(self.state, opponent_turn, self.dice, self._opponents_decide, self.config, on_roll)
         learner_turn = mask & ~self.state.done
         if learner_turn.any():
             self.state = turns.roll(self.state, self.dice, learner_turn)
+            if rolls is not None:
+                rolls.append(latest_roll(self.state, mine, learner_turn & recorded))
 
     def _opponents_decide(self, state: engine.State, acting: np.ndarray) -> np.ndarray:
         """(B,) the opponents' choices in the games of ``acting`` (each opponent once, on its own games)."""

@@ -4,7 +4,15 @@ No per-game Python env objects: the games live in one
 :class:`~strategic_reserve_env.learner.LearnerGames` batch. The learner's
 seat is drawn per game; the opponents (a weighted pool of policies) move
 inside ``step``, so every observation is a decision of the learner and every
-reward (+1 win, -1 loss, 0 otherwise) is from its side.
+reward is from its side: ``reward="outcome"`` (the default; +1 win, -1 loss,
+0 otherwise), ``reward="luck_adjusted"`` (the outcome minus the learner's luck
+in the rolls since its last decision: its own rolls' luck subtracted, the
+opponent's added back; :class:`~strategic_reserve_env.outcome.LuckAdjusted`
+takes another value function) or a callable of a
+:class:`~strategic_reserve_env.outcome.Transition`. Each luck term has mean
+zero given the action before it, so every policy's expected return is
+unchanged and policy gradients stay unbiased, with much less variance; the
+outcome itself is in ``infos[i]["learner_won"]``.
 
 SB3 conventions: a finished game restarts in the same step; its final
 observation is in ``infos[i]["terminal_observation"]`` and
@@ -54,6 +62,7 @@ class StrategicReserveVecEnv(VecEnv):
         seat: str = "random",
         config: Config | None = None,
         seed: int = 0,
+        reward="outcome",
     ) -> None:
         games = LearnerGames(
             config if config is not None else Config(),
@@ -61,6 +70,7 @@ class StrategicReserveVecEnv(VecEnv):
             opponents,
             seat,
             opponent_weights=opponent_weights,
+            reward=reward,
         )
         super().__init__(games.num_games, spaces.Box(0, 1, OBSERVATION_SHAPE, np.int8), spaces.Discrete(NUM_SQUARES))
         self.games = games
@@ -84,7 +94,14 @@ class StrategicReserveVecEnv(VecEnv):
         self._actions = actions  # checked by step_wait (LearnerGames), which may raise with nothing changed
 
     def step_wait(self):
-        rewards, terminated, truncated, _, finals, opponents = self.games.step(self._actions, autoreset=True)
+        step = self.games.step(self._actions, autoreset=True)
+        rewards, terminated, truncated, finals, opponents = (
+            step.rewards,
+            step.terminated,
+            step.truncated,
+            step.finals,
+            step.opponents,
+        )
         done = terminated | truncated
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         for i in np.flatnonzero(done):
@@ -92,7 +109,7 @@ class StrategicReserveVecEnv(VecEnv):
                 "terminal_observation": finals[i],
                 "TimeLimit.truncated": bool(truncated[i]),
                 "opponent": policy_name(self.games.opponents[opponents[i]]),
-                "learner_won": bool(rewards[i] > 0),
+                "learner_won": bool(step.outcomes[i] > 0),
             }
         return self.games.observations(), rewards, done, infos
 

@@ -98,11 +98,15 @@ def play_out(
     decide: Decide,
     config: Config,
     on_roll: Callable[[engine.State], None] | None = None,
+    max_turns: int | None = None,
 ) -> engine.State:
-    """Turns of every live game until all are over (won, or at the ply limit); ``on_roll(state)`` sees
+    """Turns of every live game until all are over (won, or at the ply limit), or for ``max_turns`` turns
+    at most (None: no limit; the games still going then await their next roll); ``on_roll(state)`` sees
     the state after every roll and, once, the final state."""
-    while not (done := state.done).all():
+    turns = 0
+    while not (done := state.done).all() and (max_turns is None or turns < max_turns):
         state = turn(state, ~done, dice, decide, config, on_roll)
+        turns += 1
     if on_roll is not None:
         on_roll(state)
     return state

@@ -84,3 +84,17 @@ def test_a_turn_leaves_the_other_games_alone():
     np.testing.assert_array_equal(after.ply, acting.astype(np.int64))
     for name in ("me", "opp", "legal", "to_move", "rolled"):
         np.testing.assert_array_equal(getattr(after, name)[~acting], getattr(state, name)[~acting])
+
+
+def test_play_out_stops_after_max_turns():
+    """``max_turns``: the games are those of that many hand-written turns, each still going with exactly that
+    many placements made, awaiting its roll."""
+    config = Config()
+    start = engine.init(config, 40)
+    short = turns.play_out(start, BatchDice(np.arange(40)), _uniform_decide(1), config, max_turns=5)
+    assert (short.ply == 5).all() and not short.done.any() and not short.awaiting_placement.any()
+    by_hand, dice, decide = start, BatchDice(np.arange(40)), _uniform_decide(1)
+    for _ in range(5):
+        by_hand = turns.turn(by_hand, ~by_hand.done, dice, decide, config)
+    for name in ("me", "opp", "reserve_me", "reserve_opp", "to_move", "rolled"):
+        np.testing.assert_array_equal(getattr(short, name), getattr(by_hand, name))

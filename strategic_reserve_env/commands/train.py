@@ -71,6 +71,7 @@ from strategic_reserve_env.agents.ppo import PPOAgent
 from strategic_reserve_env.commands import named
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation import tournament
+from strategic_reserve_env.outcome import REWARDS
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 
@@ -124,6 +125,10 @@ class TrainSettings:
     """Games per opponent in the final evaluation (paired dice)."""
     checkpoint_every: int = 500_000
     """Steps between checkpoints (a resumed run loses at most this much)."""
+    reward: str = "outcome"
+    """The learner's reward: "outcome" (+1 win, -1 loss) or "luck_adjusted" (the outcome minus the learner's
+    luck in the rolls since its decision, under the reserve-race model: the same expected return, less variance;
+    strategic_reserve_env.outcome)."""
     seed: int = 0
     """Seed of the dice, the opponents, the seats and the network."""
     out: str = "runs/ppo"
@@ -197,6 +202,8 @@ def check_settings(settings: TrainSettings) -> list[tuple[str, float]]:
         raise ValueError(f"--distill-learning-rate must be > 0, got {settings.distill_learning_rate}")
     _at_least(settings, "batch_size", 2)  # PPO normalises advantages over each minibatch
     _at_least(settings, "eval_every", 0)
+    if settings.reward not in REWARDS:
+        raise ValueError(f"--reward must be one of {', '.join(REWARDS)}, got {settings.reward!r}")
     _at_least(settings, "ent_coef", 0)
     if settings.n_envs * settings.n_steps < 2:
         raise ValueError(
@@ -761,7 +768,7 @@ def train(settings: TrainSettings, mixture, out: Path, run_id: str, checkpoint: 
     torch.set_num_threads(settings.threads)
     pool = OpponentPool(mixture, settings.max_snapshots)
     opponents, weights = pool.members() if pool.baselines else ([load_agent("random")], [1.0])
-    env = TimedVecEnv(settings.n_envs, opponents, weights, seed=settings.seed, config=Config())
+    env = TimedVecEnv(settings.n_envs, opponents, weights, seed=settings.seed, config=Config(), reward=settings.reward)
     model = build_model(settings, VecMonitor(env), out)
     schedule = None
     if checkpoint is not None:

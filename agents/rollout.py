@@ -1,0 +1,169 @@
+"""The rollout agent: one step of rollout improvement of greedy, on the batched engine (spec ``rollout``).
+
+For each decision of a batch:
+
+1. **Candidates.** The ``width`` legal placements with the fewest expected losses by greedy
+   (:func:`~strategic_reserve_env.agents.greedy.expected_losses`, the cheap filter); fewer when fewer are legal.
+2. **Rollouts.** From the position after each candidate, ``rollouts`` games are played to the end with
+   greedy for both players (ties at random), all of them (every decision, candidate and rollout of the
+   batch) in one engine batch advanced by the one turn loop (:func:`strategic_reserve_env.turns.play_out`).
+   **Common dice**: rollout ``n`` of a decision rolls the same squares whichever candidate was placed
+   (one dice stream per decision and rollout, shared by the candidates), so the candidates are compared
+   on the same luck.
+3. **Luck-adjusted results.** A rollout's result is 1 if the decider won, 0 if it lost (0.5 at the ply
+   limit), minus the decider's luck in the rollout's rolls plus the opponent's
+   (:func:`strategic_reserve_env.luck.luck_of_latest_roll` under ``value``, by default the reserve-race
+   model): each luck term has mean zero, so the mean result estimates the same win probability with
+   much less noise (``luck=false`` keeps the raw results).
+   With ``horizon=H`` (H > 0) a rollout stops after H turns (placements) of the players: a game still
+   going then scores ``value``'s expectation of the decider's win probability over the next roll (the
+   mean over the 36 rolls of the roller's value after each, from the decider's side), minus the same luck
+   terms: cheaper, and biased only as far as ``value`` is wrong at the horizon.
+4. The candidate with the best mean result is played (ties: the lower greedy loss, then the lower square).
+
+Options (``rollout:rollouts=64,width=6,luck=true,horizon=0``): ``rollouts`` per candidate (1..4096),
+``width`` candidates (1..36), ``luck``, ``horizon`` (0..1000 turns; 0: to the end of the game). The agent
+is deterministic given the ``rng`` of :meth:`RolloutAgent.act` (the rollouts' dice seeds and greedy's
+tie-breaks come from it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from strategic_reserve_env import engine, turns
+from strategic_reserve_env.board import NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array
+from strategic_reserve_env.config import Config
+from strategic_reserve_env.dice import BatchDice
+from strategic_reserve_env.luck import DEFAULT_VALUE, ValueFunction, luck_of_latest_roll, roll_values
+
+from .greedy import NOT_COMPUTED, expected_losses
+from .position import Position, argmin_random_ties, read_position
+
+MAX_ROLLOUTS = 4096
+MAX_HORIZON = 1000  # turns of a truncated rollout (0: to the end)
+ENGINE_BATCH = 16384  # rollout games advanced at once (bounds memory: greedy's arrays are (games, 36, groups))
+DRAW = 0.5  # a rollout that reached the ply limit scores half a win
+_SEED_RANGE = 2**62
+POSITION_FIELDS = ("me", "opp", "legal", "reserve_me", "reserve_opp")  # Position's fields, in order
+_GREEDY_STEP = 1.0  # expected losses are integers (totals over the 36 rolls): noise below 1 breaks ties only
+
+
+class RolloutAgent:
+    """One-step rollout improvement of greedy with common dice and luck-adjusted rollouts (module docstring)."""
+
+    uses_observation = True
+
+    def __init__(
+        self,
+        rollouts: int = 64,
+        width: int = 6,
+        luck: bool = True,
+        horizon: int = 0,
+        value: ValueFunction = DEFAULT_VALUE,
+    ) -> None:
+        if isinstance(horizon, bool) or not isinstance(horizon, int) or not 0 <= horizon <= MAX_HORIZON:
+            raise ValueError(f"rollout horizon must be an integer in 0..{MAX_HORIZON}, got {horizon!r}")
+        if isinstance(rollouts, bool) or not isinstance(rollouts, int) or not 1 <= rollouts <= MAX_ROLLOUTS:
+            raise ValueError(f"rollout rollouts must be an integer in 1..{MAX_ROLLOUTS}, got {rollouts!r}")
+        if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= NUM_SQUARES:
+            raise ValueError(f"rollout width must be an integer in 1..{NUM_SQUARES}, got {width!r}")
+        if not isinstance(luck, bool):
+            raise ValueError(f"rollout luck must be true or false, got {luck!r}")
+        self.rollouts, self.width, self.luck, self.horizon, self.value = rollouts, width, luck, horizon, value
+        self.config = Config()
+        self.name = (
+            f"rollout:rollouts={rollouts},width={width}"
+            + (f",horizon={horizon}" if horizon else "")
+            + ("" if luck else ",luck=false")
+        )
+
+    def candidates(self, me: np.ndarray, opp: np.ndarray, legal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(squares, valid)``, both (B, width): the legal squares with the fewest greedy expected losses,
+        best first (ties: the lower square); ``valid`` False where fewer squares are legal."""
+        losses = expected_losses(me, opp, legal)  # (B, 36), NOT_COMPUTED where illegal
+        ranked = np.argsort(losses, axis=-1, kind="stable")[:, : self.width]
+        valid = np.take_along_axis(losses, ranked, axis=-1) < NOT_COMPUTED
+        return ranked, valid
+
+    def move_values(
+        self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(squares, valid, values)``, each (B, width): the candidates, whether each is one, and its mean
+        (luck-adjusted) rollout result, the decider's win probability estimate (NaN where not valid).
+        The decisions are searched in chunks of at most :data:`ENGINE_BATCH` rollout games."""
+        position = read_position(observations, masks)
+        squares, valid = self.candidates(position.me, position.opp, np.asarray(masks, dtype=bool))
+        values = np.full(squares.shape, np.nan)
+        chunk = max(1, ENGINE_BATCH // (self.width * self.rollouts))
+        for start in range(0, len(squares), chunk):
+            rows = slice(start, start + chunk)
+            part = Position(*(getattr(position, name)[rows] for name in POSITION_FIELDS))
+            values[rows] = self._rollout_values(part, squares[rows], valid[rows], rng)
+        return squares, valid, values
+
+    def _rollout_values(
+        self, position: Position, squares: np.ndarray, valid: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        """(b, width) mean rollout results of the candidates ``squares`` of the b decisions of ``position``."""
+        batch, width, rollouts = len(squares), self.width, self.rollouts
+        shape = (batch, width, rollouts)
+
+        def spread(x: np.ndarray) -> np.ndarray:
+            return np.broadcast_to(np.asarray(x, dtype=np.int64)[:, None, None], shape).reshape(-1)
+
+        games = int(np.prod(shape))
+        state = engine.State(
+            me=spread(position.me),
+            opp=spread(position.opp),
+            reserve_me=spread(position.reserve_me),
+            reserve_opp=spread(position.reserve_opp),
+            to_move=np.full(games, RED, dtype=np.int64),  # the decider plays Red in its rollouts
+            ply=np.zeros(games, dtype=np.int64),
+            winner=np.full(games, NO_PLAYER, dtype=np.int64),
+            truncated=np.zeros(games, dtype=bool),
+            rolled=np.zeros(games, dtype=np.int64),
+            hit=np.zeros(games, dtype=np.int64),
+            captured=np.zeros(games, dtype=np.int64),
+            legal=spread(position.legal),
+        )
+        stand_in = np.where(valid, squares, squares[:, :1])  # the best square stands in for missing ones
+        state = engine.place(state, np.broadcast_to(stand_in[:, :, None], shape).reshape(-1), self.config)
+        seeds = rng.integers(_SEED_RANGE, size=(batch, 1, rollouts))  # common dice across the candidates
+        dice = BatchDice(np.broadcast_to(seeds, shape).reshape(-1))
+        adjustment = np.zeros(games)
+
+        def decide(state: engine.State, acting: np.ndarray) -> np.ndarray:
+            actions = np.zeros(state.batch_size, dtype=np.int64)
+            rows = np.flatnonzero(acting)
+            legal_rows = bitboards_to_array(state.legal[rows])
+            losses = expected_losses(state.me[rows], state.opp[rows], legal_rows).astype(np.float64)
+            actions[rows] = argmin_random_ties(losses, legal_rows, rng, step=_GREEDY_STEP)
+            return actions
+
+        def on_roll(state: engine.State) -> None:
+            rolled = np.flatnonzero(state.awaiting_placement & ~state.done)
+            if self.luck and rolled.size:
+                sign = np.where(state.to_move[rolled] == RED, 1.0, -1.0)
+                adjustment[rolled] += sign * luck_of_latest_roll(self.value, state[rolled])
+
+        state = turns.play_out(state, dice, decide, self.config, on_roll, max_turns=self.horizon or None)
+        results = np.where(state.winner == RED, 1.0, np.where(state.winner == NO_PLAYER, DRAW, 0.0))
+        live = np.flatnonzero(~state.done)  # at the horizon, before the next roll: the value's expectation
+        if live.size:
+            rows = state[live]
+            mover = roll_values(self.value, rows.me, rows.opp, rows.reserve_me, rows.reserve_opp).mean(axis=-1)
+            results[live] = np.where(rows.to_move == RED, mover, 1.0 - mover)
+        results -= adjustment
+        return np.where(valid, results.reshape(shape).mean(axis=-1), np.nan)
+
+    def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        squares, _, values = self.move_values(observations, masks, rng)
+        best = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=-1)  # first best: the lower greedy loss
+        return squares[np.arange(len(squares)), best]
+
+    def __repr__(self) -> str:
+        return f"RolloutAgent(rollouts={self.rollouts}, width={self.width}, luck={self.luck}, horizon={self.horizon})"
+
+
+__all__ = ["MAX_ROLLOUTS", "RolloutAgent"]

@@ -1,0 +1,108 @@
+"""The rollout agent (agents/rollout.py): its spec, legal and deterministic choices, greedy's candidates,
+exact values where the game is decided, and luck-adjusted rollouts that keep the mean and cut the noise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_agents import random_positions
+
+from strategic_reserve_env import engine
+from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.agents.greedy import expected_losses
+from strategic_reserve_env.agents.rollout import RolloutAgent
+from strategic_reserve_env.board import bitboards_to_array
+from strategic_reserve_env.config import Config, StartPosition
+from strategic_reserve_env.observation import mover_planes
+
+
+def inputs(state: engine.State) -> tuple[np.ndarray, np.ndarray]:
+    return mover_planes(state), bitboards_to_array(state.legal)
+
+
+@pytest.fixture(scope="module")
+def positions() -> engine.State:
+    return random_positions(24, seed=5)
+
+
+def test_spec_and_options():
+    assert load_agent("rollout").name == "rollout:rollouts=64,width=6"
+    assert load_agent("rollout:rollouts=8,width=3,luck=false").name == "rollout:rollouts=8,width=3,luck=false"
+    assert load_agent("rollout:horizon=6").name == "rollout:rollouts=64,width=6,horizon=6"
+    for bad, message in (
+        ("rollout:rollouts=0", "rollouts must be an integer in 1..4096"),
+        ("rollout:width=37", "width must be an integer in 1..36"),
+        ("rollout:depth=2", "unknown option 'depth'"),
+        ("rollout:luck=1", "luck must be bool"),
+        ("rollout:horizon=-1", "horizon must be an integer in 0..1000"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            load_agent(bad)
+
+
+def test_legal_and_deterministic_given_the_generator(positions):
+    agent = RolloutAgent(rollouts=8, width=3)
+    observations, masks = inputs(positions)
+    first = agent.act(observations, masks, np.random.default_rng(1))
+    assert masks[np.arange(len(first)), first].all()
+    np.testing.assert_array_equal(first, agent.act(observations, masks, np.random.default_rng(1)))
+
+
+def test_candidates_are_greedys_best_and_width_one_plays_greedy(positions):
+    agent = RolloutAgent(rollouts=2, width=4)
+    observations, masks = inputs(positions)
+    losses = expected_losses(positions.me, positions.opp, masks)
+    squares, valid = agent.candidates(positions.me, positions.opp, masks)
+    rows = np.arange(len(squares))[:, None]
+    chosen = np.where(valid, losses[rows, squares], np.inf)
+    assert (np.diff(chosen, axis=-1) >= 0).all()  # best first
+    worst_kept = np.max(np.where(valid, losses[rows, squares], -1), axis=-1)
+    left_out = np.where(masks, losses, np.inf)
+    left_out[rows, squares] = np.inf
+    assert (left_out.min(axis=-1) >= worst_kept).all()  # nothing better was left out
+    np.testing.assert_array_equal(valid.sum(-1), np.minimum(masks.sum(-1), 4))
+    greedy_first = np.argmin(np.where(masks, losses, np.iinfo(np.int64).max), axis=-1)
+    single = RolloutAgent(rollouts=2, width=1).act(observations, masks, np.random.default_rng(0))
+    np.testing.assert_array_equal(single, greedy_first)
+
+
+def decided_position(reserves: tuple[int, int]) -> engine.State:
+    """A position with the given (red, blue) reserves, Red rolled and to place."""
+    config = Config(start=StartPosition(reserves=reserves))
+    return engine.roll(engine.init(config, 1), np.array([14]))
+
+
+@pytest.mark.parametrize("horizon", [0, 1, 4])
+def test_exact_values_where_the_game_is_decided(horizon):
+    agent = RolloutAgent(rollouts=16, width=6, horizon=horizon)
+    for reserves, expected in (((1, 5), 1.0), ((4, 1), 0.0)):  # the decider places its last checker / the
+        # opponent places its last on its next turn (the race model gives every roll of it luck 0)
+        _, valid, values = agent.move_values(*inputs(decided_position(reserves)), np.random.default_rng(0))
+        np.testing.assert_array_equal(values[valid], expected)
+
+
+def test_luck_adjusted_rollouts_keep_the_mean_and_cut_the_noise(positions):
+    """Over 12 generators, one decision's candidate values with and without the luck adjustment: the means
+    agree within 4 standard errors of the raw estimate, and the adjusted values vary less than half as much."""
+    observations, masks = inputs(positions[:1])
+    runs = {luck: [] for luck in (True, False)}
+    for seed in range(12):
+        for luck, values in runs.items():
+            agent = RolloutAgent(rollouts=64, width=2, luck=luck)
+            values.append(agent.move_values(observations, masks, np.random.default_rng(seed))[2][0])
+    adjusted, raw = (np.array(runs[luck]) for luck in (True, False))
+    standard_error = raw.std(axis=0, ddof=1) / np.sqrt(len(raw))
+    assert (np.abs(adjusted.mean(axis=0) - raw.mean(axis=0)) < 4 * standard_error).all()
+    assert (adjusted.std(axis=0) < 0.5 * raw.std(axis=0)).all()
+
+
+def test_horizon_values_estimate_the_full_rollouts(positions):
+    """Rollouts stopped after 4 turns and scored by the race model's expectation estimate the same win
+    probabilities as full rollouts, to within 0.1 on every candidate (the model's error at the horizon;
+    measured: up to about 0.05), with many rollouts on the first decisions."""
+    observations, masks = inputs(positions[:3])
+    full = RolloutAgent(rollouts=512, width=3).move_values(observations, masks, np.random.default_rng(0))
+    short = RolloutAgent(rollouts=512, width=3, horizon=4).move_values(observations, masks, np.random.default_rng(0))
+    np.testing.assert_array_equal(full[0], short[0])
+    valid = full[1]
+    assert np.abs(full[2][valid] - short[2][valid]).max() < 0.1
