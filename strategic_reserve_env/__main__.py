@@ -1,4 +1,4 @@
-"""Command line: ``python -m strategic_reserve_env {replay,bench,play} ...``."""
+"""Command line: ``python -m strategic_reserve_env {replay,bench,play,analyse} ...``."""
 
 from __future__ import annotations
 
@@ -52,6 +52,22 @@ def _play(args: argparse.Namespace) -> int:
     return terminal_game(agent, seat=args.seat, seed=args.seed, reserve=args.reserve, save=args.save)
 
 
+def _analyse(args: argparse.Namespace) -> int:
+    """Print the analysis of a record (luck per roll, error per placement, per-player totals), or its JSON."""
+    from strategic_reserve_env.evaluation.analysis import analyse  # loads the agents, like ``play``
+
+    stdin = args.record == "-"
+    name = STDIN_NAME if stdin else args.record
+    try:
+        record = records.load_record(sys.stdin.buffer if stdin else args.record, name)
+        analysis = analyse(record, args.agent, args.luck_value)
+    except records.RecordError as error:
+        print(f"error: {name}: {error}" if error.ply is not None else f"error: {error}", file=sys.stderr)
+        return 1
+    print(analysis.json() if args.json else analysis.text())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point."""
     parser = argparse.ArgumentParser(prog="python -m strategic_reserve_env", description=__doc__)
@@ -84,6 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     play_parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
     play_parser.add_argument("--save", help="write the game record here at the end (otherwise you are asked)")
     play_parser.set_defaults(run=_play)
+
+    analyse_parser = commands.add_parser(
+        "analyse", help="the luck of every roll and the error of every placement of a game record"
+    )
+    analyse_parser.add_argument("record", help="path of a record .json file, or - for the standard input")
+    analyse_parser.add_argument(
+        "--agent", default="expectimax:depth=2", help="the analysing agent: expectimax[:depth=1|2] or value[...]"
+    )
+    analyse_parser.add_argument("--luck-value", default="race", help="value function of the luck (default race)")
+    analyse_parser.add_argument("--json", action="store_true", help="print the analysis as JSON")
+    analyse_parser.set_defaults(run=_analyse)
 
     args = parser.parse_args(argv)
     try:

@@ -16,9 +16,18 @@ Red and Blue, game length, truncations, games per second) and
 Bradley-Terry ratings; --out DIR writes results.json (after each pairing),
 results.md and ratings.png.
 
---benchmark SPEC plays SPEC against the fixed panel of protocol v1
-(random, greedy, expectimax:depth=2, the shipped PPO) and prints a score
-card; --out DIR writes benchmark.json and benchmark.md (docs/BENCHMARK.md).
+Luck-adjusted scores: beside the raw score, each pairing's score with the
+luck of every roll taken out (the roller's win probability after the roll
+minus its mean over the 36 rolls, from --luck-value, default race: the
+reserve-race model), its 95 % interval and the variance ratio; the
+ratings are fitted on the adjusted scores. Same expectation as the raw
+score, a far narrower interval (docs/BENCHMARK.md, "The luck-adjusted
+estimator").
+
+--benchmark SPEC plays SPEC against the fixed panel of protocol v2, scored
+luck-adjusted (random, greedy, expectimax:depth=2, the frozen PPO baseline;
+--protocol 1 for v1, scored raw) and prints a score card; --out DIR writes
+benchmark.json and benchmark.md (docs/BENCHMARK.md).
 
 Every argument and agent is checked before the first game. Exit status: 0
 done, 2 bad arguments or agents (nothing played), 1 an agent failed during
@@ -35,12 +44,14 @@ from dataclasses import replace
 
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
-from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1, run_benchmark
+from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
+from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS, run_benchmark
 from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
     PairingError,
     Settings,
     check_out,
+    luck_line,
     pairing_rows,
     prepare_agents,
     rating_rows,
@@ -50,7 +61,7 @@ from strategic_reserve_env.evaluation.tournament import (
 )
 from strategic_reserve_env.policies import InvalidActionsError
 
-TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit")
+TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,12 +73,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, help=f"games played at once, even (default {defaults.batch})")
     parser.add_argument("--reserve", type=int, help=f"reserve size 1..12 (default {defaults.reserve})")
     parser.add_argument("--ply-limit", type=int, help=f"truncation (default {defaults.ply_limit})")
+    parser.add_argument(
+        "--luck-value", metavar="SPEC", help=f"value function of the luck-adjusted scores: {LUCK_VALUE_SPECS}"
+    )
     parser.add_argument("--out", help="directory to write the results in (created if missing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
         "--benchmark",
         metavar="SPEC",
-        help=f"benchmark SPEC against the panel of protocol {PROTOCOL_V1.version} (docs/BENCHMARK.md)",
+        help=f"benchmark SPEC against the panel of protocol {DEFAULT_PROTOCOL.version} (docs/BENCHMARK.md)",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        help=f"with --benchmark: the protocol's number (default {DEFAULT_PROTOCOL.version[1:]}; 1 scores raw results)",
     )
     parser.add_argument(
         "--benchmark-games",
@@ -93,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
         return list_main()
     if args.benchmark is not None:
         return benchmark_main(parser, args)
-    if args.benchmark_games is not None:
-        parser.error("--benchmark-games needs --benchmark SPEC")
+    if args.benchmark_games is not None or args.protocol is not None:
+        parser.error(f"--{'benchmark-games' if args.benchmark_games is not None else 'protocol'} needs --benchmark SPEC")
     return tournament_main(parser, args)
 
 
@@ -136,6 +155,7 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     start = time.perf_counter()
     try:
         out = check_out(args.out) if args.out else None
+        load_luck_value(settings.luck_value)  # a bad --luck-value fails before the agents load
         agents = prepare_agents(settings.agents, settings.config(), settings.seed)
     except ValueError as error:
         print_cause(error)
@@ -157,8 +177,9 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         written = f" in {out}/results.json" if out is not None and error.pairings else ""
         return fail(f"{error}{kept}{written}", 1)
     print(text_table(PAIRING_HEADER, pairing_rows(pairings)))
+    print(luck_line(pairings))
     print()
-    print(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)))
+    print(text_table(["agent", "rating (Elo, from the adjusted scores)", "95% CI"], rating_rows(ratings)))
     save(pairings, ratings)
     if out is not None:
         print(f"\nwrote {out}/results.json, results.md, ratings.png")
@@ -167,11 +188,12 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 
 def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
     clashing = [f"--{name.replace('_', '-')}" for name in TOURNAMENT_ONLY if getattr(args, name) is not None]
     if clashing or args.agents:
         parser.error(
-            f"--benchmark plays one agent under protocol {PROTOCOL_V1.version}, which fixes games, seed, "
-            f"batch, reserve and ply limit: drop {', '.join(clashing + args.agents)} "
+            f"--benchmark plays one agent under protocol {protocol.version}, which fixes games, seed, "
+            f"batch, reserve, ply limit and luck value: drop {', '.join(clashing + args.agents)} "
             "(--benchmark-games N for a quick, non-conformant run)"
         )
     if args.benchmark_games is not None:
@@ -183,7 +205,7 @@ def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         out = check_out(args.out) if args.out else None
         save = (lambda card: card.write(out)) if out is not None else None
         card = run_benchmark(
-            args.benchmark, games=args.benchmark_games, progress=not args.no_progress, on_opponent=save
+            args.benchmark, protocol, games=args.benchmark_games, progress=not args.no_progress, on_opponent=save
         )
     except ValueError as error:
         print_cause(error)
