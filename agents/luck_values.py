@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from strategic_reserve_env.board import NUM_SQUARES, bitboards_to_array
-from strategic_reserve_env.luck import DEFAULT_VALUE, AfterRoll, ValueFunction
+from strategic_reserve_env.luck import DEFAULT_VALUE, RANDOM_RACE_VALUE, AfterRoll, ValueFunction
 from strategic_reserve_env.observation import encode
 
 from .expectimax import ExpectimaxAgent
@@ -91,17 +91,23 @@ def _one_position() -> AfterRoll:
 
 
 def load_luck_value(spec: str) -> ValueFunction:
-    """The value function named ``spec``: ``race`` (the reserve-race model, the default) or the spec of an
+    """The value function named ``spec``: ``race`` (the reserve-race model, the default), ``race-random`` (the
+    same fitted on random self-play, for scoring random players) or the spec of an
     agent that values its placements (``expectimax:depth=1``, ``value``, ...: :class:`AgentValue`);
     ``ValueError`` saying what is wrong."""
     if spec == RACE:
         return DEFAULT_VALUE
+    if spec == RANDOM_RACE_VALUE.name:
+        return RANDOM_RACE_VALUE
     from . import load_agent
 
     return AgentValue(load_agent(spec))
 
 
-LUCK_VALUE_SPECS = f"{RACE} (default: the reserve-race model), expectimax[:depth=1|2], value[:PATH][,depth=1|2]"
+LUCK_VALUE_SPECS = (
+    f"{RACE} (default: the reserve-race model), {RANDOM_RACE_VALUE.name} (the same fitted on random play), "
+    "expectimax[:depth=1|2], value[:PATH][,depth=1|2]"
+)
 """The value functions a luck setting may name, for help texts."""
 
 __all__ = ["LUCK_VALUE_SPECS", "RACE", "AgentValue", "load_luck_value", "observe", "placement_values"]

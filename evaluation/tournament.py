@@ -121,6 +121,10 @@ class Pairing:
     """The value function of the luck terms (None: no luck kept, no adjusted score)."""
     adjusted_pair_scores: list[float] | None = field(default=None, repr=False)
     """Per pair, the mean of ``a``'s two luck-adjusted results (outcome minus ``a``'s net luck)."""
+    red_pair_scores: list[float] | None = field(default=None, repr=False)
+    """Per pair, the mean of Red's two results (whoever played Red): the first player's score."""
+    red_adjusted_pair_scores: list[float] | None = field(default=None, repr=False)
+    """Per pair, the mean of Red's two luck-adjusted results (outcome minus Red's net luck)."""
 
     @property
     def score(self) -> float:
@@ -146,16 +150,27 @@ class Pairing:
         same interval); None when undefined (no luck kept, one pair, or an adjusted variance of 0)."""
         return None if self.adjusted_pair_scores is None else variance_ratio(self.pair_scores, self.adjusted_pair_scores)
 
+    def red(self, adjusted: bool) -> tuple[float, tuple[float, float] | None] | None:
+        """The first player's (Red's) score, raw or luck-adjusted, and its 95 % interval over the pairs; None
+        when not kept."""
+        scores = self.red_adjusted_pair_scores if adjusted else self.red_pair_scores
+        return None if scores is None else (float(np.mean(scores)), score_interval(scores))
+
     def as_json(self) -> dict:
         """The raw counts, the score and its interval (``ci95`` null when undefined), the adjusted score, its
-        interval and the variance ratio (null when undefined)."""
+        interval and the variance ratio (null when undefined), Red's raw and adjusted scores with intervals."""
         interval, adjusted = self.interval(), self.interval_adjusted()
+        red, red_adjusted = self.red(False), self.red(True)
         return asdict(self) | {
             "score": self.score,
             "ci95": list(interval) if interval else None,
             "score_adjusted": self.score_adjusted,
             "ci95_adjusted": list(adjusted) if adjusted else None,
             "variance_ratio": self.variance_ratio,
+            "red_score": None if red is None else red[0],
+            "red_ci95": None if red is None or red[1] is None else list(red[1]),
+            "red_score_adjusted": None if red_adjusted is None else red_adjusted[0],
+            "red_ci95_adjusted": None if red_adjusted is None or red_adjusted[1] is None else list(red_adjusted[1]),
         }
 
 
@@ -303,6 +318,7 @@ def play_pairing(
     points = np.where(winner == 0, 1.0, np.where(winner < 0, 0.5, 0.0))
     red_luck = np.concatenate([r.red_luck for r in results if r.red_luck is not None])
     adjusted = points - np.where(red == 0, red_luck, -red_luck)  # a's outcome minus a's net luck
+    red_points = np.where(red == 0, points, 1.0 - points)  # Red's outcome
     if on_games is not None:
         on_games(red, winner)
     return Pairing(
@@ -319,6 +335,8 @@ def play_pairing(
         pair_scores=points.reshape(-1, 2).mean(axis=1).tolist(),
         luck_value=luck.name,
         adjusted_pair_scores=adjusted.reshape(-1, 2).mean(axis=1).tolist(),
+        red_pair_scores=red_points.reshape(-1, 2).mean(axis=1).tolist(),
+        red_adjusted_pair_scores=(red_points - red_luck).reshape(-1, 2).mean(axis=1).tolist(),
     )
 
 
@@ -379,6 +397,19 @@ def adjusted_cells(p: Pairing) -> list[str]:
         format_interval(p.interval_adjusted(), digits=4),
         "n/a" if ratio is None else f"{ratio:.1f}",
     ]
+
+
+def red_lines(pairings: list[Pairing]) -> list[str]:
+    """One line per pairing: the first player's (Red's) score, raw and luck-adjusted, with 95 % intervals."""
+    lines = []
+    for p in pairings:
+        raw, adjusted = p.red(False), p.red(True)
+        if raw is not None and adjusted is not None:
+            lines.append(
+                f"{p.a} vs {p.b}: Red scores {raw[0]:.4f} {format_interval(raw[1], 4)} raw, "
+                f"{adjusted[0]:.4f} {format_interval(adjusted[1], 4)} luck-adjusted"
+            )
+    return lines
 
 
 def luck_line(pairings: list[Pairing]) -> str:
@@ -504,6 +535,8 @@ def write_outputs(
         markdown_table(PAIRING_HEADER, pairing_rows(pairings)),
         "",
         luck_line(pairings),
+        "",
+        *(f"- {line}" for line in red_lines(pairings)),
         "",
     ]
     if ratings is not None:

@@ -53,6 +53,7 @@ from strategic_reserve_env.evaluation.tournament import (
     check_out,
     luck_line,
     pairing_rows,
+    red_lines,
     prepare_agents,
     rating_rows,
     run,
@@ -178,6 +179,7 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         return fail(f"{error}{kept}{written}", 1)
     print(text_table(PAIRING_HEADER, pairing_rows(pairings)))
     print(luck_line(pairings))
+    print("\n".join(red_lines(pairings)))
     print()
     print(text_table(["agent", "rating (Elo, from the adjusted scores)", "95% CI"], rating_rows(ratings)))
     save(pairings, ratings)
