@@ -417,7 +417,7 @@ def luck_line(pairings: list[Pairing]) -> str:
     names = sorted({p.luck_value for p in pairings if p.luck_value is not None})
     return (
         f"adjusted: luck-adjusted score (outcome minus luck, value function {', '.join(names) or 'n/a'}); "
-        "var ratio: raw per-pair variance / adjusted"
+        "var ratio: raw per-pair variance / adjusted; ratings from the adjusted scores"
     )
 
 

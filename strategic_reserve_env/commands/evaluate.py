@@ -181,7 +181,7 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     print(luck_line(pairings))
     print("\n".join(red_lines(pairings)))
     print()
-    print(text_table(["agent", "rating (Elo, from the adjusted scores)", "95% CI"], rating_rows(ratings)))
+    print(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)))
     save(pairings, ratings)
     if out is not None:
         print(f"\nwrote {out}/results.json, results.md, ratings.png")
