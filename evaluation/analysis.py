@@ -102,9 +102,8 @@ class GameAnalysis:
         ]
         for p in self.plies:
             flag = "  ?" if p.error > MISTAKE else ""
-            lines.append(
-                f"{p.ply:>4}  {p.roller:<6} {p.roll:<4} {p.luck:>+7.3f}  {p.placed:<6} {p.best:<4} {p.error:>6.3f}{flag}"
-            )
+            placement = f"{p.placed:<6} {p.best:<4} {p.error:>6.3f}{flag}"
+            lines.append(f"{p.ply:>4}  {p.roller:<6} {p.roll:<4} {p.luck:>+7.3f}  {placement}")
         lines += ["", f"result: {self.winner + ' won' if self.winner else 'unfinished'}"]
         for s in self.players:
             lines.append(

@@ -3,8 +3,8 @@
     python -m strategic_reserve_env.evaluation.reference
 
 benchmarks each agent of :data:`REFERENCE_AGENTS` under
-:data:`~strategic_reserve_env.evaluation.benchmark.DEFAULT_PROTOCOL` (``--protocol N`` for another), writes its score card to
-``docs/benchmark/<agent>.json`` and ``.md``, the table of all of them to
+:data:`~strategic_reserve_env.evaluation.benchmark.DEFAULT_PROTOCOL` (``--protocol N`` for another),
+writes its score card to ``docs/benchmark/<agent>.json`` and ``.md``, the table of all of them to
 ``docs/benchmark/reference.md`` and into docs/BENCHMARK.md between its
 reference-table markers, deletes the cards in ``docs/benchmark/`` of agents
 not in the run (a renamed model file leaves no old card behind), and prints

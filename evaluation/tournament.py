@@ -148,7 +148,9 @@ class Pairing:
     def variance_ratio(self) -> float | None:
         """Raw per-pair variance over adjusted (how many times fewer games the adjusted score needs for the
         same interval); None when undefined (no luck kept, one pair, or an adjusted variance of 0)."""
-        return None if self.adjusted_pair_scores is None else variance_ratio(self.pair_scores, self.adjusted_pair_scores)
+        return (
+            None if self.adjusted_pair_scores is None else variance_ratio(self.pair_scores, self.adjusted_pair_scores)
+        )
 
     def red(self, adjusted: bool) -> tuple[float, tuple[float, float] | None] | None:
         """The first player's (Red's) score, raw or luck-adjusted, and its 95 % interval over the pairs; None

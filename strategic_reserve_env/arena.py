@@ -26,10 +26,10 @@ import numpy as np
 
 from . import engine, turns
 from .board import COLOURS, RED, square_name
-from .luck import ValueFunction, luck_of_latest_roll
 from .config import Config
 from .dice import BatchDice, GameDice
 from .game import Game
+from .luck import ValueFunction, luck_of_latest_roll
 from .policies import InvalidActionsError, choose
 
 

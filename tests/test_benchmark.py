@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from strategic_reserve_env.evaluation.benchmark import (
-    PANEL_PPO,
     DEFAULT_PROTOCOL,
+    PANEL_PPO,
     PROTOCOL_V1,
     PROTOCOL_V2,
     SCHEMA,

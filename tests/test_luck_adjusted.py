@@ -17,9 +17,9 @@ from strategic_reserve_env.board import RED
 from strategic_reserve_env.commands.evaluate import main
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation.analysis import analyse
-from strategic_reserve_env.game import Game
 from strategic_reserve_env.evaluation.statistics import effective_games, score_interval
 from strategic_reserve_env.evaluation.tournament import Settings, dice_seeds, duel_of, play_pairing
+from strategic_reserve_env.game import Game
 from strategic_reserve_env.records import load_record, record_of, replay
 
 from conftest import REPO
@@ -94,7 +94,12 @@ def _red_results(a: str, b: str, games: int, seed: int, value) -> tuple[np.ndarr
     agents = [load_agent(a), load_agent(b)]
     red_agent = np.tile([0, 1], games // 2)
     played = arena.play(
-        agents, red_agent, dice_seeds(seed, games // 2), Config(), [np.random.default_rng([seed, i]) for i in (0, 1)], luck=value
+        agents,
+        red_agent,
+        dice_seeds(seed, games // 2),
+        Config(),
+        [np.random.default_rng([seed, i]) for i in (0, 1)],
+        luck=value,
     )
     raw = np.where(played.winner == RED, 1.0, np.where(played.winner < 0, 0.5, 0.0))
     return raw, raw - played.red_luck
@@ -129,7 +134,9 @@ def test_adjusted_and_raw_scores_agree_on_asymmetric_pairings(a, b):
 
 
 def test_a_noise_value_function_leaves_the_mean_and_only_widens_the_interval():
-    pairing = play_pairing("greedy", "random", Settings(agents=[], games=1200, seed=8, progress=False), luck=NoiseValue())
+    pairing = play_pairing(
+        "greedy", "random", Settings(agents=[], games=1200, seed=8, progress=False), luck=NoiseValue()
+    )
     differences = np.array(pairing.pair_scores) - np.array(pairing.adjusted_pair_scores)
     assert abs(differences.mean()) < SIGMAS * differences.std(ddof=1) / np.sqrt(differences.size)
     assert pairing.variance_ratio < 1 and pairing.luck_value == "noise"

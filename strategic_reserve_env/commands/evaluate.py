@@ -53,9 +53,9 @@ from strategic_reserve_env.evaluation.tournament import (
     check_out,
     luck_line,
     pairing_rows,
-    red_lines,
     prepare_agents,
     rating_rows,
+    red_lines,
     run,
     text_table,
     write_outputs,
@@ -114,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.benchmark is not None:
         return benchmark_main(parser, args)
     if args.benchmark_games is not None or args.protocol is not None:
-        parser.error(f"--{'benchmark-games' if args.benchmark_games is not None else 'protocol'} needs --benchmark SPEC")
+        parser.error(
+            f"--{'benchmark-games' if args.benchmark_games is not None else 'protocol'} needs --benchmark SPEC"
+        )
     return tournament_main(parser, args)
 
 
