@@ -639,7 +639,8 @@ def report_markdown(report: Report) -> str:
         "```",
         "",
         "Every figure comes from evaluate.py's round robin (`evaluation/tournament.py`): paired dice (each pair "
-        "of games shares one dice stream, the seats swapped), 95 % t-intervals over the dice pairs, "
+        "of games shares one dice stream, the seats swapped), scores luck-adjusted (each roll's luck taken out, "
+        "the same expectation: docs/BENCHMARK.md), 95 % t-intervals over the dice pairs, "
         "Bradley-Terry ratings on the Elo scale with random at 0 (`evaluation/statistics.py`). "
         f"Seed {settings.seed} for the dice and the agents in every round robin; the raw counts are in "
         f"[{FIGURES}/skill.json]({FIGURES}/skill.json).",
