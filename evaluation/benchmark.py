@@ -167,13 +167,15 @@ PROTOCOL_V1 = Protocol(
 # variance ratio 2.5), 0.08 against greedy, expectimax:depth=2 and the PPO baseline (ratios 10 to 17); a
 # 95 % half-width of 1.96 sd / sqrt(pairs) <= 0.005 then needs about 11,000, 1,900, 1,850 and 2,900 games,
 # rounded up with a margin. The batch is 2,000: the fast pairings run about 20 % faster than at 1,000.
+# The ratings are those of the panel's round robin under this protocol, fitted on the adjusted scores
+# (python -m strategic_reserve_env.evaluation.reference).
 PROTOCOL_V2 = Protocol(
     version="v2",
     panel=(
         PanelMember("random", "random", 12000, 0.0),
-        PanelMember("greedy", "greedy", 2400, 171.2),
-        PanelMember("expectimax:depth=2", "expectimax:depth=2", 2000, 189.4),
-        PanelMember("ppo_baseline", PANEL_PPO, 3200, 159.2),
+        PanelMember("greedy", "greedy", 2400, 181.5),
+        PanelMember("expectimax:depth=2", "expectimax:depth=2", 2000, 196.6),
+        PanelMember("ppo_baseline", PANEL_PPO, 3200, 164.3),
     ),
     seed=1,
     reserve=7,

@@ -150,6 +150,7 @@ def test_ratings_follow_the_adjusted_variance():
     assert raw.games == 400 and duel.games == pytest.approx(effective_games(pairing.adjusted_pair_scores))
     assert duel.games > 2 * raw.games and duel.wins / duel.games == pytest.approx(pairing.score_adjusted)
     assert effective_games([0.5]) is None and effective_games([0.5, 0.5]) is None
+    assert effective_games([0.5, 0.5 + 1e-15, 0.5 - 1e-15]) is None  # float rounding is no spread
 
 
 def test_agents_as_value_functions_value_every_legal_placement(rng):
