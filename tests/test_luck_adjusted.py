@@ -205,3 +205,16 @@ def test_results_json_carries_the_adjusted_score(tmp_path):
     assert pairing["ci95_adjusted"][0] < pairing["score_adjusted"] < pairing["ci95_adjusted"][1]
     assert pairing["variance_ratio"] > 0
     assert main(["random", "greedy", "--games", "4", "--no-progress", "--luck-value", "greedy"]) == 2
+
+
+def test_keeping_the_luck_changes_no_game():
+    """The luck is read, never drawn: the same games with and without it (v1 stays reproducible)."""
+    agents = [load_agent("greedy"), load_agent("random")]
+    played = [
+        arena.play(
+            agents, np.tile([0, 1], 20), dice_seeds(2, 20), Config(), [np.random.default_rng(i) for i in (0, 1)], luck=v
+        )
+        for v in (None, luck.DEFAULT_VALUE)
+    ]
+    assert played[0].red_luck is None and played[1].red_luck is not None
+    assert np.array_equal(played[0].winner, played[1].winner) and np.array_equal(played[0].plies, played[1].plies)
