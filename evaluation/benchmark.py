@@ -1,8 +1,9 @@
 """A versioned benchmark protocol: any agent against a fixed panel, with a score card.
 
 ``python evaluate.py --benchmark SPEC`` plays the agent SPEC against each
-member of the panel of :data:`PROTOCOL_V1` (random, greedy,
-expectimax:depth=2 and the shipped PPO) with everything else fixed by the
+member of the panel of :data:`PROTOCOL_V2` (the default; ``--protocol 1`` for
+:data:`PROTOCOL_V1`): random, greedy, expectimax:depth=2 and the frozen PPO
+baseline, with everything else fixed by the
 protocol: games per opponent, paired dice from a fixed seed, reserve 7,
 the ply limit and the engine batch (the agents' generators are consumed
 batch by batch, so the batch is part of what makes a run reproducible).
@@ -13,6 +14,11 @@ is fitted), the games per second and the protocol version. Any change to
 what the protocol fixes, the panel's agents included, makes a new version;
 scores are comparable only within one version. docs/BENCHMARK.md describes
 the protocol, the JSON schema of a score card and the reference scores.
+
+Protocol v2 is v1's panel and rules scored luck-adjusted (:mod:`strategic_reserve_env.luck`, value function
+``race``): the scores, their intervals and the rating come from the luck-adjusted results, which have the
+raw results' expectation and about a tenth of their variance, so fewer games give intervals of at most
+0.005. v1 scores raw results.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import numpy as np
 
 from strategic_reserve_env import models
 from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
 from strategic_reserve_env.outputs import write_text
 from strategic_reserve_env.progress import Progress
 
@@ -51,7 +58,7 @@ SHIPPED_PPO = "ppo"
 PANEL_PPO = "ppo:" + models.path(models.PANEL_V1_POLICY).as_posix()
 """The spec of protocol v1's PPO panel member: the model shipped when v1 was fixed, frozen in its own
 file so that replacing the shipped model leaves the protocol's panel, and so its ratings, unchanged."""
-SCHEMA = "strategic-reserve-benchmark/1"  # the JSON layout of a score card (docs/BENCHMARK.md)
+SCHEMA = "strategic-reserve-benchmark/2"  # the JSON layout of a score card (docs/BENCHMARK.md)
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,10 @@ class Protocol:
     ply_limit: int
     batch: int
     """Games per engine batch."""
+    adjusted: bool = False
+    """Scored luck-adjusted (v2): the card's scores, intervals and rating come from the adjusted results."""
+    luck_value: str = RACE
+    """The value function of the luck terms (the adjusted scores are reported under every protocol)."""
 
     def config(self):
         """The game settings."""
@@ -95,6 +106,7 @@ class Protocol:
             reserve=self.reserve,
             ply_limit=self.ply_limit,
             progress=False,
+            luck_value=self.luck_value,
         )
 
     def as_json(self, panel_names: list[str] | None = None) -> dict:
@@ -106,11 +118,18 @@ class Protocol:
             "reserve": self.reserve,
             "ply_limit": self.ply_limit,
             "batch": self.batch,
+            "scoring": self.scoring,
+            "luck_value": self.luck_value,
             "panel": [
                 {"label": m.label, "agent": name, "games": m.games, "rating": m.rating}
                 for m, name in zip(self.panel, names, strict=True)
             ],
         }
+
+    @property
+    def scoring(self) -> str:
+        """``luck-adjusted`` or ``raw``: which results the card's scores and rating come from."""
+        return "luck-adjusted" if self.adjusted else "raw"
 
     def summary(self, games_override: int | None = None) -> str:
         """One line: what the protocol fixes, with the games played per opponent (``games_override`` if given,
@@ -120,7 +139,8 @@ class Protocol:
             games = f"{games_override:,} vs each (the protocol's: {games})"
         return (
             f"protocol {self.version}: paired dice (seed {self.seed}), reserve {self.reserve}, "
-            f"ply limit {self.ply_limit}, batch {self.batch}; games: {games}"
+            f"ply limit {self.ply_limit}, batch {self.batch}, scored {self.scoring} (luck value {self.luck_value}); "
+            f"games: {games}"
         )
 
 
@@ -144,12 +164,42 @@ PROTOCOL_V1 = Protocol(
     batch=1000,
 )
 
+# Protocol v2: v1's panel, seed, reserve and ply limit, scored luck-adjusted (value function race). Games per
+# opponent, from the adjusted per-pair standard deviations measured for the shipped PPO (docs/BENCHMARK.md,
+# "Protocol v2"): sd 0.19 against random (the random player's own choices are noise no luck term removes:
+# variance ratio 2.5), 0.08 against greedy, expectimax:depth=2 and the PPO baseline (ratios 10 to 17); a
+# 95 % half-width of 1.96 sd / sqrt(pairs) <= 0.005 then needs about 11,000, 1,900, 1,850 and 2,900 games,
+# rounded up with a margin. The batch is 2,000: the fast pairings run about 20 % faster than at 1,000.
+# The ratings are those of the panel's round robin under this protocol, fitted on the adjusted scores
+# (python -m strategic_reserve_env.evaluation.reference).
+PROTOCOL_V2 = Protocol(
+    version="v2",
+    panel=(
+        PanelMember("random", "random", 12000, 0.0),
+        PanelMember("greedy", "greedy", 2400, 181.5),
+        PanelMember("expectimax:depth=2", "expectimax:depth=2", 2000, 196.6),
+        PanelMember("ppo_baseline", PANEL_PPO, 3200, 164.3),
+    ),
+    seed=1,
+    reserve=7,
+    ply_limit=1000,
+    batch=2000,
+    adjusted=True,
+    luck_value=RACE,
+)
+PROTOCOLS = {"1": PROTOCOL_V1, "2": PROTOCOL_V2}
+"""The protocols by number (``evaluate.py --benchmark SPEC --protocol N``)."""
+DEFAULT_PROTOCOL = PROTOCOL_V2
+
 
 CARD_HEADER = [
     "opponent",
     "games",
     "score",
     "95% CI",
+    "adjusted",
+    "95% CI adj",
+    "var ratio",
     "win as Red",
     "win as Blue",
     "mean plies",
@@ -210,7 +260,10 @@ class ScoreCard:
     def rating_line(self) -> str:
         anchors = ", ".join(f"{m.label} {m.rating:+.0f}" for m in self.protocol.panel)
         value = "n/a (unfinished)" if self.rating is None else f"{self.rating[0]:+.0f} ± {self.rating[1]:.0f}"
-        return f"rating: {value} (Bradley-Terry, Elo scale; the panel fixed at {anchors})"
+        return (
+            f"rating: {value} (Bradley-Terry on the {self.protocol.scoring} scores, Elo scale; "
+            f"the panel fixed at {anchors})"
+        )
 
     def speed_line(self) -> str:
         rate = self.games / self.seconds if self.seconds else 0.0
@@ -277,8 +330,9 @@ class ScoreCard:
 
 
 def fit_rating(protocol: Protocol, results: list[tuple[PanelMember, Pairing]]) -> tuple[float, float]:
-    """The benchmarked agent's rating and 95 % half-width with the panel's ratings held fixed."""
-    duels = [duel_of(pairing, 0, k + 1) for k, (_, pairing) in enumerate(results)]
+    """The benchmarked agent's rating and 95 % half-width with the panel's ratings held fixed, from the
+    adjusted scores under a luck-adjusted protocol, from the raw ones otherwise."""
+    duels = [duel_of(pairing, 0, k + 1, protocol.adjusted) for k, (_, pairing) in enumerate(results)]
     fixed = {k + 1: member.rating for k, (member, _) in enumerate(results)}
     ratings, half = fit_ratings(len(results) + 1, duels, fixed)
     return float(ratings[0]), float(half[0])
@@ -286,7 +340,7 @@ def fit_rating(protocol: Protocol, results: list[tuple[PanelMember, Pairing]]) -
 
 def run_benchmark(
     spec,
-    protocol: Protocol = PROTOCOL_V1,
+    protocol: Protocol = DEFAULT_PROTOCOL,
     games: int | None = None,
     progress: bool = True,
     on_opponent: Callable[[ScoreCard], None] | None = None,
@@ -303,6 +357,7 @@ def run_benchmark(
     agent = load_agent(spec) if isinstance(spec, str) else spec
     panel = [load_agent(member.spec) for member in protocol.panel]
     config = protocol.config()
+    luck = load_luck_value(protocol.luck_value)
     for each in (agent, *panel):
         check_agent(each, config, protocol.seed)
     card = ScoreCard(agent.name, protocol, games, [each.name for each in panel])
@@ -313,7 +368,7 @@ def run_benchmark(
         for member, opponent in zip(protocol.panel, panel, strict=True):
             bar.set_description(f"{agent.name} vs {member.label}")
             try:
-                pairing = play_pairing(agent, opponent, protocol.settings(games or member.games), bar)
+                pairing = play_pairing(agent, opponent, protocol.settings(games or member.games), bar, luck=luck)
             except PairingError as error:
                 card.error, card.wall_seconds = str(error), time.perf_counter() - start
                 error.card = card

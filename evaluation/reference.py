@@ -3,8 +3,8 @@
     python -m strategic_reserve_env.evaluation.reference
 
 benchmarks each agent of :data:`REFERENCE_AGENTS` under
-:data:`~strategic_reserve_env.evaluation.benchmark.PROTOCOL_V1`, writes its score card to
-``docs/benchmark/<agent>.json`` and ``.md``, the table of all of them to
+:data:`~strategic_reserve_env.evaluation.benchmark.DEFAULT_PROTOCOL` (``--protocol N`` for another),
+writes its score card to ``docs/benchmark/<agent>.json`` and ``.md``, the table of all of them to
 ``docs/benchmark/reference.md`` and into docs/BENCHMARK.md between its
 reference-table markers, deletes the cards in ``docs/benchmark/`` of agents
 not in the run (a renamed model file leaves no old card behind), and prints
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from strategic_reserve_env.outputs import check_out, write_text
 
-from .benchmark import PANEL_PPO, PROTOCOL_V1, SHIPPED_PPO, Protocol, ScoreCard, run_benchmark
+from .benchmark import DEFAULT_PROTOCOL, PANEL_PPO, PROTOCOLS, SHIPPED_PPO, Protocol, ScoreCard, run_benchmark
 from .statistics import fit_ratings
 from .tournament import duel_of, format_interval, markdown_table
 
@@ -52,7 +52,12 @@ def reference_table(cards: list[ScoreCard]) -> str:
     rows = []
     for card in cards:
         rating = "n/a" if card.rating is None else f"{card.rating[0]:+.0f} ± {card.rating[1]:.0f}"
-        scores = [f"{p.score:.3f} {format_interval(p.interval())}" for _, p in card.results]
+        scores = [
+            f"{p.score_adjusted:.4f} {format_interval(p.interval_adjusted(), digits=4)}"
+            if protocol.adjusted and p.score_adjusted is not None
+            else f"{p.score:.3f} {format_interval(p.interval())}"
+            for _, p in card.results
+        ]
         rows.append(
             [f"`{card.agent}`", rating, *scores, f"{card.games / card.seconds:,.0f}", f"{card.wall_seconds:.0f} s"]
         )
@@ -75,7 +80,7 @@ def panel_ratings(protocol: Protocol, cards: list[ScoreCard]) -> dict[str, tuple
     for k, card in sorted(by_member.items()):
         for n, (_, pairing) in enumerate(card.results):
             if n > k:
-                duels.append(duel_of(pairing, k, n))
+                duels.append(duel_of(pairing, k, n, protocol.adjusted))
     ratings, half = fit_ratings(len(labels), duels, {0: protocol.panel[0].rating})
     return {label: (float(ratings[k]), float(half[k])) for k, label in enumerate(labels)}
 
@@ -108,35 +113,39 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", default="docs", help="the docs folder (default: docs/ of the current directory)")
     parser.add_argument("--agents", nargs="+", default=list(REFERENCE_AGENTS), help="agents to benchmark")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--protocol", choices=sorted(PROTOCOLS), help=f"protocol number (default {DEFAULT_PROTOCOL.version[1:]})"
+    )
     args = parser.parse_args(argv)
+    protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
     docs = Path(args.docs).resolve()
     out = check_out(docs / "benchmark")
     cards = []
     for spec in args.agents:
-        card = run_benchmark(spec, PROTOCOL_V1, progress=not args.no_progress)
+        card = run_benchmark(spec, protocol, progress=not args.no_progress)
         cards.append(card)
         card.write(out, file_stem(card.agent))
         print(card.text() + "\n", flush=True)
     for path in remove_stale_cards(out, {file_stem(card.agent) for card in cards}):
         print(f"removed {path}: its agent is not in this run")
     table = reference_table(cards)
-    write_text(out / REFERENCE_TABLE, f"# Reference score cards, protocol {PROTOCOL_V1.version}\n\n{table}\n")
+    write_text(out / REFERENCE_TABLE, f"# Reference score cards, protocol {protocol.version}\n\n{table}\n")
     document = docs / "BENCHMARK.md"
     write_text(document, replace_block(document.read_text(), table))
     print(f"wrote {out}/ and the table in {document}")
     try:
-        fitted = panel_ratings(PROTOCOL_V1, cards)
+        fitted = panel_ratings(protocol, cards)
     except ValueError as error:
         print(f"panel ratings not checked: {error}")
         return 0
     moved = False
-    for member in PROTOCOL_V1.panel:
+    for member in protocol.panel:
         value, half = fitted[member.label]
         moved |= abs(value - member.rating) > RATING_TOLERANCE
         print(f"panel rating of {member.label}: fitted {value:+.1f} ± {half:.1f}, protocol {member.rating:+.1f}")
     if moved:
         print(
-            f"the panel's ratings moved: protocol {PROTOCOL_V1.version} no longer holds; give the protocol a new "
+            f"the panel's ratings moved: protocol {protocol.version} no longer holds; give the protocol a new "
             "version with the fitted ratings (evaluation/benchmark.py) and regenerate",
             file=sys.stderr,
         )

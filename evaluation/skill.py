@@ -54,6 +54,7 @@ import numpy as np
 from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.luck import RANDOM_RACE_VALUE
 from strategic_reserve_env.outputs import check_out, lock, write_text
 from strategic_reserve_env.policies import NamedPolicy
 
@@ -249,27 +250,33 @@ class Ladder:
     ratings: dict[str, tuple[float, float]]
     red: list[np.ndarray]  # per pairing: (pairs,) Red's score per dice pair
     random_red: np.ndarray | None  # (pairs,) Red's score per dice pair of random against random
+    red_adjusted: list[np.ndarray] | None = None  # the same, luck-adjusted (Pairing.red_adjusted_pair_scores)
+    random_red_adjusted: np.ndarray | None = None  # random against random, adjusted with V = race-random
 
     def strong(self) -> list[int]:
         """Indices of the pairings between agents other than random."""
         return [k for k, p in enumerate(self.pairings) if RandomAgent.name not in (p.a, p.b)]
 
-    def red_strong(self) -> FirstPlayer | None:
-        """Red's score pooled over the pairings among agents above random (see the module docstring)."""
-        strong = self.strong()
-        return FirstPlayer.of(np.mean([self.red[k] for k in strong], axis=0)) if strong else None
+    def red_strong(self, adjusted: bool = True) -> FirstPlayer | None:
+        """Red's score pooled over the pairings among agents above random (see the module docstring),
+        luck-adjusted where kept."""
+        strong, red = self.strong(), self.red_adjusted if adjusted and self.red_adjusted is not None else self.red
+        return FirstPlayer.of(np.mean([red[k] for k in strong], axis=0)) if strong else None
 
-    def red_random(self) -> FirstPlayer | None:
-        return None if self.random_red is None else FirstPlayer.of(self.random_red)
+    def red_random(self, adjusted: bool = True) -> FirstPlayer | None:
+        red = self.random_red_adjusted if adjusted and self.random_red_adjusted is not None else self.random_red
+        return None if red is None else FirstPlayer.of(red)
 
     def pairing(self, a: str, b: str) -> tuple[float, tuple[float, float] | None] | None:
-        """``a``'s score against ``b`` and its interval, from whichever side the pairing was played."""
+        """``a``'s luck-adjusted score against ``b`` (the raw one where no luck was kept) and its interval, from
+        whichever side the pairing was played."""
         for p in self.pairings:
-            interval = p.interval()
+            score = p.score if p.score_adjusted is None else p.score_adjusted
+            interval = p.interval() if p.score_adjusted is None else p.interval_adjusted()
             if (p.a, p.b) == (a, b):
-                return p.score, interval
+                return score, interval
             if (p.a, p.b) == (b, a):
-                return 1 - p.score, None if interval is None else (1 - interval[1], 1 - interval[0])
+                return 1 - score, None if interval is None else (1 - interval[1], 1 - interval[0])
         return None
 
     def spread(self, names: Sequence[str]) -> tuple[float, float] | None:
@@ -307,6 +314,8 @@ class Ladder:
             "ratings_elo": {name: {"rating": v, "ci95_half_width": h} for name, (v, h) in self.ratings.items()},
             "red_among_strong": None if strong is None else strong.as_json(),
             "red_among_random": None if random is None else random.as_json(),
+            "red_among_strong_raw": None if self.red_strong(False) is None else self.red_strong(False).as_json(),
+            "red_among_random_raw": None if self.red_random(False) is None else self.red_random(False).as_json(),
             "mean_plies": self.mean_plies(),
         }
 
@@ -319,10 +328,17 @@ def play_ladder(settings: SkillSettings, agents: list[NamedPolicy], reserve: int
         tournament, agents, checked=True, on_games=lambda who, won: red.append(red_pair_scores(who, won))
     )
     random_red: list[np.ndarray] = []
-    play_pairing(
-        RandomAgent(), RandomAgent(), tournament, on_games=lambda who, won: random_red.append(red_pair_scores(who, won))
+    randoms = play_pairing(
+        RandomAgent(),
+        RandomAgent(),
+        tournament,
+        on_games=lambda who, won: random_red.append(red_pair_scores(who, won)),
+        luck=RANDOM_RACE_VALUE,  # the race model fitted on random play: the other removes little there
     )
-    return Ladder(reserve, games, pairings, ratings, red, random_red[0])
+    adjusted = [np.asarray(p.red_adjusted_pair_scores) for p in pairings]
+    return Ladder(
+        reserve, games, pairings, ratings, red, random_red[0], adjusted, np.asarray(randoms.red_adjusted_pair_scores)
+    )
 
 
 HEADROOM_MODULE = "strategic_reserve_env.evaluation.headroom"  # the headroom measurement, run as a command
@@ -443,18 +459,25 @@ def ladder_table(report: Report, ladder: Ladder) -> str:
 
 
 def first_player_table(ladder: Ladder) -> str:
+    adjusted = ladder.red_adjusted if ladder.red_adjusted is not None else [None] * len(ladder.red)
     rows = [
-        [f"`{p.a}` vs `{p.b}`", FirstPlayer.of(red).text(), f"{p.wins_as_red / p.games_as_red:.3f}"]
-        + [f"{p.wins_as_blue / p.games_as_blue:.3f}", str(p.games)]
-        for p, red in zip(ladder.pairings, ladder.red, strict=True)
+        [f"`{p.a}` vs `{p.b}`", FirstPlayer.of(red).text(), "—" if fit is None else FirstPlayer.of(fit).text()]
+        + [f"{p.wins_as_red / p.games_as_red:.3f}", f"{p.wins_as_blue / p.games_as_blue:.3f}", str(p.games)]
+        for p, red, fit in zip(ladder.pairings, ladder.red, adjusted, strict=True)
     ]
-    strong, random = ladder.red_strong(), ladder.red_random()
-    if strong is not None:
-        games = sum(ladder.pairings[k].games for k in ladder.strong())
-        rows.append(["**agents above random, pooled**", f"**{strong.text()}**", "", "", str(games)])
-    if random is not None:
-        rows.append(["**random vs random**", f"**{random.text()}**", "", "", str(ladder.games)])
-    return markdown_table(["pairing (A vs B)", "Red's score (95 %)", "A wins as Red", "A wins as Blue", "games"], rows)
+    for label, raw, fit, games in (
+        (
+            "agents above random, pooled",
+            ladder.red_strong(False),
+            ladder.red_strong(),
+            sum(ladder.pairings[k].games for k in ladder.strong()),
+        ),
+        ("random vs random", ladder.red_random(False), ladder.red_random(), ladder.games),
+    ):
+        if raw is not None and fit is not None:
+            rows.append([f"**{label}**", f"**{raw.text()}**", f"**{fit.text()}**", "", "", str(games)])
+    header = ["pairing (A vs B)", "Red's score (95 %)", "luck-adjusted (95 %)", "A wins as Red", "A wins as Blue"]
+    return markdown_table([*header, "games"], rows)
 
 
 def variants_table(report: Report) -> str:
@@ -615,7 +638,8 @@ def report_markdown(report: Report) -> str:
         "```",
         "",
         "Every figure comes from evaluate.py's round robin (`evaluation/tournament.py`): paired dice (each pair "
-        "of games shares one dice stream, the seats swapped), 95 % t-intervals over the dice pairs, "
+        "of games shares one dice stream, the seats swapped), scores luck-adjusted (each roll's luck taken out, "
+        "the same expectation: docs/BENCHMARK.md), 95 % t-intervals over the dice pairs, "
         "Bradley-Terry ratings on the Elo scale with random at 0 (`evaluation/statistics.py`). "
         f"Seed {settings.seed} for the dice and the agents in every round robin; the raw counts are in "
         f"[{FIGURES}/skill.json]({FIGURES}/skill.json).",
@@ -630,7 +654,9 @@ def report_markdown(report: Report) -> str:
         "",
         f"![Bradley-Terry ratings at reserve {main.reserve}]({FIGURES}/ladder.png)",
         "",
-        "Every pairing (A's score, its 95 % interval, A's win rates by seat):",
+        "Every pairing (A's score, its 95 % interval, the luck-adjusted score with its interval and the variance "
+        "ratio, A's win rates by seat); the ladder's scores and ratings are the luck-adjusted ones "
+        '(docs/BENCHMARK.md, "The luck-adjusted estimator"; V = race):',
         "",
         markdown_table(PAIRING_HEADER, pairing_rows(main.pairings)),
         "",
@@ -639,7 +665,10 @@ def report_markdown(report: Report) -> str:
         "Red places first. Red's score per pairing has a t-interval over the dice pairs (each pair holds one game "
         "with each agent as Red); pooled, Red's score per dice pair is first averaged over the pairings (they "
         "share the dice streams). Random against random is one more pairing of the same machinery "
-        f"({main.games:,} games, seed {settings.seed}).",
+        f"({main.games:,} games, seed {settings.seed}). The luck-adjusted column takes each roll's luck out of "
+        "Red's results (same expectation, narrower interval; V = race, and for random against random "
+        "race-random, the same model fitted on random play). The summary and the table by reserve quote the "
+        "adjusted scores.",
         "",
         first_player_table(main),
         "",

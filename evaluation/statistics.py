@@ -9,7 +9,11 @@ same.
 
 **Bradley-Terry ratings.** P(i beats j) = 1 / (1 + exp(s_j - s_i)), fitted
 by maximum likelihood (``scipy.optimize.minimize``) on win counts, a
-truncated game counting half a win for each side. Some ratings are held
+truncated game counting half a win for each side. A luck-adjusted score
+enters as ``(score n, n)`` with ``n`` the effective games of
+:func:`effective_games`: the binomial count whose variance is the adjusted
+score's measured per-pair variance, so the ratings and their intervals
+follow the adjusted scores. Some ratings are held
 fixed (a round robin fixes one agent at 0; the benchmark fixes the whole
 panel at its protocol's ratings) and the others are fitted. One pseudo-game
 per duel, split evenly, keeps a rating finite when a side never loses. The
@@ -32,6 +36,8 @@ CONFIDENCE = 0.95
 ELO_PER_NAT = 400 / math.log(10)  # Bradley-Terry strength (natural log-odds) to Elo points
 PRIOR_GAMES = 1.0  # one pseudo-game drawn per duel keeps ratings finite when a side never loses
 Z95 = float(stats.norm.ppf(0.5 + CONFIDENCE / 2))  # 1.96: half-width of a 95 % normal interval in std devs
+VARIANCE_FLOOR = 1e-12  # a per-pair variance this small is float rounding (e.g. an agent against itself): none
+SCORE_FLOOR = 1e-3  # effective_games keeps a score this far from 0 and 1 (a sure result has no binomial variance)
 
 
 def score_interval(pair_scores: Sequence[float]) -> tuple[float, float] | None:
@@ -47,15 +53,41 @@ def score_interval(pair_scores: Sequence[float]) -> tuple[float, float] | None:
     return max(0.0, float(low)), min(1.0, float(high))
 
 
+def variance_ratio(raw: Sequence[float], adjusted: Sequence[float]) -> float | None:
+    """The sample variance of ``raw`` over that of ``adjusted`` (two per-pair score lists); None with fewer
+    than two pairs or an adjusted variance of 0 (at most :data:`VARIANCE_FLOOR`)."""
+    if len(raw) < 2 or len(adjusted) < 2:
+        return None
+    denominator = float(np.var(adjusted, ddof=1))
+    return float(np.var(raw, ddof=1)) / denominator if denominator > VARIANCE_FLOOR else None
+
+
+def effective_games(pair_scores: Sequence[float]) -> float | None:
+    """The number of independent games ``n`` whose binomial variance ``p (1 - p) / n`` equals the measured
+    variance of the mean of ``pair_scores`` (``p`` their mean, clipped into [1/1000, 999/1000]); None with
+    fewer than two pairs or no spread (a variance of at most :data:`VARIANCE_FLOOR`: the caller falls back on
+    the games played). Feeding ``(p n, n)`` to :func:`fit_ratings` gives a rating whose
+    interval follows that measured variance (by the delta method), e.g. of luck-adjusted scores."""
+    scores = np.asarray(pair_scores, dtype=np.float64)
+    if scores.size < 2:
+        return None
+    variance = float(scores.var(ddof=1))
+    if variance <= VARIANCE_FLOOR:
+        return None
+    variance_of_mean = variance / scores.size
+    p = float(np.clip(scores.mean(), SCORE_FLOOR, 1 - SCORE_FLOOR))
+    return p * (1 - p) / variance_of_mean
+
+
 @dataclass(frozen=True)
 class Duel:
     """Results between players ``i`` and ``j`` (indices): ``wins`` of ``i`` (a truncated game counts
-    1/2) out of ``games``."""
+    1/2) out of ``games`` (a float: effective games of a luck-adjusted score, :func:`effective_games`)."""
 
     i: int
     j: int
     wins: float
-    games: int
+    games: float
 
 
 def fit_ratings(players: int, duels: Sequence[Duel], fixed: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:

@@ -8,9 +8,18 @@ randomness; every pairing reuses the same streams.
 
 Reported per pairing: score of the first agent (win 1, truncated game 1/2)
 with a 95 % t-interval over the per-pair scores, its win rate as Red and as
-Blue, mean game length, truncations and games per second. Ratings:
-Bradley-Terry on the whole table (Elo scale, ``random`` anchored at 0 when
-present, else the first agent); see :mod:`strategic_reserve_env.evaluation.statistics`.
+Blue, mean game length, truncations and games per second.
+
+Luck-adjusted score: every roll's luck (:mod:`strategic_reserve_env.luck`: the roller's win probability
+after the roll minus its mean over the 36 rolls, from the value function ``Settings.luck_value``, fixed
+before the games) is taken out of each game's result: the first agent's adjusted result is its outcome
+minus its own rolls' luck plus its opponent's. Each luck term has mean zero given the game so far, so the
+adjusted score has the raw score's expectation; it is reported with its own t-interval over the adjusted
+per-pair scores and the variance ratio (raw per-pair variance over adjusted).
+
+Ratings: Bradley-Terry on the whole table (Elo scale, ``random`` anchored at 0 when present, else the
+first agent), fitted on the adjusted scores with the adjusted per-pair variance
+(:func:`duel_of`); see :mod:`strategic_reserve_env.evaluation.statistics`.
 
 Before the first game every agent is loaded once, under its canonical name
 (``load_agent(spec).name``; two specs naming the same agent are refused),
@@ -37,14 +46,16 @@ import numpy as np
 
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.agents import RandomAgent, load_agent
+from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
+from strategic_reserve_env.luck import ValueFunction
 from strategic_reserve_env.outputs import write_text
 from strategic_reserve_env.policies import NamedPolicy
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sampling import uniform_square
 
-from .statistics import Duel, fit_ratings, score_interval
+from .statistics import Duel, effective_games, fit_ratings, score_interval, variance_ratio
 
 PROBE_POSITIONS = 8  # positions every agent is asked about before the first game
 DICE_SALT = 0xD1CE  # mixed into the seed of the dice streams, apart from the agents' generators
@@ -70,6 +81,9 @@ class Settings:
     """Directory for results.json, results.md and ratings.png (nothing written if unset)."""
     progress: bool = True
     """Show a progress bar."""
+    luck_value: str = RACE
+    """The value function of the luck of a roll (``race``, or an agent valuing its placements, e.g.
+    ``expectimax:depth=1``: :func:`strategic_reserve_env.agents.luck_values.load_luck_value`)."""
 
     def __post_init__(self) -> None:
         for name in ("games", "batch"):
@@ -78,6 +92,8 @@ class Settings:
                 raise ValueError(f"{name} must be an even number >= 2, got {value!r}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
+        if not isinstance(self.luck_value, str) or not self.luck_value:
+            raise ValueError(f"luck_value must name a value function, got {self.luck_value!r}")
         self.config()  # checks reserve and ply_limit
 
     def config(self) -> Config:
@@ -100,6 +116,14 @@ class Pairing:
     total_plies: int
     seconds: float
     pair_scores: list[float] = field(repr=False)
+    luck_value: str | None = None
+    """The value function of the luck terms (None: no luck kept, no adjusted score)."""
+    adjusted_pair_scores: list[float] | None = field(default=None, repr=False)
+    """Per pair, the mean of ``a``'s two luck-adjusted results (outcome minus ``a``'s net luck)."""
+    red_pair_scores: list[float] | None = field(default=None, repr=False)
+    """Per pair, the mean of Red's two results (whoever played Red): the first player's score."""
+    red_adjusted_pair_scores: list[float] | None = field(default=None, repr=False)
+    """Per pair, the mean of Red's two luck-adjusted results (outcome minus Red's net luck)."""
 
     @property
     def score(self) -> float:
@@ -110,10 +134,45 @@ class Pairing:
         :func:`strategic_reserve_env.evaluation.statistics.score_interval`)."""
         return score_interval(self.pair_scores)
 
+    @property
+    def score_adjusted(self) -> float | None:
+        """The luck-adjusted score (same expectation as :attr:`score`); None when no luck was kept."""
+        return None if self.adjusted_pair_scores is None else float(np.mean(self.adjusted_pair_scores))
+
+    def interval_adjusted(self) -> tuple[float, float] | None:
+        """95 % t-interval of the mean adjusted per-pair score; None without luck or with a single pair."""
+        return None if self.adjusted_pair_scores is None else score_interval(self.adjusted_pair_scores)
+
+    @property
+    def variance_ratio(self) -> float | None:
+        """Raw per-pair variance over adjusted (how many times fewer games the adjusted score needs for the
+        same interval); None when undefined (no luck kept, one pair, or an adjusted variance of 0)."""
+        return (
+            None if self.adjusted_pair_scores is None else variance_ratio(self.pair_scores, self.adjusted_pair_scores)
+        )
+
+    def red(self, adjusted: bool) -> tuple[float, tuple[float, float] | None] | None:
+        """The first player's (Red's) score, raw or luck-adjusted, and its 95 % interval over the pairs; None
+        when not kept."""
+        scores = self.red_adjusted_pair_scores if adjusted else self.red_pair_scores
+        return None if scores is None else (float(np.mean(scores)), score_interval(scores))
+
     def as_json(self) -> dict:
-        """The raw counts, the score and its interval (``ci95`` null when undefined)."""
-        interval = self.interval()
-        return asdict(self) | {"score": self.score, "ci95": list(interval) if interval else None}
+        """The raw counts, the score and its interval (``ci95`` null when undefined), the adjusted score, its
+        interval and the variance ratio (null when undefined), Red's raw and adjusted scores with intervals."""
+        interval, adjusted = self.interval(), self.interval_adjusted()
+        red, red_adjusted = self.red(False), self.red(True)
+        return asdict(self) | {
+            "score": self.score,
+            "ci95": list(interval) if interval else None,
+            "score_adjusted": self.score_adjusted,
+            "ci95_adjusted": list(adjusted) if adjusted else None,
+            "variance_ratio": self.variance_ratio,
+            "red_score": None if red is None else red[0],
+            "red_ci95": None if red is None or red[1] is None else list(red[1]),
+            "red_score_adjusted": None if red_adjusted is None else red_adjusted[0],
+            "red_ci95_adjusted": None if red_adjusted is None or red_adjusted[1] is None else list(red_adjusted[1]),
+        }
 
 
 class PairingError(RuntimeError):
@@ -210,12 +269,15 @@ def play_pairing(
     settings: Settings,
     progress=None,
     on_games: Callable[[np.ndarray, np.ndarray], None] | None = None,
+    luck: ValueFunction | None = None,
 ) -> Pairing:
     """All games of one pairing (agent specs or agent objects), in engine batches, with paired
-    dice and swapped seats. :class:`PairingError` if an agent fails. ``on_games(red_agent, winning_agent)``,
+    dice and swapped seats, each roll's luck from ``luck`` (default: ``settings.luck_value`` loaded).
+    :class:`PairingError` if an agent fails. ``on_games(red_agent, winning_agent)``,
     if given, receives the games one by one: two (games,) int64 arrays, who played Red (0 ``a``, 1 ``b``) and
     who won (0, 1, or -1 truncated), game ``2 k`` and ``2 k + 1`` being dice pair ``k``."""
     agents = tuple(load_agent(x) if isinstance(x, str) else x for x in (a, b))
+    luck = load_luck_value(settings.luck_value) if luck is None else luck
     config = settings.config()
     seeds = dice_seeds(settings.seed, settings.games // 2)
     red_agent = np.tile([0, 1], settings.games // 2)  # even game: a is Red; odd game: b is Red
@@ -246,6 +308,7 @@ def play_pairing(
                         rngs,
                         on_ply=advance,
                         game_numbers=np.arange(chunk.start, chunk.stop),
+                        luck=luck,
                     )
                 )
             except arena.AgentError as error:
@@ -254,6 +317,9 @@ def play_pairing(
     red = np.concatenate([r.red_agent for r in results])
     winner = np.concatenate([r.winning_agent for r in results])
     points = np.where(winner == 0, 1.0, np.where(winner < 0, 0.5, 0.0))
+    red_luck = np.concatenate([r.red_luck for r in results if r.red_luck is not None])
+    adjusted = points - np.where(red == 0, red_luck, -red_luck)  # a's outcome minus a's net luck
+    red_points = np.where(red == 0, points, 1.0 - points)  # Red's outcome
     if on_games is not None:
         on_games(red, winner)
     return Pairing(
@@ -268,11 +334,25 @@ def play_pairing(
         total_plies=int(np.concatenate([r.plies for r in results]).sum()),
         seconds=seconds,
         pair_scores=points.reshape(-1, 2).mean(axis=1).tolist(),
+        luck_value=luck.name,
+        adjusted_pair_scores=adjusted.reshape(-1, 2).mean(axis=1).tolist(),
+        red_pair_scores=red_points.reshape(-1, 2).mean(axis=1).tolist(),
+        red_adjusted_pair_scores=(red_points - red_luck).reshape(-1, 2).mean(axis=1).tolist(),
     )
 
 
-def duel_of(pairing: Pairing, i: int, j: int) -> Duel:
-    """The pairing's result as a :class:`~.statistics.Duel` between players ``i`` (its ``a``) and ``j``."""
+def duel_of(pairing: Pairing, i: int, j: int, adjusted: bool = True) -> Duel:
+    """The pairing's result as a :class:`~.statistics.Duel` between players ``i`` (its ``a``) and ``j``.
+
+    ``adjusted`` (and the pairing kept its luck): the luck-adjusted score, over the *effective* number of
+    games whose binomial variance equals the adjusted score's measured variance
+    (:func:`~.statistics.effective_games`), so the ratings' intervals come from the adjusted per-pair
+    variance; otherwise the raw score over the games played (protocol v1)."""
+    if adjusted and pairing.adjusted_pair_scores is not None:
+        games = effective_games(pairing.adjusted_pair_scores)
+        if games is not None:
+            score = float(np.clip(pairing.score_adjusted, 0.0, 1.0))
+            return Duel(i, j, score * games, games)
     return Duel(i, j, pairing.score * pairing.games, pairing.games)
 
 
@@ -290,9 +370,9 @@ def bradley_terry(names: list[str], pairings: list[Pairing]) -> dict[str, tuple[
     return {name: (float(ratings[i]), float(half[i])) for name, i in index.items()}
 
 
-def format_interval(interval: tuple[float, float] | None) -> str:
-    """``[low, high]`` with three decimals, ``n/a`` when undefined."""
-    return "n/a" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+def format_interval(interval: tuple[float, float] | None, digits: int = 3) -> str:
+    """``[low, high]`` with ``digits`` decimals, ``n/a`` when undefined."""
+    return "n/a" if interval is None else f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
 def result_cells(p: Pairing) -> list[str]:
@@ -301,11 +381,45 @@ def result_cells(p: Pairing) -> list[str]:
     return [
         f"{p.score:.3f}",
         format_interval(p.interval()),
+        *adjusted_cells(p),
         f"{p.wins_as_red / p.games_as_red:.3f}",
         f"{p.wins_as_blue / p.games_as_blue:.3f}",
         f"{p.total_plies / p.games:.1f}",
         str(p.truncated),
     ]
+
+
+def adjusted_cells(p: Pairing) -> list[str]:
+    """The luck-adjusted score, its 95 % interval and the variance ratio as table cells (``n/a`` if undefined)."""
+    ratio = p.variance_ratio
+    score = p.score_adjusted
+    return [
+        "n/a" if score is None else f"{score:.4f}",
+        format_interval(p.interval_adjusted(), digits=4),
+        "n/a" if ratio is None else f"{ratio:.1f}",
+    ]
+
+
+def red_lines(pairings: list[Pairing]) -> list[str]:
+    """One line per pairing: the first player's (Red's) score, raw and luck-adjusted, with 95 % intervals."""
+    lines = []
+    for p in pairings:
+        raw, adjusted = p.red(False), p.red(True)
+        if raw is not None and adjusted is not None:
+            lines.append(
+                f"{p.a} vs {p.b}: Red scores {raw[0]:.4f} {format_interval(raw[1], 4)} raw, "
+                f"{adjusted[0]:.4f} {format_interval(adjusted[1], 4)} luck-adjusted"
+            )
+    return lines
+
+
+def luck_line(pairings: list[Pairing]) -> str:
+    """One line naming the value function of the adjusted scores."""
+    names = sorted({p.luck_value for p in pairings if p.luck_value is not None})
+    return (
+        f"adjusted: luck-adjusted score (outcome minus luck, value function {', '.join(names) or 'n/a'}); "
+        "var ratio: raw per-pair variance / adjusted; ratings from the adjusted scores"
+    )
 
 
 def speed_cell(p: Pairing) -> str:
@@ -323,6 +437,9 @@ PAIRING_HEADER = [
     "agent B",
     "A score",
     "95% CI",
+    "adjusted",
+    "95% CI adj",
+    "var ratio",
     "A win as Red",
     "A win as Blue",
     "mean plies",
@@ -393,10 +510,14 @@ def write_outputs(
         "",
         markdown_table(PAIRING_HEADER, pairing_rows(pairings)),
         "",
+        luck_line(pairings),
+        "",
+        *(f"- {line}" for line in red_lines(pairings)),
+        "",
     ]
     if ratings is not None:
         markdown += [
-            "## Bradley-Terry ratings (Elo scale, 95 % intervals)",
+            "## Bradley-Terry ratings (Elo scale, 95 % intervals; from the adjusted scores)",
             "",
             markdown_table(["agent", "rating", "95% CI"], rating_rows(ratings)),
             "",
@@ -454,12 +575,13 @@ def run(
         else prepare_agents(settings.agents if agents is None else agents, settings.config(), settings.seed)
     )
     matchups = list(itertools.combinations(agents, 2))
+    luck = load_luck_value(settings.luck_value)
     pairings: list[Pairing] = []
     with Progress(len(matchups) * settings.games, "game", enabled=settings.progress) as progress:
         for a, b in matchups:
             progress.set_description(f"{a.name} vs {b.name}")
             try:
-                pairings.append(play_pairing(a, b, settings, progress, on_games))
+                pairings.append(play_pairing(a, b, settings, progress, on_games, luck))
             except PairingError as error:
                 error.pairings = list(pairings)
                 raise

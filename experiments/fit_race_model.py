@@ -1,11 +1,12 @@
 """Refit the reserve-race win probability used by the expectimax agent.
 
-``python -m experiments.fit_race_model [--games 4000] [--seed 0]`` plays greedy
-self-play games in one batch, records (mover reserve, opponent reserve, did
+``python -m experiments.fit_race_model [--games 4000] [--seed 0] [--random]`` plays greedy
+(or, with ``--random``, uniformly random) self-play games in one batch, records (mover reserve, opponent reserve, did
 the mover win) at every decision, and fits
 ``P = sigmoid((A * (o - m) + B) / sqrt(m + o))`` by maximum likelihood on the
 decisions with both reserves above 1 (the others are certain). It prints A
-and B; agents/expectimax.py holds the values of the default run.
+and B; strategic_reserve_env/luck.py holds the values of the default run (``RACE_A``, ``RACE_B``) and of
+``--random`` (``RANDOM_RACE_A``, ``RANDOM_RACE_B``).
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ import numpy as np
 from scipy.optimize import minimize
 
 from strategic_reserve_env import engine, turns
+from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.agents.greedy import GreedyAgent
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.dice import BatchDice
 from strategic_reserve_env.policies import choose
 
 
-def self_play_decisions(games: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mover reserve, opponent reserve, mover won) at every decision of greedy self-play."""
-    config, agent, rng = Config(), GreedyAgent(), np.random.default_rng(seed)
+def self_play_decisions(games: int, seed: int, random: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mover reserve, opponent reserve, mover won) at every decision of greedy (or random) self-play."""
+    config, rng = Config(), np.random.default_rng(seed)
+    agent = RandomAgent() if random else GreedyAgent()
     records = []
 
     def record(state: engine.State) -> None:  # every decision, after its roll
@@ -65,8 +68,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, default=4000, help="greedy self-play games (default 4000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of dice and tie-breaks (default 0)")
+    parser.add_argument("--random", action="store_true", help="uniformly random self-play instead of greedy")
     args = parser.parse_args()
-    mine, theirs, won = self_play_decisions(args.games, args.seed)
+    mine, theirs, won = self_play_decisions(args.games, args.seed, args.random)
     a, b = fit(mine, theirs, won)
     print(f"{len(won)} decisions from {args.games} games: A = {a:.3f}, B = {b:.3f}")
 

@@ -49,6 +49,10 @@ COMMANDS: dict[str, Command] = {
     ),
     "bench": Command("plies per second of uniformly random legal play", "strategic_reserve_env.commands.bench:main"),
     "play": Command("play against an agent in the terminal", "strategic_reserve_env.commands.play:main"),
+    "analyse": Command(
+        "the luck of every roll and the error of every placement of a game record",
+        "strategic_reserve_env.commands.analyse:main",
+    ),
 }
 
 

@@ -10,6 +10,11 @@ their own, apart from the dice.
 An agent that raises, or answers with anything but one legal square per
 game, stops the play with an :class:`AgentError` naming the agent, the game
 and its position.
+
+Given a value function (:mod:`strategic_reserve_env.luck`), :func:`play` also keeps each game's luck:
+the sum over its rolls of the roller's luck, counted for Red when Red rolled and against Red when Blue
+did (``Games.red_luck``); ``outcome for Red - red_luck`` is Red's luck-adjusted result, with the same
+expectation as the outcome.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from .board import COLOURS, RED, square_name
 from .config import Config
 from .dice import BatchDice, GameDice
 from .game import Game
+from .luck import ValueFunction, luck_of_latest_roll
 from .policies import InvalidActionsError, choose
 
 
@@ -78,6 +84,7 @@ class Games:
     winner: np.ndarray  # (N,) int64: RED, BLUE or -1 (truncated)
     plies: np.ndarray  # (N,) int64 game lengths
     truncated: np.ndarray  # (N,) bool
+    red_luck: np.ndarray | None = None  # (N,) float64: Red's total luck (Red's rolls minus Blue's), if kept
 
     @property
     def winning_agent(self) -> np.ndarray:
@@ -94,6 +101,7 @@ def play(
     on_ply: Callable[[engine.State], None] | None = None,
     start: engine.State | None = None,
     game_numbers: np.ndarray | None = None,
+    luck: ValueFunction | None = None,
 ) -> Games:
     """Play ``len(red_agent)`` games of ``agents[0]`` against ``agents[1]`` to the end (or the ply limit).
 
@@ -104,7 +112,8 @@ def play(
     ``start`` (N games, each awaiting its next roll) continues given games
     instead of starting from the configured position. An agent's failure
     raises :class:`AgentError`, numbering the games by ``game_numbers``
-    ((N,) ints, default 0..N-1).
+    ((N,) ints, default 0..N-1). With ``luck`` (a value function), every roll's luck is computed just
+    after it (:func:`~strategic_reserve_env.luck.luck_of_latest_roll`) and summed into ``Games.red_luck``.
     """
     red_agent = np.asarray(red_agent, dtype=np.int64)
     game_numbers = np.arange(len(red_agent)) if game_numbers is None else np.asarray(game_numbers)
@@ -119,9 +128,25 @@ def play(
         mover = np.where(position.to_move == RED, red_agent, 1 - red_agent)  # (N,) the agent of each mover
         return turns.actions_by_policy(position, acting, mover, len(agents), act)
 
-    state = turns.play_out(state, BatchDice(dice_seeds), decide, config, on_ply)
+    red_luck = None if luck is None else np.zeros(len(red_agent))
+
+    def on_roll(position: engine.State) -> None:
+        if red_luck is not None:
+            rolled = position.awaiting_placement  # exactly the games that have just rolled
+            if rolled.any():
+                now = position[rolled]
+                terms = luck_of_latest_roll(luck, now)
+                red_luck[rolled] += np.where(now.to_move == RED, terms, -terms)
+        if on_ply is not None:
+            on_ply(position)
+
+    state = turns.play_out(state, BatchDice(dice_seeds), decide, config, on_roll)
     return Games(
-        red_agent=red_agent, winner=state.winner.copy(), plies=state.ply.copy(), truncated=state.truncated.copy()
+        red_agent=red_agent,
+        winner=state.winner.copy(),
+        plies=state.ply.copy(),
+        truncated=state.truncated.copy(),
+        red_luck=red_luck,
     )
 
 

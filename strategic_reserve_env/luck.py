@@ -37,16 +37,22 @@ RACE_A, RACE_B = 1.553, 0.368
 self-play games (``python -m experiments.fit_race_model`` in a clone reproduces the fit)."""
 
 
-def race_win_probability(mover_reserve, opponent_reserve) -> np.ndarray:
+RANDOM_RACE_A, RANDOM_RACE_B = 0.582, 0.072
+"""The same model fitted on uniformly random self-play (the 199,706 decisions of 4,000 games;
+``python -m experiments.fit_race_model --random``): random players lose far more checkers, so a reserve lead
+is worth less."""
+
+
+def race_win_probability(mover_reserve, opponent_reserve, a: float = RACE_A, b: float = RACE_B) -> np.ndarray:
     """P(the player to decide wins) from both reserves at a decision (arrays of any shape, broadcast)::
 
     1                                        if m == 1 (the mover places its last checker)
     0                                        if o == 1 < m (the opponent does so next)
-    sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise (A = RACE_A, B = RACE_B)
+    sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise (A = a, B = b; default RACE_A, RACE_B)
     """
     m = np.asarray(mover_reserve, dtype=np.float64)
     o = np.asarray(opponent_reserve, dtype=np.float64)
-    p = 1.0 / (1.0 + np.exp(-(RACE_A * (o - m) + RACE_B) / np.sqrt(np.maximum(m + o, 1.0))))
+    p = 1.0 / (1.0 + np.exp(-(a * (o - m) + b) / np.sqrt(np.maximum(m + o, 1.0))))
     p = np.where(o <= 1, 0.0, p)
     return np.where(m <= 1, 1.0, p)
 
@@ -74,19 +80,26 @@ class ValueFunction(Protocol):
 
 class RaceValue:
     """The reserve-race model at the roller's decision: :func:`race_win_probability` of the two reserves
-    just after the roll (so the roll's captures count). Needs no search: about a microsecond a position."""
+    just after the roll (so the roll's captures count), with coefficients ``a`` and ``b`` (default: the fit
+    on greedy self-play, named ``race``). Needs no search: about a microsecond a position.
 
-    name = "race"
+    The closer V follows the real win probability of the players being scored, the more variance the luck
+    terms remove: :data:`RANDOM_RACE_VALUE` (``race-random``) is the fit for uniformly random players."""
+
+    def __init__(self, a: float = RACE_A, b: float = RACE_B, name: str = "race") -> None:
+        self.a, self.b, self.name = float(a), float(b), name
 
     def __call__(self, after: AfterRoll) -> np.ndarray:
-        return race_win_probability(after.reserve_me, after.reserve_opp)
+        return race_win_probability(after.reserve_me, after.reserve_opp, self.a, self.b)
 
     def __repr__(self) -> str:
-        return "RaceValue()"
+        return f"RaceValue(a={self.a}, b={self.b}, name={self.name!r})"
 
 
 DEFAULT_VALUE = RaceValue()
 """The value function the evaluation, the analysis and the luck-adjusted rewards use unless told otherwise."""
+RANDOM_RACE_VALUE = RaceValue(RANDOM_RACE_A, RANDOM_RACE_B, name="race-random")
+"""The race model fitted on random self-play: the value function for scoring uniformly random players."""
 
 
 def every_roll(me, opp, reserve_me, reserve_opp) -> AfterRoll:
@@ -152,6 +165,9 @@ __all__ = [
     "DEFAULT_VALUE",
     "RACE_A",
     "RACE_B",
+    "RANDOM_RACE_A",
+    "RANDOM_RACE_B",
+    "RANDOM_RACE_VALUE",
     "AfterRoll",
     "RaceValue",
     "ValueFunction",

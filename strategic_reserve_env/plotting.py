@@ -9,6 +9,10 @@ notebook::
     viewer = ReplayViewer(records.load_record("game.json"))
     viewer.forward(); viewer        # shows the position as SVG
     viewer.save_gif("game.gif")
+
+    analysis = evaluation.analysis.analyse(record)     # luck and errors (needs the agents)
+    viewer = ReplayViewer(record, analysis)             # captions show them
+    draw_luck(analysis)                                 # luck per roll and Red's luck so far
 """
 
 from __future__ import annotations
@@ -133,6 +137,23 @@ def draw_heatmap(
     return ax
 
 
+def draw_luck(analysis, ax=None, title: str | None = None):
+    """Bars of each roll's luck from Red's side (Blue's rolls negated) and a line of Red's luck so far, from an
+    analysis (:class:`strategic_reserve_env.evaluation.analysis.GameAnalysis`, or anything with
+    ``luck_by_ply() -> (plies, red_luck)``). Returns the axes."""
+    ax = _axes(ax)
+    plies, red_luck = analysis.luck_by_ply()
+    colours = [_mpl_colour("red" if value >= 0 else "blue") for value in red_luck]
+    ax.bar(plies, red_luck, color=colours, width=0.8, label="luck of the roll (for Red)")
+    ax.plot(plies, np.cumsum(red_luck), color="black", linewidth=1.5, label="Red's luck so far")
+    ax.axhline(0.0, color="grey", linewidth=0.8)
+    ax.set_xlabel("ply")
+    ax.set_ylabel("win probability")
+    ax.set_title(title if title is not None else f"luck per roll (V = {analysis.luck_value})")
+    ax.legend(loc="best", fontsize="small")
+    return ax
+
+
 class ReplayViewer:
     """Step through a record: one frame per decision (after the roll) and one after the last placement.
 
@@ -140,13 +161,21 @@ class ReplayViewer:
     notebook; ``widget()`` gives a slider (needs ipywidgets); ``save_gif`` / ``save_pngs`` export.
     """
 
-    def __init__(self, record: Record) -> None:
+    def __init__(self, record: Record, analysis=None) -> None:
+        """``analysis`` (optional; a :class:`strategic_reserve_env.evaluation.analysis.GameAnalysis` of the same
+        record, or anything with such ``plies``) adds each roll's luck and each placement's error to the
+        captions."""
         self.frames: list[Game] = []
         self.captions: list[str] = []
+        plies = list(analysis.plies) if analysis is not None else []
 
         def keep(game: Game) -> None:
             self.frames.append(game.copy())
-            self.captions.append(f"ply {len(self.frames)}: {roll_summary(game)}")
+            caption = f"ply {len(self.frames)}: {roll_summary(game)}"
+            if len(self.frames) <= len(plies):
+                ply = plies[len(self.frames) - 1]
+                caption = f"{caption.rstrip('.')}; luck {ply.luck:+.3f}, error {ply.error:.3f}"
+            self.captions.append(caption)
 
         trace = list(replay(record, on_roll=keep))  # RecordError, naming the ply, for a bad record
         final = self.frames[-1].copy() if trace else Game(record.config)

@@ -16,8 +16,10 @@ import numpy as np
 import pytest
 
 from strategic_reserve_env.evaluation.benchmark import (
+    DEFAULT_PROTOCOL,
     PANEL_PPO,
     PROTOCOL_V1,
+    PROTOCOL_V2,
     SCHEMA,
     SHIPPED_PPO,
     ScoreCard,
@@ -108,11 +110,11 @@ def test_an_agent_from_outside_runs_a_tournament_and_a_benchmark(kind, outside, 
 
     benchmark = _evaluate(["--benchmark", spec, *QUICK, "--out", str(tmp_path / "bench")], cwd, pythonpath)
     assert benchmark.returncode == 0, benchmark.stderr
-    assert f"NOT protocol v1 (20 games per opponent; not comparable with protocol scores): {name}" in benchmark.stdout
+    assert f"NOT protocol v2 (20 games per opponent; not comparable with protocol scores): {name}" in benchmark.stdout
     assert re.search(r"^rating: [+-]\d+ ± \d+ \(Bradley-Terry", benchmark.stdout, flags=re.MULTILINE)
     card = json.loads((tmp_path / "bench" / "benchmark.json").read_text())
     assert card["agent"] == name and card["conformant"] is False and card["complete"] is True
-    assert [o["label"] for o in card["opponents"]] == [m.label for m in PROTOCOL_V1.panel]
+    assert [o["label"] for o in card["opponents"]] == [m.label for m in PROTOCOL_V2.panel]
     assert all(o["games"] == 20 for o in card["opponents"]) and card["games"] == 80
     assert card["rating"]["ci95_half_width"] > 0
     assert (tmp_path / "bench" / "benchmark.md").read_text().startswith("# Strategic Reserve benchmark, NOT protocol")
@@ -179,19 +181,29 @@ def test_the_json_schema_is_documented_field_by_field():
     json.loads(json.dumps(data, allow_nan=False))
 
 
-def test_protocol_v1_is_well_formed():
-    assert PROTOCOL_V1.version == "v1" and PROTOCOL_V1.panel[0].spec == "random" and PROTOCOL_V1.panel[0].rating == 0
-    assert all(m.games % 2 == 0 and m.games >= 2 for m in PROTOCOL_V1.panel)
-    assert len({m.label for m in PROTOCOL_V1.panel}) == len(PROTOCOL_V1.panel)
-    assert PANEL_PPO in [m.spec for m in PROTOCOL_V1.panel] and Path(PANEL_PPO.partition(":")[2]).is_file()
-    assert SHIPPED_PPO not in [m.spec for m in PROTOCOL_V1.panel]  # shipping a new model leaves v1's panel alone
+@pytest.mark.parametrize("protocol", [PROTOCOL_V1, PROTOCOL_V2], ids=["v1", "v2"])
+def test_the_protocols_are_well_formed(protocol):
+    assert protocol.panel[0].spec == "random" and protocol.panel[0].rating == 0
+    assert all(m.games % 2 == 0 and m.games >= 2 for m in protocol.panel)
+    assert len({m.label for m in protocol.panel}) == len(protocol.panel)
+    assert PANEL_PPO in [m.spec for m in protocol.panel] and Path(PANEL_PPO.partition(":")[2]).is_file()
+    assert SHIPPED_PPO not in [m.spec for m in protocol.panel]  # shipping a new model leaves the panel alone
+
+
+def test_v2_is_v1_scored_luck_adjusted():
+    """The same panel, seed and rules; v1 scores raw, v2 luck-adjusted (docs/BENCHMARK.md)."""
+    assert (PROTOCOL_V1.version, PROTOCOL_V2.version) == ("v1", "v2") and DEFAULT_PROTOCOL is PROTOCOL_V2
+    assert [(m.label, m.spec) for m in PROTOCOL_V1.panel] == [(m.label, m.spec) for m in PROTOCOL_V2.panel]
+    for key in ("seed", "reserve", "ply_limit"):
+        assert getattr(PROTOCOL_V1, key) == getattr(PROTOCOL_V2, key)
+    assert not PROTOCOL_V1.adjusted and PROTOCOL_V2.adjusted and PROTOCOL_V2.luck_value == "race"
 
 
 def _reference_cards() -> list[dict]:
     return [json.loads(path.read_text()) for path in sorted((REPO / "docs" / "benchmark").glob("*.json"))]
 
 
-def test_the_reference_cards_are_protocol_v1_and_their_ratings_follow_from_their_games():
+def test_the_reference_cards_are_protocol_v2_and_their_ratings_follow_from_their_games():
     cards = _reference_cards()
     models = {spec for spec in REFERENCE_AGENTS if spec.startswith("ppo:")}  # named from the repository root
     expected = {spec for spec in REFERENCE_AGENTS if spec not in models} | {
@@ -200,18 +212,18 @@ def test_the_reference_cards_are_protocol_v1_and_their_ratings_follow_from_their
     assert {card["agent"] for card in cards} == expected
     for card in cards:
         assert card["schema"] == SCHEMA and card["conformant"] and card["complete"]
-        assert card["protocol"]["version"] == PROTOCOL_V1.version
-        expected = PROTOCOL_V1.as_json()
+        assert card["protocol"]["version"] == PROTOCOL_V2.version
+        expected = PROTOCOL_V2.as_json()
         for key in ("seed", "reserve", "ply_limit", "batch"):
             assert card["protocol"][key] == expected[key]
         assert [(m["label"], m["games"], m["rating"]) for m in card["protocol"]["panel"]] == [
-            (m.label, m.games, m.rating) for m in PROTOCOL_V1.panel
+            (m.label, m.games, m.rating) for m in PROTOCOL_V2.panel
         ]
         results = [
             (member, Pairing(**{k: o[k] for k in Pairing.__dataclass_fields__}))
-            for member, o in zip(PROTOCOL_V1.panel, card["opponents"], strict=True)
+            for member, o in zip(PROTOCOL_V2.panel, card["opponents"], strict=True)
         ]
-        value, half = fit_rating(PROTOCOL_V1, results)
+        value, half = fit_rating(PROTOCOL_V2, results)
         assert card["rating"]["elo"] == pytest.approx(value, abs=1e-6)
         assert card["rating"]["ci95_half_width"] == pytest.approx(half, abs=1e-6)
         assert (REPO / "docs" / "benchmark" / f"{file_stem(card['agent'])}.md").is_file()
@@ -292,3 +304,27 @@ def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path,
     assert "`greedy`" in (cards / "reference.md").read_text() and "old table" not in (docs / "BENCHMARK.md").read_text()
     out = capsys.readouterr().out
     assert all(f"removed {path}: its agent is not in this run" in out for path in stale)
+
+
+def test_protocol_1_is_still_played_and_scored_raw(tmp_path):
+    """``--protocol 1`` plays v1 (its batch, its raw scoring: the rating from the win counts, as before v2);
+    the card still carries the adjusted scores beside the raw ones."""
+    result = subprocess.run(
+        [sys.executable, "evaluate.py", "--benchmark", "greedy", "--protocol", "1", *QUICK, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "NOT protocol v1" in result.stdout and "Bradley-Terry on the raw scores" in result.stdout
+    card = json.loads((tmp_path / "benchmark.json").read_text())
+    assert card["protocol"]["version"] == "v1" and card["protocol"]["scoring"] == "raw"
+    assert card["protocol"]["batch"] == PROTOCOL_V1.batch
+    results = [
+        (member, Pairing(**{k: o[k] for k in Pairing.__dataclass_fields__}))
+        for member, o in zip(PROTOCOL_V1.panel, card["opponents"], strict=True)
+    ]
+    assert card["rating"]["elo"] == pytest.approx(fit_rating(PROTOCOL_V1, results)[0], abs=1e-6)
+    assert card["rating"]["elo"] != pytest.approx(fit_rating(PROTOCOL_V2, results)[0], abs=1e-3)
+    assert all(o["score_adjusted"] is not None for o in card["opponents"])

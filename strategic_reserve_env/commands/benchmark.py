@@ -18,7 +18,7 @@ import argparse
 from strategic_reserve_env.agents import KNOWN_AGENTS
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.commands import evaluate
-from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1
+from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -33,11 +33,12 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         "--benchmark-games",
         type=int,
         metavar="N",
-        help=f"N games per opponent instead of protocol {PROTOCOL_V1.version}'s, for a quick look "
+        help=f"N games per opponent instead of protocol {DEFAULT_PROTOCOL.version}'s, for a quick look "
         "(the score card is then marked as not protocol-conformant)",
     )
     parser.add_argument("--out", help="directory to write the score card in (created if missing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    evaluate.add_protocol(parser)
     evaluate.add_act_timeout(parser)
     return parser
 

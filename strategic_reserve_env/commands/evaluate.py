@@ -16,9 +16,18 @@ Red and Blue, game length, truncations, games per second) and
 Bradley-Terry ratings; --out DIR writes results.json (after each pairing),
 results.md and ratings.png.
 
---benchmark SPEC plays SPEC against the fixed panel of protocol v1
-(random, greedy, expectimax:depth=2, the shipped PPO) and prints a score
-card; --out DIR writes benchmark.json and benchmark.md (docs/BENCHMARK.md).
+Luck-adjusted scores: beside the raw score, each pairing's score with the
+luck of every roll taken out (the roller's win probability after the roll
+minus its mean over the 36 rolls, from --luck-value, default race: the
+reserve-race model), its 95 % interval and the variance ratio; the
+ratings are fitted on the adjusted scores. Same expectation as the raw
+score, a far narrower interval (docs/BENCHMARK.md, "The luck-adjusted
+estimator").
+
+--benchmark SPEC plays SPEC against the fixed panel of protocol v2, scored
+luck-adjusted (random, greedy, expectimax:depth=2, the frozen PPO baseline;
+--protocol 1 for v1, scored raw) and prints a score card; --out DIR writes
+benchmark.json and benchmark.md (docs/BENCHMARK.md).
 
 Every argument, agent and output path is checked before the first game, and
 --out DIR is locked while the run writes it (a second run on the same folder
@@ -46,16 +55,19 @@ from dataclasses import replace
 
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents, load_agent
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
+from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
 from strategic_reserve_env.commands import named
-from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1, run_benchmark
+from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS, run_benchmark
 from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
     PairingError,
     Settings,
     check_agent,
     load_agents,
+    luck_line,
     pairing_rows,
     rating_rows,
+    red_lines,
     run,
     text_table,
     write_outputs,
@@ -63,7 +75,7 @@ from strategic_reserve_env.evaluation.tournament import (
 from strategic_reserve_env.outputs import OutputBusyError, check_out, lock
 from strategic_reserve_env.policies import InvalidActionsError, TimeLimited, seconds_argument
 
-TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit")
+TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")
 TOURNAMENT_FILES = ("results.json", "results.md", "ratings.png")
 BENCHMARK_FILES = ("benchmark.json", "benchmark.md")
 AGENT_FAILED, BAD_INPUT, INTERRUPTED, TERMINATED = 1, 2, 130, 143  # exit statuses (128 + the signal's number)
@@ -106,14 +118,18 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--batch", type=int, help=f"games played at once, even (default {defaults.batch})")
     parser.add_argument("--reserve", type=int, help=f"reserve size 1..12 (default {defaults.reserve})")
     parser.add_argument("--ply-limit", type=int, help=f"truncation (default {defaults.ply_limit})")
+    parser.add_argument(
+        "--luck-value", metavar="SPEC", help=f"value function of the luck-adjusted scores: {LUCK_VALUE_SPECS}"
+    )
     parser.add_argument("--out", help="directory to write the results in (created if missing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_act_timeout(parser)
     parser.add_argument(
         "--benchmark",
         metavar="SPEC",
-        help=f"benchmark SPEC against the panel of protocol {PROTOCOL_V1.version} (docs/BENCHMARK.md)",
+        help=f"benchmark SPEC against the panel of protocol {DEFAULT_PROTOCOL.version} (docs/BENCHMARK.md)",
     )
+    add_protocol(parser)
     parser.add_argument(
         "--benchmark-games",
         type=int,
@@ -138,8 +154,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         return list_main()
     if args.benchmark is not None:
         return benchmark_main(parser, args)
-    if args.benchmark_games is not None:
-        parser.error("--benchmark-games needs --benchmark SPEC")
+    if args.benchmark_games is not None or args.protocol is not None:
+        parser.error(
+            f"--{'benchmark-games' if args.benchmark_games is not None else 'protocol'} needs --benchmark SPEC"
+        )
     return tournament_main(parser, args)
 
 
@@ -172,6 +190,15 @@ def print_cause(error: BaseException) -> None:
         traceback.print_exception(cause, file=sys.stderr)
 
 
+def add_protocol(parser: argparse.ArgumentParser) -> None:
+    """The --protocol option (evaluate's --benchmark and the benchmark command)."""
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        help=f"the benchmark protocol's number (default {DEFAULT_PROTOCOL.version[1:]}; 1 scores raw results)",
+    )
+
+
 def add_act_timeout(parser: argparse.ArgumentParser) -> None:
     """The --act-timeout option (evaluate and the benchmark command)."""
     parser.add_argument(
@@ -197,6 +224,7 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     start = time.perf_counter()
     try:
         out = check_out(args.out, TOURNAMENT_FILES) if args.out else None
+        load_luck_value(settings.luck_value)  # a bad --luck-value fails before the agents load
         agents = [limited(agent, args) for agent in load_agents(settings.agents)]
         for agent in agents:
             check_agent(agent, settings.config(), settings.seed)
@@ -227,6 +255,8 @@ def play_tournament(settings: Settings, agents: list, out) -> int:
     try:
         pairings, ratings = run(settings, agents, on_pairing=save, checked=True)
         print(text_table(PAIRING_HEADER, pairing_rows(pairings)))
+        print(luck_line(pairings))
+        print("\n".join(red_lines(pairings)))
         print()
         print(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)))
         save(pairings, ratings)
@@ -251,11 +281,12 @@ def play_tournament(settings: Settings, agents: list, out) -> int:
 
 
 def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
     clashing = [f"--{name.replace('_', '-')}" for name in TOURNAMENT_ONLY if getattr(args, name) is not None]
     if clashing or args.agents:
         parser.error(
-            f"--benchmark plays one agent under protocol {PROTOCOL_V1.version}, which fixes games, seed, "
-            f"batch, reserve and ply limit: drop {', '.join(clashing + args.agents)} "
+            f"--benchmark plays one agent under protocol {protocol.version}, which fixes games, seed, "
+            f"batch, reserve, ply limit and luck value: drop {', '.join(clashing + args.agents)} "
             "(--benchmark-games N for a quick, non-conformant run)"
         )
     if args.benchmark_games is not None:
@@ -271,12 +302,12 @@ def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         return fail(str(error), BAD_INPUT)
     try:
         with lock(out) if out is not None else contextlib.nullcontext(), stop_signals():
-            return play_benchmark(agent, args, out)
+            return play_benchmark(agent, protocol, args, out)
     except OutputBusyError as error:
         return fail(str(error), BAD_INPUT)
 
 
-def play_benchmark(agent, args: argparse.Namespace, out) -> int:
+def play_benchmark(agent, protocol, args: argparse.Namespace, out) -> int:
     """The benchmark of :func:`benchmark_main` (the agent loaded), with ``out`` locked (or None)."""
     latest: list = []  # the card as last written
 
@@ -288,6 +319,7 @@ def play_benchmark(agent, args: argparse.Namespace, out) -> int:
     try:
         card = run_benchmark(
             agent,
+            protocol,
             games=args.benchmark_games,
             progress=not args.no_progress,
             on_opponent=save,
