@@ -131,7 +131,7 @@ def play(
     red_luck = None if luck is None else np.zeros(len(red_agent))
 
     def on_roll(position: engine.State) -> None:
-        if red_luck is not None:
+        if red_luck is not None and luck is not None:
             rolled = position.awaiting_placement  # exactly the games that have just rolled
             if rolled.any():
                 now = position[rolled]
