@@ -25,6 +25,12 @@ Options (``rollout:rollouts=64,width=6,luck=true,horizon=0``): ``rollouts`` per 
 ``width`` candidates (1..36), ``luck``, ``horizon`` (0..1000 turns; 0: to the end of the game). The agent
 is deterministic given the ``rng`` of :meth:`RolloutAgent.act` (the rollouts' dice seeds and greedy's
 tie-breaks come from it).
+
+Measured (2-core machine shared with other jobs): ``rollout:rollouts=64`` scored 0.510 ± 0.013 against greedy
+(luck-adjusted, 120 pairs of paired dice, seed 2), at about 0.1 CPU seconds a decision (about 0.75 games/s on
+an idle core against greedy). The one-step gain over greedy on the headroom decisions (43 decisions, seed 1,
+200 + 200 luck-adjusted rollouts per placement, split-sample) is +0.0027 ± 0.0021 win probability a decision:
+about +0.03 a game, so one step of rollout improvement of greedy cannot reach 0.55.
 """
 
 from __future__ import annotations
