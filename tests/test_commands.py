@@ -67,10 +67,13 @@ def test_the_benchmark_module_says_where_its_command_is():
 def test_the_benchmark_command_plays_the_panel_and_its_card_names_the_games_played(capsys, tmp_path):
     assert main(["benchmark", "random", "--benchmark-games", "4", "--no-progress", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "NOT protocol v1 (4 games per opponent" in out
+    assert "NOT protocol v2 (4 games per opponent" in out
     card = out.split("\n\nwrote ")[0].splitlines()
-    assert card[-1].startswith("protocol v1: ") and "games: 4 vs each (the protocol's: 4,000 vs random" in card[-1]
+    assert card[-1].startswith("protocol v2: ") and "games: 4 vs each (the protocol's: 12,000 vs random" in card[-1]
     assert (tmp_path / "benchmark.json").is_file()
+    assert main(["benchmark", "random", "--protocol", "1", "--benchmark-games", "4", "--no-progress"]) == 0
+    card = capsys.readouterr().out.splitlines()
+    assert card[-1].startswith("protocol v1: ") and "games: 4 vs each (the protocol's: 4,000 vs random" in card[-1]
 
 
 def test_the_benchmark_command_refuses_bad_games_before_playing(capsys):
