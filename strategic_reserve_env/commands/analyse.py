@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from strategic_reserve_env import records
-from strategic_reserve_env.commands.replay import STDIN_NAME
+from strategic_reserve_env.commands.replay import record_source
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -38,10 +38,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = build_parser(prog).parse_args(argv)
     from strategic_reserve_env.evaluation.analysis import analyse  # loads the agents
 
-    stdin = args.record == "-"
-    name = STDIN_NAME if stdin else args.record
+    source, name = record_source(args.record)
     try:
-        record = records.load_record(sys.stdin.buffer if stdin else args.record, name)
+        record = records.load_record(source, name)
         analysis = analyse(record, args.agent, args.luck_value)
     except records.RecordError as error:
         print(f"error: {name}: {error}" if error.ply is not None else f"error: {error}", file=sys.stderr)

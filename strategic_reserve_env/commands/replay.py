@@ -16,6 +16,12 @@ from strategic_reserve_env import records
 STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
 
 
+def record_source(path: str):
+    """(what :func:`records.load_record` reads, the name its messages give) of a command's record argument:
+    a file's path, or ``-`` for the standard input."""
+    return (sys.stdin.buffer, STDIN_NAME) if path == "-" else (path, path)
+
+
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The command line; ``prog``: the name ``--help`` shows."""
     parser = argparse.ArgumentParser(
@@ -32,10 +38,9 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Print the trace of a record as JSON lines; one line on stderr and exit 1 on a bad record."""
     args = build_parser(prog).parse_args(argv)
-    stdin = args.record == "-"
-    name = STDIN_NAME if stdin else args.record
+    source, name = record_source(args.record)
     try:
-        record = records.load_record(sys.stdin.buffer if stdin else args.record, name)
+        record = records.load_record(source, name)
     except records.RecordError as error:  # the message names the file
         print(f"error: {error}", file=sys.stderr)
         return 1
