@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from strategic_reserve_env import engine, models
-from strategic_reserve_env.agents import KNOWN_AGENTS, load_agent
+from strategic_reserve_env.agents import KNOWN_AGENTS, expectimax, load_agent
 from strategic_reserve_env.agents.expectimax import ExpectimaxAgent, win_probability
 from strategic_reserve_env.agents.greedy import expected_losses
 from strategic_reserve_env.board import BIT, bitboards_to_array, board_string, squares_of
@@ -114,6 +114,20 @@ def test_expectimax_depth2_values_match_brute_force():
     }
     best = max(values.values())
     assert all(abs(values[p] - best) < 1e-9 for p in picks)
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_expectimax_searches_in_chunks_with_the_same_result(depth, monkeypatch):
+    """Searching a batch a few games at a time (SEARCH_CHUNK) gives every game the values and the move of
+    searching it in one piece."""
+    state = random_positions(60, seed=8)
+    observations, masks = mover_planes(state), bitboards_to_array(state.legal)
+    agent = ExpectimaxAgent(depth=depth)
+    whole_values = agent.move_values(observations, masks)
+    whole_moves = agent.act(observations, masks, np.random.default_rng(3))
+    monkeypatch.setattr(expectimax, "SEARCH_CHUNK", 7)  # 60 games: 8 full chunks and one of 4
+    np.testing.assert_array_equal(agent.move_values(observations, masks), whole_values)
+    np.testing.assert_array_equal(agent.act(observations, masks, np.random.default_rng(3)), whole_moves)
 
 
 @pytest.mark.parametrize(
