@@ -10,6 +10,7 @@ from strategic_reserve_env.agents.greedy import expected_losses
 from strategic_reserve_env.board import bitboards_to_array, squares_of
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation import headroom
+from strategic_reserve_env.luck import DEFAULT_VALUE
 
 
 def test_headroom_gains_score_the_choice_on_the_other_half():
@@ -37,6 +38,22 @@ def test_headroom_rolls_out_every_legal_placement_and_marks_greedys_choices(caps
     assert "split-sample gain over greedy" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         headroom.main(["--rollouts", "3"])
+
+
+def test_headroom_luck_adjusted_rollouts_are_the_same_games_with_less_noise(capsys):
+    """--luck scores the very same rollouts (the luck terms draw nothing), minus the mover's luck: the mean
+    stays within the noise and the spread of the results shrinks several times."""
+    config = Config()
+    decision = headroom.sample_decisions(6, seed=4, config=config)[np.array([1])]
+    raw = headroom.rollouts(decision, 300, 77, config, np.random.default_rng(5))
+    adjusted = headroom.rollouts(decision, 300, 77, config, np.random.default_rng(5), luck=DEFAULT_VALUE)
+    assert set(np.unique(raw.wins)) <= {0.0, 1.0} and not set(np.unique(adjusted.wins)) <= {0.0, 1.0}
+    luck = raw.wins - adjusted.wins  # (C, 300): the mover's net luck in each rollout
+    error = luck.std(axis=1, ddof=1) / np.sqrt(luck.shape[1])
+    assert np.all(np.abs(luck.mean(axis=1)) < 4.5 * error)  # mean-zero luck, per placement
+    assert raw.wins.var(axis=1).mean() > 4 * adjusted.wins.var(axis=1).mean()
+    assert headroom.main(["--positions", "2", "--rollouts", "4", "--seed", "1", "--luck"]) == 0
+    assert "luck-adjusted greedy rollouts per placement" in capsys.readouterr().out
 
 
 def test_race_model_records_every_decision_of_greedy_self_play():
