@@ -51,7 +51,7 @@ def reference_table(cards: list[ScoreCard]) -> str:
     header = ["agent", "rating (Elo, 95 %)"] + [f"vs {m.label}" for m in protocol.panel] + ["games/s", "wall time"]
     rows = []
     for card in cards:
-        rating = "n/a" if card.rating is None else f"{card.rating[0]:+.0f} ± {card.rating[1]:.0f}"
+        rating = "n/a" if card.rating is None else f"{card.rating[0]:+z.0f} ± {card.rating[1]:.0f}"
         scores = [
             f"{p.score_adjusted:.4f} {format_interval(p.interval_adjusted(), digits=4)}"
             if protocol.adjusted and p.score_adjusted is not None

@@ -454,7 +454,7 @@ def ladder_table(report: Report, ladder: Ladder) -> str:
     for name, (value, half) in ordered:
         label = f"`{name}`" + (" (best)" if name == report.best else "")
         cells = ["—" if name == other else _score(ladder.pairing(name, other)) for other in opponents]
-        rows.append([label, f"{value:+.0f} ± {half:.0f}", *cells])
+        rows.append([label, f"{value:+z.0f} ± {half:.0f}", *cells])
     return markdown_table(header, rows)
 
 
@@ -528,7 +528,7 @@ def variant_ratings_table(report: Report) -> str:
         cells = []
         for ladder in ladders:
             value, half = ladder.ratings[name]
-            cells.append(f"{value:+.0f} ± {half:.0f}")
+            cells.append(f"{value:+z.0f} ± {half:.0f}")
         rows.append([f"`{name}`" + (" (best)" if name == report.best else ""), *cells])
     return markdown_table(["agent"] + [f"reserve {ladder.reserve}" for ladder in ladders], rows)
 
@@ -540,7 +540,7 @@ def summary(report: Report) -> list[str]:
     top = sorted(main.ratings.items(), key=lambda item: -item[1][0])
     lines.append(
         f"- **Ladder** (reserve {main.reserve}, {main.games:,} games per pairing): "
-        + " > ".join(f"`{name}` {value:+.0f} ± {half:.0f}" for name, (value, half) in top)
+        + " > ".join(f"`{name}` {value:+z.0f} ± {half:.0f}" for name, (value, half) in top)
         + " (Bradley-Terry, Elo scale, random at 0)."
     )
     vs_random = main.pairing(best, RandomAgent.name)

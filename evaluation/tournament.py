@@ -466,7 +466,7 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 def rating_rows(ratings: dict[str, tuple[float, float]]) -> list[list[str]]:
     """Table rows: agents by rating."""
     ordered = sorted(ratings.items(), key=lambda item: -item[1][0])
-    return [[name, f"{value:+.0f}", f"±{half:.0f}"] for name, (value, half) in ordered]
+    return [[name, f"{value:+z.0f}", f"±{half:.0f}"] for name, (value, half) in ordered]
 
 
 _NUMBER_LIST = re.compile(r"\[\n\s*((?:-?[0-9][0-9.e+-]*,\n\s*)*-?[0-9][0-9.e+-]*)\n\s*\]")
