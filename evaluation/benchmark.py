@@ -166,19 +166,20 @@ PROTOCOL_V1 = Protocol(
 
 # Protocol v2: v1's panel, seed, reserve and ply limit, scored luck-adjusted (value function race). Games per
 # opponent, from the adjusted per-pair standard deviations measured for the shipped PPO (docs/BENCHMARK.md,
-# "Protocol v2"): sd 0.19 against random (the random player's own choices are noise no luck term removes:
-# variance ratio 2.5), 0.08 against greedy, expectimax:depth=2 and the PPO baseline (ratios 10 to 17); a
-# 95 % half-width of 1.96 sd / sqrt(pairs) <= 0.005 then needs about 11,000, 1,900, 1,850 and 2,900 games,
-# rounded up with a margin. The batch is 2,000: the fast pairings run about 20 % faster than at 1,000.
+# "Budget (v2)"): sd 0.19 against random (the random player's own choices are noise no luck term removes:
+# variance ratio 2.5), 0.076 against greedy, 0.075 against expectimax:depth=2 and 0.097 against the PPO
+# baseline (ratios 10 to 17); a 95 % half-width of 1.96 sd / sqrt(pairs) <= 0.005 then needs about 11,100,
+# 1,770, 1,730 and 2,890 games, rounded up. The batch is 2,000: the fast pairings run about 20 % faster
+# than at 1,000.
 # The ratings are those of the panel's round robin under this protocol, fitted on the adjusted scores
 # (python -m strategic_reserve_env.evaluation.reference).
 PROTOCOL_V2 = Protocol(
     version="v2",
     panel=(
         PanelMember("random", "random", 12000, 0.0),
-        PanelMember("greedy", "greedy", 2400, 181.5),
-        PanelMember("expectimax:depth=2", "expectimax:depth=2", 2000, 196.6),
-        PanelMember("ppo_baseline", PANEL_PPO, 3200, 164.3),
+        PanelMember("greedy", "greedy", 2000, 180.2),
+        PanelMember("expectimax:depth=2", "expectimax:depth=2", 1800, 194.6),
+        PanelMember("ppo_baseline", PANEL_PPO, 3200, 162.8),
     ),
     seed=1,
     reserve=7,
@@ -258,8 +259,8 @@ class ScoreCard:
         return [[member.label, f"{p.games:,}", *result_cells(p), speed_cell(p)] for member, p in self.results]
 
     def rating_line(self) -> str:
-        anchors = ", ".join(f"{m.label} {m.rating:+.0f}" for m in self.protocol.panel)
-        value = "n/a (unfinished)" if self.rating is None else f"{self.rating[0]:+.0f} ± {self.rating[1]:.0f}"
+        anchors = ", ".join(f"{m.label} {m.rating:+z.0f}" for m in self.protocol.panel)
+        value = "n/a (unfinished)" if self.rating is None else f"{self.rating[0]:+z.0f} ± {self.rating[1]:.0f}"
         return (
             f"rating: {value} (Bradley-Terry on the {self.protocol.scoring} scores, Elo scale; "
             f"the panel fixed at {anchors})"

@@ -235,7 +235,7 @@ def test_the_reference_table_in_benchmark_md_is_the_generated_one():
     generated = (REPO / "docs" / "benchmark" / "reference.md").read_text()
     assert table and table in generated
     for card in _reference_cards():
-        assert f"`{card['agent']}` | {card['rating']['elo']:+.0f} ± {card['rating']['ci95_half_width']:.0f} |" in table
+        assert f"`{card['agent']}` | {card['rating']['elo']:+z.0f} ± {card['rating']['ci95_half_width']:.0f} |" in table
 
 
 class FailsLate:
