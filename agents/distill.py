@@ -10,7 +10,8 @@ Three steps, each a function:
    a distribution over the 36 squares: ``temperature=0`` puts all of it on
    the square the expert plays (its top move value, ties shared); a positive
    temperature gives ``softmax(values / temperature)`` over the squares the
-   expert searched (:meth:`strategic_reserve_env.agents.expectimax.ExpectimaxAgent.move_values`).
+   expert searched (``expert.move_values(observations, masks, rng)``: expectimax's, or the rollout agent's
+   for expert iteration, :meth:`strategic_reserve_env.agents.rollout.RolloutAgent.move_values`).
 3. :func:`fit` trains an SB3 ``MaskableActorCriticPolicy`` on them with plain
    torch: cross-entropy of the masked action distribution against the
    targets, plus ``value_weight`` times the squared error of the value head
@@ -74,7 +75,7 @@ class LabellingExpert:
 
     def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         masks = np.asarray(masks, dtype=bool)
-        values = self.expert.move_values(observations, masks)
+        values = self.expert.move_values(observations, masks, rng)
         self.kept.append((np.array(observations, dtype=np.int8), masks.copy(), values))
         best = argmin_random_ties(-np.nan_to_num(values, nan=-np.inf), ~np.isnan(values), rng, step=1e-9)
         wander = argmin_random_ties(np.zeros(masks.shape), masks, rng, step=1.0)  # uniform over the legal squares

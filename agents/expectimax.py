@@ -97,9 +97,13 @@ class ExpectimaxAgent:
         deep = np.where((m == 1)[:, None], 1.0, leaf.mean(axis=(-1, -2)))  # (B, k)
         return legal, value, candidates, deep
 
-    def move_values(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+    def move_values(
+        self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator | None = None
+    ) -> np.ndarray:
         """(B, 36) float64: the value :meth:`act` maximises for each searched square (at depth 2 the
-        ``width`` squares searched deeper; at depth 1 every legal one), NaN for the others."""
+        ``width`` squares searched deeper; at depth 1 every legal one), NaN for the others. ``rng`` is not
+        used (the search has no chance of its own); searches that have, like the rollout agent's, draw it
+        from ``rng``, so distillation passes one to every expert."""
         legal, value, candidates, deep = self._search(observations, masks)
         if candidates is None:
             return np.where(legal, value, np.nan)

@@ -97,7 +97,16 @@ class RolloutAgent:
         valid = np.take_along_axis(losses, ranked, axis=-1) < NOT_COMPUTED
         return ranked, valid
 
-    def move_values(
+    def move_values(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """(B, 36) float64: each candidate's mean rollout result (:meth:`candidate_values`), NaN on the squares
+        not searched: the form of :meth:`ExpectimaxAgent.move_values`, which distillation labels with."""
+        squares, valid, values = self.candidate_values(observations, masks, rng)
+        every = np.full((len(squares), NUM_SQUARES), np.nan)
+        rows = np.broadcast_to(np.arange(len(squares))[:, None], squares.shape)
+        every[rows[valid], squares[valid]] = values[valid]
+        return every
+
+    def candidate_values(
         self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(squares, valid, values)``, each (B, width): the candidates, whether each is one, and its mean
@@ -169,7 +178,7 @@ class RolloutAgent:
         return np.where(valid, results.reshape(shape).mean(axis=-1), np.nan)
 
     def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        squares, _, values = self.move_values(observations, masks, rng)
+        squares, _, values = self.candidate_values(observations, masks, rng)
         best = np.argmax(np.where(np.isnan(values), -np.inf, values), axis=-1)  # first best: the lower greedy loss
         return squares[np.arange(len(squares)), best]
 

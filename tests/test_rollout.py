@@ -9,6 +9,7 @@ from test_agents import random_positions
 
 from strategic_reserve_env import engine
 from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.agents.distill import collect_positions, expert_targets
 from strategic_reserve_env.agents.greedy import expected_losses
 from strategic_reserve_env.agents.rollout import RolloutAgent
 from strategic_reserve_env.board import bitboards_to_array
@@ -77,7 +78,7 @@ def test_exact_values_where_the_game_is_decided(horizon):
     agent = RolloutAgent(rollouts=16, width=6, horizon=horizon)
     for reserves, expected in (((1, 5), 1.0), ((4, 1), 0.0)):  # the decider places its last checker / the
         # opponent places its last on its next turn (the race model gives every roll of it luck 0)
-        _, valid, values = agent.move_values(*inputs(decided_position(reserves)), np.random.default_rng(0))
+        _, valid, values = agent.candidate_values(*inputs(decided_position(reserves)), np.random.default_rng(0))
         np.testing.assert_array_equal(values[valid], expected)
 
 
@@ -89,7 +90,7 @@ def test_luck_adjusted_rollouts_keep_the_mean_and_cut_the_noise(positions):
     for seed in range(12):
         for luck, values in runs.items():
             agent = RolloutAgent(rollouts=64, width=2, luck=luck)
-            values.append(agent.move_values(observations, masks, np.random.default_rng(seed))[2][0])
+            values.append(agent.candidate_values(observations, masks, np.random.default_rng(seed))[2][0])
     adjusted, raw = (np.array(runs[luck]) for luck in (True, False))
     standard_error = raw.std(axis=0, ddof=1) / np.sqrt(len(raw))
     assert (np.abs(adjusted.mean(axis=0) - raw.mean(axis=0)) < 4 * standard_error).all()
@@ -101,8 +102,30 @@ def test_horizon_values_estimate_the_full_rollouts(positions):
     probabilities as full rollouts, to within 0.1 on every candidate (the model's error at the horizon;
     measured: up to about 0.05), with many rollouts on the first decisions."""
     observations, masks = inputs(positions[:3])
-    full = RolloutAgent(rollouts=512, width=3).move_values(observations, masks, np.random.default_rng(0))
-    short = RolloutAgent(rollouts=512, width=3, horizon=4).move_values(observations, masks, np.random.default_rng(0))
+    full = RolloutAgent(rollouts=512, width=3).candidate_values(observations, masks, np.random.default_rng(0))
+    short = RolloutAgent(rollouts=512, width=3, horizon=4).candidate_values(
+        observations, masks, np.random.default_rng(0)
+    )
     np.testing.assert_array_equal(full[0], short[0])
     valid = full[1]
     assert np.abs(full[2][valid] - short[2][valid]).max() < 0.1
+
+
+def test_move_values_are_the_candidates_values_on_the_board_and_label_an_expert_iteration(positions):
+    """move_values puts each candidate's value on its square (NaN elsewhere), as expectimax's does, so the
+    distillation pipeline labels the rollout agent's decisions (expert iteration) as it labels expectimax's."""
+    agent = RolloutAgent(rollouts=8, width=3)
+    observations, masks = inputs(positions[:6])
+    squares, valid, values = agent.candidate_values(observations, masks, np.random.default_rng(4))
+    board = agent.move_values(observations, masks, np.random.default_rng(4))
+    assert board.shape == (6, 36) and (~np.isnan(board)).sum(axis=1).tolist() == valid.sum(axis=1).tolist()
+    for row in range(6):
+        np.testing.assert_array_equal(board[row, squares[row][valid[row]]], values[row][valid[row]])
+    labelled = collect_positions(agent, [load_agent("greedy")], 2, seed=9)
+    searched = ~np.isnan(labelled.values)
+    assert len(labelled) > 5 and (searched.sum(axis=1) >= 1).all() and (searched.sum(axis=1) <= 3).all()
+    assert not (searched & ~labelled.masks).any()  # only legal squares are valued
+    hard = expert_targets(labelled)
+    np.testing.assert_array_equal(hard.argmax(axis=1), np.nanargmax(labelled.values, axis=1))
+    again = collect_positions(agent, [load_agent("greedy")], 2, seed=9)  # same seed, same labels
+    np.testing.assert_array_equal(again.values, labelled.values)

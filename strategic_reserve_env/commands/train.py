@@ -147,7 +147,8 @@ class TrainSettings:
     """Distillation before PPO: games (even) the expert plays against each of --distill-opponents, its
     decisions labelled with its move values for a supervised fit of the network (0: none, PPO from scratch)."""
     distill_expert: str = "expectimax:depth=2"
-    """The agent imitated; it must offer move_values(observations, masks) (agents/expectimax.py does)."""
+    """The agent imitated; it must offer move_values(observations, masks, rng) (expectimax does; the rollout
+    agent too, for expert iteration: rollout:rollouts=64,width=6)."""
     distill_opponents: str = "greedy,expectimax:depth=2"
     """Comma-separated agent specs the expert plays against while its decisions are labelled."""
     distill_explore: float = 0.1
@@ -267,7 +268,7 @@ def distill_agents(settings: TrainSettings) -> tuple[object, list]:
     expert has no ``move_values``."""
     expert = load_agent(settings.distill_expert)
     if not callable(getattr(expert, "move_values", None)):
-        raise ValueError(f"--distill-expert {settings.distill_expert!r} has no move_values(observations, masks)")
+        raise ValueError(f"--distill-expert {settings.distill_expert!r} has no move_values(observations, masks, rng)")
     opponents = [load_agent(spec) for spec in filter(None, settings.distill_opponents.split(","))]
     if not opponents:
         raise ValueError(f"--distill-opponents needs at least one agent spec, got {settings.distill_opponents!r}")
