@@ -257,7 +257,7 @@ def test_shipped_policy_file_replays_the_published_tournament():
 
     published = json.loads((SHIPPED_MODEL.parents[1] / "results" / "tournament" / "results.json").read_text())
     settings = published["settings"]
-    row = next(p for p in published["pairings"] if p["a"] == "greedy" and p["b"].startswith("ppo:"))
+    row = next(p for p in published["pairings"] if p["a"] == "greedy" and p["b"] == "ppo")
     pairing = play_pairing(
         "greedy",
         load_agent(f"ppo:{SHIPPED_MODEL}"),
@@ -265,3 +265,4 @@ def test_shipped_policy_file_replays_the_published_tournament():
     )
     assert pairing.pair_scores == row["pair_scores"]
     assert (pairing.wins_as_red, pairing.wins_as_blue) == (row["wins_as_red"], row["wins_as_blue"])
+    assert pairing.score_adjusted == pytest.approx(row["score_adjusted"], abs=1e-12)
