@@ -12,7 +12,8 @@ spec                       agent
 ``rollout[:rollouts=64]``   one step of rollout improvement of greedy: the
                            ``width`` best placements by greedy, each scored by
                            luck-adjusted greedy rollouts with common dice
-                           (:mod:`strategic_reserve_env.agents.rollout`)
+                           (:mod:`strategic_reserve_env.agents.rollout`);
+                           ``base=ppo`` improves the shipped network instead
 ``value[:PATH][,depth=2]``  expectimax over own placements (the shipped network
                            without PATH) and the
                            opponent's roll with a learned value network
@@ -109,7 +110,8 @@ def _expectimax(spec: str, options: str):
 def _rollout(spec: str, options: str):
     from .rollout import RolloutAgent
 
-    return RolloutAgent(**_options(spec, options, {"rollouts": int, "width": int, "luck": bool, "horizon": int}))  # type: ignore[arg-type]
+    allowed = {"rollouts": int, "width": int, "luck": bool, "horizon": int, "base": str}
+    return RolloutAgent(**_options(spec, options, allowed))  # type: ignore[arg-type]
 
 
 def _model_and_options(rest: str) -> tuple[str, str]:
@@ -161,7 +163,7 @@ BUILT_IN: dict[str, BuiltIn] = {
     ),
     "expectimax": BuiltIn("expectimax[:depth=1|2,width=K]", "search through both players' next rolls", _expectimax),
     "rollout": BuiltIn(
-        "rollout[:rollouts=N,width=K,horizon=H,luck=false]",
+        "rollout[:rollouts=N,width=K,horizon=H,luck=false,base=greedy|ppo]",
         "greedy improved by luck-adjusted greedy rollouts of its best placements, common dice",
         _rollout,
     ),

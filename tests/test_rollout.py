@@ -129,3 +129,21 @@ def test_move_values_are_the_candidates_values_on_the_board_and_label_an_expert_
     np.testing.assert_array_equal(hard.argmax(axis=1), np.nanargmax(labelled.values, axis=1))
     again = collect_positions(agent, [load_agent("greedy")], 2, seed=9)  # same seed, same labels
     np.testing.assert_array_equal(again.values, labelled.values)
+
+
+def test_base_ppo_takes_the_networks_candidates_and_plays_its_rollouts(positions):
+    """base=ppo: the candidates are the shipped network's most probable legal squares, and the rollouts are
+    played by the network; the choice is legal and the same for the same generator."""
+    agent = load_agent("rollout:rollouts=4,width=3,base=ppo")
+    assert agent.name == "rollout:rollouts=4,width=3,base=ppo"
+    observations, masks = inputs(positions[:8])
+    probabilities = load_agent("ppo").probabilities(observations, masks)
+    squares, valid = agent.candidates(positions[:8].me, positions[:8].opp, masks, observations)
+    for row in range(8):
+        order = sorted(np.flatnonzero(masks[row]), key=lambda s: (-probabilities[row, s], s))[:3]
+        assert squares[row][valid[row]].tolist() == order
+    moves = agent.act(observations, masks, np.random.default_rng(1))
+    assert masks[np.arange(8), moves].all()
+    np.testing.assert_array_equal(agent.act(observations, masks, np.random.default_rng(1)), moves)
+    with pytest.raises(ValueError, match="rollout base must be one of greedy, ppo"):
+        load_agent("rollout:base=expectimax")
