@@ -49,19 +49,19 @@ class Decision:
     """Rollout results of one decision."""
 
     squares: np.ndarray  # (C,) int64 legal placements
-    wins: np.ndarray  # (C, N) float64: the mover's result of rollout n after placing on squares[c] (1 won, 0 lost;
-    # luck-adjusted: that minus the mover's luck)
+    results: np.ndarray  # (C, N) float64: the mover's result of rollout n after placing on squares[c] (1 won,
+    # 0 lost; luck-adjusted: that minus the mover's net luck)
     greedy: np.ndarray  # (C,) bool: the placements greedy ties between
 
     def gains(self) -> tuple[float, float, float]:
         """(split-sample gain, in-sample gain, spread) in win probability; see the module docstring."""
-        half = self.wins.shape[1] // 2
-        first, second = self.wins[:, :half].mean(axis=1), self.wins[:, half:].mean(axis=1)
+        half = self.results.shape[1] // 2
+        first, second = self.results[:, :half].mean(axis=1), self.results[:, half:].mean(axis=1)
         split = 0.5 * (
             (second[np.argmax(first)] - second[self.greedy].mean())
             + (first[np.argmax(second)] - first[self.greedy].mean())
         )
-        value = self.wins.mean(axis=1)
+        value = self.results.mean(axis=1)
         return float(split), float(value.max() - value[self.greedy].mean()), float(value.max() - value.min())
 
 

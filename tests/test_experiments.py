@@ -31,7 +31,7 @@ def test_headroom_rolls_out_every_legal_placement_and_marks_greedys_choices(caps
     decision = decisions[np.array([0])]
     result = headroom.rollouts(decision, 6, 123, config, np.random.default_rng(0))
     legal = squares_of(int(decision.legal[0]))
-    assert list(result.squares) == legal and result.wins.shape == (len(legal), 6)
+    assert list(result.squares) == legal and result.results.shape == (len(legal), 6)
     losses = expected_losses(decision.me, decision.opp, bitboards_to_array(decision.legal))[0, legal]
     assert np.array_equal(result.greedy, losses == losses.min())
     assert headroom.main(["--positions", "3", "--rollouts", "4", "--seed", "1"]) == 0
@@ -47,11 +47,11 @@ def test_headroom_luck_adjusted_rollouts_are_the_same_games_with_less_noise(caps
     decision = headroom.sample_decisions(6, seed=4, config=config)[np.array([1])]
     raw = headroom.rollouts(decision, 300, 77, config, np.random.default_rng(5))
     adjusted = headroom.rollouts(decision, 300, 77, config, np.random.default_rng(5), luck=DEFAULT_VALUE)
-    assert set(np.unique(raw.wins)) <= {0.0, 1.0} and not set(np.unique(adjusted.wins)) <= {0.0, 1.0}
-    luck = raw.wins - adjusted.wins  # (C, 300): the mover's net luck in each rollout
+    assert set(np.unique(raw.results)) <= {0.0, 1.0} and not set(np.unique(adjusted.results)) <= {0.0, 1.0}
+    luck = raw.results - adjusted.results  # (C, 300): the mover's net luck in each rollout
     error = luck.std(axis=1, ddof=1) / np.sqrt(luck.shape[1])
     assert np.all(np.abs(luck.mean(axis=1)) < 4.5 * error)  # mean-zero luck, per placement
-    assert raw.wins.var(axis=1).mean() > 4 * adjusted.wins.var(axis=1).mean()
+    assert raw.results.var(axis=1).mean() > 4 * adjusted.results.var(axis=1).mean()
     assert headroom.main(["--positions", "2", "--rollouts", "4", "--seed", "1", "--luck"]) == 0
     assert "luck-adjusted greedy rollouts per placement" in capsys.readouterr().out
 
