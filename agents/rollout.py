@@ -10,11 +10,12 @@ For each decision of a batch:
    **Common dice**: rollout ``n`` of a decision rolls the same squares whichever candidate was placed
    (one dice stream per decision and rollout, shared by the candidates), so the candidates are compared
    on the same luck.
-3. **Luck-adjusted results.** A rollout's result is 1 if the decider won, 0 if it lost (0.5 at the ply
-   limit), minus the decider's luck in the rollout's rolls plus the opponent's
-   (:func:`strategic_reserve_env.luck.luck_of_latest_roll` under ``value``, by default the reserve-race
-   model): each luck term has mean zero, so the mean result estimates the same win probability with
-   much less noise (``luck=false`` keeps the raw results).
+3. **Luck-adjusted results.** A rollout's result is a score (1 if the decider won, 0 if it lost, 0.5 at
+   the ply limit), minus the decider's luck in the rollout's rolls plus the opponent's, on the score's
+   scale (:class:`strategic_reserve_env.outcome.Ledger` and ``SCORE_SCALE``; the luck of
+   :mod:`strategic_reserve_env.luck` under ``value``, by default the reserve-race model): each luck term
+   has mean zero, so the mean result estimates the same win probability with much less noise
+   (``luck=false`` keeps the raw results).
    With ``horizon=H`` (H > 0) a rollout stops after H turns (placements) of the players: a game still
    going then scores ``value``'s expectation of the decider's win probability over the next roll (the
    mean over the 36 rolls of the roller's value after each, from the decider's side), minus the same luck
@@ -48,8 +49,9 @@ from strategic_reserve_env import engine, turns
 from strategic_reserve_env.board import NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.dice import BatchDice
-from strategic_reserve_env.luck import DEFAULT_VALUE, ValueFunction, luck_of_latest_roll, roll_values
+from strategic_reserve_env.luck import DEFAULT_VALUE, ValueFunction, roll_values
 from strategic_reserve_env.observation import mover_planes
+from strategic_reserve_env.outcome import SCORE_SCALE, Ledger, reward
 
 from .greedy import NOT_COMPUTED, expected_losses
 from .position import Position, argmin_random_ties, read_position
@@ -57,7 +59,6 @@ from .position import Position, argmin_random_ties, read_position
 MAX_ROLLOUTS = 4096
 MAX_HORIZON = 1000  # turns of a truncated rollout (0: to the end)
 ENGINE_BATCH = 16384  # rollout games advanced at once (bounds memory: greedy's arrays are (games, 36, groups))
-DRAW = 0.5  # a rollout that reached the ply limit scores half a win
 _SEED_RANGE = 2**62
 BASES = ("greedy", "ppo")  # the base policy: candidates and both players of the rollouts
 POSITION_FIELDS = ("me", "opp", "legal", "reserve_me", "reserve_opp")  # Position's fields, in order
@@ -170,7 +171,7 @@ class RolloutAgent:
         state = engine.place(state, np.broadcast_to(stand_in[:, :, None], shape).reshape(-1), self.config)
         seeds = rng.integers(_SEED_RANGE, size=(batch, 1, rollouts))  # common dice across the candidates
         dice = BatchDice(np.broadcast_to(seeds, shape).reshape(-1))
-        adjustment = np.zeros(games)
+        ledger = Ledger(games, value=self.value if self.luck else None)  # one row a rollout: the decider (Red)
 
         def decide(state: engine.State, acting: np.ndarray) -> np.ndarray:
             actions = np.zeros(state.batch_size, dtype=np.int64)
@@ -184,19 +185,18 @@ class RolloutAgent:
             return actions
 
         def on_roll(state: engine.State) -> None:
-            rolled = np.flatnonzero(state.awaiting_placement & ~state.done)
-            if self.luck and rolled.size:
-                sign = np.where(state.to_move[rolled] == RED, 1.0, -1.0)
-                adjustment[rolled] += sign * luck_of_latest_roll(self.value, state[rolled])
+            rolled = state.awaiting_placement & ~state.done
+            if rolled.any():
+                ledger.roll(state, state.to_move == RED, rolled)
 
         state = turns.play_out(state, dice, decide, self.config, on_roll, max_turns=self.horizon or None)
-        results = np.where(state.winner == RED, 1.0, np.where(state.winner == NO_PLAYER, DRAW, 0.0))
+        results = SCORE_SCALE.of(reward(state.winner, RED))  # the decider's: 1 won, 0 lost, 1/2 at the ply limit
         live = np.flatnonzero(~state.done)  # at the horizon, before the next roll: the value's expectation
         if live.size:
             rows = state[live]
             mover = roll_values(self.value, rows.me, rows.opp, rows.reserve_me, rows.reserve_opp).mean(axis=-1)
-            results[live] = np.where(rows.to_move == RED, mover, 1.0 - mover)
-        results -= adjustment
+            results[live] = SCORE_SCALE.of_probability(np.where(rows.to_move == RED, mover, 1.0 - mover))
+        results = SCORE_SCALE.adjusted(results, ledger.luck)
         return np.where(valid, results.reshape(shape).mean(axis=-1), np.nan)
 
     def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -40,6 +40,7 @@ from strategic_reserve_env.agents.greedy import GreedyAgent, expected_losses
 from strategic_reserve_env.board import RED, bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.luck import DEFAULT_VALUE, ValueFunction
+from strategic_reserve_env.outcome import SCORE_SCALE, reward
 from strategic_reserve_env.progress import track
 from strategic_reserve_env.sampling import popcount
 
@@ -110,9 +111,9 @@ def rollouts(
         start=games,
         luck=luck,
     )
-    results = (result.winner == mover).astype(np.float64)
+    results = SCORE_SCALE.of(reward(result.winner, mover))  # the mover's: 1 won, 0 lost, 1/2 truncated
     if result.red_luck is not None:
-        results -= result.red_luck if mover == RED else -result.red_luck
+        results = result.adjusted(SCORE_SCALE, results, 0 if mover == RED else 1)  # agent 0 played Red
     losses = expected_losses(decision.me, decision.opp, bitboards_to_array(decision.legal))[0, squares]
     return Decision(squares, results.reshape(len(squares), count), losses == losses.min())
 

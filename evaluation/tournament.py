@@ -12,10 +12,12 @@ Blue, mean game length, truncations and games per second.
 
 Luck-adjusted score: every roll's luck (:mod:`strategic_reserve_env.luck`: the roller's win probability
 after the roll minus its mean over the 36 rolls, from the value function ``Settings.luck_value``, fixed
-before the games) is taken out of each game's result: the first agent's adjusted result is its outcome
-minus its own rolls' luck plus its opponent's. Each luck term has mean zero given the game so far, so the
-adjusted score has the raw score's expectation; it is reported with its own t-interval over the adjusted
-per-pair scores and the variance ratio (raw per-pair variance over adjusted).
+before the games) is taken out of each game's result: the first agent's adjusted result is its score
+minus its own rolls' luck plus its opponent's, on the score's scale
+(:meth:`strategic_reserve_env.outcome.Scale.adjusted` with ``SCORE_SCALE``: luck is a difference of win
+probabilities, which a score of 1 for a win and 0 for a loss counts once). Each luck term has mean zero
+given the game so far, so the adjusted score has the raw score's expectation; it is reported with its own
+t-interval over the adjusted per-pair scores and the variance ratio (raw per-pair variance over adjusted).
 
 Ratings: Bradley-Terry on the whole table (Elo scale, ``random`` anchored at 0 when present, else the
 first agent), fitted on the adjusted scores with the adjusted per-pair variance
@@ -47,9 +49,10 @@ import numpy as np
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.agents import RandomAgent, load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
-from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.board import DEFAULT_RESERVE, RED
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
 from strategic_reserve_env.luck import ValueFunction
+from strategic_reserve_env.outcome import SCORE_SCALE, reward
 from strategic_reserve_env.outputs import write_text
 from strategic_reserve_env.policies import NamedPolicy
 from strategic_reserve_env.progress import Progress
@@ -316,10 +319,14 @@ def play_pairing(
     seconds = time.perf_counter() - start
     red = np.concatenate([r.red_agent for r in results])
     winner = np.concatenate([r.winning_agent for r in results])
-    points = np.where(winner == 0, 1.0, np.where(winner < 0, 0.5, 0.0))
-    red_luck = np.concatenate([r.red_luck for r in results if r.red_luck is not None])
-    adjusted = points - np.where(red == 0, red_luck, -red_luck)  # a's outcome minus a's net luck
-    red_points = np.where(red == 0, points, 1.0 - points)  # Red's outcome
+    a_points = [SCORE_SCALE.of(reward(r.winning_agent, 0)) for r in results]  # a's scores (1, 1/2, 0)
+    red_points_of = [SCORE_SCALE.of(reward(r.winner, RED)) for r in results]  # Red's scores
+    points = np.concatenate(a_points)
+    adjusted = np.concatenate([r.adjusted(SCORE_SCALE, p, 0) for r, p in zip(results, a_points, strict=True)])
+    red_points = np.concatenate(red_points_of)
+    red_adjusted = np.concatenate(
+        [SCORE_SCALE.adjusted(p, r.red_luck) for r, p in zip(results, red_points_of, strict=True)]
+    )
     if on_games is not None:
         on_games(red, winner)
     return Pairing(
@@ -337,7 +344,7 @@ def play_pairing(
         luck_value=luck.name,
         adjusted_pair_scores=adjusted.reshape(-1, 2).mean(axis=1).tolist(),
         red_pair_scores=red_points.reshape(-1, 2).mean(axis=1).tolist(),
-        red_adjusted_pair_scores=(red_points - red_luck).reshape(-1, 2).mean(axis=1).tolist(),
+        red_adjusted_pair_scores=red_adjusted.reshape(-1, 2).mean(axis=1).tolist(),
     )
 
 

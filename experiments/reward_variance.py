@@ -26,7 +26,7 @@ from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.agents.greedy import GreedyAgent
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.learner import LearnerGames
-from strategic_reserve_env.outcome import LuckAdjusted, reward
+from strategic_reserve_env.outcome import REWARD_SCALE, LuckAdjusted, reward
 
 Z95 = 1.96  # two-sided 95 % normal quantile
 
@@ -95,9 +95,8 @@ def arena_returns(agent, value: luck.ValueFunction, games: int, seed: int) -> Re
 
 
 def arena_adjusted(outcome: np.ndarray, games_played: arena.Games) -> np.ndarray:
-    """Red's luck-adjusted return on the +-1 scale from the arena's kept luck, as LuckAdjusted computes it."""
-    assert games_played.red_luck is not None
-    return outcome - games_played.red_luck
+    """Red's luck-adjusted return on the +-1 scale from the arena's kept luck (agent 0 plays Red)."""
+    return games_played.adjusted(REWARD_SCALE, outcome, 0)
 
 
 def main() -> None:

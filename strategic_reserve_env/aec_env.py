@@ -53,13 +53,14 @@ arrays; the env never shows that, as ``reset`` makes the first roll.
 the loser when the placement that empties the winner's reserve is made; 0
 otherwise. ``reward="luck_adjusted"``: that outcome, and in each step whose
 placement is followed by the next roll, that roll's luck
-(:func:`strategic_reserve_env.luck.luck_of_latest_roll`, under
-:data:`~strategic_reserve_env.luck.DEFAULT_VALUE` or the ``value`` of a
-:class:`~strategic_reserve_env.outcome.LuckAdjusted` given as ``reward``)
-is credited to the roller and debited to the other agent: the roller's
-reward is ``-luck``, the other agent's ``+luck`` (the luck is taken out of
-the return of the agent it favoured). So an agent's return is its outcome
-minus its own rolls' luck plus its opponent's. Each luck term has mean zero
+(:func:`strategic_reserve_env.luck.roll_luck`, a difference of win
+probabilities, under :data:`~strategic_reserve_env.luck.DEFAULT_VALUE` or the
+``value`` of a :class:`~strategic_reserve_env.outcome.LuckAdjusted` given as
+``reward``) on the reward's scale, where a win and a loss are 2 apart
+(:data:`~strategic_reserve_env.outcome.REWARD_SCALE`): the roller's reward is
+``-2 * luck``, the other agent's ``+2 * luck`` (the luck is taken out of the
+return of the agent it favoured). So an agent's return is its outcome minus
+twice its own rolls' luck plus twice its opponent's. Each luck term has mean zero
 given the action before it (the 36 rolls are equally likely, whatever the
 value function), so every policy's expected return is unchanged and policy
 gradients stay unbiased, while most of the dice's variance goes
@@ -67,7 +68,12 @@ gradients stay unbiased, while most of the dice's variance goes
 ``reset``, follows no action and is in no reward. ``reward`` may also be
 any callable of a :class:`~strategic_reserve_env.outcome.Transition` with
 one row per agent (``player_0``, ``player_1``): the step's roll (``own``
-for the roller) and the outcome. Through ``env()`` an
+for the roller) and the outcome; it must return two finite real numbers.
+The rewards are worked out (:class:`~strategic_reserve_env.outcome.Ledger`)
+before the step is committed: a reward function that raises or returns
+anything else (another shape, strings, NaN, an infinity, complex numbers)
+raises and changes nothing, and one that cannot be called with one argument
+is refused when the env is made. Through ``env()`` an
 illegal action ends the game with -1 for the agent that made it (PettingZoo's
 TerminateIllegalWrapper) and a warning; ``raw_env`` raises
 :class:`~strategic_reserve_env.engine.IllegalActionError` instead.
@@ -142,16 +148,13 @@ from .dice import GameDice
 from .engine import IllegalActionError, integers
 from .game import Game
 from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
-from .outcome import Transition as _Transition
-from .outcome import as_reward_function, is_outcome, latest_roll, reward
+from .outcome import Ledger, as_reward_function, reward
 from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
 AGENTS = ("player_0", "player_1")  # index = colour: player_0 Red, player_1 Blue
-#: winner (RED, BLUE or NO_PLAYER) -> each agent's reward (:func:`~strategic_reserve_env.outcome.reward`)
-_REWARDS = {
-    winner: {name: reward(winner, colour) for colour, name in enumerate(AGENTS)} for winner in (RED, BLUE, NO_PLAYER)
-}
+_COLOURS = np.arange(len(AGENTS))  # (2,) int64: each agent's colour, its row in the step's ledger
+_EVERY_AGENT = np.ones(len(AGENTS), dtype=bool)  # (2,) bool: the rows of both agents
 AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
 NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
 INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
@@ -357,9 +360,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def _roll(self) -> None:
         """Roll for the player to move, hand it the turn and describe the roll in the infos."""
-        game = self.game
-        game.roll(self.dice.next())
-        self.agent_selection = AGENTS[game.to_move]
+        self.game.roll(self.dice.next())
+        self._hand_over()
+
+    def _hand_over(self) -> None:
+        """The turn goes to the player to move, and the infos describe the roll it made."""
+        self.agent_selection = AGENTS[self.game.to_move]
         self._set_infos()
 
     # -- AEC API ----------------------------------------------------------------------
@@ -418,49 +424,37 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             self._was_dead_step(None)
             return
         agent = self.agent_selection
-        game = self.game
+        game = self.game.copy()  # the step is worked out on a copy, committed once the rewards are known
         mover = game.to_move
         game.place(square)  # IllegalActionError names the square and the legal ones
+        ledger = Ledger(len(AGENTS), self.reward_function)  # one row an agent: its colour
+        dice = self.dice
+        counter, forced = dice.counter, list(dice.forced)
+        try:
+            if game.done:
+                ledger.end(_EVERY_AGENT, reward(np.int64(game.winner), _COLOURS))
+            else:  # the game goes on: the next roll at once
+                game.roll(dice.next())
+                ledger.roll(game, _COLOURS == game.to_move, _EVERY_AGENT)
+            rewards = ledger.settle()  # the reward function's, checked: an error in it changes nothing
+        except BaseException:
+            dice.counter, dice.forced = counter, forced
+            raise
+        self.game = game
         self._cumulative_rewards[agent] = 0
-        winner = game.winner
-        self.rewards = dict(_REWARDS[winner])
-        if not game.done:  # the game goes on; with the outcome reward, the rewards are zeros
-            self._roll()
-            if not is_outcome(self.reward_function):
-                self._reward_roll()
+        self.rewards = {name: float(rewards[colour]) for colour, name in enumerate(AGENTS)}
+        if not game.done:
+            self._hand_over()
         else:
-            if winner == NO_PLAYER:
+            if game.winner == NO_PLAYER:
                 self.truncations = dict.fromkeys(AGENTS, True)
             else:
                 self.terminations = dict.fromkeys(AGENTS, True)
             self.agent_selection = AGENTS[mover ^ 1]
             self._set_infos()
-            if not is_outcome(self.reward_function):
-                self._reward_outcome()
-            self._accumulate_rewards()
+        self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
-
-    def _rewarded(self, rolls: tuple, outcomes: np.ndarray) -> None:
-        """Each agent's reward from the reward function of this step's transition (one row an agent)."""
-        transition = _Transition(rolls, outcomes, np.full(len(AGENTS), self.game.done))
-        rewards = np.asarray(self.reward_function(transition), dtype=np.float64)
-        if rewards.shape != (len(AGENTS),):
-            raise ValueError(f"the reward function returned shape {rewards.shape}, expected ({len(AGENTS)},)")
-        self.rewards = {agent: float(rewards[colour]) for colour, agent in enumerate(AGENTS)}
-
-    def _reward_roll(self) -> None:
-        """The rewards of a step whose placement was followed by the next roll: the roll's row for each
-        agent (its own for the roller), the outcome 0; then accumulated."""
-        made = np.ones(len(AGENTS), dtype=bool)
-        own = np.arange(len(AGENTS)) == self.game.to_move
-        self._rewarded((latest_roll(self.game, own, made),), np.zeros(len(AGENTS), dtype=np.int64))
-        self._accumulate_rewards()
-
-    def _reward_outcome(self) -> None:
-        """The rewards of a step whose placement ended the game: the outcome, no roll."""
-        outcomes = np.array([self.rewards[agent] for agent in AGENTS], dtype=np.int64)
-        self._rewarded((), outcomes)
 
     # -- rendering --------------------------------------------------------------------
     def render(self):

@@ -11,10 +11,12 @@ An agent that raises, or answers with anything but one legal square per
 game, stops the play with an :class:`AgentError` naming the agent, the game
 and its position.
 
-Given a value function (:mod:`strategic_reserve_env.luck`), :func:`play` also keeps each game's luck:
-the sum over its rolls of the roller's luck, counted for Red when Red rolled and against Red when Blue
-did (``Games.red_luck``); ``outcome for Red - red_luck`` is Red's luck-adjusted result, with the same
-expectation as the outcome.
+Given a value function (:mod:`strategic_reserve_env.luck`), :func:`play` also keeps each game's luck in a
+:class:`~strategic_reserve_env.outcome.Ledger` whose rows are Red in each game: the sum over its rolls of the
+roller's luck, counted for Red when Red rolled and against Red when Blue did (``Games.red_luck``, a
+difference of win probabilities). :meth:`Games.adjusted` takes it out of a result on any scale
+(:class:`~strategic_reserve_env.outcome.Scale`: 1 x luck from a score, 2 x from a +-1 reward): the
+luck-adjusted result, with the same expectation as the outcome.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from .board import COLOURS, RED, square_name
 from .config import Config
 from .dice import BatchDice, GameDice
 from .game import Game
-from .luck import ValueFunction, luck_of_latest_roll
+from .luck import ValueFunction
+from .outcome import Ledger, Scale
 from .policies import InvalidActionsError, choose
 
 
@@ -91,6 +94,14 @@ class Games:
         """(N,) int64: 0 or 1 for the agent that won, -1 for a truncated game."""
         return np.where(self.winner < 0, -1, np.where(self.winner == RED, self.red_agent, 1 - self.red_agent))
 
+    def adjusted(self, scale: Scale, results: np.ndarray, agent) -> np.ndarray:
+        """(N,) float64: ``results`` of ``agent`` ((N,) or scalar 0/1: whose results they are, in each game) on
+        ``scale``, less that agent's net luck (Red's where it played Red, its negative elsewhere) on the
+        same scale (:meth:`~strategic_reserve_env.outcome.Scale.adjusted`). ``ValueError`` without kept luck."""
+        if self.red_luck is None:
+            raise ValueError("these games were played without a value function: no luck was kept")
+        return scale.adjusted(results, np.where(self.red_agent == agent, self.red_luck, -self.red_luck))
+
 
 def play(
     agents,
@@ -112,8 +123,9 @@ def play(
     ``start`` (N games, each awaiting its next roll) continues given games
     instead of starting from the configured position. An agent's failure
     raises :class:`AgentError`, numbering the games by ``game_numbers``
-    ((N,) ints, default 0..N-1). With ``luck`` (a value function), every roll's luck is computed just
-    after it (:func:`~strategic_reserve_env.luck.luck_of_latest_roll`) and summed into ``Games.red_luck``.
+    ((N,) ints, default 0..N-1). With ``luck`` (a value function), every roll's luck is recorded just
+    after it in a :class:`~strategic_reserve_env.outcome.Ledger` (one row a game: Red) and summed into
+    ``Games.red_luck``.
     """
     red_agent = np.asarray(red_agent, dtype=np.int64)
     game_numbers = np.arange(len(red_agent)) if game_numbers is None else np.asarray(game_numbers)
@@ -128,15 +140,13 @@ def play(
         mover = np.where(position.to_move == RED, red_agent, 1 - red_agent)  # (N,) the agent of each mover
         return turns.actions_by_policy(position, acting, mover, len(agents), act)
 
-    red_luck = None if luck is None else np.zeros(len(red_agent))
+    ledger = None if luck is None else Ledger(len(red_agent), value=luck)  # one row a game: Red
 
     def on_roll(position: engine.State) -> None:
-        if red_luck is not None and luck is not None:
+        if ledger is not None:
             rolled = position.awaiting_placement  # exactly the games that have just rolled
             if rolled.any():
-                now = position[rolled]
-                terms = luck_of_latest_roll(luck, now)
-                red_luck[rolled] += np.where(now.to_move == RED, terms, -terms)
+                ledger.roll(position, position.to_move == RED, rolled)
         if on_ply is not None:
             on_ply(position)
 
@@ -146,7 +156,7 @@ def play(
         winner=state.winner.copy(),
         plies=state.ply.copy(),
         truncated=state.truncated.copy(),
-        red_luck=red_luck,
+        red_luck=None if ledger is None else ledger.luck,
     )
 
 

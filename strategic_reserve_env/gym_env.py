@@ -21,8 +21,9 @@ exactly the same games for the same seed.
 - **Reward**: ``reward="outcome"`` (the default): +1 when the learner's
   placement wins, -1 when the opponent's does (reported by the learner's
   step that led to it), 0 otherwise. ``reward="luck_adjusted"``: that
-  outcome minus the learner's luck in the rolls since its last decision
-  (:mod:`strategic_reserve_env.luck`: the opponent's roll's luck is added
+  outcome minus the learner's luck in the rolls since its last decision,
+  on the reward's scale (2 x luck: :data:`~strategic_reserve_env.outcome.REWARD_SCALE`;
+  :mod:`strategic_reserve_env.luck`: the opponent's roll's luck is added
   back, the learner's own subtracted; the value function is
   :data:`~strategic_reserve_env.luck.DEFAULT_VALUE` unless a
   :class:`~strategic_reserve_env.outcome.LuckAdjusted` with another is
@@ -32,8 +33,10 @@ exactly the same games for the same seed.
   much less variance (``tests/test_rewards.py`` measures both). Any
   callable of a :class:`~strategic_reserve_env.outcome.Transition` (the
   rolls since the learner's last decision, with the positions before and
-  after each, and the outcome) may be given instead. Rolls before the
-  learner's first decision of a game are in no reward.
+  after each, and the outcome) may be given instead; it must return finite
+  real numbers, and an error in it (or a bad answer) raises and changes
+  nothing. Rolls before the learner's first decision of a game are in no
+  reward.
 - **Termination**: a player won. **Truncation**: ``ply_limit`` plies (both
   players' placements count) were made without a winner.
 - **Seeding**: ``reset(seed=s)`` seeds the game: its dice stream is ``s``

@@ -26,11 +26,14 @@ games of the batch.
 
 **Rewards.** ``reward`` (:func:`~strategic_reserve_env.outcome.as_reward_function`)
 is ``"outcome"`` (+1 win, -1 loss, 0 otherwise), ``"luck_adjusted"`` (the
-outcome minus the learner's luck in the rolls since its decision: the
-opponent's roll counts against it, its own for it;
+outcome minus the learner's luck in the rolls since its decision, on the
+reward's scale: the opponent's roll counts against it, its own for it;
 :class:`~strategic_reserve_env.outcome.LuckAdjusted`, whose ``value`` is a
 setting) or a callable of a :class:`~strategic_reserve_env.outcome.Transition`.
-Rewards are computed in :mod:`strategic_reserve_env.outcome` alone.
+Rewards are computed in :mod:`strategic_reserve_env.outcome` alone: each step
+records its rolls and results in a :class:`~strategic_reserve_env.outcome.Ledger`
+(one row a game), which calls the reward function and checks its answer
+(finite real numbers, one a game) before anything is committed.
 
 **Bad input.** Every public method checks its input and either completes or
 raises with nothing changed: learner actions must be integers of shape (B,)
@@ -55,7 +58,7 @@ from .config import Config
 from .dice import BatchDice, UniformStreams
 from .observation import OBSERVATION_SHAPE, planes
 from .observation import mask_from_planes as _mask_from_planes
-from .outcome import RewardFunction, Roll, Transition, as_reward_function, is_outcome, latest_roll, reward
+from .outcome import Ledger, as_reward_function, reward
 from .policies import InvalidActionsError, as_policy, checked_actions, policy_inputs, policy_name
 
 SEATS = ("random", "red", "blue")
@@ -106,15 +109,17 @@ class LearnerStep(NamedTuple):
 
 
 class _Results:
-    """The rows of a :class:`LearnerStep`, filled in as games end (before any of them restarts)."""
+    """The rows of a :class:`LearnerStep`, filled in as games end (before any of them restarts), and the
+    step's :class:`~.outcome.Ledger` (one row a game: its learner), which turns them into rewards."""
 
-    def __init__(self, num_games: int, opponents: np.ndarray, finals: bool) -> None:
+    def __init__(self, num_games: int, opponents: np.ndarray, finals: bool, ledger: Ledger) -> None:
         self.outcomes = np.zeros(num_games, dtype=np.int64)  # (B,) int64: outcome.reward of the games ended
         self.ended = np.zeros(num_games, dtype=bool)  # (B,) bool: ended in this step
         self.terminated = np.zeros(num_games, dtype=bool)  # (B,) bool
         self.truncated = np.zeros(num_games, dtype=bool)  # (B,) bool
         self.finals = np.zeros((num_games, *OBSERVATION_SHAPE), dtype=np.int8) if finals else None  # (B, 6, 6, 9)
         self.opponents = opponents  # (B,) int64
+        self.ledger = ledger
 
     def record(self, games: LearnerGames, ended: np.ndarray) -> None:
         """The games of ``ended`` ((B,) bool) have just ended in ``games``: their reward, how they ended
@@ -123,22 +128,16 @@ class _Results:
             return
         state = games.state
         self.outcomes[ended] = reward(state.winner[ended], games.seat[ended])
+        self.ledger.end(ended, self.outcomes)
         self.ended |= ended
         self.terminated |= ended & (state.winner >= 0)
         self.truncated |= ended & state.truncated
         if self.finals is not None:
             self.finals[ended] = planes(state[ended], games.seat[ended])
 
-    def done(self, illegal: np.ndarray, reward_function: RewardFunction, rolls: list[Roll] | None) -> LearnerStep:
-        """The step's rows; the rewards from ``reward_function`` of the outcomes and ``rolls`` (None: the
-        reward function is the outcome, and the rolls were not recorded)."""
-        if rolls is None:
-            rewards = self.outcomes.astype(np.float32)
-        else:
-            transition = Transition(tuple(rolls), self.outcomes.copy(), self.ended.copy())
-            rewards = np.asarray(reward_function(transition), dtype=np.float32)
-            if rewards.shape != self.outcomes.shape:
-                raise ValueError(f"the reward function returned shape {rewards.shape}, expected {self.outcomes.shape}")
+    def done(self, illegal: np.ndarray) -> LearnerStep:
+        """The step's rows, the rewards settled by the ledger (the reward function's, checked)."""
+        rewards = self.ledger.settle(np.float32)
         return LearnerStep(
             rewards, self.terminated, self.truncated, illegal, self.finals, self.opponents, self.outcomes
         )
@@ -296,7 +295,9 @@ class LearnerGames:
             raise ResetNeeded(
                 f"game {game} is over (its episode ended): reset (or restart) it before stepping it again"
             )
-        result = _Results(self.num_games, self.opponent_id.copy(), finals=autoreset)
+        result = _Results(
+            self.num_games, self.opponent_id.copy(), autoreset, Ledger(self.num_games, self.reward_function)
+        )
         illegal = self._learner_places(actions, ~restart)
         result.record(self, self.state.done & ~before)  # ended by the learner's placement (or forfeit)
         if autoreset:
@@ -304,8 +305,7 @@ class LearnerGames:
         if restart.any():
             self.state = engine.reset(self.state, restart, self.config)
             self._draw_seats(restart)
-        rolls: list | None = None if is_outcome(self.reward_function) else []
-        self._advance(~self.state.done, rolls, ~restart)
+        self._advance(~self.state.done, result.ledger, ~restart)
         by_opponent = self.state.done & ~before & ~result.ended  # (a live game restarted in step mode counts)
         if autoreset:
             by_opponent &= ~restart
@@ -313,7 +313,7 @@ class LearnerGames:
             result.record(self, by_opponent)
             if autoreset:
                 self._restart(by_opponent)
-        return result.done(illegal, self.reward_function, rolls)
+        return result.done(illegal)
 
     def _check_started(self) -> None:
         if not self.started:
@@ -349,27 +349,27 @@ class LearnerGames:
         opponent_id[games] = np.minimum(picked, len(self.opponents) - 1)  # the sum may end a hair below 1
         self.seat, self.opponent_id = seat, opponent_id
 
-    def _advance(self, mask: np.ndarray, rolls: list[Roll] | None = None, recorded: np.ndarray | None = None) -> None:
+    def _advance(self, mask: np.ndarray, ledger: Ledger | None = None, recorded: np.ndarray | None = None) -> None:
         """The opponent takes its turn where it is to move (:func:`~.turns.turn`), then the learner rolls,
         in the live games of ``mask``: every one of them ends over or awaiting the learner's decision.
-        With ``rolls`` (a list), the rolls of the games of ``recorded`` ((B,) bool; default ``mask``) are
-        appended to it (:func:`~.outcome.latest_roll`: the opponent's, then the learner's)."""
+        With ``ledger``, the rolls of the games of ``recorded`` ((B,) bool; default ``mask``) are recorded
+        in it (:meth:`~.outcome.Ledger.roll`: the opponent's, then the learner's)."""
         opponent_turn = mask & ~self.state.done & (self.state.to_move != self.seat)
         on_roll = None
-        if rolls is not None:
+        if ledger is not None:
             recorded = mask if recorded is None else recorded
             mine, theirs = np.ones(self.num_games, dtype=bool), np.zeros(self.num_games, dtype=bool)
 
             def on_roll(state: engine.State) -> None:
-                rolls.append(latest_roll(state, theirs, opponent_turn & recorded))
+                ledger.roll(state, theirs, opponent_turn & recorded)
 
         if opponent_turn.any():
             self.state = turns.turn(self.state, opponent_turn, self.dice, self._opponents_decide, self.config, on_roll)
         learner_turn = mask & ~self.state.done
         if learner_turn.any():
             self.state = turns.roll(self.state, self.dice, learner_turn)
-            if rolls is not None:
-                rolls.append(latest_roll(self.state, mine, learner_turn & recorded))
+            if ledger is not None:
+                ledger.roll(self.state, mine, learner_turn & recorded)
 
     def _opponents_decide(self, state: engine.State, acting: np.ndarray) -> np.ndarray:
         """(B,) the opponents' choices in the games of ``acting`` (each opponent once, on its own games)."""

@@ -1,27 +1,40 @@
-"""Rewards: the one place where what happened in a game becomes a reward.
+"""Rewards and scores: the one place where what happened in a game becomes a reward or a score.
 
-Used by every environment (the PettingZoo env for each agent, the single-agent
-envs for the learner) so that a win, a loss, a forfeit, a truncation and a roll
-score the same everywhere.
+Used by every environment (the PettingZoo env for each agent, the single-agent envs for the learner), the
+arena, the rollout agent and the tournament, so that a win, a loss, a forfeit, a truncation and a roll's luck
+count the same everywhere.
 
 - :func:`reward`: the outcome, +1 (win), -1 (loss or forfeit) or 0 (no result yet, or a truncation).
+- **Scales** (:class:`Scale`): a result is a reward on :data:`REWARD_SCALE` (+1 win, -1 loss, 0 draw) or a
+  score on :data:`SCORE_SCALE` (1 win, 0 loss, 1/2 draw; the scale of a win probability). A roll's **luck**
+  (:mod:`strategic_reserve_env.luck`) is a difference of win probabilities, so on a scale whose win and
+  loss are ``win - loss`` apart it counts ``(win - loss)`` times: **2 x luck** against a +-1 reward, 1 x
+  luck against a score. :meth:`Scale.luck` is the only place that conversion is written.
+- The **ledger** (:class:`Ledger`) records, per row (an agent in a game), the rolls and the results as they
+  happen, and turns them into rewards (:meth:`Ledger.settle`) or a net luck (:attr:`Ledger.luck`) that
+  :meth:`Scale.adjusted` takes out of a result on any scale.
 - A **reward function** (:class:`RewardFunction`) turns a :class:`Transition` (what happened to one agent
   since its last decision: the rolls made, with the positions before and after each, and the outcome) into
   its reward. The environments take one as ``reward=``: ``"outcome"`` (:data:`OUTCOME`, the default),
   ``"luck_adjusted"`` (:class:`LuckAdjusted` with :data:`~strategic_reserve_env.luck.DEFAULT_VALUE`), a
-  :class:`LuckAdjusted` with a value function of one's own, or any callable (:func:`as_reward_function`).
+  :class:`LuckAdjusted` with a value function of one's own, or any callable (:func:`as_reward_function`). It
+  is always called; one that ignores the rolls says so (``uses_rolls = False``, as :data:`OUTCOME` does)
+  and no roll is recorded for it. Its answer must be finite real numbers (:func:`checked_rewards`).
 
-**Luck-adjusted rewards.** The reward is the outcome minus the agent's luck in the step's rolls: the luck of
-its own rolls counts for it and is subtracted, the luck of the other player's rolls counts against it and is
-added back (:func:`strategic_reserve_env.luck.roll_luck`). Each roll's luck has mean zero given everything
-before the roll, the agent's action included (the 36 rolls are equally likely, whatever the value function),
-so every luck term has mean zero given the action before it: every policy's expected return is unchanged,
-and so are the policy gradients' expectations (the terms are like a baseline that depends on chance only),
-while a value function that follows the real win probability removes most of the dice's variance.
+**Luck-adjusted rewards.** The reward is the outcome minus the agent's luck in the step's rolls, on the
+reward's scale (2 x luck): the luck of its own rolls counts for it and is subtracted, the luck of the other
+player's rolls counts against it and is added back (:func:`strategic_reserve_env.luck.roll_luck`). Each
+roll's luck has mean zero given everything before the roll, the agent's action included (the 36 rolls are
+equally likely, whatever the value function), so every luck term has mean zero given the action before it:
+every policy's expected return is unchanged, and so are the policy gradients' expectations (the terms are
+like a baseline that depends on chance only), while a value function that follows the real win probability
+removes most of the dice's variance (on the wrong scale, 1 x luck, it removes well under half of what it
+can: ``experiments/reward_variance.py``).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -29,6 +42,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from . import luck
+from .board import brief, clip
 from .luck import AfterRoll, ValueFunction
 
 WIN, LOSS, NO_RESULT = 1, -1, 0
@@ -45,6 +59,40 @@ def reward(winner, player):
         return WIN if winner == player else LOSS if winner == player ^ 1 else NO_RESULT
     winner, player = np.asarray(winner), np.asarray(player)
     return np.where(winner == player, WIN, np.where(winner == player ^ 1, LOSS, NO_RESULT))
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The values of a win, a loss and a draw (a truncation) on one scale of results."""
+
+    name: str
+    win: float
+    loss: float
+    draw: float
+
+    def of(self, outcome) -> np.ndarray:
+        """float64 results on this scale of :func:`reward`'s outcomes (+1 ``win``, -1 ``loss``, 0 ``draw``)."""
+        outcome = np.asarray(outcome)
+        return np.where(outcome == WIN, self.win, np.where(outcome == LOSS, self.loss, self.draw)).astype(np.float64)
+
+    def of_probability(self, probability) -> np.ndarray:
+        """float64: the expected result on this scale of a win probability (its draws not counted)."""
+        return self.loss + (self.win - self.loss) * np.asarray(probability, dtype=np.float64)
+
+    def luck(self, luck) -> np.ndarray:
+        """float64: ``luck`` (a difference of win probabilities) on this scale, ``(win - loss) * luck``."""
+        return (self.win - self.loss) * np.asarray(luck, dtype=np.float64)
+
+    def adjusted(self, result, luck) -> np.ndarray:
+        """float64: ``result`` (on this scale) less the net ``luck`` that helped it: ``result - luck(luck)``;
+        the same expectation as ``result``, since every roll's luck has mean zero."""
+        return np.asarray(result, dtype=np.float64) - self.luck(luck)
+
+
+REWARD_SCALE = Scale("reward", win=1.0, loss=-1.0, draw=0.0)
+"""The environments' rewards: +1 win, -1 loss, 0 draw (:func:`reward`); luck counts 2 x here."""
+SCORE_SCALE = Scale("score", win=1.0, loss=0.0, draw=0.5)
+"""Scores and win probabilities: 1 win, 0 loss, 1/2 draw (the tournament, the rollout agent); luck counts 1 x."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +114,11 @@ class Roll:
             result[rows] = luck.roll_luck(value, *(x[rows] for x in self.before), self.rolled[rows])
         return result
 
+    def net_luck(self, value: ValueFunction) -> np.ndarray:
+        """(B,) float64: the luck of this roll for the row's agent: the roller's luck where it rolled
+        (``own``), its negative where the other player did, 0 where no roll was made."""
+        return np.where(self.own, 1.0, -1.0) * self.luck(value)
+
 
 @dataclass(frozen=True)
 class Transition:
@@ -74,6 +127,13 @@ class Transition:
     rolls: tuple[Roll, ...]  # the rolls made since, in order (a row may have made fewer: Roll.made)
     outcome: np.ndarray  # (B,) int64: reward() of the games that ended since (0 where none ended)
     ended: np.ndarray  # (B,) bool: the row's game ended (won, forfeited or truncated) since
+
+    def luck(self, value: ValueFunction) -> np.ndarray:
+        """(B,) float64: each row's net luck in the rolls under ``value`` (:meth:`Roll.net_luck` summed)."""
+        total = np.zeros(self.outcome.shape)
+        for roll in self.rolls:
+            total += roll.net_luck(value)
+        return total
 
 
 def latest_roll(state, own: np.ndarray, made: np.ndarray) -> Roll:
@@ -93,18 +153,21 @@ def latest_roll(state, own: np.ndarray, made: np.ndarray) -> Roll:
 
 @runtime_checkable
 class RewardFunction(Protocol):
-    """``reward_function(transition) -> (B,) float`` rewards, one a row of the :class:`Transition`."""
+    """``reward_function(transition) -> (B,) float`` rewards, one a row of the :class:`Transition`, finite
+    real numbers. Optional attribute, read with ``getattr``: ``uses_rolls = False`` when the rolls are not
+    read (the transitions then hold none, and the environments record none: :class:`OutcomeReward`)."""
 
     def __call__(self, transition: Transition) -> np.ndarray: ...
 
 
 class OutcomeReward:
-    """The outcome alone: +1 win, -1 loss, 0 otherwise (the rolls are ignored)."""
+    """The outcome alone: +1 win, -1 loss, 0 otherwise (the rolls are ignored: ``uses_rolls`` is False)."""
 
     name = "outcome"
+    uses_rolls = False
 
     def __call__(self, transition: Transition) -> np.ndarray:
-        return transition.outcome.astype(np.float64)
+        return REWARD_SCALE.of(transition.outcome)
 
     def __repr__(self) -> str:
         return "OutcomeReward()"
@@ -112,17 +175,16 @@ class OutcomeReward:
 
 @dataclass(frozen=True)
 class LuckAdjusted:
-    """The outcome minus the agent's luck in the transition's rolls under ``value``: its own rolls' luck
+    """The outcome minus the agent's net luck in the transition's rolls under ``value``, on the reward's
+    scale (:meth:`Scale.adjusted` with :data:`REWARD_SCALE`: ``outcome - 2 * luck``): its own rolls' luck
     subtracted, the other player's added (the module docstring says why the expected return is unchanged)."""
 
     value: ValueFunction = luck.DEFAULT_VALUE
     name = "luck_adjusted"
+    uses_rolls = True
 
     def __call__(self, transition: Transition) -> np.ndarray:
-        result = transition.outcome.astype(np.float64)
-        for roll in transition.rolls:
-            result -= np.where(roll.own, 1.0, -1.0) * roll.luck(self.value)
-        return result
+        return REWARD_SCALE.adjusted(REWARD_SCALE.of(transition.outcome), transition.luck(self.value))
 
 
 OUTCOME = OutcomeReward()
@@ -131,20 +193,127 @@ REWARDS = ("outcome", "luck_adjusted")
 
 def as_reward_function(reward_spec: str | Callable[[Transition], np.ndarray]) -> RewardFunction:
     """The reward function of an environment's ``reward=`` argument: ``"outcome"``, ``"luck_adjusted"``
-    or a callable of a :class:`Transition`; ``ValueError`` for anything else."""
+    or a callable of a :class:`Transition` (one that cannot be called with one argument is refused here,
+    at construction); ``ValueError`` for anything else."""
     if isinstance(reward_spec, str):
         if reward_spec == "outcome":
             return OUTCOME
         if reward_spec == "luck_adjusted":
             return LuckAdjusted()
     elif callable(reward_spec):
+        _check_signature(reward_spec)
         return reward_spec
-    raise ValueError(f"reward must be one of {REWARDS} or a callable of an outcome.Transition, got {reward_spec!r}")
+    raise ValueError(
+        f"reward must be one of {REWARDS} or a callable of an outcome.Transition, got {brief(reward_spec)}"
+    )
 
 
-def is_outcome(reward_function: RewardFunction) -> bool:
-    """The reward function is the plain outcome (the environments then skip recording the rolls)."""
-    return isinstance(reward_function, OutcomeReward)
+def _check_signature(function: Callable) -> None:
+    """``ValueError`` unless ``function`` can be called with one positional argument (a callable whose
+    signature Python cannot read, a builtin, is taken as it is)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(None)
+    except TypeError as error:
+        raise ValueError(
+            f"the reward callable {brief(function)} must take one argument (an outcome.Transition), "
+            f"but its signature is {clip(str(signature))}: {error}"
+        ) from None
+
+
+def checked_rewards(rewards: object, rows: int, dtype: type = np.float64) -> np.ndarray:
+    """A reward function's answer as (rows,) ``dtype`` real numbers, all finite: ``TypeError`` for anything
+    but real numbers (strings, complex numbers, objects), ``ValueError`` for another shape or a NaN or an
+    infinite reward (one that only overflows ``dtype`` included), each naming what was returned."""
+    try:
+        array = np.asarray(rewards)
+    except (TypeError, ValueError) as error:  # e.g. a ragged list
+        raise TypeError(
+            f"the reward function returned {type(rewards).__name__}, not (rows,) numbers: {error}"
+        ) from None
+    if array.dtype.kind not in "biuf":
+        raise TypeError(
+            f"the reward function returned {array.dtype} values ({brief(rewards)}); rewards are real numbers"
+        )
+    if array.shape != (rows,):
+        raise ValueError(f"the reward function returned shape {array.shape}, expected ({rows},)")
+    with np.errstate(over="ignore"):
+        result = array.astype(dtype)
+    bad = np.flatnonzero(~np.isfinite(result))
+    if bad.size:
+        row = int(bad[0])
+        raise ValueError(
+            f"the reward function returned {array[row]!r} in row {row}"
+            f"{'' if not np.isfinite(array[row]) else f', beyond {np.dtype(dtype).name}'}: rewards must be finite"
+        )
+    return result
+
+
+# -- the ledger ------------------------------------------------------------------------------------------
+
+
+class Ledger:
+    """What happened to R rows since the ledger was last settled, recorded as it happens, and turned into
+    rewards or scores here alone. A row is one agent in one game, from that agent's side (the PettingZoo env:
+    its two agents; the single-agent envs: the learner of each game; the arena: Red in each game; the rollout
+    agent: the decider in each rollout).
+
+    - :meth:`roll` records a roll: for ``reward_function`` the :class:`Roll` itself (unless the function says
+      it does not read rolls, ``uses_rolls = False``), and with ``value`` its luck, summed into :attr:`luck`;
+    - :meth:`end` records the outcome of the games that ended (:func:`reward`'s +-1);
+    - :meth:`settle` calls ``reward_function`` on the :class:`Transition` of what was recorded and starts
+      afresh (its answer checked by :func:`checked_rewards`; a failure records nothing new and changes nothing);
+    - :attr:`luck` is each row's net luck (its own rolls' luck minus the other player's; a difference of win
+      probabilities), and :meth:`Scale.adjusted` turns a result on any scale and that luck into a
+      luck-adjusted result on that scale.
+    """
+
+    def __init__(
+        self, rows: int, reward_function: RewardFunction | None = None, value: ValueFunction | None = None
+    ) -> None:
+        self.rows = rows
+        self.reward_function = reward_function
+        self.value = value
+        self.keeps_rolls = reward_function is not None and bool(getattr(reward_function, "uses_rolls", True))
+        self.rolls: list[Roll] = []  # the rolls since the last settlement (kept for the reward function)
+        self.outcome = np.zeros(rows, dtype=np.int64)  # (R,) int64: reward() of the games ended (0 elsewhere)
+        self.ended = np.zeros(rows, dtype=bool)  # (R,) bool: the row's game ended since the last settlement
+        self.luck = np.zeros(rows)  # (R,) float64: the row's net luck under ``value`` (0 without one)
+
+    def roll(self, state, own: np.ndarray, made: np.ndarray) -> None:
+        """The latest roll of ``state`` (just made in the rows of ``made``, (R,) bool; ``own`` (R,) bool: the
+        row's agent made it): kept for the reward function, and its luck summed with ``value``."""
+        if not self.keeps_rolls and self.value is None:
+            return
+        roll = latest_roll(state, own, made)
+        if self.keeps_rolls:
+            self.rolls.append(roll)
+        if self.value is not None:
+            self.luck += roll.net_luck(self.value)
+
+    def end(self, ended: np.ndarray, outcome: np.ndarray) -> None:
+        """The games of the rows of ``ended`` ((R,) bool) ended with ``outcome`` ((R,) int: +1, -1 or 0)."""
+        self.outcome = np.where(ended, outcome, self.outcome)
+        self.ended = self.ended | ended
+
+    def transition(self) -> Transition:
+        """What was recorded since the last settlement (copies)."""
+        return Transition(tuple(self.rolls), self.outcome.copy(), self.ended.copy())
+
+    def settle(self, dtype: type = np.float64) -> np.ndarray:
+        """(R,) ``dtype``: the reward function's rewards of :meth:`transition`, checked
+        (:func:`checked_rewards`); then the ledger starts afresh. If the reward function raises or answers
+        badly, the ledger is unchanged."""
+        if self.reward_function is None:
+            raise ValueError("this ledger has no reward function to settle with")
+        rewards = checked_rewards(self.reward_function(self.transition()), self.rows, dtype)
+        self.rolls = []
+        self.outcome = np.zeros(self.rows, dtype=np.int64)
+        self.ended = np.zeros(self.rows, dtype=bool)
+        return rewards
 
 
 __all__ = [
@@ -152,14 +321,18 @@ __all__ = [
     "NO_RESULT",
     "OUTCOME",
     "REWARDS",
+    "REWARD_SCALE",
+    "SCORE_SCALE",
     "WIN",
+    "Ledger",
     "LuckAdjusted",
     "OutcomeReward",
     "Roll",
     "RewardFunction",
+    "Scale",
     "Transition",
     "as_reward_function",
-    "is_outcome",
+    "checked_rewards",
     "latest_roll",
     "reward",
 ]

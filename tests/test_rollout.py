@@ -97,6 +97,20 @@ def test_luck_adjusted_rollouts_keep_the_mean_and_cut_the_noise(positions):
     assert (adjusted.std(axis=0) < 0.5 * raw.std(axis=0)).all()
 
 
+def test_rollout_results_take_the_luck_on_the_scores_scale(positions):
+    """A rollout's result is a score (1, 1/2, 0) and a roll's luck a difference of win probabilities: taken
+    once (outcome.SCORE_SCALE), they remove most of the variance of four decisions' values over 30 generators
+    (pooled ratio at most 0.15; measured 0.065, and 0.26 with the luck at half that scale, 1.33 at twice)."""
+    observations, masks = inputs(positions[:4])
+    runs = {luck: [] for luck in (True, False)}
+    for seed in range(30):
+        for luck, values in runs.items():
+            agent = RolloutAgent(rollouts=32, width=1, luck=luck)
+            values.append(agent.candidate_values(observations, masks, np.random.default_rng(seed))[2][:, 0])
+    adjusted, raw = (np.array(runs[luck]) for luck in (True, False))
+    assert adjusted.var(axis=0).sum() <= 0.15 * raw.var(axis=0).sum()
+
+
 def test_horizon_values_estimate_the_full_rollouts(positions):
     """Rollouts stopped after 4 turns and scored by the race model's expectation estimate the same win
     probabilities as full rollouts, to within 0.1 on every candidate (the model's error at the horizon;
