@@ -1,11 +1,11 @@
-"""# Strategic Reserve (PettingZoo AEC) - ``strategic_reserve_v1``
+"""# Strategic Reserve (PettingZoo AEC) - ``strategic_reserve_v2``
 
 Strategic Reserve is a two-player dice and placement game designed by Mark
 Steere. Rules: docs/RULES.md; all game logic comes from the engine.
 
 | Import             | ``from strategic_reserve_env import env`` (wrapped) / ``raw_env``     |
 |--------------------|-----------------------------------------------------------------------|
-| Creation           | ``pettingzoo.make("aec", "strategic_reserve_v1")`` (PettingZoo >= 1.26) |
+| Creation           | ``pettingzoo.make("aec", "strategic_reserve_v2")`` (PettingZoo >= 1.26) |
 | Actions            | Discrete                                                              |
 | Parallel API       | No                                                                    |
 | Agents             | ``["player_0", "player_1"]``: player_0 is Red, player_1 is Blue      |
@@ -119,6 +119,15 @@ first for the roll made in ``reset``; when they run out the seeded stream
 takes over. ``env.unwrapped.force_rolls([...])`` queues more at any time.
 
 **Version history.**
+v2: the luck-adjusted reward's luck is on the reward's scale: 2 x luck
+(luck is a difference of win probabilities, and a win and a loss are 2
+apart in the rewards); v1 subtracted 1 x luck, which kept the expected
+return but removed only part of the dice's variance (for greedy against
+greedy under the race value, 3,000 games: the return's variance 0.30 of the
+outcome's in v1, 0.09 in v2). The outcome reward and everything else are as
+in v1. The Gymnasium envs moved from ``StrategicReserve-v0`` to
+``StrategicReserve-v1`` for the same reason. ``strategic_reserve_v1`` is no
+longer registered: ``pettingzoo.make`` names v2.
 v1: fixed infos for every agent at every step (``roll``, ``roller``, ``dice``
 as a (2,) int8 array, ``hit`` as a code, ``captured`` as a (36,) int8 mask;
 no strings or lists: :func:`describe` gives the names); numpy integer actions;

@@ -1,9 +1,9 @@
-"""Gymnasium interfaces: ``StrategicReserve-v0`` (one learner vs an opponent) and its vector env.
+"""Gymnasium interfaces: ``StrategicReserve-v1`` (one learner vs an opponent) and its vector env.
 
 Both wrap :class:`~strategic_reserve_env.learner.LearnerGames`, so they play
 exactly the same games for the same seed.
 
-``gymnasium.make("StrategicReserve-v0", opponent="random", seat="random")``
+``gymnasium.make("StrategicReserve-v1", opponent="random", seat="random")``
 
 - **Observation**: ``Box(0, 1, (6, 6, 9), int8)``, the planes of
   :mod:`strategic_reserve_env.observation` from the learner's side.
@@ -37,6 +37,10 @@ exactly the same games for the same seed.
   real numbers, and an error in it (or a bad answer) raises and changes
   nothing. Rolls before the learner's first decision of a game are in no
   reward.
+- **Versions**: ``StrategicReserve-v1`` takes the luck-adjusted reward's luck
+  on the reward's scale (2 x); ``-v0`` took 1 x (the same expected return,
+  more variance) and is refused by ``gymnasium.make`` naming v1 (the AEC
+  env's spec card, :mod:`strategic_reserve_env.aec_env`, has the history).
 - **Termination**: a player won. **Truncation**: ``ply_limit`` plies (both
   players' placements count) were made without a winner.
 - **Seeding**: ``reset(seed=s)`` seeds the game: its dice stream is ``s``
@@ -55,7 +59,7 @@ exactly the same games for the same seed.
   afresh). Observations and masks are new arrays: editing one changes
   nothing in the env.
 
-``gymnasium.make_vec("StrategicReserve-v0", num_envs=N)`` builds
+``gymnasium.make_vec("StrategicReserve-v1", num_envs=N)`` builds
 :class:`StrategicReserveVectorEnv`, natively batched over the engine.
 Sub-env ``i`` plays the game seeded ``seed + i``: every observation, reward,
 termination, truncation and info of it, episode after episode, is what a

@@ -18,9 +18,9 @@ from collections.abc import Callable
 from types import ModuleType
 
 #: the PettingZoo AEC env's name (``pettingzoo.make("aec", ENV_NAME)``)
-ENV_NAME = "strategic_reserve_v1"
+ENV_NAME = "strategic_reserve_v2"
 #: the Gymnasium id of the single-agent env and its vector env
-GYM_ID = "StrategicReserve-v0"
+GYM_ID = "StrategicReserve-v1"
 AEC_ENTRY_POINT = "strategic_reserve_env.aec_env:env"
 GYM_ENTRY_POINT = "strategic_reserve_env.gym_env:StrategicReserveEnv"
 GYM_VECTOR_ENTRY_POINT = "strategic_reserve_env.gym_env:StrategicReserveVectorEnv"

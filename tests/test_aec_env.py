@@ -85,13 +85,14 @@ def test_pettingzoo_render_test():
 
 
 def test_registry_and_metadata():
-    made = pettingzoo.make("aec", "strategic_reserve_v1", reserve=6)
+    made = pettingzoo.make("aec", "strategic_reserve_v2", reserve=6)
     made.reset(seed=0)
     assert made.unwrapped.config.reserve == 6
-    with pytest.raises(Exception, match="v0 for 'strategic_reserve' not found. Available version: v1"):
-        pettingzoo.make("aec", "strategic_reserve_v0")
+    for old in ("strategic_reserve_v0", "strategic_reserve_v1"):  # v1 took the luck at half its scale
+        with pytest.raises(Exception, match=f"{old[-2:]} for 'strategic_reserve' not found. Available version: v2"):
+            pettingzoo.make("aec", old)
     metadata = raw_env.metadata
-    assert metadata["name"] == "strategic_reserve_v1" and metadata["is_parallelizable"] is False
+    assert metadata["name"] == "strategic_reserve_v2" and metadata["is_parallelizable"] is False
     assert metadata["render_modes"] == ["human", "ansi", "rgb_array"] and metadata["render_fps"] > 0
     e = raw_env()
     assert e.possible_agents == ["player_0", "player_1"]
@@ -506,7 +507,7 @@ def test_copies_of_a_fresh_env_keep_the_settings():
     duplicate = pickle.loads(pickle.dumps(original))
     duplicate.reset(seed=1)
     assert duplicate.unwrapped.config.reserve == 5 and duplicate.unwrapped.config.ply_limit == 77
-    assert pickle.loads(pickle.dumps(raw_env())).metadata["name"] == "strategic_reserve_v1"
+    assert pickle.loads(pickle.dumps(raw_env())).metadata["name"] == "strategic_reserve_v2"
 
 
 def test_a_copy_with_a_window_opens_its_own():

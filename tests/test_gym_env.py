@@ -31,13 +31,21 @@ def test_gymnasium_env_checker(seat):
 
 
 def test_registered_ids():
-    single = gymnasium.make("StrategicReserve-v0", seat="blue")
+    single = gymnasium.make("StrategicReserve-v1", seat="blue")
     assert isinstance(single.unwrapped, StrategicReserveEnv)
-    vector = gymnasium.make_vec("StrategicReserve-v0", num_envs=3, vectorization_mode="vector_entry_point")
+    vector = gymnasium.make_vec("StrategicReserve-v1", num_envs=3, vectorization_mode="vector_entry_point")
     assert isinstance(vector, StrategicReserveVectorEnv)
     observations, infos = vector.reset(seed=1)
     assert observations.shape == (3, 6, 6, 9) and infos["action_mask"].shape == (3, 36)
     assert vector.metadata["autoreset_mode"] == gymnasium.vector.AutoresetMode.NEXT_STEP
+
+
+def test_v0_is_refused_naming_v1():
+    """-v0 took the luck-adjusted reward's luck at half its scale: Gymnasium's deprecated-version error names v1."""
+    with pytest.raises(gymnasium.error.DeprecatedEnv, match="Please use `StrategicReserve-v1` instead"):
+        gymnasium.make("StrategicReserve-v0")
+    with pytest.raises(gymnasium.error.DeprecatedEnv, match="Please use `StrategicReserve-v1` instead"):
+        gymnasium.make_vec("StrategicReserve-v0", num_envs=2, vectorization_mode="vector_entry_point")
 
 
 def _aec_game(seed: int, learner_red: bool) -> list[tuple[int, int]]:

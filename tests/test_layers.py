@@ -37,17 +37,17 @@ def test_core_imports_no_adapter_library(module):
 # library -> (code using its registry, what the code prints)
 MAKE_CASES = {
     "gymnasium": (
-        "single = gymnasium.make('StrategicReserve-v0', seat='blue')\n"
-        "vector = gymnasium.make_vec('StrategicReserve-v0', num_envs=2, vectorization_mode='vector_entry_point')\n"
+        "single = gymnasium.make('StrategicReserve-v1', seat='blue')\n"
+        "vector = gymnasium.make_vec('StrategicReserve-v1', num_envs=2, vectorization_mode='vector_entry_point')\n"
         "observation = single.reset(seed=0)[0]\n"
         "print(type(single.unwrapped).__name__, type(vector).__name__, observation in single.observation_space)",
         ["StrategicReserveEnv", "StrategicReserveVectorEnv", "True"],
     ),
     "pettingzoo": (
-        "made = pettingzoo.make('aec', 'strategic_reserve_v1', reserve=6)\n"
+        "made = pettingzoo.make('aec', 'strategic_reserve_v2', reserve=6)\n"
         "made.reset(seed=0)\n"
         "print(made.unwrapped.config.reserve, made.metadata['name'], strategic_reserve_env.ENV_NAME)",
-        ["6", "strategic_reserve_v1", "strategic_reserve_v1"],
+        ["6", "strategic_reserve_v2", "strategic_reserve_v2"],
     ),
 }
 

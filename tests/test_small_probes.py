@@ -57,7 +57,7 @@ def test_bench_refuses_a_time_that_is_not_a_finite_positive_number(seconds, caps
 
 
 def test_the_single_gymnasium_env_takes_a_numpy_integer_seed():
-    one, other = gym.make("StrategicReserve-v0"), gym.make("StrategicReserve-v0")
+    one, other = gym.make("StrategicReserve-v1"), gym.make("StrategicReserve-v1")
     observation, info = one.reset(seed=np.int64(5))
     expected, expected_info = other.reset(seed=5)
     assert np.array_equal(observation, expected) and info.keys() == expected_info.keys()

@@ -13,9 +13,9 @@ from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from sb3_contrib.common.wrappers import ActionMasker
 
-import strategic_reserve_env  # noqa: F401 - registers strategic_reserve_v1
+import strategic_reserve_env  # noqa: F401 - registers strategic_reserve_v2
 
-ENV_ID = "strategic_reserve_v1"
+ENV_ID = "strategic_reserve_v2"
 
 
 # -- the tutorial's code, unchanged -----------------------------------------------------------
