@@ -162,8 +162,14 @@ from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
 AGENTS = ("player_0", "player_1")  # index = colour: player_0 Red, player_1 Blue
-_COLOURS = np.arange(len(AGENTS))  # (2,) int64: each agent's colour, its row in the step's ledger
-_EVERY_AGENT = np.ones(len(AGENTS), dtype=bool)  # (2,) bool: the rows of both agents
+_EVERY_AGENT = np.ones(len(AGENTS), dtype=bool)  # (2,) bool: the rows of the step's ledger (a row an agent)
+_EVERY_AGENT.flags.writeable = False
+#: winner (RED, BLUE or NO_PLAYER) -> (2,) int64 each agent's outcome (:func:`~strategic_reserve_env.outcome.reward`)
+_OUTCOMES = {winner: np.array([reward(winner, colour) for colour in (RED, BLUE)]) for winner in (RED, BLUE, NO_PLAYER)}
+#: roller (RED or BLUE) -> (2,) bool: the agent that rolled (``own`` of the roll's row)
+_ROLLER = {roller: np.array([colour == roller for colour in (RED, BLUE)]) for roller in (RED, BLUE)}
+for _array in (*_OUTCOMES.values(), *_ROLLER.values()):
+    _array.flags.writeable = False
 AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
 NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
 INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
@@ -441,10 +447,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         counter, forced = dice.counter, list(dice.forced)
         try:
             if game.done:
-                ledger.end(_EVERY_AGENT, reward(np.int64(game.winner), _COLOURS))
+                ledger.end(_EVERY_AGENT, _OUTCOMES[game.winner])
             else:  # the game goes on: the next roll at once
                 game.roll(dice.next())
-                ledger.roll(game, _COLOURS == game.to_move, _EVERY_AGENT)
+                ledger.roll(game, _ROLLER[game.to_move], _EVERY_AGENT)
             rewards = ledger.settle()  # the reward function's, checked: an error in it changes nothing
         except BaseException:
             dice.counter, dice.forced = counter, forced

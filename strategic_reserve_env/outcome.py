@@ -34,7 +34,9 @@ can: ``experiments/reward_variance.py``).
 
 from __future__ import annotations
 
+import functools
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -46,6 +48,7 @@ from .board import brief, clip
 from .luck import AfterRoll, ValueFunction
 
 WIN, LOSS, NO_RESULT = 1, -1, 0
+_FEW_ROWS = 8  # rewards of up to this many rows are checked as Python floats (faster than numpy for a few)
 
 
 def reward(winner, player):
@@ -70,10 +73,13 @@ class Scale:
     loss: float
     draw: float
 
+    def __post_init__(self) -> None:
+        # (3,) float64: the results of the outcomes LOSS, NO_RESULT, WIN (in that order), for of()
+        object.__setattr__(self, "_values", np.array((self.loss, self.draw, self.win), dtype=np.float64))
+
     def of(self, outcome) -> np.ndarray:
         """float64 results on this scale of :func:`reward`'s outcomes (+1 ``win``, -1 ``loss``, 0 ``draw``)."""
-        outcome = np.asarray(outcome)
-        return np.where(outcome == WIN, self.win, np.where(outcome == LOSS, self.loss, self.draw)).astype(np.float64)
+        return self._values[np.asarray(outcome) - LOSS]
 
     def of_probability(self, probability) -> np.ndarray:
         """float64: the expected result on this scale of a win probability (its draws not counted)."""
@@ -228,6 +234,9 @@ def checked_rewards(rewards: object, rows: int, dtype: type = np.float64) -> np.
     """A reward function's answer as (rows,) ``dtype`` real numbers, all finite: ``TypeError`` for anything
     but real numbers (strings, complex numbers, objects), ``ValueError`` for another shape or a NaN or an
     infinite reward (one that only overflows ``dtype`` included), each naming what was returned."""
+    if type(rewards) is np.ndarray and rewards.dtype == dtype and rewards.shape == (rows,):  # the usual answer
+        if rows <= _FEW_ROWS and all(map(math.isfinite, rewards.tolist())) or np.isfinite(rewards).all():
+            return rewards
     try:
         array = np.asarray(rewards)
     except (TypeError, ValueError) as error:  # e.g. a ragged list
@@ -242,9 +251,8 @@ def checked_rewards(rewards: object, rows: int, dtype: type = np.float64) -> np.
         raise ValueError(f"the reward function returned shape {array.shape}, expected ({rows},)")
     with np.errstate(over="ignore"):
         result = array.astype(dtype)
-    bad = np.flatnonzero(~np.isfinite(result))
-    if bad.size:
-        row = int(bad[0])
+    if not np.isfinite(result).all():
+        row = int(np.flatnonzero(~np.isfinite(result))[0])
         raise ValueError(
             f"the reward function returned {array[row]!r} in row {row}"
             f"{'' if not np.isfinite(array[row]) else f', beyond {np.dtype(dtype).name}'}: rewards must be finite"
@@ -279,9 +287,10 @@ class Ledger:
         self.value = value
         self.keeps_rolls = reward_function is not None and bool(getattr(reward_function, "uses_rolls", True))
         self.rolls: list[Roll] = []  # the rolls since the last settlement (kept for the reward function)
-        self.outcome = np.zeros(rows, dtype=np.int64)  # (R,) int64: reward() of the games ended (0 elsewhere)
-        self.ended = np.zeros(rows, dtype=bool)  # (R,) bool: the row's game ended since the last settlement
-        self.luck = np.zeros(rows)  # (R,) float64: the row's net luck under ``value`` (0 without one)
+        # the arrays are read-only (a transition hands them out as they are) and replaced, never written
+        self.outcome = _zeros(rows, np.int64)  # (R,) int64: reward() of the games ended (0 elsewhere)
+        self.ended = _zeros(rows, np.bool_)  # (R,) bool: the row's game ended since the last settlement
+        self.luck = _zeros(rows, np.float64)  # (R,) float64: the row's net luck under ``value`` (0 without one)
 
     def roll(self, state, own: np.ndarray, made: np.ndarray) -> None:
         """The latest roll of ``state`` (just made in the rows of ``made``, (R,) bool; ``own`` (R,) bool: the
@@ -292,16 +301,16 @@ class Ledger:
         if self.keeps_rolls:
             self.rolls.append(roll)
         if self.value is not None:
-            self.luck += roll.net_luck(self.value)
+            self.luck = _read_only(self.luck + roll.net_luck(self.value))
 
     def end(self, ended: np.ndarray, outcome: np.ndarray) -> None:
         """The games of the rows of ``ended`` ((R,) bool) ended with ``outcome`` ((R,) int: +1, -1 or 0)."""
-        self.outcome = np.where(ended, outcome, self.outcome)
-        self.ended = self.ended | ended
+        self.outcome = _read_only(np.where(ended, outcome, self.outcome).astype(np.int64, copy=False))
+        self.ended = _read_only(self.ended | ended)
 
     def transition(self) -> Transition:
-        """What was recorded since the last settlement (copies)."""
-        return Transition(tuple(self.rolls), self.outcome.copy(), self.ended.copy())
+        """What was recorded since the last settlement (read-only arrays)."""
+        return Transition(tuple(self.rolls), self.outcome, self.ended)
 
     def settle(self, dtype: type = np.float64) -> np.ndarray:
         """(R,) ``dtype``: the reward function's rewards of :meth:`transition`, checked
@@ -311,9 +320,20 @@ class Ledger:
             raise ValueError("this ledger has no reward function to settle with")
         rewards = checked_rewards(self.reward_function(self.transition()), self.rows, dtype)
         self.rolls = []
-        self.outcome = np.zeros(self.rows, dtype=np.int64)
-        self.ended = np.zeros(self.rows, dtype=bool)
+        self.outcome, self.ended = _zeros(self.rows, np.int64), _zeros(self.rows, np.bool_)
         return rewards
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array``, no longer writeable (the ledger hands its arrays to reward functions as they are)."""
+    array.flags.writeable = False
+    return array
+
+
+@functools.lru_cache(maxsize=64)
+def _zeros(rows: int, dtype: type) -> np.ndarray:
+    """(rows,) read-only zeros of ``dtype``, shared (an empty record of the ledger)."""
+    return _read_only(np.zeros(rows, dtype=dtype))
 
 
 __all__ = [

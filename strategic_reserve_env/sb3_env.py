@@ -6,7 +6,8 @@ seat is drawn per game; the opponents (a weighted pool of policies) move
 inside ``step``, so every observation is a decision of the learner and every
 reward is from its side: ``reward="outcome"`` (the default; +1 win, -1 loss,
 0 otherwise), ``reward="luck_adjusted"`` (the outcome minus the learner's luck
-in the rolls since its last decision: its own rolls' luck subtracted, the
+in the rolls since its last decision, on the rewards' scale (2 x luck,
+:data:`~strategic_reserve_env.outcome.REWARD_SCALE`): its own rolls' luck subtracted, the
 opponent's added back; :class:`~strategic_reserve_env.outcome.LuckAdjusted`
 takes another value function) or a callable of a
 :class:`~strategic_reserve_env.outcome.Transition`. Each luck term has mean
