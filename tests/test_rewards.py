@@ -490,7 +490,9 @@ class NoArgument:
 
 
 @pytest.mark.parametrize(
-    "function", [lambda: 0.0, _two, NoArgument(), lambda *, transition: transition.outcome], ids=repr
+    "function",
+    [lambda: 0.0, _two, NoArgument(), lambda *, transition: transition.outcome],
+    ids=["no argument", "two arguments", "a method of none", "keyword only"],
 )
 def test_a_reward_callable_with_the_wrong_signature_is_refused_at_construction(function):
     for make in (
