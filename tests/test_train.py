@@ -12,12 +12,13 @@ from dataclasses import asdict
 
 import pytest
 import torch
-import tyro
 from safetensors.torch import load_file
 
 from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.commands import train
+from strategic_reserve_env.training import checkpoint, folder
+from strategic_reserve_env.training.settings import TrainSettings
 
 from conftest import REPO
 
@@ -107,11 +108,11 @@ def test_resume_after_a_kill(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 180
-    while time.time() < deadline and len(train.checkpoint_steps(out)) < 2:
+    while time.time() < deadline and len(checkpoint.checkpoint_steps(out)) < 2:
         time.sleep(0.5)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    checkpoints = train.checkpoint_steps(out)
+    checkpoints = checkpoint.checkpoint_steps(out)
     assert checkpoints, "no checkpoint was written before the kill"
     assert not (out / "model.safetensors").exists()
     result = _train(
@@ -134,8 +135,8 @@ def test_resume_after_a_kill(tmp_path):
 
 def _final_state(out) -> tuple[dict, dict]:
     """The policy tensors of ``out`` and the contents of its last checkpoint."""
-    checkpoint = torch.load(train.checkpoint_path(out, train.checkpoint_steps(out)[-1]), weights_only=True)
-    return load_file(out / "model.safetensors"), checkpoint
+    last = torch.load(checkpoint.checkpoint_path(out, checkpoint.checkpoint_steps(out)[-1]), weights_only=True)
+    return load_file(out / "model.safetensors"), last
 
 
 def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
@@ -147,8 +148,8 @@ def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     assert _train("--total-steps", "2560", "--out", str(whole), *common).returncode == 0
     first = _train("--total-steps", "1536", "--out", str(parts), *common)
     assert first.returncode == 0, first.stderr
-    assert train.checkpoint_steps(parts) == [1024, 1536]  # the last two are kept; the last one after the run
-    damaged = train.checkpoint_path(parts, 1536)
+    assert checkpoint.checkpoint_steps(parts) == [1024, 1536]  # the last two are kept; the last one after the run
+    damaged = checkpoint.checkpoint_path(parts, 1536)
     damaged.write_bytes(damaged.read_bytes()[:5000])  # as a kill or a full disk would leave it
     result = _train("--total-steps", "2560", "--out", str(parts), "--resume", *common)
     assert result.returncode == 0, result.stderr
@@ -171,41 +172,70 @@ def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     evaluations = [json.loads((out / "evaluation.json").read_text())["pairings"] for out in (whole, parts)]
     assert [p["pair_scores"] for p in evaluations[0]] == [p["pair_scores"] for p in evaluations[1]]
 
-    other = tyro.cli(
-        train.TrainSettings,
-        args=[*TINY, "--total-steps", "3072", "--out", str(parts), "--resume", *common, "--n-envs", "16"],
-    )
+    other = ["--total-steps", "3072", "--out", str(parts), "--resume", "--n-envs", "16"]
     assert train.main(other) == 2
     assert capsys.readouterr().err == (
-        "error: --resume: the run was trained with --n-envs 32, not 16; resume with the same setting "
+        "error: --resume: --n-envs defines the run, which was started with --n-envs 32, not 16; leave it out "
         "(or --restart to start over)\n"
     )
 
 
 def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
     out = tmp_path / "run"
-    settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out), "--resume"])
-    assert train.main(settings) == 2
+    resume = ["--out", str(out), "--resume"]
+    assert train.main(resume) == 2
     assert capsys.readouterr().err == f"error: --resume: {out} holds no run (no run.json)\n"
     assert not out.exists()  # nothing was written, not even the folder
     out.mkdir(parents=True)
-    run_id = outputs.write_run(out, outputs.new_run_id(), "train.py")["run_id"]
-    assert train.main(settings) == 2
-    assert capsys.readouterr().err == (
-        f"error: --resume: no checkpoint of run {run_id} (checkpoint_STEPS-{run_id}.pt) in {out / 'checkpoints'}\n"
+    outputs.write_run(out, outputs.new_run_id(), "train.py")
+    assert train.main(resume) == 2
+    assert capsys.readouterr().err == f"error: --resume: {out} holds no settings.json (the run's settings)\n"
+    (out / "settings.json").write_text('{"total_steps": 1024}')
+    assert train.main(resume) == 2
+    assert (
+        capsys.readouterr().err == f"error: --resume: {out / 'settings.json'} is not a settings file of this train.py\n"
     )
-    path = train.checkpoint_path(out, 512)
+    settings = TrainSettings(distill_games=0, total_steps=1024, out=str(out))
+    (out / "settings.json").write_text(json.dumps(asdict(settings)))
+    path = checkpoint.checkpoint_path(out, 512)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not a checkpoint")
-    assert train.main(settings) == 2
+    assert train.main(resume) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"warning: --resume: skipping {path}")
     assert err[1] == f"error: --resume: none of the 1 checkpoint(s) in {out / 'checkpoints'} loads"
-    assert sorted(p.name for p in out.iterdir()) == [".lock", "checkpoints", "run.json"]  # nothing else written
-    torch.save({"format": train.CHECKPOINT_FORMAT, "version": train.CHECKPOINT_VERSION, "steps": 512}, path)
-    assert train.main(settings) == 2  # it loads, but holds nothing to resume from
-    assert capsys.readouterr().err == (
-        f"error: --resume: the checkpoint of step 512 in {out / 'checkpoints'} is malformed (KeyError: 'settings')\n"
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "checkpoints", "run.json", "settings.json"]
+    torch.save({"format": checkpoint.CHECKPOINT_FORMAT, "version": checkpoint.CHECKPOINT_VERSION, "steps": 512}, path)
+    assert train.main(resume) == 2  # it loads, but holds nothing to resume from
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"warning: --resume: skipping {path}: it does not load (its run_id is not a string)"
+    )
+
+
+def test_tampered_checkpoint_contents_are_refused_before_use(tmp_path):
+    """A checkpoint that loads but holds a negative step count or a schedule holding a string is skipped for
+    the one before it, with a warning naming the entry; when none is left, one line and exit 2."""
+    out = tmp_path / "run"
+    assert (
+        _train("--total-steps", "1024", "--eval-every", "0", "--checkpoint-every", "512", "--out", str(out)).returncode
+        == 0
+    )
+    last = checkpoint.checkpoint_path(out, 1024)
+    tampered = torch.load(last, weights_only=True) | {"steps": -100}
+    torch.save(tampered, last)
+    result = _train("--out", str(out), "--resume", "--total-steps", "1536")
+    assert result.returncode == 0, result.stderr
+    assert f"skipping {last}: it does not load (its steps are not a non-negative integer: -100)" in result.stderr
+    assert "resuming from 512 steps" in result.stderr and "trained 1,024 steps" in result.stdout
+    for path in checkpoint.checkpoint_path(out, 1024), checkpoint.checkpoint_path(out, 1536):
+        contents = torch.load(path, weights_only=True)
+        contents["schedule"]["eval"] = "soon"
+        torch.save(contents, path)
+    result = _train("--out", str(out), "--resume", "--total-steps", "2048")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "it does not load (its schedule's eval is not a number of steps: 'soon')" in result.stderr
+    assert (
+        result.stderr.splitlines()[-1] == f"error: --resume: none of the 2 checkpoint(s) in {out / 'checkpoints'} loads"
     )
 
 
@@ -216,7 +246,7 @@ BAD_SETTINGS = [
     (["--n-steps", "0"], "--n-steps must be >= 1, got 0"),
     (["--n-envs", "1", "--n-steps", "1"], "--n-envs times --n-steps must be >= 2"),
     (["--n-epochs", "0"], "--n-epochs must be >= 1, got 0"),
-    (["--threads", "0"], "--threads must be >= 1, got 0"),
+    (["--threads", "0"], "--threads must be in [1, "),
     (["--eval-games", "21"], "--eval-games must be an even number >= 2 (paired dice), got 21"),
     (["--final-eval-games", "0"], "--final-eval-games must be an even number >= 2 (paired dice), got 0"),
     (["--total-steps", "-5"], "--total-steps must be >= 0, got -5"),
@@ -230,10 +260,10 @@ BAD_SETTINGS = [
     (["--snapshot-every", "0"], "--snapshot-every must be >= 1, got 0"),
     (["--checkpoint-every", "0"], "--checkpoint-every must be >= 1, got 0"),
     (["--eval-every", "-1"], "--eval-every must be >= 0, got -1"),
-    (["--learning-rate", "0"], "--learning-rate must be > 0, got 0.0"),
+    (["--learning-rate", "0"], "--learning-rate must be in (0, 1], got 0.0"),
     (["--gamma", "1.5"], "--gamma must be in (0, 1], got 1.5"),
     (["--gae-lambda", "-0.1"], "--gae-lambda must be in [0, 1], got -0.1"),
-    (["--clip-range", "0"], "--clip-range must be > 0, got 0.0"),
+    (["--clip-range", "0"], "--clip-range must be in (0, 1], got 0.0"),
     (["--ent-coef", "-1"], "--ent-coef must be >= 0, got -1.0"),
     (["--net-arch", "32", "0"], "--net-arch sizes must be >= 1, got [32, 0]"),
     (["--features", "rnn"], "--features must be one of mlp, cnn, got 'rnn'"),
@@ -249,7 +279,7 @@ BAD_SETTINGS = [
 @pytest.mark.parametrize("args, message", BAD_SETTINGS, ids=[" ".join(a) for a, _ in BAD_SETTINGS])
 def test_each_bad_setting_is_one_line_before_anything_runs(tmp_path, capsys, args, message):
     out = tmp_path / "run"
-    settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out), *args])
+    settings = [*TINY, "--out", str(out), *args]
     assert train.main(settings) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
@@ -266,7 +296,7 @@ def test_out_must_be_a_writable_directory(tmp_path, unwritable_directory, capsys
         (file / "run", f"lies under the file {file}, not a directory"),
         (unwritable_directory, f"cannot write in {unwritable_directory} ("),
     ]:
-        settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out)])
+        settings = [*TINY, "--out", str(out)]
         assert train.main(settings) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: --out {out}: {message}") and err.count("\n") == 1, err
@@ -316,43 +346,41 @@ def test_a_run_owns_its_out(tmp_path, capsys):
     common = ["--eval-every", "0", "--checkpoint-every", "512", "--out", str(out), "--seed", "1"]
     assert _train("--total-steps", "1024", *common).returncode == 0
     first = outputs.read_run(out)["run_id"]
-    assert train.checkpoint_steps(out) == [512, 1024]
+    assert checkpoint.checkpoint_steps(out) == [512, 1024]
 
     again = _train("--total-steps", "1024", *common)
     assert again.returncode == 2
     assert again.stderr.startswith(f"error: --out {out} holds run {first} (train.py, started ")
     assert "--resume to continue it, --restart to start over" in again.stderr
-    assert outputs.read_run(out)["run_id"] == first and train.checkpoint_steps(out) == [512, 1024]
+    assert outputs.read_run(out)["run_id"] == first and checkpoint.checkpoint_steps(out) == [512, 1024]
 
     other_seed = _train("--total-steps", "2048", *common[:-1], "2", "--resume")
     assert other_seed.returncode == 2
     assert other_seed.stderr == (
-        "error: --resume: the run was trained with --seed 1, not 2; resume with the same setting "
+        "error: --resume: --seed defines the run, which was started with --seed 1, not 2; leave it out "
         "(or --restart to start over)\n"
     )
-    for option, value, message in (
-        ("--opponents", "random:1", "--opponents random:1,greedy:3,self:1, not random:1"),
-        ("--learning-rate", "0.001", "--learning-rate 0.0003, not 0.001"),
-        ("--distill-games", "2", "--distill-games 0, not 2"),
+    for name, value, message in (
+        ("opponents", "random:1", "--opponents random:1,greedy:3,self:1, not random:1"),
+        ("learning_rate", 0.001, "--learning-rate 0.0003, not 0.001"),
+        ("distill_games", 2, "--distill-games 0, not 2"),
+        ("net_arch", (64,), "--net-arch 32 32, not 64"),
     ):
-        settings = tyro.cli(
-            train.TrainSettings, args=[*TINY, *common, "--total-steps", "2048", "--resume", option, value]
-        )
         with pytest.raises(ValueError, match=re.escape(message)):
-            train.check_resumable(
-                json.loads(json.dumps(asdict(tyro.cli(train.TrainSettings, args=[*TINY, *common])))), settings, 1024
-            )
+            folder.resumed_settings(out, {"total_steps": 2048, name: value})
+    same = folder.resumed_settings(out, {"total_steps": 2048, "eval_every": 512, "seed": 1, "net_arch": (32, 32)})
+    assert (same.total_steps, same.eval_every, same.seed, same.net_arch, same.resume) == (2048, 512, 1, (32, 32), True)
     resumed = _train("--total-steps", "1536", *common, "--resume", "--threads", "2")  # larger total, other threads
     assert resumed.returncode == 0, resumed.stderr
-    assert "resuming from 1,024 steps" in resumed.stderr and train.checkpoint_steps(out) == [1024, 1536]
+    assert "resuming from 1,024 steps" in resumed.stderr and checkpoint.checkpoint_steps(out) == [1024, 1536]
 
     restarted = _train("--total-steps", "512", *common, "--restart")
     assert restarted.returncode == 0, restarted.stderr
     second = outputs.read_run(out)["run_id"]
-    assert second != first and train.checkpoint_steps(out) == [512]
+    assert second != first and checkpoint.checkpoint_steps(out) == [512]
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [f"checkpoint_512-{second}.pt"]
 
-    settings = tyro.cli(train.TrainSettings, args=[*TINY, *common, "--restart"])
+    settings = [*TINY, *common, "--restart"]
     with outputs.lock(out):  # another writer holds the folder
         assert train.main(settings) == 2
     assert f"error: --out {out} is in use by another process (pid " in capsys.readouterr().err

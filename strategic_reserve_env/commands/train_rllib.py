@@ -22,13 +22,12 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import tyro
-
 from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.board import DEFAULT_RESERVE
-from strategic_reserve_env.commands import named
+from strategic_reserve_env.commands import arguments, named
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, make_config
-from strategic_reserve_env.outputs import OutputBusyError, check_out, lock
+from strategic_reserve_env.outputs import check_out, lock
+from strategic_reserve_env.training.settings import check_ppo, check_range, check_types
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
@@ -52,20 +51,20 @@ class Settings:
     """Env steps (placements, both seats together) per iteration."""
     minibatch_size: int = 500
     """Minibatch size of the PPO update."""
-    num_epochs: int = 4
+    n_epochs: int = 4
     """Passes over each iteration's batch."""
-    lr: float = 3e-4
-    """Adam learning rate."""
+    learning_rate: float = 3e-4
+    """Adam learning rate, in (0, 1]."""
     gamma: float = 0.995
-    """Discount per decision; a game ends with +1 / -1 after 13 to 30 decisions per player."""
+    """Discount per decision, in (0, 1]; a game ends with +1 / -1 after 13 to 30 decisions per player."""
     gae_lambda: float = 0.95
-    """GAE lambda."""
-    clip_param: float = 0.2
-    """PPO clip range."""
-    entropy_coeff: float = 0.01
-    """Entropy bonus."""
-    vf_loss_coeff: float = 0.5
-    """Weight of the value loss (policy and value heads share the network)."""
+    """GAE lambda, in [0, 1]."""
+    clip_range: float = 0.2
+    """PPO clip range, in (0, 1]."""
+    ent_coef: float = 0.01
+    """Entropy bonus (>= 0)."""
+    vf_coef: float = 0.5
+    """Weight of the value loss (>= 0; policy and value heads share the network)."""
     channels: int = 32
     """Channels of the 3x3 convolutions."""
     conv_layers: int = 3
@@ -88,31 +87,24 @@ class Settings:
     def network(self) -> NetworkConfig:
         return NetworkConfig(channels=self.channels, conv_layers=self.conv_layers, hidden=self.hidden)
 
-    def check(self) -> None:
-        """``ValueError`` naming the first bad setting."""
-        positive = ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "num_epochs", "threads")
-        for name in positive:
-            value = getattr(self, name)
-            if value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-        if self.num_env_runners < 0:
-            raise ValueError(f"--num-env-runners must be 0 or more, got {self.num_env_runners}")
+    def __post_init__(self) -> None:
+        """``ValueError`` naming the first bad setting (nothing read from disk: ``--out`` is checked after)."""
+        check_types(self)
+        for name in ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "threads"):
+            check_range(name, getattr(self, name), 1)
+        check_range("num_env_runners", self.num_env_runners, 0)
         if self.minibatch_size > self.train_batch_size:
             raise ValueError(
                 f"--minibatch-size ({self.minibatch_size}) exceeds --train-batch-size ({self.train_batch_size})"
             )
-        if self.num_cpus is not None and self.num_cpus < 1:
-            raise ValueError(f"--num-cpus must be at least 1, got {self.num_cpus}")
-        for name in ("lr", "gamma", "gae_lambda", "clip_param"):
-            value = getattr(self, name)
-            if not 0 < value <= 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be in (0, 1], got {value}")
-        for name in ("entropy_coeff", "vf_loss_coeff"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
+        if self.num_cpus is not None:
+            check_range("num_cpus", self.num_cpus, 1)
+        check_ppo(self)
+        check_range("vf_coef", self.vf_coef, 0)
+        if not self.out:
+            raise ValueError("--out must name a folder, got ''")
         self.network()
         make_config(reserve=self.reserve, ply_limit=self.ply_limit)
-        check_out(self.out)
 
 
 def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> dict:
@@ -187,7 +179,7 @@ def start_ray(settings: Settings) -> bool:
 
 def train(settings: Settings) -> list[dict]:
     """Run the training, print and record progress, write the module; returns the progress rows."""
-    settings.check()
+    check_out(settings.out)
     with lock(settings.out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
         return _train(settings, Path(settings.out))
 
@@ -206,13 +198,14 @@ def _train(settings: Settings, out: Path) -> list[dict]:
         num_envs_per_env_runner=settings.envs_per_runner,
         train_batch_size=settings.train_batch_size,
         minibatch_size=settings.minibatch_size,
-        num_epochs=settings.num_epochs,
-        lr=settings.lr,
+        # the settings' PPO names, translated to RLlib's
+        num_epochs=settings.n_epochs,
+        lr=settings.learning_rate,
         gamma=settings.gamma,
         lambda_=settings.gae_lambda,
-        clip_param=settings.clip_param,
-        entropy_coeff=settings.entropy_coeff,
-        vf_loss_coeff=settings.vf_loss_coeff,
+        clip_param=settings.clip_range,
+        entropy_coeff=settings.ent_coef,
+        vf_loss_coeff=settings.vf_coef,
         seed=settings.seed,
     )
     started = start_ray(settings)
@@ -252,15 +245,11 @@ def _train(settings: Settings, out: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (``argv``, default ``sys.argv[1:]``); ``prog``: the name ``--help`` shows."""
-    settings = tyro.cli(Settings, args=argv, prog=prog, description=named(__doc__, "train_rllib.py", prog))
+    given = arguments.given(Settings, argv, prog, named(__doc__, "train_rllib.py", prog))
     try:
-        settings.check()
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    try:
+        settings = Settings(**given)
         train(settings)
-    except OutputBusyError as error:  # another process writes the folder
+    except ValueError as error:  # a bad setting, or another process writes the folder (OutputBusyError)
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

@@ -55,7 +55,7 @@ TRAIN = [
     str(BATCH),
     "--minibatch-size",
     "200",
-    "--num-epochs",
+    "--n-epochs",
     "1",
     "--channels",
     str(SMALL.channels),
