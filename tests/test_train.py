@@ -273,6 +273,21 @@ BAD_SETTINGS = [
     (["--opponents", "random:1,minimax:2"], "unknown agent 'minimax'"),
     (["--opponents", "random:x"], "is not name:weight"),
     (["--opponents", "self:0"], "--opponents needs at least one positive weight"),
+    # infinite, NaN and out-of-range floats, and weights that do not normalise to a distribution (issue 29, 6)
+    (["--clip-range", "inf"], "--clip-range must be in (0, 1], got inf"),
+    (["--learning-rate", "nan"], "--learning-rate must be in (0, 1], got nan"),
+    (["--distill-learning-rate", "inf"], "--distill-learning-rate must be in (0, 1], got inf"),
+    (["--ent-coef", "inf"], "--ent-coef must be >= 0, got inf"),
+    (["--distill-value-weight", "nan"], "--distill-value-weight must be >= 0, got nan"),
+    (["--opponents", "random:1,greedy:nan"], "--opponents: the weight of 'greedy' must be a finite number >= 0"),
+    (["--opponents", "random:1e308,greedy:1e308"], "--opponents needs at least one positive weight, and weights"),
+    (["--opponents", "random:inf"], "--opponents: the weight of 'random' must be a finite number >= 0"),
+    # sizes checked against the memory they would take, before anything is made (issue 29, 17)
+    (["--threads", "1000000"], "--threads must be in [1, "),
+    (["--net-arch", "100000", "100000"], "--net-arch: these settings would allocate about"),
+    (["--features", "cnn", "--cnn-channels", "1000000"], "--cnn-channels: these settings would allocate about"),
+    (["--n-envs", "100000000"], "--n-envs x --n-steps (the rollout buffer): these settings would allocate"),
+    (["--out", ""], "--out must name a folder, got ''"),
 ]
 
 
@@ -385,3 +400,216 @@ def test_a_run_owns_its_out(tmp_path, capsys):
         assert train.main(settings) == 2
     assert f"error: --out {out} is in use by another process (pid " in capsys.readouterr().err
     assert outputs.read_run(out)["run_id"] == second
+
+
+# -- stopping, resuming by folder, restarting (issues 27 and 29) -------------------------------------------------
+
+
+def _start(out, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "train.py", *TINY, "--eval-every", "0", "--out", str(out), *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_checkpoint(out, process: subprocess.Popen) -> None:
+    deadline = time.time() + 180
+    while time.time() < deadline and not checkpoint.checkpoint_steps(out) and process.poll() is None:
+        time.sleep(0.2)
+    assert checkpoint.checkpoint_steps(out), "no checkpoint was written"
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_after_the_update_with_a_checkpoint_and_resume_by_folder_goes_on(tmp_path, signum, status):
+    """The README's pair, small: a PPO run from scratch, stopped by a signal (after its current update: a
+    checkpoint at the step it stopped, one line saying where and how to go on, exit 130 / 143, run.json saying
+    so), then ``--out DIR --resume`` alone trains the rest of the run's own --total-steps."""
+    out = tmp_path / "run"
+    process = _start(out, "--total-steps", "20480", "--checkpoint-every", "1024")
+    _wait_for_checkpoint(out, process)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == status, stderr
+    name = signal.Signals(signum).name
+    steps = checkpoint.checkpoint_steps(out)[-1]
+    assert steps % ROLLOUT == 0 and steps < 20480  # a whole update, not the end of the run
+    assert stderr.strip().splitlines() == [
+        f"{name} stopped the run at step {steps:,} (checkpoint of step {steps:,} kept); "
+        f"go on with: python train.py --out {out} --resume"
+    ]
+    assert "Traceback" not in stderr and not (out / "model.safetensors").exists()
+    run = outputs.read_run(out)
+    assert run["status"] == "interrupted" and run["stopped"] == {"signal": name, "checkpoint_steps": steps}
+    if signum != signal.SIGINT:
+        return  # the same stop: one resume is enough
+
+    resumed = subprocess.run(
+        [sys.executable, "train.py", "--out", str(out), "--resume"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=240,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from {steps:,} steps" in resumed.stderr
+    assert f"trained {20480 - steps:,} steps" in resumed.stdout
+    assert outputs.read_run(out)["status"] == "complete" and checkpoint.checkpoint_steps(out)[-1] == 20480
+    assert json.loads((out / "evaluation.json").read_text())["pairings"][0]["games"] == 20  # the run's own settings
+
+
+def test_a_second_signal_stops_at_once(tmp_path):
+    """Slow updates (many epochs): the first SIGINT waits for the update, the second stops the run at once,
+    leaving the checkpoints it had; the line says so, and so does run.json."""
+    out = tmp_path / "run"
+    process = _start(out, "--total-steps", "200000", "--checkpoint-every", "512", "--n-epochs", "200")
+    _wait_for_checkpoint(out, process)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    steps = checkpoint.checkpoint_steps(out)[-1]
+    assert stderr.strip().splitlines()[-1] == (
+        f"SIGINT stopped the run at once (checkpoint of step {steps:,} kept); "
+        f"go on with: python train.py --out {out} --resume"
+    )
+    assert "Traceback" not in stderr and outputs.read_run(out)["status"] == "interrupted"
+    assert not list(out.rglob("*.partial"))  # a checkpoint being written when it stopped left no temporary file
+
+
+@pytest.fixture
+def old_run(tmp_path):
+    """A folder holding a finished run's state and results (made up: the restart tests train nothing)."""
+    out = tmp_path / "run"
+    (out / "checkpoints").mkdir(parents=True)
+    outputs.write_run(out, "1" * 32, "train.py")
+    (out / "settings.json").write_text(json.dumps(asdict(TrainSettings(distill_games=0, total_steps=512))))
+    (out / "checkpoints" / f"checkpoint_512-{'1' * 32}.pt").write_bytes(b"old checkpoint")
+    for name in ("model.safetensors", "model.zip", "evaluation.md"):
+        (out / name).write_bytes(b"old")
+    (out / "evaluation.json").write_text('{"complete": true}')
+    (out / "tb" / "ppo_1").mkdir(parents=True)
+    return out
+
+
+def _restart(out, monkeypatch, capsys) -> tuple[int, str]:
+    """``train.py --out OUT --restart`` up to the training itself, which is replaced by nothing."""
+    monkeypatch.setattr(train.loop, "run", lambda *args: 0)
+    status = train.main([*TINY, "--out", str(out), "--restart"])
+    return status, capsys.readouterr().err
+
+
+def test_restart_never_follows_a_link_out_of_the_folder(old_run, tmp_path, monkeypatch, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("keep me")
+    (elsewhere / "sub").mkdir()
+    (elsewhere / "sub" / "more.txt").write_text("keep me too")
+    (old_run / "checkpoints" / f"checkpoint_512-{'1' * 32}.pt").unlink()
+    (old_run / "checkpoints").rmdir()
+    (old_run / "checkpoints").symlink_to(elsewhere, target_is_directory=True)
+    (old_run / "model.zip").unlink()
+    (old_run / "model.zip").symlink_to(elsewhere / "notes.txt")
+    status, err = _restart(old_run, monkeypatch, capsys)
+    assert status == 0, err
+    assert (elsewhere / "notes.txt").read_text() == "keep me" and (elsewhere / "sub" / "more.txt").exists()
+    assert not (old_run / "checkpoints").exists() and not (old_run / "model.zip").is_symlink()
+    assert outputs.read_run(old_run)["run_id"] != "1" * 32
+
+
+def test_restart_clears_subfolders_whole_and_leaves_nothing_half_cleared(old_run, monkeypatch, capsys):
+    (old_run / "checkpoints" / "a folder" / "deeper").mkdir(parents=True)
+    (old_run / "checkpoints" / "a folder" / "deeper" / "file").write_text("x")
+    status, err = _restart(old_run, monkeypatch, capsys)
+    assert status == 0, err
+    assert sorted(p.name for p in old_run.iterdir()) == [".lock", "run.json"]  # the (replaced) run writes the rest
+
+
+class Killed(BaseException):
+    """What a kill does to the process, as far as the folder can tell: nothing after it runs."""
+
+
+def test_a_killed_restart_leaves_no_old_result_looking_current(old_run, tmp_path, monkeypatch, capsys):
+    """Killed at each rename of the restart's removal: the folder is the old run still (its run file, nothing
+    new written) or holds none of the old results; a later --restart clears what is left. Killed just after
+    the new run file: none of the old results is there."""
+    import os
+    import shutil
+
+    results = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "tb")
+    rename = os.rename
+    for kill_at in range(8):
+        out = tmp_path / f"killed-{kill_at}"
+        shutil.copytree(old_run, out, symlinks=True)
+        calls = []
+
+        def dying(source, target, kill_at=kill_at, calls=calls):
+            if len(calls) == kill_at:
+                raise Killed
+            calls.append(source)
+            rename(source, target)
+
+        monkeypatch.setattr(os, "rename", dying)
+        with pytest.raises(Killed):
+            train.main([*TINY, "--out", str(out), "--restart"])
+        monkeypatch.setattr(os, "rename", rename)
+        present = [name for name in results if (out / name).exists()]
+        assert outputs.read_run(out)["run_id"] == "1" * 32  # nothing new was written
+        assert present == [] or kill_at < len(results), (kill_at, present)
+        status, err = _restart(out, monkeypatch, capsys)
+        assert status == 0, err
+        assert sorted(p.name for p in out.iterdir()) == [".lock", "run.json"], kill_at
+
+    def killed_after_claim(*args):
+        raise Killed
+
+    monkeypatch.setattr(train.loop, "run", killed_after_claim)
+    with pytest.raises(Killed):
+        train.main([*TINY, "--out", str(old_run), "--restart"])
+    assert outputs.read_run(old_run)["run_id"] != "1" * 32
+    assert [name for name in results if (old_run / name).exists()] == []
+
+
+def test_model_zip_is_written_atomically(tmp_path, monkeypatch, capsys):
+    """A full disk while SB3 writes model.zip (an injected ENOSPC after part of the file): the previous
+    model.zip stays whole, no temporary file is left, the run says it failed, one line, exit 2."""
+    import errno
+
+    from sb3_contrib import MaskablePPO
+
+    out = tmp_path / "run"
+    args = [*TINY, "--total-steps", "512", "--eval-every", "0", "--out", str(out)]
+    assert train.main(args) == 0
+    before = (out / "model.zip").read_bytes()
+    capsys.readouterr()
+
+    def full_disk(self, path, *rest, **options):
+        handle = path if hasattr(path, "write") else open(path, "wb")  # noqa: SIM115
+        handle.write(before[: len(before) // 2])
+        handle.flush()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(MaskablePPO, "save", full_disk)
+    assert train.main(["--out", str(out), "--resume"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "error: [Errno 28] No space left on device"
+    assert (out / "model.zip").read_bytes() == before
+    assert [p.name for p in out.iterdir() if p.name.endswith(".partial")] == []
+    assert outputs.read_run(out)["status"] == "failed"
+
+
+def test_outputs_remove_moves_whole_entries_and_never_follows_links(tmp_path):
+    folder, outside = tmp_path / "folder", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    (folder / "tree" / "link").mkdir(parents=True)
+    (folder / "tree" / "link").rmdir()
+    (folder / "tree" / "link").symlink_to(outside, target_is_directory=True)
+    (folder / "file").write_text("y")
+    (folder / ".removing-left-by-a-kill").mkdir()
+    assert outputs.remove(folder, ["file", "tree", "absent"]) == ["file", "tree"]
+    assert sorted(p.name for p in folder.iterdir()) == [] and (outside / "keep").read_text() == "x"
+    with pytest.raises(ValueError, match="is not the name of an entry"):
+        outputs.remove(folder, ["../outside"])
