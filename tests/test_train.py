@@ -613,3 +613,93 @@ def test_outputs_remove_moves_whole_entries_and_never_follows_links(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == [] and (outside / "keep").read_text() == "x"
     with pytest.raises(ValueError, match="is not the name of an entry"):
         outputs.remove(folder, ["../outside"])
+
+
+DISTILL = [
+    *TINY,
+    "--distill-games",
+    "20",
+    "--distill-expert",
+    "expectimax:depth=1",
+    "--distill-opponents",
+    "greedy,random",
+    "--distill-epochs",
+    "3",
+    "--distill-batch-size",
+    "64",
+    "--total-steps",
+    "0",
+]
+
+
+def test_a_distillation_stopped_while_labelling_or_fitting_goes_on_where_it_stopped(tmp_path, monkeypatch, capsys):
+    """Killed after two chunks of labels (the third being made), then again in the fit's third epoch:
+    each --resume reads back what was saved and goes on, and the distilled network is the one of a run that
+    never stopped, bit for bit. The fit's losses and agreement are in TensorBoard."""
+    from strategic_reserve_env.training import distillation
+
+    monkeypatch.setattr(distillation, "CHUNK_GAMES", 10)  # 4 chunks: 2 per opponent
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert train.main([*DISTILL, "--out", str(whole)]) == 0
+    assert sorted(p.name for p in (whole / "distillation").iterdir()) == [
+        "fit.pt",
+        *(f"labels_{n:04d}.npz" for n in range(4)),
+    ]
+
+    write_chunk, chunks = distillation.write_chunk, []
+
+    def killed_at_the_third(path, positions, cursor):
+        if len(chunks) == 2:
+            raise Killed
+        chunks.append(path)
+        write_chunk(path, positions, cursor)
+
+    monkeypatch.setattr(distillation, "write_chunk", killed_at_the_third)
+    with pytest.raises(Killed):
+        train.main([*DISTILL, "--out", str(parts)])
+    monkeypatch.setattr(distillation, "write_chunk", write_chunk)
+    assert sorted(p.name for p in (parts / "distillation").iterdir()) == ["labels_0000.npz", "labels_0001.npz"]
+
+    save, epochs = torch.save, []
+
+    def killed_in_the_third_epoch(contents, handle, *args, **kwargs):
+        if contents["epoch"] == 3:  # the third epoch's state is never written
+            raise Killed
+        save(contents, handle, *args, **kwargs)
+        epochs.append(contents["epoch"])
+
+    monkeypatch.setattr(torch, "save", killed_in_the_third_epoch)
+    capsys.readouterr()
+    with pytest.raises(Killed):
+        train.main(["--out", str(parts), "--resume"])
+    monkeypatch.setattr(torch, "save", save)
+    assert "distillation: 2 chunk(s) of labelled decisions read back (20 games)" in capsys.readouterr().out
+    assert epochs == [1, 2] and distillation.read_fit(parts / "distillation" / "fit.pt")["epoch"] == 2
+
+    assert train.main(["--out", str(parts), "--resume"]) == 0
+    assert "distillation: the fit goes on after epoch 2" in capsys.readouterr().out
+    expected, got = load_file(whole / "distilled.safetensors"), load_file(parts / "distilled.safetensors")
+    assert expected.keys() == got.keys() and all(torch.equal(expected[k], got[k]) for k in expected)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(whole / "tb" / "distillation")).Reload()
+    assert {"distill/cross_entropy", "distill/value_mse", "distill/agreement"} <= set(events.Tags()["scalars"])
+    assert [event.step for event in events.Scalars("distill/cross_entropy")] == [1, 2, 3]
+
+
+def test_a_tampered_chunk_of_labels_is_refused_before_it_is_read(tmp_path):
+    """A chunk that claims more decisions than its games can hold, or holds other arrays: one line naming the
+    file, from its headers, before any array is allocated."""
+    import numpy as np
+
+    from strategic_reserve_env.training import distillation
+
+    path = tmp_path / "labels_0000.npz"
+    np.savez(path, masks=np.zeros((3, 36), bool), extra=np.zeros(2))
+    with pytest.raises(ValueError, match="not a chunk of labelled decisions"):
+        distillation.read_chunk(path, 2, 20)
+    many = distillation.CHUNK_GAMES * distillation.MAX_DECISIONS_PER_GAME + 1
+    arrays = {name: np.zeros(shape, dtype) for name, (dtype, shape) in distillation._expected(many).items()}
+    np.savez(path, **arrays)
+    with pytest.raises(ValueError, match=f"{many} decisions, more than"):
+        distillation.read_chunk(path, 2, 20)

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             if settings.resume and checkpoint.checkpoint_steps(out, run_id):
                 saved = checkpoint.latest(out, run_id)
             elif settings.resume:
-                print("--resume: no checkpoint yet: the run starts from the beginning (same seed)", file=sys.stderr)
+                print("--resume: no PPO checkpoint yet: the run goes on from its distillation so far", file=sys.stderr)
             return loop.run(settings, pool, out, run_id, saved, again)
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -24,7 +24,7 @@ SETTINGS_FILE = "settings.json"
 # what --restart removes, in this order: the results first (a kill mid-way leaves none of the old run's
 # results looking current), the run file last (until it goes, the folder still holds the old run)
 RESULTS = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "distilled.safetensors", "tb")
-RUN_STATE = (SETTINGS_FILE, "checkpoints", outputs.RUN_FILE)  # what says a folder holds a run
+RUN_STATE = (SETTINGS_FILE, "distillation", "checkpoints", outputs.RUN_FILE)  # what says a folder holds a run
 MAY_CHANGE = (  # settings a resumed run may change; every other one defines the training and must stay
     "total_steps",  # larger: train on
     "eval_every",

@@ -284,7 +284,12 @@ def run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, sav
         except (Stopped, StopNow) as stop:
             steps = checkpoint.checkpoint_steps(out, run_id)
             where = f"at step {stop.steps:,}" if isinstance(stop, Stopped) else "at once"
-            kept = f"checkpoint of step {steps[-1]:,} kept" if steps else "no checkpoint yet: it starts over"
+            if steps:
+                kept = f"checkpoint of step {steps[-1]:,} kept"
+            elif (out / "distillation").is_dir():
+                kept = "the distillation's labels and fit so far kept"
+            else:
+                kept = "no checkpoint yet"
             set_status(out, "interrupted", stopped={"signal": str(stop), "checkpoint_steps": steps[-1] if steps else 0})
             print(f"\n{stop} stopped the run {where} ({kept}); go on with: {again}", file=sys.stderr, flush=True)
             return 128 + stop.signum
@@ -303,7 +308,7 @@ def _run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, sa
         print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
     else:
         if settings.distill_games:
-            distill_policy(model.policy, settings)
+            distill_policy(model.policy, settings, out)
             save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
         if pool.self_weight > 0:
             pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
