@@ -193,7 +193,7 @@ def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
     (out / "settings.json").write_text('{"total_steps": 1024}')
     assert train.main(resume) == 2
     assert (
-        capsys.readouterr().err == f"error: --resume: {out / 'settings.json'} is not a settings file of this train.py\n"
+        capsys.readouterr().err == f"error: --resume: {out / 'settings.json'} is not a settings file of this command\n"
     )
     settings = TrainSettings(distill_games=0, total_steps=1024, out=str(out))
     (out / "settings.json").write_text(json.dumps(asdict(settings)))

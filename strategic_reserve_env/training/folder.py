@@ -38,7 +38,7 @@ MAY_CHANGE = (  # settings a resumed run may change; every other one defines the
 NOT_SETTINGS = ("out", "resume", "restart")  # how this process runs, not what the run is
 
 
-def claim(out: Path, settings: TrainSettings) -> str:
+def claim(out: Path, settings, command: str = "train.py", results: tuple = RESULTS, state: tuple = RUN_STATE) -> str:
     """The run id of this run in ``out`` (whose lock the caller holds): the folder's own with --resume;
     else a new one, written to run.json, after --restart removed another run's results and
     state. ``ValueError`` if the folder holds another run and neither option is given."""
@@ -47,7 +47,7 @@ def claim(out: Path, settings: TrainSettings) -> str:
         if run is None:
             raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
         return run["run_id"]
-    held = [name for name in RUN_STATE if (out / name).exists() or (out / name).is_symlink()]
+    held = [name for name in state if (out / name).exists() or (out / name).is_symlink()]
     if held and not settings.restart:
         owner = f"run {run['run_id']} ({run.get('command', '')}, started {run.get('started')})" if run else "a run"
         raise ValueError(
@@ -55,11 +55,11 @@ def claim(out: Path, settings: TrainSettings) -> str:
             f"{', '.join(held)} and results), or choose another folder"
         )
     if settings.restart:
-        outputs.remove(out, RESULTS + RUN_STATE)
-    return outputs.write_run(out, outputs.new_run_id(), "train.py")["run_id"]
+        outputs.remove(out, results + state)
+    return outputs.write_run(out, outputs.new_run_id(), command)["run_id"]
 
 
-def start(out: Path, settings: TrainSettings) -> None:
+def start(out: Path, settings) -> None:
     """Write the run's settings (those it goes on with after --resume) and mark it running."""
     outputs.write_text(out / SETTINGS_FILE, json.dumps(asdict(settings), indent=1) + "\n")
     set_status(out, "running")
@@ -74,36 +74,37 @@ def set_status(out: Path, status: str, **details) -> None:
     outputs.write_text(out / outputs.RUN_FILE, json.dumps(run, indent=1) + "\n")
 
 
-def saved_settings(out: Path) -> dict:
+def saved_settings(out: Path, cls=TrainSettings) -> dict:
     """The settings a run in ``out`` was started with (its settings.json, read as untrusted JSON);
-    ``ValueError`` if there is none or it is not a settings file of this train.py."""
+    ``ValueError`` if there is none or it is not a settings file of the dataclass ``cls``."""
     if outputs.read_run(out) is None:
         raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
     path = out / SETTINGS_FILE
     if not path.is_file():
         raise ValueError(f"--resume: {out} holds no {SETTINGS_FILE} (the run's settings)")
     saved = safe_json.loads(path.read_bytes(), str(path))
-    names = {field.name for field in fields(TrainSettings)}
+    names = {field.name for field in fields(cls)}
     if not isinstance(saved, dict) or set(saved) != names:
-        raise ValueError(f"--resume: {path} is not a settings file of this train.py")
+        raise ValueError(f"--resume: {path} is not a settings file of this command")
     return saved
 
 
-def resumed_settings(out: Path, given: dict) -> TrainSettings:
+def resumed_settings(out: Path, given: dict, cls=TrainSettings, may_change: tuple = MAY_CHANGE):
     """The settings of the run in ``out`` (:func:`saved_settings`), with those of ``given`` (the options on the
     command line, by field name) that may change mid-run; ``ValueError`` naming an option given that may not,
     or a --total-steps below the saved one."""
-    saved = saved_settings(out)
+    saved = saved_settings(out, cls)
     for name, value in given.items():
         now = list(value) if isinstance(value, tuple) else value
-        if name not in MAY_CHANGE + NOT_SETTINGS and now != saved[name]:
+        if name not in may_change + NOT_SETTINGS and now != saved[name]:
             raise ValueError(
                 f"--resume: {option(name)} defines the run, which was started with {option(name)} "
                 f"{_shown(saved[name])}, not {_shown(now)}; leave it out (or --restart to start over)"
             )
-    merged = saved | {name: value for name, value in given.items() if name in MAY_CHANGE}
-    merged |= {"out": str(out), "resume": True, "restart": False, "net_arch": tuple(merged["net_arch"])}
-    return TrainSettings(**merged)
+    merged = saved | {name: value for name, value in given.items() if name in may_change}
+    merged |= {"out": str(out), "resume": True, "restart": False}
+    tuples = {field.name for field in fields(cls) if str(field.type).startswith("tuple")}
+    return cls(**{name: tuple(value) if name in tuples else value for name, value in merged.items()})
 
 
 def _shown(value) -> str:

@@ -4,15 +4,14 @@ The learner (sb3-contrib's MaskablePPO) plays ``n_envs`` games in one engine bat
 (:class:`~strategic_reserve_env.sb3_env.StrategicReserveVecEnv`); each game draws its opponent when it starts
 from the pool (:mod:`.pool`). A callback adds snapshots of the learner to the pool, runs the periodic
 evaluations, logs win rates and writes checkpoints (:mod:`.checkpoint`) after an update. SIGINT and SIGTERM
-stop the run after the current update, with a checkpoint (:class:`Signals`); a second signal stops it at
-once. At the end: the last checkpoint, the model (``model.safetensors``, and SB3's ``model.zip``) and the
+stop the run after the current update, with a checkpoint (:class:`~.signals.Signals`); a second signal
+stops it at once. At the end: the last checkpoint, the model (``model.safetensors``, and SB3's ``model.zip``) and the
 final paired-dice evaluation.
 """
 
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import time
 from dataclasses import asdict
@@ -37,48 +36,7 @@ from .distillation import distill_policy
 from .folder import MAY_CHANGE, NOT_SETTINGS, set_status, start
 from .pool import OpponentPool
 from .settings import TrainSettings, option
-
-
-class StopNow(BaseException):
-    """A second signal: stop at once (a ``BaseException``, so no ``except Exception`` of the libraries takes it)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class Stopped(Exception):
-    """The run stopped on a signal after an update, with a checkpoint at ``steps``."""
-
-    def __init__(self, signum: int, steps: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum, self.steps = signum, steps
-
-
-class Signals:
-    """SIGINT and SIGTERM while the block runs: the first is noted (``requested``, which the PPO loop reads
-    after each update); a second, or the first while ``at_once`` (outside PPO, where there is no update to
-    finish), raises :class:`StopNow`. The handlers before the block are put back after it."""
-
-    HANDLED = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.requested: int | None = None
-        self.at_once = True
-        self._before: dict = {}
-
-    def __enter__(self) -> Signals:
-        self._before = {signum: signal.signal(signum, self._handle) for signum in self.HANDLED}
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for signum, handler in self._before.items():
-            signal.signal(signum, handler)
-
-    def _handle(self, signum: int, frame) -> None:
-        if self.requested is not None or self.at_once:
-            raise StopNow(signum)
-        self.requested = signum
+from .signals import Signals, StopNow, Stopped
 
 
 class TimedVecEnv(StrategicReserveVecEnv):
