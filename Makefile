@@ -54,7 +54,7 @@ bench: $(STAMP)
 	$(BIN)/python -m strategic_reserve_env bench
 
 # `make train` starts over each time (--restart removes the previous run's state in runs/make-train);
-# continue a killed PPO run with `python train.py --out runs/make-train --resume` and the same settings.
+# go on with a stopped or killed run with `python train.py --out runs/make-train --resume` alone.
 train: $(STAMP)
 	$(BIN)/python train.py --out runs/make-train --restart
 

@@ -2,7 +2,7 @@
 
 import sys
 
-from strategic_reserve_env.commands.train import cli
+from strategic_reserve_env.commands.train import main
 
 if __name__ == "__main__":
-    sys.exit(cli())
+    sys.exit(main())

@@ -24,6 +24,7 @@ it with PPO, :func:`strategic_reserve_env.agents.policy_file.save_policy` writes
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,6 +83,76 @@ class LabellingExpert:
         return np.where(rng.random(len(masks)) < self.explore, wander, best)
 
 
+@dataclass(frozen=True)
+class Cursor:
+    """Where the labelling stands after a chunk of games: the next chunk is game ``start`` against opponent
+    number ``opponent``, the players' generators in the states ``generators`` ((2, 6) uint64, PCG64 states
+    as :func:`generator_words` writes them)."""
+
+    opponent: int
+    start: int
+    generators: np.ndarray  # (2, 6) uint64: the labeller's and the opponent's generator
+
+
+def generator_words(rng: np.random.Generator) -> np.ndarray:
+    """(6,) uint64: a PCG64 generator's state (its 128-bit state and increment in halves, then its buffered
+    32-bit draw), the inverse of :func:`set_generator_words`."""
+    state = rng.bit_generator.state
+    if state["bit_generator"] != "PCG64":
+        raise ValueError(f"only PCG64 generators are saved, not {state['bit_generator']}")
+    words = [state["state"]["state"], state["state"]["inc"]]
+    halves = [part for word in words for part in (word >> 64, word & (2**64 - 1))]
+    return np.array([*halves, state["has_uint32"], state["uinteger"]], dtype=np.uint64)
+
+
+def set_generator_words(rng: np.random.Generator, words: np.ndarray) -> None:
+    """Put ``rng`` (PCG64) in the state :func:`generator_words` gave."""
+    high, low, inc_high, inc_low, has_uint32, uinteger = (int(word) for word in words)
+    rng.bit_generator.state = {
+        "bit_generator": "PCG64",
+        "state": {"state": high << 64 | low, "inc": inc_high << 64 | inc_low},
+        "has_uint32": has_uint32,
+        "uinteger": uinteger,
+    }
+
+
+def labelled_chunks(
+    expert,
+    opponents: list,
+    games: int,
+    seed: int,
+    explore: float = 0.0,
+    config: Config | None = None,
+    batch: int = 500,
+    after: Cursor | None = None,
+) -> Iterator[tuple[Positions, Cursor, int]]:
+    """The expert's decisions of :func:`collect_positions`, a chunk of ``batch`` games at a time: yields each
+    chunk's positions, the :class:`Cursor` after it and its number of games. ``after``: go on after that
+    cursor (the chunks that follow are those an uninterrupted run makes)."""
+    if games < 2 or games % 2:
+        raise ValueError(f"games per opponent must be an even number >= 2, got {games}")
+    config = config or Config()
+    step = batch + batch % 2
+    for index, (opponent, sequence) in enumerate(
+        zip(opponents, np.random.SeedSequence(seed).spawn(len(opponents)), strict=True)
+    ):
+        if after is not None and index < after.opponent:
+            continue
+        dice_seed, rng_a, rng_b = sequence.spawn(3)
+        dice = np.random.default_rng(dice_seed).integers(0, 2**62, games // 2).repeat(2)
+        rngs = [np.random.default_rng(rng_a), np.random.default_rng(rng_b)]
+        first = 0
+        if after is not None and index == after.opponent:
+            for rng, words in zip(rngs, after.generators, strict=True):
+                set_generator_words(rng, words)
+            first = after.start
+        for start in range(first, games, step):
+            chunk = dice[start : start + step]
+            positions = _labelled_games(expert, opponent, chunk, rngs, explore, config)
+            cursor = Cursor(index, start + len(chunk), np.stack([generator_words(rng) for rng in rngs]))
+            yield positions, cursor, len(chunk)
+
+
 def collect_positions(
     expert,
     opponents: list,
@@ -95,19 +166,11 @@ def collect_positions(
     """The expert's decisions in ``games`` games (even) against each of ``opponents`` (agents with ``act``;
     the expert itself is a fine opponent), half of them as Red, exploring with probability ``explore``
     (:class:`LabellingExpert`), ``batch`` games at a time; dice and generators come from ``seed``."""
-    if games < 2 or games % 2:
-        raise ValueError(f"games per opponent must be an even number >= 2, got {games}")
-    config = config or Config()
     parts: list[Positions] = []
     bar = Progress(games * len(opponents), "game", description="expert games", enabled=progress)
-    for opponent, sequence in zip(opponents, np.random.SeedSequence(seed).spawn(len(opponents)), strict=True):
-        dice_seed, rng_a, rng_b = sequence.spawn(3)
-        dice = np.random.default_rng(dice_seed).integers(0, 2**62, games // 2).repeat(2)
-        rngs = [np.random.default_rng(rng_a), np.random.default_rng(rng_b)]
-        for start in range(0, games, batch + batch % 2):
-            chunk = dice[start : start + batch + batch % 2]
-            parts.append(_labelled_games(expert, opponent, chunk, rngs, explore, config))
-            bar.update(len(chunk))
+    for positions, _, played in labelled_chunks(expert, opponents, games, seed, explore, config, batch):
+        parts.append(positions)
+        bar.update(played)
     bar.close()
     return Positions.concatenate(parts)
 
@@ -188,10 +251,21 @@ def agreement(policy, positions: Positions, targets: np.ndarray, batch: int = 81
 
 
 def fit(
-    policy, positions: Positions, targets: np.ndarray, settings: FitSettings, progress: bool = False
+    policy,
+    positions: Positions,
+    targets: np.ndarray,
+    settings: FitSettings,
+    progress: bool = False,
+    saved: dict | None = None,
+    after_epoch: Callable[[dict], None] | None = None,
 ) -> list[dict[str, float]]:
     """Train ``policy`` (an SB3 ``MaskableActorCriticPolicy``, in place) on ``targets`` ((N, 36)
-    distributions) and the outcomes of ``positions``; returns the mean losses of each epoch."""
+    distributions) and the outcomes of ``positions``; returns the mean losses of each epoch.
+
+    ``after_epoch`` is called after each epoch with the fit's state (tensors, numbers and lists: ``epoch``,
+    ``history``, the ``policy``'s, ``optimizer``'s and ``schedule``'s state dicts and the minibatch
+    ``generator``'s state); given back as ``saved``, the fit goes on after that epoch exactly as if it had
+    never stopped."""
     import torch
 
     if positions.observations.shape[1:] != OBSERVATION_SHAPE or targets.shape != positions.masks.shape:
@@ -206,10 +280,18 @@ def fit(
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: max(0.0, 1.0 - step / (settings.epochs * steps_per_epoch))
     )
-    history = []
+    history: list[dict[str, float]] = []
+    if saved is not None:
+        policy.load_state_dict(saved["policy"])
+        optimizer.load_state_dict(saved["optimizer"])
+        schedule.load_state_dict(saved["schedule"])
+        generator.set_state(saved["generator"])
+        history = [dict(row) for row in saved["history"]]
+    done = len(history)
     bar = Progress(settings.epochs * len(positions), "position", description="fit", enabled=progress)
+    bar.update(done * len(positions))
     policy.train()
-    for epoch in range(settings.epochs):
+    for epoch in range(done, settings.epochs):
         totals = {"cross_entropy": 0.0, "value_mse": 0.0}
         order = torch.randperm(len(positions), generator=generator)
         for start in range(0, len(positions), settings.batch_size):
@@ -231,6 +313,17 @@ def fit(
             f"fit epoch {epoch + 1}/{settings.epochs}: cross-entropy {history[-1]['cross_entropy']:.4f}, "
             f"value MSE {history[-1]['value_mse']:.4f}"
         )
+        if after_epoch is not None:
+            after_epoch(
+                {
+                    "epoch": epoch + 1,
+                    "history": history,
+                    "policy": policy.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "schedule": schedule.state_dict(),
+                    "generator": generator.get_state(),
+                }
+            )
     bar.close()
     policy.eval()
     return history

@@ -86,6 +86,20 @@ class _Streams:
         self.keys = np.array([stream_key(int(s), self.tag) for s in seeds], dtype=np.uint64)  # (B,) uint64
         self.counters = np.zeros(len(seeds), dtype=np.uint64)  # (B,) uint64 values drawn per stream
 
+    def get_state(self) -> dict[str, np.ndarray]:
+        """``{"keys", "counters"}``: copies of the (B,) uint64 arrays that are the streams' whole state."""
+        return {"keys": self.keys.copy(), "counters": self.counters.copy()}
+
+    @classmethod
+    def from_state(cls, state: dict, size: int):
+        """Streams continuing :meth:`get_state` of ``size`` streams; ``ValueError`` if it does not fit."""
+        arrays = [np.asarray(state[name]) for name in ("keys", "counters")]
+        if any(array.shape != (size,) or array.dtype.kind not in "iu" for array in arrays):
+            raise ValueError(f"the saved {cls.__name__} are not {size} streams of integer keys and counters")
+        streams = cls(np.zeros(0, dtype=np.int64))
+        streams.keys, streams.counters = (array.astype(np.uint64) for array in arrays)
+        return streams
+
     def _advance(self, mask: np.ndarray | None) -> np.ndarray:
         """(B,) uint64 counters before the draw; only streams where ``mask`` advance."""
         counters = self.counters

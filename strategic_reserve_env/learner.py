@@ -48,6 +48,7 @@ counters) once everything succeeded.
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import NamedTuple
 
 import numpy as np
@@ -405,6 +406,49 @@ class LearnerGames:
             )
             raise OpponentError(f"opponent {name!r} {where} {error}") from None
         return picked[games] if whole else picked
+
+    # -- saving and continuing (checkpoints) ----------------------------------------------------
+    def get_state(self) -> dict:
+        """Copies of everything the games need to go on exactly where they are (the opponents excepted:
+        give the same pool to :meth:`set_opponents` before :meth:`set_state`).
+
+        ``{"started": bool, "engine": {field: (B,) array}`` (the :class:`~strategic_reserve_env.engine.State`),
+        ``"seat"``, ``"opponent_id"``: (B,) int64, ``"dice"``, ``"chance"``: ``{"keys", "counters"}`` (B,) uint64
+        (the dice and uniform streams and the values drawn), ``"rng"``: the bit-generator state of the
+        generator of stochastic opponents of one's own ``}``.
+        """
+        return {
+            "started": bool(self.started),
+            "engine": {field.name: getattr(self.state, field.name).copy() for field in fields(self.state)},
+            "seat": self.seat.copy(),
+            "opponent_id": self.opponent_id.copy(),
+            "dice": self.dice.get_state(),
+            "chance": self.chance.get_state(),
+            "rng": self.rng.bit_generator.state,
+        }
+
+    def set_state(self, state: dict) -> None:
+        """Continue from :meth:`get_state` (of games of the same number and opponent pool); ``ValueError``
+        if it does not fit, with nothing changed."""
+        size = self.num_games
+        names = {field.name for field in fields(self.state)}
+        if not isinstance(state.get("engine"), dict) or set(state["engine"]) != names:
+            raise ValueError(f"the saved games' engine state does not hold the fields {sorted(names)}")
+        arrays = {name: np.asarray(array) for name, array in state["engine"].items()}
+        seat, opponent_id = np.asarray(state["seat"]), np.asarray(state["opponent_id"])
+        if any(np.shape(array) != (size,) for array in [*arrays.values(), seat, opponent_id]):
+            raise ValueError(f"the saved games are not {size} games")
+        if not np.all((seat == RED) | (seat == BLUE)):
+            raise ValueError("the saved games' seats are not all red (0) or blue (1)")
+        if np.any((opponent_id < 0) | (opponent_id >= len(self.opponents))):
+            raise ValueError(f"the saved games use opponents beyond the {len(self.opponents)} of the pool")
+        dice = BatchDice.from_state(state["dice"], size)
+        chance = UniformStreams.from_state(state["chance"], size)
+        rng = np.random.default_rng()
+        rng.bit_generator.state = state["rng"]
+        self.state = engine.State(**{name: array.copy() for name, array in arrays.items()})
+        self.seat, self.opponent_id = seat.astype(np.int64), opponent_id.astype(np.int64)
+        self.dice, self.chance, self.rng, self.started = dice, chance, rng, bool(state["started"])
 
     # -- the learner's view ----------------------------------------------------------------
     def observations(self) -> np.ndarray:

@@ -16,6 +16,8 @@ Every command that writes a folder (``train.py``, ``train_rllib.py``,
   target: a reader never sees half a file, two writers never share a
   temporary name, and the file gets the permissions the user's umask gives
   a new file (``tempfile`` would leave 0600);
+- :func:`remove` deletes entries of a folder without following a link out of
+  it, and so that a kill leaves each entry whole or gone;
 - :func:`new_run_id`, :func:`read_run` and :func:`write_run`: the run file
   (``run.json``) that says which run a folder belongs to.
 """
@@ -26,6 +28,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -36,6 +39,7 @@ from typing import IO
 
 LOCK_FILE = ".lock"
 RUN_FILE = "run.json"
+TRASH_PREFIX = ".removing-"  # what remove() moves entries into before deleting them
 FILE_MODE = 0o666  # a new file's mode before the umask (what open() gives)
 
 
@@ -89,6 +93,31 @@ def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def remove(directory: str | Path, names: Iterable[str]) -> list[str]:
+    """Remove the entries ``names`` (single names, not paths) of ``directory``, whatever they are: a file, a
+    folder with everything in it, a link (the link itself, never what it points to). Each is first renamed
+    whole into a new trash folder inside ``directory`` (an atomic rename, in the order given), then the trash
+    is deleted without following any link: a kill at any point leaves every name either as it was or gone,
+    never half-cleared, and the trash left behind (``.removing-*``) goes with the next call. Returns the names
+    that were there."""
+    directory = Path(directory)
+    for name in names:
+        if name in ("", ".", "..") or "/" in name or "\0" in name:
+            raise ValueError(f"remove: {name!r:.60} is not the name of an entry of {directory}")
+    trash = Path(tempfile.mkdtemp(dir=directory, prefix=TRASH_PREFIX))
+    removed = []
+    for name in names:
+        if os.path.lexists(directory / name):
+            os.rename(directory / name, trash / name)
+            removed.append(name)
+    for leftover in directory.glob(TRASH_PREFIX + "*"):
+        if leftover.is_symlink() or not leftover.is_dir():
+            leftover.unlink()
+        else:
+            shutil.rmtree(leftover)  # unlinks the links inside; never descends into what they point to
+    return removed
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:

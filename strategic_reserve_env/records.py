@@ -260,5 +260,7 @@ def record_of(game: Game, description: str | None = None) -> Record:
 
 
 def write_record(record: Record, path: str | Path) -> None:
-    """Write a record as JSON."""
-    Path(path).write_text(json.dumps(record.to_json(), indent=1) + "\n")
+    """Write a record as JSON (atomically: :func:`strategic_reserve_env.outputs.write_text`)."""
+    from .outputs import write_text
+
+    write_text(path, json.dumps(record.to_json(), indent=1) + "\n")

@@ -219,6 +219,17 @@ def module_weights(algorithm) -> dict[str, np.ndarray]:
     return {key.removeprefix(_NET): np.asarray(value) for key, value in state.items() if key.startswith(_NET)}
 
 
+def set_module_weights(algorithm, weights: dict[str, np.ndarray]) -> None:
+    """Set the shared module's :class:`BoardNet` parameters (``weights``, as :func:`module_weights` gives them) in
+    the algorithm's learner(s), then in its env runners."""
+    import torch
+
+    algorithm.learner_group.set_weights(
+        {POLICY: {_NET + key: torch.as_tensor(value) for key, value in weights.items()}}
+    )
+    algorithm.env_runner_group.sync_weights(from_worker_or_learner_group=algorithm.learner_group, inference_only=True)
+
+
 def save_module(algorithm, directory, network: NetworkConfig, notes: dict | None = None):
     """Write the trained module to ``directory`` (``model.json`` + ``weights.npz``, no pickle); returns the path."""
     return rllib_model.save(directory, module_weights(algorithm), network, notes)

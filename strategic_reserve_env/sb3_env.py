@@ -34,17 +34,14 @@ next ``n_envs`` seeds. Bad input (non-integer actions or a wrong shape,
 
 from __future__ import annotations
 
-from dataclasses import fields
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
-from . import engine
 from .board import NUM_SQUARES
 from .config import Config
-from .dice import BatchDice, UniformStreams
 from .learner import LearnerGames, check_count
 from .observation import OBSERVATION_SHAPE
 from .policies import policy_name
@@ -144,57 +141,19 @@ class StrategicReserveVecEnv(VecEnv):
 
     # -- checkpoints ----------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
-        """Copies of everything the games need to go on exactly where they are, for checkpoints.
-
-        ``{"seed": int`` (of the next ``reset``), ``"started": bool``, ``"engine": {field: (n_envs,) array}``
-        (the :class:`~strategic_reserve_env.engine.State`), ``"seat"``, ``"opponent_id"``: (n_envs,) int64,
-        ``"dice"``, ``"chance"``: ``{"keys", "counters"}`` (n_envs,) uint64 (the games' dice and uniform
-        streams and the values drawn), ``"rng"``: the bit-generator state of the generator of stochastic
-        opponents of one's own ``}``. The opponents themselves are not included: set them with
-        ``games.set_opponents`` first.
-        """
-        games = self.games
-        return {
-            "seed": int(self._seed),
-            "started": bool(games.started),
-            "engine": {field.name: getattr(games.state, field.name).copy() for field in fields(games.state)},
-            "seat": games.seat.copy(),
-            "opponent_id": games.opponent_id.copy(),
-            **{
-                name: {"keys": streams.keys.copy(), "counters": streams.counters.copy()}
-                for name, streams in (("dice", games.dice), ("chance", games.chance))
-            },
-            "rng": games.rng.bit_generator.state,
-        }
+        """Copies of everything the games need to go on exactly where they are, for checkpoints:
+        ``{"seed": int`` (of the next ``reset``), and the games'
+        :meth:`~strategic_reserve_env.learner.LearnerGames.get_state` ``}``. The opponents themselves are not
+        included: set them with ``games.set_opponents`` first."""
+        return {"seed": int(self._seed), **self.games.get_state()}
 
     def set_state(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`get_state` (of an env with the same ``num_envs``); ``ValueError`` if it does not fit."""
-        arrays = [
-            *state["engine"].values(),
-            state["seat"],
-            state["opponent_id"],
-            *state["dice"].values(),
-            *state["chance"].values(),
-        ]
-        if any(np.shape(array) != (self.num_envs,) for array in arrays):
-            raise ValueError(f"the saved games are not {self.num_envs} games")
-        if np.any(np.asarray(state["opponent_id"]) >= len(self.games.opponents)):
-            raise ValueError(f"the saved games use opponents beyond the {len(self.games.opponents)} of the pool")
-        games = self.games
-        rng = np.random.default_rng()
-        rng.bit_generator.state = state["rng"]
-        dice, chance = (
-            BatchDice(np.zeros(self.num_envs, dtype=np.int64)),
-            UniformStreams(np.zeros(self.num_envs, dtype=np.int64)),
-        )
-        for name, stream in (("dice", dice), ("chance", chance)):
-            stream.keys = np.asarray(state[name]["keys"], dtype=np.uint64).copy()
-            stream.counters = np.asarray(state[name]["counters"], dtype=np.uint64).copy()
-        games.state = engine.State(**{name: np.asarray(array).copy() for name, array in state["engine"].items()})
-        games.seat = np.asarray(state["seat"], dtype=np.int64).copy()
-        games.opponent_id = np.asarray(state["opponent_id"], dtype=np.int64).copy()
-        games.dice, games.chance, games.rng = dice, chance, rng
-        games.started, self._seed = bool(state["started"]), int(state["seed"])
+        seed = state["seed"]
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError(f"the saved seed is not an integer: {type(seed).__name__}")
+        self.games.set_state(state)
+        self._seed = seed
 
     def _get_indices(self, indices) -> list[int]:
         if indices is None:

@@ -127,3 +127,37 @@ def test_the_repository_folders_are_subpackages_of_the_one_import_name():
         "strategic_reserve_env.models as m\nprint(a.__file__, e.__file__, m.__file__)"
     )
     assert [Path(name).parent.name for name in printed.split()] == ["agents", "evaluation", "models"]
+
+
+def _package_imports(path: Path) -> set[str]:
+    """The ``strategic_reserve_env`` modules ``path`` imports (relative imports resolved)."""
+    module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = module.split(".")[: -node.level]
+            found.add(".".join(base + ([node.module] if node.module else [])))
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return {name for name in found if name.startswith("strategic_reserve_env")}
+
+
+def test_the_training_layer_sits_between_evaluation_and_the_commands():
+    """Only the command-line tools import ``strategic_reserve_env.training``, and it imports none of them."""
+    package = REPO / "strategic_reserve_env"
+    training = sorted((package / "training").glob("*.py"))
+    assert {path.stem for path in training} >= {"settings", "pool", "checkpoint", "folder", "loop", "distillation"}
+    for path in training:
+        assert not [m for m in _package_imports(path) if m.startswith("strategic_reserve_env.commands")], path
+    below = [
+        path
+        for path in _python_files()
+        if path.relative_to(REPO).parts[0] in INSTALLED_FOLDERS
+        and not {"training", "commands"} & set(path.relative_to(REPO).parts)
+        and path.name != "__main__.py"
+    ]
+    assert len(below) > 40
+    users = [str(path) for path in below if any("training" in m.split(".") for m in _package_imports(path))]
+    assert users == []

@@ -242,7 +242,7 @@ def third_party_imports(path) -> set[str]:
 
 def test_the_rllib_extra_installs_every_module_the_rllib_code_imports():
     """``pip install -e '.[rllib]'`` then ``python train_rllib.py --help`` works: ray's own rllib extra pulls in
-    neither torch nor tyro, so the project's extra names them."""
+    no torch, so the project's extra names it."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     installed = {
         re.match(r"[A-Za-z0-9_.-]+", requirement)[0].lower()

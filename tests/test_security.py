@@ -14,16 +14,18 @@ import re
 import subprocess
 import sys
 import zipfile
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 import torch
-import tyro
 
 from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.policy_file import METADATA_KEY, PolicyFileError, load_policy, read_description
 from strategic_reserve_env.commands import train
+from strategic_reserve_env.training import checkpoint
+from strategic_reserve_env.training.settings import TrainSettings
 
 from conftest import REPO
 
@@ -86,13 +88,15 @@ def crafted_checkpoint(tmp_path, marker) -> Path:
     """A run directory whose only checkpoint carries a payload (it looks like a checkpoint otherwise)."""
     directory = tmp_path / "run" / "checkpoints"
     directory.mkdir(parents=True)
-    path = train.checkpoint_path(
+    path = checkpoint.checkpoint_path(
         tmp_path / "run", 512, outputs.write_run(tmp_path / "run", "0" * 32, "train.py")["run_id"]
     )
+    settings = TrainSettings(distill_games=0, total_steps=1024, n_envs=8, out=str(tmp_path / "run"))
+    (tmp_path / "run" / "settings.json").write_text(json.dumps(asdict(settings)))
     torch.save(
         {
-            "format": train.CHECKPOINT_FORMAT,
-            "version": train.CHECKPOINT_VERSION,
+            "format": checkpoint.CHECKPOINT_FORMAT,
+            "version": checkpoint.CHECKPOINT_VERSION,
             "steps": 512,
             "payload": Payload(marker),
         },
@@ -156,18 +160,14 @@ def test_the_command_line_refuses_the_zip(crafted_zip, marker, command, stdin):
 
 
 def test_train_refuses_the_zip_as_an_opponent(crafted_zip, tmp_path, marker, capsys):
-    settings = tyro.cli(
-        train.TrainSettings, args=["--opponents", f"random:1,ppo:{crafted_zip}:1", "--out", str(tmp_path / "run")]
-    )
-    assert train.main(settings) == 2
+    assert train.main(["--opponents", f"random:1,ppo:{crafted_zip}:1", "--out", str(tmp_path / "run")]) == 2
     assert "trust=pickle" in capsys.readouterr().err
     assert not marker.exists()
 
 
 def test_train_resume_does_not_unpickle_a_crafted_checkpoint(crafted_checkpoint, marker, capsys):
     out = crafted_checkpoint.parents[1]
-    settings = tyro.cli(train.TrainSettings, args=["--resume", "--out", str(out), "--n-envs", "8"])
-    assert train.main(settings) == 2
+    assert train.main(["--resume", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert (
         f"warning: --resume: skipping {crafted_checkpoint}: it does not load (UnpicklingError: Weights only "

@@ -12,12 +12,13 @@ from dataclasses import asdict
 
 import pytest
 import torch
-import tyro
 from safetensors.torch import load_file
 
 from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.commands import train
+from strategic_reserve_env.training import checkpoint, folder
+from strategic_reserve_env.training.settings import TrainSettings
 
 from conftest import REPO
 
@@ -107,11 +108,11 @@ def test_resume_after_a_kill(tmp_path):
         stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 180
-    while time.time() < deadline and len(train.checkpoint_steps(out)) < 2:
+    while time.time() < deadline and len(checkpoint.checkpoint_steps(out)) < 2:
         time.sleep(0.5)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    checkpoints = train.checkpoint_steps(out)
+    checkpoints = checkpoint.checkpoint_steps(out)
     assert checkpoints, "no checkpoint was written before the kill"
     assert not (out / "model.safetensors").exists()
     result = _train(
@@ -134,8 +135,8 @@ def test_resume_after_a_kill(tmp_path):
 
 def _final_state(out) -> tuple[dict, dict]:
     """The policy tensors of ``out`` and the contents of its last checkpoint."""
-    checkpoint = torch.load(train.checkpoint_path(out, train.checkpoint_steps(out)[-1]), weights_only=True)
-    return load_file(out / "model.safetensors"), checkpoint
+    last = torch.load(checkpoint.checkpoint_path(out, checkpoint.checkpoint_steps(out)[-1]), weights_only=True)
+    return load_file(out / "model.safetensors"), last
 
 
 def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
@@ -147,8 +148,8 @@ def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     assert _train("--total-steps", "2560", "--out", str(whole), *common).returncode == 0
     first = _train("--total-steps", "1536", "--out", str(parts), *common)
     assert first.returncode == 0, first.stderr
-    assert train.checkpoint_steps(parts) == [1024, 1536]  # the last two are kept; the last one after the run
-    damaged = train.checkpoint_path(parts, 1536)
+    assert checkpoint.checkpoint_steps(parts) == [1024, 1536]  # the last two are kept; the last one after the run
+    damaged = checkpoint.checkpoint_path(parts, 1536)
     damaged.write_bytes(damaged.read_bytes()[:5000])  # as a kill or a full disk would leave it
     result = _train("--total-steps", "2560", "--out", str(parts), "--resume", *common)
     assert result.returncode == 0, result.stderr
@@ -171,41 +172,70 @@ def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     evaluations = [json.loads((out / "evaluation.json").read_text())["pairings"] for out in (whole, parts)]
     assert [p["pair_scores"] for p in evaluations[0]] == [p["pair_scores"] for p in evaluations[1]]
 
-    other = tyro.cli(
-        train.TrainSettings,
-        args=[*TINY, "--total-steps", "3072", "--out", str(parts), "--resume", *common, "--n-envs", "16"],
-    )
+    other = ["--total-steps", "3072", "--out", str(parts), "--resume", "--n-envs", "16"]
     assert train.main(other) == 2
     assert capsys.readouterr().err == (
-        "error: --resume: the run was trained with --n-envs 32, not 16; resume with the same setting "
+        "error: --resume: --n-envs defines the run, which was started with --n-envs 32, not 16; leave it out "
         "(or --restart to start over)\n"
     )
 
 
 def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
     out = tmp_path / "run"
-    settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out), "--resume"])
-    assert train.main(settings) == 2
+    resume = ["--out", str(out), "--resume"]
+    assert train.main(resume) == 2
     assert capsys.readouterr().err == f"error: --resume: {out} holds no run (no run.json)\n"
     assert not out.exists()  # nothing was written, not even the folder
     out.mkdir(parents=True)
-    run_id = outputs.write_run(out, outputs.new_run_id(), "train.py")["run_id"]
-    assert train.main(settings) == 2
-    assert capsys.readouterr().err == (
-        f"error: --resume: no checkpoint of run {run_id} (checkpoint_STEPS-{run_id}.pt) in {out / 'checkpoints'}\n"
+    outputs.write_run(out, outputs.new_run_id(), "train.py")
+    assert train.main(resume) == 2
+    assert capsys.readouterr().err == f"error: --resume: {out} holds no settings.json (the run's settings)\n"
+    (out / "settings.json").write_text('{"total_steps": 1024}')
+    assert train.main(resume) == 2
+    assert (
+        capsys.readouterr().err == f"error: --resume: {out / 'settings.json'} is not a settings file of this command\n"
     )
-    path = train.checkpoint_path(out, 512)
+    settings = TrainSettings(distill_games=0, total_steps=1024, out=str(out))
+    (out / "settings.json").write_text(json.dumps(asdict(settings)))
+    path = checkpoint.checkpoint_path(out, 512)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not a checkpoint")
-    assert train.main(settings) == 2
+    assert train.main(resume) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"warning: --resume: skipping {path}")
     assert err[1] == f"error: --resume: none of the 1 checkpoint(s) in {out / 'checkpoints'} loads"
-    assert sorted(p.name for p in out.iterdir()) == [".lock", "checkpoints", "run.json"]  # nothing else written
-    torch.save({"format": train.CHECKPOINT_FORMAT, "version": train.CHECKPOINT_VERSION, "steps": 512}, path)
-    assert train.main(settings) == 2  # it loads, but holds nothing to resume from
-    assert capsys.readouterr().err == (
-        f"error: --resume: the checkpoint of step 512 in {out / 'checkpoints'} is malformed (KeyError: 'settings')\n"
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "checkpoints", "run.json", "settings.json"]
+    torch.save({"format": checkpoint.CHECKPOINT_FORMAT, "version": checkpoint.CHECKPOINT_VERSION, "steps": 512}, path)
+    assert train.main(resume) == 2  # it loads, but holds nothing to resume from
+    assert capsys.readouterr().err.splitlines()[0] == (
+        f"warning: --resume: skipping {path}: it does not load (its run_id is not a string)"
+    )
+
+
+def test_tampered_checkpoint_contents_are_refused_before_use(tmp_path):
+    """A checkpoint that loads but holds a negative step count or a schedule holding a string is skipped for
+    the one before it, with a warning naming the entry; when none is left, one line and exit 2."""
+    out = tmp_path / "run"
+    assert (
+        _train("--total-steps", "1024", "--eval-every", "0", "--checkpoint-every", "512", "--out", str(out)).returncode
+        == 0
+    )
+    last = checkpoint.checkpoint_path(out, 1024)
+    tampered = torch.load(last, weights_only=True) | {"steps": -100}
+    torch.save(tampered, last)
+    result = _train("--out", str(out), "--resume", "--total-steps", "1536")
+    assert result.returncode == 0, result.stderr
+    assert f"skipping {last}: it does not load (its steps are not a non-negative integer: -100)" in result.stderr
+    assert "resuming from 512 steps" in result.stderr and "trained 1,024 steps" in result.stdout
+    for path in checkpoint.checkpoint_path(out, 1024), checkpoint.checkpoint_path(out, 1536):
+        contents = torch.load(path, weights_only=True)
+        contents["schedule"]["eval"] = "soon"
+        torch.save(contents, path)
+    result = _train("--out", str(out), "--resume", "--total-steps", "2048")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "it does not load (its schedule's eval is not a number of steps: 'soon')" in result.stderr
+    assert (
+        result.stderr.splitlines()[-1] == f"error: --resume: none of the 2 checkpoint(s) in {out / 'checkpoints'} loads"
     )
 
 
@@ -216,7 +246,7 @@ BAD_SETTINGS = [
     (["--n-steps", "0"], "--n-steps must be >= 1, got 0"),
     (["--n-envs", "1", "--n-steps", "1"], "--n-envs times --n-steps must be >= 2"),
     (["--n-epochs", "0"], "--n-epochs must be >= 1, got 0"),
-    (["--threads", "0"], "--threads must be >= 1, got 0"),
+    (["--threads", "0"], "--threads must be in [1, "),
     (["--eval-games", "21"], "--eval-games must be an even number >= 2 (paired dice), got 21"),
     (["--final-eval-games", "0"], "--final-eval-games must be an even number >= 2 (paired dice), got 0"),
     (["--total-steps", "-5"], "--total-steps must be >= 0, got -5"),
@@ -230,10 +260,10 @@ BAD_SETTINGS = [
     (["--snapshot-every", "0"], "--snapshot-every must be >= 1, got 0"),
     (["--checkpoint-every", "0"], "--checkpoint-every must be >= 1, got 0"),
     (["--eval-every", "-1"], "--eval-every must be >= 0, got -1"),
-    (["--learning-rate", "0"], "--learning-rate must be > 0, got 0.0"),
+    (["--learning-rate", "0"], "--learning-rate must be in (0, 1], got 0.0"),
     (["--gamma", "1.5"], "--gamma must be in (0, 1], got 1.5"),
     (["--gae-lambda", "-0.1"], "--gae-lambda must be in [0, 1], got -0.1"),
-    (["--clip-range", "0"], "--clip-range must be > 0, got 0.0"),
+    (["--clip-range", "0"], "--clip-range must be in (0, 1], got 0.0"),
     (["--ent-coef", "-1"], "--ent-coef must be >= 0, got -1.0"),
     (["--net-arch", "32", "0"], "--net-arch sizes must be >= 1, got [32, 0]"),
     (["--features", "rnn"], "--features must be one of mlp, cnn, got 'rnn'"),
@@ -243,13 +273,28 @@ BAD_SETTINGS = [
     (["--opponents", "random:1,minimax:2"], "unknown agent 'minimax'"),
     (["--opponents", "random:x"], "is not name:weight"),
     (["--opponents", "self:0"], "--opponents needs at least one positive weight"),
+    # infinite, NaN and out-of-range floats, and weights that do not normalise to a distribution (issue 29, 6)
+    (["--clip-range", "inf"], "--clip-range must be in (0, 1], got inf"),
+    (["--learning-rate", "nan"], "--learning-rate must be in (0, 1], got nan"),
+    (["--distill-learning-rate", "inf"], "--distill-learning-rate must be in (0, 1], got inf"),
+    (["--ent-coef", "inf"], "--ent-coef must be >= 0, got inf"),
+    (["--distill-value-weight", "nan"], "--distill-value-weight must be >= 0, got nan"),
+    (["--opponents", "random:1,greedy:nan"], "--opponents: the weight of 'greedy' must be a finite number >= 0"),
+    (["--opponents", "random:1e308,greedy:1e308"], "--opponents needs at least one positive weight, and weights"),
+    (["--opponents", "random:inf"], "--opponents: the weight of 'random' must be a finite number >= 0"),
+    # sizes checked against the memory they would take, before anything is made (issue 29, 17)
+    (["--threads", "1000000"], "--threads must be in [1, "),
+    (["--net-arch", "100000", "100000"], "--net-arch: these settings would allocate about"),
+    (["--features", "cnn", "--cnn-channels", "1000000"], "--cnn-channels: these settings would allocate about"),
+    (["--n-envs", "100000000"], "--n-envs x --n-steps (the rollout buffer): these settings would allocate"),
+    (["--out", ""], "--out must name a folder, got ''"),
 ]
 
 
 @pytest.mark.parametrize("args, message", BAD_SETTINGS, ids=[" ".join(a) for a, _ in BAD_SETTINGS])
 def test_each_bad_setting_is_one_line_before_anything_runs(tmp_path, capsys, args, message):
     out = tmp_path / "run"
-    settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out), *args])
+    settings = [*TINY, "--out", str(out), *args]
     assert train.main(settings) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
@@ -266,7 +311,7 @@ def test_out_must_be_a_writable_directory(tmp_path, unwritable_directory, capsys
         (file / "run", f"lies under the file {file}, not a directory"),
         (unwritable_directory, f"cannot write in {unwritable_directory} ("),
     ]:
-        settings = tyro.cli(train.TrainSettings, args=[*TINY, "--out", str(out)])
+        settings = [*TINY, "--out", str(out)]
         assert train.main(settings) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: --out {out}: {message}") and err.count("\n") == 1, err
@@ -316,44 +361,345 @@ def test_a_run_owns_its_out(tmp_path, capsys):
     common = ["--eval-every", "0", "--checkpoint-every", "512", "--out", str(out), "--seed", "1"]
     assert _train("--total-steps", "1024", *common).returncode == 0
     first = outputs.read_run(out)["run_id"]
-    assert train.checkpoint_steps(out) == [512, 1024]
+    assert checkpoint.checkpoint_steps(out) == [512, 1024]
 
     again = _train("--total-steps", "1024", *common)
     assert again.returncode == 2
     assert again.stderr.startswith(f"error: --out {out} holds run {first} (train.py, started ")
     assert "--resume to continue it, --restart to start over" in again.stderr
-    assert outputs.read_run(out)["run_id"] == first and train.checkpoint_steps(out) == [512, 1024]
+    assert outputs.read_run(out)["run_id"] == first and checkpoint.checkpoint_steps(out) == [512, 1024]
 
     other_seed = _train("--total-steps", "2048", *common[:-1], "2", "--resume")
     assert other_seed.returncode == 2
     assert other_seed.stderr == (
-        "error: --resume: the run was trained with --seed 1, not 2; resume with the same setting "
+        "error: --resume: --seed defines the run, which was started with --seed 1, not 2; leave it out "
         "(or --restart to start over)\n"
     )
-    for option, value, message in (
-        ("--opponents", "random:1", "--opponents random:1,greedy:3,self:1, not random:1"),
-        ("--learning-rate", "0.001", "--learning-rate 0.0003, not 0.001"),
-        ("--distill-games", "2", "--distill-games 0, not 2"),
+    for name, value, message in (
+        ("opponents", "random:1", "--opponents random:1,greedy:3,self:1, not random:1"),
+        ("learning_rate", 0.001, "--learning-rate 0.0003, not 0.001"),
+        ("distill_games", 2, "--distill-games 0, not 2"),
+        ("net_arch", (64,), "--net-arch 32 32, not 64"),
     ):
-        settings = tyro.cli(
-            train.TrainSettings, args=[*TINY, *common, "--total-steps", "2048", "--resume", option, value]
-        )
         with pytest.raises(ValueError, match=re.escape(message)):
-            train.check_resumable(
-                json.loads(json.dumps(asdict(tyro.cli(train.TrainSettings, args=[*TINY, *common])))), settings, 1024
-            )
+            folder.resumed_settings(out, {"total_steps": 2048, name: value})
+    same = folder.resumed_settings(out, {"total_steps": 2048, "eval_every": 512, "seed": 1, "net_arch": (32, 32)})
+    assert (same.total_steps, same.eval_every, same.seed, same.net_arch, same.resume) == (2048, 512, 1, (32, 32), True)
     resumed = _train("--total-steps", "1536", *common, "--resume", "--threads", "2")  # larger total, other threads
     assert resumed.returncode == 0, resumed.stderr
-    assert "resuming from 1,024 steps" in resumed.stderr and train.checkpoint_steps(out) == [1024, 1536]
+    assert "resuming from 1,024 steps" in resumed.stderr and checkpoint.checkpoint_steps(out) == [1024, 1536]
 
     restarted = _train("--total-steps", "512", *common, "--restart")
     assert restarted.returncode == 0, restarted.stderr
     second = outputs.read_run(out)["run_id"]
-    assert second != first and train.checkpoint_steps(out) == [512]
+    assert second != first and checkpoint.checkpoint_steps(out) == [512]
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [f"checkpoint_512-{second}.pt"]
 
-    settings = tyro.cli(train.TrainSettings, args=[*TINY, *common, "--restart"])
+    settings = [*TINY, *common, "--restart"]
     with outputs.lock(out):  # another writer holds the folder
         assert train.main(settings) == 2
     assert f"error: --out {out} is in use by another process (pid " in capsys.readouterr().err
     assert outputs.read_run(out)["run_id"] == second
+
+
+# -- stopping, resuming by folder, restarting (issues 27 and 29) -------------------------------------------------
+
+
+def _start(out, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "train.py", *TINY, "--eval-every", "0", "--out", str(out), *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_checkpoint(out, process: subprocess.Popen) -> None:
+    deadline = time.time() + 180
+    while time.time() < deadline and not checkpoint.checkpoint_steps(out) and process.poll() is None:
+        time.sleep(0.2)
+    assert checkpoint.checkpoint_steps(out), "no checkpoint was written"
+
+
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_stops_after_the_update_with_a_checkpoint_and_resume_by_folder_goes_on(tmp_path, signum, status):
+    """The README's pair, small: a PPO run from scratch, stopped by a signal (after its current update: a
+    checkpoint at the step it stopped, one line saying where and how to go on, exit 130 / 143, run.json saying
+    so), then ``--out DIR --resume`` alone trains the rest of the run's own --total-steps."""
+    out = tmp_path / "run"
+    process = _start(out, "--total-steps", "20480", "--checkpoint-every", "1024")
+    _wait_for_checkpoint(out, process)
+    process.send_signal(signum)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == status, stderr
+    name = signal.Signals(signum).name
+    steps = checkpoint.checkpoint_steps(out)[-1]
+    assert steps % ROLLOUT == 0 and steps < 20480  # a whole update, not the end of the run
+    assert stderr.strip().splitlines() == [
+        f"{name} stopped the run at step {steps:,} (checkpoint of step {steps:,} kept); "
+        f"go on with: python train.py --out {out} --resume"
+    ]
+    assert "Traceback" not in stderr and not (out / "model.safetensors").exists()
+    run = outputs.read_run(out)
+    assert run["status"] == "interrupted" and run["stopped"] == {"signal": name, "checkpoint_steps": steps}
+    if signum != signal.SIGINT:
+        return  # the same stop: one resume is enough
+
+    resumed = subprocess.run(
+        [sys.executable, "train.py", "--out", str(out), "--resume"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=240,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resuming from {steps:,} steps" in resumed.stderr
+    assert f"trained {20480 - steps:,} steps" in resumed.stdout
+    assert outputs.read_run(out)["status"] == "complete" and checkpoint.checkpoint_steps(out)[-1] == 20480
+    assert json.loads((out / "evaluation.json").read_text())["pairings"][0]["games"] == 20  # the run's own settings
+
+
+def test_a_second_signal_stops_at_once(tmp_path):
+    """Slow updates (many epochs): the first SIGINT waits for the update, the second stops the run at once,
+    leaving the checkpoints it had; the line says so, and so does run.json."""
+    out = tmp_path / "run"
+    process = _start(out, "--total-steps", "200000", "--checkpoint-every", "512", "--n-epochs", "200")
+    _wait_for_checkpoint(out, process)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    steps = checkpoint.checkpoint_steps(out)[-1]
+    assert stderr.strip().splitlines()[-1] == (
+        f"SIGINT stopped the run at once (checkpoint of step {steps:,} kept); "
+        f"go on with: python train.py --out {out} --resume"
+    )
+    assert "Traceback" not in stderr and outputs.read_run(out)["status"] == "interrupted"
+    assert not list(out.rglob("*.partial"))  # a checkpoint being written when it stopped left no temporary file
+
+
+@pytest.fixture
+def old_run(tmp_path):
+    """A folder holding a finished run's state and results (made up: the restart tests train nothing)."""
+    out = tmp_path / "run"
+    (out / "checkpoints").mkdir(parents=True)
+    outputs.write_run(out, "1" * 32, "train.py")
+    (out / "settings.json").write_text(json.dumps(asdict(TrainSettings(distill_games=0, total_steps=512))))
+    (out / "checkpoints" / f"checkpoint_512-{'1' * 32}.pt").write_bytes(b"old checkpoint")
+    for name in ("model.safetensors", "model.zip", "evaluation.md"):
+        (out / name).write_bytes(b"old")
+    (out / "evaluation.json").write_text('{"complete": true}')
+    (out / "tb" / "ppo_1").mkdir(parents=True)
+    return out
+
+
+def _restart(out, monkeypatch, capsys) -> tuple[int, str]:
+    """``train.py --out OUT --restart`` up to the training itself, which is replaced by nothing."""
+    monkeypatch.setattr(train.loop, "run", lambda *args: 0)
+    status = train.main([*TINY, "--out", str(out), "--restart"])
+    return status, capsys.readouterr().err
+
+
+def test_restart_never_follows_a_link_out_of_the_folder(old_run, tmp_path, monkeypatch, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "notes.txt").write_text("keep me")
+    (elsewhere / "sub").mkdir()
+    (elsewhere / "sub" / "more.txt").write_text("keep me too")
+    (old_run / "checkpoints" / f"checkpoint_512-{'1' * 32}.pt").unlink()
+    (old_run / "checkpoints").rmdir()
+    (old_run / "checkpoints").symlink_to(elsewhere, target_is_directory=True)
+    (old_run / "model.zip").unlink()
+    (old_run / "model.zip").symlink_to(elsewhere / "notes.txt")
+    status, err = _restart(old_run, monkeypatch, capsys)
+    assert status == 0, err
+    assert (elsewhere / "notes.txt").read_text() == "keep me" and (elsewhere / "sub" / "more.txt").exists()
+    assert not (old_run / "checkpoints").exists() and not (old_run / "model.zip").is_symlink()
+    assert outputs.read_run(old_run)["run_id"] != "1" * 32
+
+
+def test_restart_clears_subfolders_whole_and_leaves_nothing_half_cleared(old_run, monkeypatch, capsys):
+    (old_run / "checkpoints" / "a folder" / "deeper").mkdir(parents=True)
+    (old_run / "checkpoints" / "a folder" / "deeper" / "file").write_text("x")
+    status, err = _restart(old_run, monkeypatch, capsys)
+    assert status == 0, err
+    assert sorted(p.name for p in old_run.iterdir()) == [".lock", "run.json"]  # the (replaced) run writes the rest
+
+
+class Killed(BaseException):
+    """What a kill does to the process, as far as the folder can tell: nothing after it runs."""
+
+
+def test_a_killed_restart_leaves_no_old_result_looking_current(old_run, tmp_path, monkeypatch, capsys):
+    """Killed at each rename of the restart's removal: the folder is the old run still (its run file, nothing
+    new written) or holds none of the old results; a later --restart clears what is left. Killed just after
+    the new run file: none of the old results is there."""
+    import os
+    import shutil
+
+    results = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "tb")
+    rename = os.rename
+    for kill_at in range(8):
+        out = tmp_path / f"killed-{kill_at}"
+        shutil.copytree(old_run, out, symlinks=True)
+        calls = []
+
+        def dying(source, target, kill_at=kill_at, calls=calls):
+            if len(calls) == kill_at:
+                raise Killed
+            calls.append(source)
+            rename(source, target)
+
+        monkeypatch.setattr(os, "rename", dying)
+        with pytest.raises(Killed):
+            train.main([*TINY, "--out", str(out), "--restart"])
+        monkeypatch.setattr(os, "rename", rename)
+        present = [name for name in results if (out / name).exists()]
+        assert outputs.read_run(out)["run_id"] == "1" * 32  # nothing new was written
+        assert present == [] or kill_at < len(results), (kill_at, present)
+        status, err = _restart(out, monkeypatch, capsys)
+        assert status == 0, err
+        assert sorted(p.name for p in out.iterdir()) == [".lock", "run.json"], kill_at
+
+    def killed_after_claim(*args):
+        raise Killed
+
+    monkeypatch.setattr(train.loop, "run", killed_after_claim)
+    with pytest.raises(Killed):
+        train.main([*TINY, "--out", str(old_run), "--restart"])
+    assert outputs.read_run(old_run)["run_id"] != "1" * 32
+    assert [name for name in results if (old_run / name).exists()] == []
+
+
+def test_model_zip_is_written_atomically(tmp_path, monkeypatch, capsys):
+    """A full disk while SB3 writes model.zip (an injected ENOSPC after part of the file): the previous
+    model.zip stays whole, no temporary file is left, the run says it failed, one line, exit 2."""
+    import errno
+
+    from sb3_contrib import MaskablePPO
+
+    out = tmp_path / "run"
+    args = [*TINY, "--total-steps", "512", "--eval-every", "0", "--out", str(out)]
+    assert train.main(args) == 0
+    before = (out / "model.zip").read_bytes()
+    capsys.readouterr()
+
+    def full_disk(self, path, *rest, **options):
+        handle = path if hasattr(path, "write") else open(path, "wb")  # noqa: SIM115
+        handle.write(before[: len(before) // 2])
+        handle.flush()
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(MaskablePPO, "save", full_disk)
+    assert train.main(["--out", str(out), "--resume"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "error: [Errno 28] No space left on device"
+    assert (out / "model.zip").read_bytes() == before
+    assert [p.name for p in out.iterdir() if p.name.endswith(".partial")] == []
+    assert outputs.read_run(out)["status"] == "failed"
+
+
+def test_outputs_remove_moves_whole_entries_and_never_follows_links(tmp_path):
+    folder, outside = tmp_path / "folder", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    (folder / "tree" / "link").mkdir(parents=True)
+    (folder / "tree" / "link").rmdir()
+    (folder / "tree" / "link").symlink_to(outside, target_is_directory=True)
+    (folder / "file").write_text("y")
+    (folder / ".removing-left-by-a-kill").mkdir()
+    assert outputs.remove(folder, ["file", "tree", "absent"]) == ["file", "tree"]
+    assert sorted(p.name for p in folder.iterdir()) == [] and (outside / "keep").read_text() == "x"
+    with pytest.raises(ValueError, match="is not the name of an entry"):
+        outputs.remove(folder, ["../outside"])
+
+
+DISTILL = [
+    *TINY,
+    "--distill-games",
+    "20",
+    "--distill-expert",
+    "expectimax:depth=1",
+    "--distill-opponents",
+    "greedy,random",
+    "--distill-epochs",
+    "3",
+    "--distill-batch-size",
+    "64",
+    "--total-steps",
+    "0",
+]
+
+
+def test_a_distillation_stopped_while_labelling_or_fitting_goes_on_where_it_stopped(tmp_path, monkeypatch, capsys):
+    """Killed after two chunks of labels (the third being made), then again in the fit's third epoch:
+    each --resume reads back what was saved and goes on, and the distilled network is the one of a run that
+    never stopped, bit for bit. The fit's losses and agreement are in TensorBoard."""
+    from strategic_reserve_env.training import distillation
+
+    monkeypatch.setattr(distillation, "CHUNK_GAMES", 10)  # 4 chunks: 2 per opponent
+    whole, parts = tmp_path / "whole", tmp_path / "parts"
+    assert train.main([*DISTILL, "--out", str(whole)]) == 0
+    assert sorted(p.name for p in (whole / "distillation").iterdir()) == [
+        "fit.pt",
+        *(f"labels_{n:04d}.npz" for n in range(4)),
+    ]
+
+    write_chunk, chunks = distillation.write_chunk, []
+
+    def killed_at_the_third(path, positions, cursor):
+        if len(chunks) == 2:
+            raise Killed
+        chunks.append(path)
+        write_chunk(path, positions, cursor)
+
+    monkeypatch.setattr(distillation, "write_chunk", killed_at_the_third)
+    with pytest.raises(Killed):
+        train.main([*DISTILL, "--out", str(parts)])
+    monkeypatch.setattr(distillation, "write_chunk", write_chunk)
+    assert sorted(p.name for p in (parts / "distillation").iterdir()) == ["labels_0000.npz", "labels_0001.npz"]
+
+    save, epochs = torch.save, []
+
+    def killed_in_the_third_epoch(contents, handle, *args, **kwargs):
+        if contents["epoch"] == 3:  # the third epoch's state is never written
+            raise Killed
+        save(contents, handle, *args, **kwargs)
+        epochs.append(contents["epoch"])
+
+    monkeypatch.setattr(torch, "save", killed_in_the_third_epoch)
+    capsys.readouterr()
+    with pytest.raises(Killed):
+        train.main(["--out", str(parts), "--resume"])
+    monkeypatch.setattr(torch, "save", save)
+    assert "distillation: 2 chunk(s) of labelled decisions read back (20 games)" in capsys.readouterr().out
+    assert epochs == [1, 2] and distillation.read_fit(parts / "distillation" / "fit.pt")["epoch"] == 2
+
+    assert train.main(["--out", str(parts), "--resume"]) == 0
+    assert "distillation: the fit goes on after epoch 2" in capsys.readouterr().out
+    expected, got = load_file(whole / "distilled.safetensors"), load_file(parts / "distilled.safetensors")
+    assert expected.keys() == got.keys() and all(torch.equal(expected[k], got[k]) for k in expected)
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(whole / "tb" / "distillation")).Reload()
+    assert {"distill/cross_entropy", "distill/value_mse", "distill/agreement"} <= set(events.Tags()["scalars"])
+    assert [event.step for event in events.Scalars("distill/cross_entropy")] == [1, 2, 3]
+
+
+def test_a_tampered_chunk_of_labels_is_refused_before_it_is_read(tmp_path):
+    """A chunk that claims more decisions than its games can hold, or holds other arrays: one line naming the
+    file, from its headers, before any array is allocated."""
+    import numpy as np
+
+    from strategic_reserve_env.training import distillation
+
+    path = tmp_path / "labels_0000.npz"
+    np.savez(path, masks=np.zeros((3, 36), bool), extra=np.zeros(2))
+    with pytest.raises(ValueError, match="not a chunk of labelled decisions"):
+        distillation.read_chunk(path, 2, 20)
+    many = distillation.CHUNK_GAMES * distillation.MAX_DECISIONS_PER_GAME + 1
+    arrays = {name: np.zeros(shape, dtype) for name, (dtype, shape) in distillation._expected(many).items()}
+    np.savez(path, **arrays)
+    with pytest.raises(ValueError, match=f"{many} decisions, more than"):
+        distillation.read_chunk(path, 2, 20)

@@ -11,24 +11,40 @@ the env received (always 0 unless the mask is broken); the same numbers go to
 ``--out/progress.jsonl``. At the end the module is written to ``--out`` as
 ``model.json`` + ``weights.npz`` (no pickle): play it with
 ``python evaluate.py rllib:runs/rllib random greedy``. Needs ``pip install -e '.[rllib]'``.
+
+A run owns its --out as train.py's does (run.json, settings.json; --restart to start over). After each
+iteration the module is written to ``checkpoints/iteration_N/`` (the same pickle-free files, the last two
+kept). Ctrl-C (SIGINT) or SIGTERM stops the run after the current iteration (exit 130 / 143, one line
+saying where and how to go on); a second signal stops it at once. ``--out DIR --resume`` goes on from the
+last checkpoint with the run's own settings (--iterations, --num-env-runners, --address, --num-cpus and
+--threads may change). What RLlib's state holds beyond the module's weights is not kept, since RLlib
+saves it only as pickles, which this project never loads: a resumed run starts with fresh Adam moments,
+new games in the env runners and RLlib's counters (env steps, the lifetime totals) from zero, so it is not
+the run that never stopped.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import tyro
-
+from strategic_reserve_env import outputs
 from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.board import DEFAULT_RESERVE
-from strategic_reserve_env.commands import named
+from strategic_reserve_env.commands import arguments, named
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, make_config
-from strategic_reserve_env.outputs import OutputBusyError, check_out, lock
+from strategic_reserve_env.outputs import check_out, lock
+from strategic_reserve_env.training import folder
+from strategic_reserve_env.training.settings import check_ppo, check_range, check_types
+from strategic_reserve_env.training.signals import Signals, StopNow, Stopped
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
@@ -52,20 +68,20 @@ class Settings:
     """Env steps (placements, both seats together) per iteration."""
     minibatch_size: int = 500
     """Minibatch size of the PPO update."""
-    num_epochs: int = 4
+    n_epochs: int = 4
     """Passes over each iteration's batch."""
-    lr: float = 3e-4
-    """Adam learning rate."""
+    learning_rate: float = 3e-4
+    """Adam learning rate, in (0, 1]."""
     gamma: float = 0.995
-    """Discount per decision; a game ends with +1 / -1 after 13 to 30 decisions per player."""
+    """Discount per decision, in (0, 1]; a game ends with +1 / -1 after 13 to 30 decisions per player."""
     gae_lambda: float = 0.95
-    """GAE lambda."""
-    clip_param: float = 0.2
-    """PPO clip range."""
-    entropy_coeff: float = 0.01
-    """Entropy bonus."""
-    vf_loss_coeff: float = 0.5
-    """Weight of the value loss (policy and value heads share the network)."""
+    """GAE lambda, in [0, 1]."""
+    clip_range: float = 0.2
+    """PPO clip range, in (0, 1]."""
+    ent_coef: float = 0.01
+    """Entropy bonus (>= 0)."""
+    vf_coef: float = 0.5
+    """Weight of the value loss (>= 0; policy and value heads share the network)."""
     channels: int = 32
     """Channels of the 3x3 convolutions."""
     conv_layers: int = 3
@@ -83,36 +99,36 @@ class Settings:
     """Torch CPU threads of this (driver) process, which runs the PPO update (and the sampling with
     --num-env-runners 0). Env runners use one thread each; more threads here pay only on idle cores."""
     out: str = "runs/rllib"
-    """Output directory: model.json, weights.npz, progress.jsonl."""
+    """Output directory: model.json, weights.npz, progress.jsonl, the run's settings and checkpoints."""
+    resume: bool = False
+    """Go on with the run in --out from its last checkpoint, with its own settings (only --iterations,
+    --num-env-runners, --address, --num-cpus and --threads may be given again)."""
+    restart: bool = False
+    """Start over in an --out that holds another run: its results, settings and checkpoints go first."""
 
     def network(self) -> NetworkConfig:
         return NetworkConfig(channels=self.channels, conv_layers=self.conv_layers, hidden=self.hidden)
 
-    def check(self) -> None:
-        """``ValueError`` naming the first bad setting."""
-        positive = ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "num_epochs", "threads")
-        for name in positive:
-            value = getattr(self, name)
-            if value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")
-        if self.num_env_runners < 0:
-            raise ValueError(f"--num-env-runners must be 0 or more, got {self.num_env_runners}")
+    def __post_init__(self) -> None:
+        """``ValueError`` naming the first bad setting (nothing read from disk: ``--out`` is checked after)."""
+        check_types(self)
+        for name in ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "threads"):
+            check_range(name, getattr(self, name), 1)
+        check_range("num_env_runners", self.num_env_runners, 0)
         if self.minibatch_size > self.train_batch_size:
             raise ValueError(
                 f"--minibatch-size ({self.minibatch_size}) exceeds --train-batch-size ({self.train_batch_size})"
             )
-        if self.num_cpus is not None and self.num_cpus < 1:
-            raise ValueError(f"--num-cpus must be at least 1, got {self.num_cpus}")
-        for name in ("lr", "gamma", "gae_lambda", "clip_param"):
-            value = getattr(self, name)
-            if not 0 < value <= 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be in (0, 1], got {value}")
-        for name in ("entropy_coeff", "vf_loss_coeff"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
+        if self.num_cpus is not None:
+            check_range("num_cpus", self.num_cpus, 1)
+        check_ppo(self)
+        check_range("vf_coef", self.vf_coef, 0)
+        if not self.out:
+            raise ValueError("--out must name a folder, got ''")
+        if self.resume and self.restart:
+            raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
         self.network()
         make_config(reserve=self.reserve, ply_limit=self.ply_limit)
-        check_out(self.out)
 
 
 def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> dict:
@@ -185,14 +201,91 @@ def start_ray(settings: Settings) -> bool:
     return True
 
 
-def train(settings: Settings) -> list[dict]:
-    """Run the training, print and record progress, write the module; returns the progress rows."""
-    settings.check()
-    with lock(settings.out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
-        return _train(settings, Path(settings.out))
+MAY_CHANGE = ("iterations", "num_env_runners", "address", "num_cpus", "threads")  # on --resume
+RESULTS = ("model.json", "weights.npz", "progress.jsonl")  # what --restart removes first
+RUN_STATE = ("settings.json", "checkpoints", outputs.RUN_FILE)
+CHECKPOINTS_KEPT = 2
 
 
-def _train(settings: Settings, out: Path) -> list[dict]:
+def checkpoint_path(out: Path, iteration: int) -> Path:
+    return out / "checkpoints" / f"iteration_{iteration:06d}"
+
+
+def checkpoint_iterations(out: Path) -> list[int]:
+    """The iterations of the checkpoints in ``out``, in increasing order."""
+    directory = out / "checkpoints"
+    if directory.is_symlink() or not directory.is_dir():
+        return []
+    names = (path.name for path in directory.iterdir())
+    return sorted(int(name.removeprefix("iteration_")) for name in names if re.fullmatch(r"iteration_\d{6}", name))
+
+
+def save_checkpoint(algorithm, out: Path, iteration: int, network: NetworkConfig) -> None:
+    """The module after ``iteration`` as ``checkpoints/iteration_N/`` (written whole under a temporary name,
+    then renamed: a kill leaves no half checkpoint under a checkpoint's name); older ones but the previous go."""
+    from strategic_reserve_env.rllib import save_module
+
+    directory = out / "checkpoints"
+    directory.mkdir(exist_ok=True)
+    partial = Path(tempfile.mkdtemp(dir=directory, prefix=outputs.TRASH_PREFIX))
+    save_module(algorithm, partial, network, {"iteration": iteration})
+    os.rename(partial, checkpoint_path(out, iteration))
+    outputs.remove(
+        directory, [checkpoint_path(out, old).name for old in checkpoint_iterations(out)[:-CHECKPOINTS_KEPT]]
+    )
+
+
+def load_checkpoint(algorithm, out: Path) -> int:
+    """Set the module's weights (the learner's and the env runners') to the newest checkpoint in ``out`` that
+    loads (warning about each newer one that does not); returns its iteration. ``ValueError`` if none does."""
+    from strategic_reserve_env.agents import rllib_model
+    from strategic_reserve_env.rllib import set_module_weights
+
+    iterations = checkpoint_iterations(out)
+    if not iterations:
+        raise ValueError(f"--resume: no checkpoint (iteration_N) in {out / 'checkpoints'}")
+    for iteration in reversed(iterations):
+        path = checkpoint_path(out, iteration)
+        try:
+            net, description = rllib_model.load(path)
+            if description.get("notes", {}).get("iteration") != iteration:
+                raise ValueError(f"{path}: its model.json does not say iteration {iteration}")
+        except ValueError as error:
+            print(f"warning: --resume: skipping {path}: it does not load ({error})", file=sys.stderr)
+            continue
+        set_module_weights(algorithm, {name: tensor.numpy() for name, tensor in net.state_dict().items()})
+        return iteration
+    raise ValueError(f"--resume: none of the {len(iterations)} checkpoint(s) in {out / 'checkpoints'} loads")
+
+
+def train(settings: Settings, again: str = "python train_rllib.py") -> int:
+    """Run the training, print and record progress, write the module; returns the exit status (0, or 128 +
+    the signal's number when SIGINT or SIGTERM stopped it). ``again``: the command that resumes it."""
+    check_out(settings.out)
+    out = Path(settings.out)
+    with lock(out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
+        folder.claim(out, settings, "train_rllib.py", RESULTS, RUN_STATE)
+        folder.start(out, settings)
+        with Signals() as signals:
+            try:
+                _train(settings, out, signals)
+            except (Stopped, StopNow) as stop:
+                done = checkpoint_iterations(out)
+                where = f"after iteration {stop.steps}" if isinstance(stop, Stopped) else "at once"
+                kept = f"checkpoint of iteration {done[-1]} kept" if done else "no checkpoint yet"
+                folder.set_status(
+                    out, "interrupted", stopped={"signal": str(stop), "checkpoint_iteration": done[-1] if done else 0}
+                )
+                print(f"\n{stop} stopped the run {where} ({kept}); go on with: {again}", file=sys.stderr, flush=True)
+                return 128 + stop.signum
+            except BaseException as error:
+                folder.set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
+                raise
+        folder.set_status(out, "complete")
+    return 0
+
+
+def _train(settings: Settings, out: Path, signals: Signals) -> list[dict]:
     import ray
     import torch
 
@@ -206,13 +299,14 @@ def _train(settings: Settings, out: Path) -> list[dict]:
         num_envs_per_env_runner=settings.envs_per_runner,
         train_batch_size=settings.train_batch_size,
         minibatch_size=settings.minibatch_size,
-        num_epochs=settings.num_epochs,
-        lr=settings.lr,
+        # the settings' PPO names, translated to RLlib's
+        num_epochs=settings.n_epochs,
+        lr=settings.learning_rate,
         gamma=settings.gamma,
         lambda_=settings.gae_lambda,
-        clip_param=settings.clip_param,
-        entropy_coeff=settings.entropy_coeff,
-        vf_loss_coeff=settings.vf_loss_coeff,
+        clip_param=settings.clip_range,
+        entropy_coeff=settings.ent_coef,
+        vf_loss_coeff=settings.vf_coef,
         seed=settings.seed,
     )
     started = start_ray(settings)
@@ -223,8 +317,13 @@ def _train(settings: Settings, out: Path) -> list[dict]:
             nodes = runner_nodes(algorithm)
             if nodes:
                 print("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()), flush=True)
-            with open(out / "progress.jsonl", "w") as log:
-                for iteration in range(1, settings.iterations + 1):
+            first = 1
+            if settings.resume:
+                first = load_checkpoint(algorithm, out) + 1
+                print(f"resuming after iteration {first - 1}", file=sys.stderr, flush=True)
+            with open(out / "progress.jsonl", "a" if settings.resume else "w") as log:
+                signals.at_once = False  # from here a signal stops the run after the current iteration
+                for iteration in range(first, settings.iterations + 1):
                     clock = time.perf_counter()
                     result = algorithm.train()
                     seconds = time.perf_counter() - clock
@@ -233,11 +332,15 @@ def _train(settings: Settings, out: Path) -> list[dict]:
                     print(progress_line(row, settings.iterations), flush=True)
                     log.write(json.dumps(row) + "\n")
                     log.flush()
+                    save_checkpoint(algorithm, out, iteration, settings.network())
+                    if signals.requested is not None:
+                        raise Stopped(signals.requested, iteration)
+                signals.at_once = True
             notes = {
                 "trained_by": "train_rllib.py",
                 "ray": ray.__version__,
                 "settings": asdict(settings),
-                "env_steps": rows[-1]["env_steps_total"],
+                "env_steps": rows[-1]["env_steps_total"] if rows else 0,  # since the last start (RLlib's count)
                 "env_runner_nodes": nodes,
             }
             save_module(algorithm, out, settings.network(), notes)
@@ -252,18 +355,17 @@ def _train(settings: Settings, out: Path) -> list[dict]:
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (``argv``, default ``sys.argv[1:]``); ``prog``: the name ``--help`` shows."""
-    settings = tyro.cli(Settings, args=argv, prog=prog, description=named(__doc__, "train_rllib.py", prog))
+    given = arguments.given(Settings, argv, prog, named(__doc__, "train_rllib.py", prog))
+    out = Path(given.get("out", Settings.out))
+    again = f"{prog or 'python train_rllib.py'} --out {shlex.quote(str(out))} --resume"
     try:
-        settings.check()
-    except ValueError as error:
+        settings = (
+            folder.resumed_settings(out, given, Settings, MAY_CHANGE) if given.get("resume") else Settings(**given)
+        )
+        return train(settings, again)
+    except (ValueError, OSError) as error:  # a bad setting, a folder another process writes (OutputBusyError)
         print(f"error: {error}", file=sys.stderr)
         return 2
-    try:
-        train(settings)
-    except OutputBusyError as error:  # another process writes the folder
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
 
 
 if __name__ == "__main__":

@@ -129,7 +129,7 @@ def test_two_nodes_train_through_address_with_a_runner_on_each_and_no_illegal_ac
     environment, address, started, work = cluster
     out = tmp_path / "rllib"
     arguments = ["--iterations", str(ITERATIONS), "--num-env-runners", "2", "--envs-per-runner", "1"]
-    arguments += ["--train-batch-size", "200", "--minibatch-size", "100", "--num-epochs", "1"]
+    arguments += ["--train-batch-size", "200", "--minibatch-size", "100", "--n-epochs", "1"]
     arguments += ["--channels", "4", "--conv-layers", "1", "--hidden", "16", "--address", address, "--out", str(out)]
     done = subprocess.run(
         [sys.executable, "train_rllib.py", *arguments],

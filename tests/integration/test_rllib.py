@@ -55,7 +55,7 @@ TRAIN = [
     str(BATCH),
     "--minibatch-size",
     "200",
-    "--num-epochs",
+    "--n-epochs",
     "1",
     "--channels",
     str(SMALL.channels),
@@ -289,3 +289,63 @@ def test_the_core_package_does_not_import_ray():
     result = run(["-c", code], timeout=120)
     assert result.returncode == 0, result.stderr
     assert ray.__version__ == "2.60.0"
+
+
+def test_the_run_keeps_a_checkpoint_per_iteration(trained):
+    out, rows, _ = trained
+    assert sorted(path.name for path in (out / "checkpoints").iterdir()) == [
+        f"iteration_{n:06d}" for n in range(1, ITERATIONS + 1)
+    ]
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+    saved = rllib_model.load(out / "checkpoints" / f"iteration_{ITERATIONS:06d}")[0].state_dict()
+    final = rllib_model.load(out)[0].state_dict()
+    assert all(torch.equal(saved[name], final[name]) for name in final)  # the last checkpoint is the module
+
+
+def test_a_signal_stops_after_the_iteration_and_resume_by_folder_goes_on(tmp_path):
+    """SIGINT after the first checkpoint: the run stops after its current iteration with a checkpoint, one
+    line and exit 130; ``--out DIR --resume`` alone trains the remaining iterations of the run's own
+    --iterations from the checkpoint's weights (with nothing left to train, they are the module it writes;
+    RLlib's optimizer state and counters are not kept: see train_rllib.py)."""
+    import signal
+    import time
+
+    out = tmp_path / "rllib"
+    total = 6
+    arguments = [*TRAIN, "--iterations", str(total), "--num-env-runners", "0", "--out", str(out)]
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    environment = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
+    process = subprocess.Popen(
+        [sys.executable, *arguments],
+        cwd=REPO,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 400
+    first = out / "checkpoints" / "iteration_000001"
+    while time.time() < deadline and not first.exists() and process.poll() is None:
+        time.sleep(0.2)
+    assert first.exists(), process.communicate()[1][-3000:]
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 130, stderr[-3000:]
+    stopped = json.loads((out / "run.json").read_text())["stopped"]["checkpoint_iteration"]
+    assert 1 <= stopped < total
+    assert stderr.strip().splitlines()[-1] == (
+        f"SIGINT stopped the run after iteration {stopped} (checkpoint of iteration {stopped} kept); "
+        f"go on with: python train_rllib.py --out {out} --resume"
+    )
+    resumed = run(["train_rllib.py", "--out", str(out), "--resume"], timeout=400)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resuming after iteration {stopped}" in resumed.stderr
+    rows = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
+    assert [row["iteration"] for row in rows] == list(range(1, total + 1))
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+    assert (out / rllib_model.MODEL_FILE).exists()
+    again = run(["train_rllib.py", "--out", str(out), "--resume"], timeout=400)
+    assert again.returncode == 0, again.stderr[-3000:]  # nothing left to train: the module is the checkpoint's
+    saved = rllib_model.load(out / "checkpoints" / f"iteration_{total:06d}")[0].state_dict()
+    written = rllib_model.load(out)[0].state_dict()
+    assert all(torch.equal(saved[name], written[name]) for name in saved)

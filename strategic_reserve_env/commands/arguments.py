@@ -1,0 +1,79 @@
+"""A command line generated from a settings dataclass: an option per field, its help the field's docstring.
+
+``train`` and ``train-rllib`` keep their settings in one dataclass each, with a docstring under every field
+(the cleanrl shape); :func:`parser` turns it into an ``argparse`` parser, and :func:`given` reads back the
+options given on the command line only (by field name), so a command can tell a default from a choice
+(``train --resume`` takes the run's own settings and refuses to change most of them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import textwrap
+import types
+import typing
+from dataclasses import MISSING, fields
+
+
+def field_docs(cls) -> dict[str, str]:
+    """The docstring under each field of the dataclass ``cls``, as one paragraph (read from its source)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for node, after in zip(body, body[1:], strict=False):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def _option_type(hint) -> tuple[type, bool]:
+    """The type argparse converts one value to, and whether the option takes several (a tuple field)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(kind for kind in typing.get_args(hint) if kind is not type(None))
+    if typing.get_origin(hint) is tuple:
+        return typing.get_args(hint)[0], True
+    return hint, False
+
+
+def parser(cls, prog: str | None, description: str) -> argparse.ArgumentParser:
+    """An ``argparse`` parser with an option per field of the dataclass ``cls`` (``n_envs`` -> ``--n-envs``;
+    a bool field -> ``--x`` / ``--no-x``; a tuple field takes several values); no option has a default in the
+    namespace (:func:`given`)."""
+    result = argparse.ArgumentParser(
+        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    hints, docs = typing.get_type_hints(cls), field_docs(cls)
+    for field in fields(cls):
+        default = field.default if field.default is not MISSING else None
+        shown = " ".join(map(str, default)) if isinstance(default, tuple) else default
+        help_text = f"{docs.get(field.name, '')} (default: {shown})".replace("%", "%%")
+        name = "--" + field.name.replace("_", "-")
+        kind, several = _option_type(hints[field.name])
+        if kind is bool:
+            result.add_argument(name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
+        else:
+            metavar = {int: "N", float: "X"}.get(kind, "TEXT")
+            result.add_argument(
+                name,
+                type=kind,
+                nargs="+" if several else None,
+                default=argparse.SUPPRESS,
+                metavar=metavar,
+                help=help_text,
+            )
+    return result
+
+
+def given(cls, argv: list[str] | None, prog: str | None, description: str) -> dict:
+    """The options of ``argv`` (default ``sys.argv[1:]``) by field name, only those given (a tuple field as a
+    tuple); argparse's usage error (exit status 2) for an unknown option or a value of the wrong type."""
+    values = vars(parser(cls, prog, description).parse_args(argv))
+    return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}

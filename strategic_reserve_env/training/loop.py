@@ -1,0 +1,310 @@
+"""The training run, top to bottom: :func:`run`.
+
+The learner (sb3-contrib's MaskablePPO) plays ``n_envs`` games in one engine batch
+(:class:`~strategic_reserve_env.sb3_env.StrategicReserveVecEnv`); each game draws its opponent when it starts
+from the pool (:mod:`.pool`). A callback adds snapshots of the learner to the pool, runs the periodic
+evaluations, logs win rates and writes checkpoints (:mod:`.checkpoint`) after an update. SIGINT and SIGTERM
+stop the run after the current update, with a checkpoint (:class:`~.signals.Signals`); a second signal
+stops it at once. At the end: the last checkpoint, the model (``model.safetensors``, and SB3's ``model.zip``) and the
+final paired-dice evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from sb3_contrib import MaskablePPO
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import VecMonitor
+
+from strategic_reserve_env import outputs
+from strategic_reserve_env.agents.networks import BoardCNN
+from strategic_reserve_env.agents.policy_file import save_policy
+from strategic_reserve_env.agents.ppo import PPOAgent
+from strategic_reserve_env.config import Config
+from strategic_reserve_env.evaluation import tournament
+from strategic_reserve_env.progress import Progress
+from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
+
+from . import checkpoint
+from .distillation import distill_policy
+from .folder import MAY_CHANGE, NOT_SETTINGS, set_status, start
+from .pool import OpponentPool
+from .settings import TrainSettings, option
+from .signals import Signals, StopNow, Stopped
+
+
+class TimedVecEnv(StrategicReserveVecEnv):
+    """The VecEnv, counting the seconds spent inside it (for the env / update split)."""
+
+    seconds = 0.0
+
+    def reset(self):
+        start = time.perf_counter()
+        result = super().reset()
+        self.seconds += time.perf_counter() - start
+        return result
+
+    def step_wait(self):
+        start = time.perf_counter()
+        result = super().step_wait()
+        self.seconds += time.perf_counter() - start
+        return result
+
+
+def initial_schedule(settings: TrainSettings, steps: int) -> dict[str, float]:
+    """Steps of the first snapshot, evaluation and checkpoint of a run starting at ``steps``."""
+    return {
+        "snapshot": steps + settings.snapshot_every,
+        "eval": steps + settings.eval_every if settings.eval_every else float("inf"),
+        "checkpoint": steps + settings.checkpoint_every,
+    }
+
+
+class TrainingCallback(BaseCallback):
+    """Progress, win rates per opponent, snapshots, periodic evaluation, checkpoints and stops on a signal.
+
+    ``schedule`` holds the steps of the next snapshot, evaluation and checkpoint (from the checkpoint on
+    resume, so a resumed run keeps the same schedule). A checkpoint falls due during a rollout and is
+    written at the start of the next one, after the PPO update on the rollout; so is the checkpoint of a
+    stop asked for by a signal, after which the callback raises :class:`Stopped`.
+    """
+
+    def __init__(self, settings, pool, env, out: Path, run_id: str, signals: Signals, schedule=None) -> None:
+        super().__init__()
+        self.settings, self.pool, self.env, self.out, self.run_id = settings, pool, env, out, run_id
+        self.signals = signals
+        self.schedule = dict(schedule) if schedule else {}
+        self.outcomes: dict[str, list[int]] = {}
+        self.progress: Progress | None = None
+        self.checkpoint_due = False
+        self.collecting_since = 0.0
+        self.seconds = {"collecting": 0.0, "evaluating and checkpointing": 0.0}  # wall time split
+
+    def _on_training_start(self) -> None:
+        s, steps = self.settings, self.model.num_timesteps
+        self.progress = Progress(s.total_steps, "step", description="train", initial=steps, enabled=s.progress)
+        self.schedule = initial_schedule(s, steps) | self.schedule
+        if not s.eval_every:
+            self.schedule["eval"] = float("inf")
+
+    def _on_step(self) -> bool:
+        for info in self.locals["infos"]:
+            if "opponent" in info:
+                kind = info["opponent"].split("@")[0]
+                self.outcomes.setdefault(kind, [0, 0])[0] += int(info["learner_won"])
+                self.outcomes[kind][1] += 1
+        self.progress.update(self.training_env.num_envs)
+        steps, schedule = self.num_timesteps, self.schedule
+        if steps >= schedule["snapshot"] and self.pool.self_weight > 0:
+            self.pool.add_snapshot(self.model.policy, f"self@{steps}")
+            self.env.games.set_opponents(*self.pool.members())
+            schedule["snapshot"] += self.settings.snapshot_every
+        start = time.perf_counter()
+        if steps >= schedule["eval"]:
+            self._evaluate(steps)
+            schedule["eval"] += self.settings.eval_every
+        if steps >= schedule["checkpoint"]:
+            self.checkpoint_due = True
+            schedule["checkpoint"] += self.settings.checkpoint_every
+        self.seconds["evaluating and checkpointing"] += time.perf_counter() - start
+        return True
+
+    def _on_rollout_start(self) -> None:
+        self.collecting_since = time.perf_counter()
+        stop = self.signals.requested
+        if self.checkpoint_due or stop is not None:  # the update on the last rollout is done: a run goes on here
+            checkpoint.save(self.model, self.env, self.pool, self.schedule, self.settings, self.out, self.run_id)
+            self.checkpoint_due = False
+            self.seconds["evaluating and checkpointing"] += time.perf_counter() - self.collecting_since
+        if stop is not None:
+            raise Stopped(stop, self.model.num_timesteps)
+
+    def _on_rollout_end(self) -> None:
+        self.seconds["collecting"] += time.perf_counter() - self.collecting_since
+        for kind, (wins, games) in self.outcomes.items():
+            self.logger.record(f"win_rate/{kind}", wins / games)
+        self.outcomes = {}
+        self.logger.record("env/seconds_in_env", self.env.seconds)
+
+    def _evaluate(self, steps: int) -> None:
+        learner = PPOAgent(self.model.policy, "ppo", deterministic=True)
+        settings = tournament.Settings(
+            agents=[], games=self.settings.eval_games, seed=self.settings.seed + 1, progress=False
+        )
+        for opponent in ("random", "greedy"):
+            pairing = tournament.play_pairing(learner, opponent, settings)
+            self.logger.record(f"eval/score_vs_{opponent}", pairing.score)
+            interval = tournament.format_interval(pairing.interval())
+            self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} {interval}")
+
+    def _on_training_end(self) -> None:
+        self.progress.close()
+
+
+def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
+    """A fresh MaskablePPO learner (the settings' PPO names are SB3's own)."""
+    policy_kwargs: dict = {"net_arch": list(settings.net_arch)}
+    if settings.features == "cnn":
+        policy_kwargs |= {
+            "features_extractor_class": BoardCNN,
+            "features_extractor_kwargs": {"channels": settings.cnn_channels},
+        }
+    return MaskablePPO(
+        "MlpPolicy",
+        env,
+        learning_rate=settings.learning_rate,
+        n_steps=settings.n_steps,
+        batch_size=settings.batch_size,
+        n_epochs=settings.n_epochs,
+        gamma=settings.gamma,
+        gae_lambda=settings.gae_lambda,
+        clip_range=settings.clip_range,
+        ent_coef=settings.ent_coef,
+        policy_kwargs=policy_kwargs,
+        tensorboard_log=str(out / "tb"),
+        seed=settings.seed,
+        device=settings.device,
+        verbose=0,
+    )
+
+
+def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
+    """``ValueError`` naming the first training-defining setting in which ``settings`` differ from the
+    ``saved`` ones of a checkpoint, or a --total-steps below the ``steps`` already trained."""
+    for name, value in asdict(settings).items():
+        now = list(value) if isinstance(value, tuple) else value
+        if name not in MAY_CHANGE + NOT_SETTINGS and saved.get(name) != now:
+            raise ValueError(
+                f"--resume: the checkpoint was trained with {option(name)} {saved.get(name)}, not {now} "
+                f"(the run's settings.json was changed)"
+            )
+    if settings.total_steps < steps:
+        raise ValueError(f"--resume: --total-steps {settings.total_steps} is below the {steps:,} steps already trained")
+
+
+def continue_from(saved: dict, settings: TrainSettings, model, env, pool) -> dict[str, float]:
+    """Load the checkpoint ``saved`` into the learner, the pool, the games and the generators after
+    :func:`check_resumable`; returns its schedule. ``ValueError`` if it does not fit."""
+    check_resumable(json.loads(saved["settings"]), settings, saved["steps"])
+    try:
+        return checkpoint.load_into(saved, model, env, pool)
+    except (KeyError, TypeError, AttributeError, RuntimeError, ValueError, IndexError) as error:
+        raise ValueError(
+            f"--resume: the checkpoint of step {saved['steps']} is malformed "
+            f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
+        ) from None
+
+
+def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[tournament.Pairing]:
+    """Paired-dice evaluation against random and greedy, written beside the model."""
+    learner = PPOAgent(model.policy, f"ppo:{out / 'model.safetensors'}", deterministic=True)
+    eval_settings = tournament.Settings(
+        agents=[learner.name, "random", "greedy"],
+        games=settings.final_eval_games,
+        seed=settings.seed + 2,
+        progress=False,
+    )
+    pairings = [tournament.play_pairing(learner, opponent, eval_settings) for opponent in ("random", "greedy")]
+    ratings = tournament.bradley_terry(eval_settings.agents, pairings)
+    tournament.write_outputs(
+        out, eval_settings, pairings, ratings, stem="evaluation", plot=False, extra={"training": asdict(settings)}
+    )
+    return pairings
+
+
+def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
+    """One line: the shares of the wall time spent in the environment, the learner's rollout steps,
+    the PPO update, and evaluations and checkpoints (which run during the rollouts)."""
+    side = measured["evaluating and checkpointing"]
+    parts = {
+        "environment": in_env,
+        "learner forward passes and rollout buffer": measured["collecting"] - in_env - side,
+        "PPO update": total - measured["collecting"],
+        "evaluations and checkpoints": side,
+    }
+    return "wall time: " + ", ".join(f"{name} {100 * value / max(total, 1e-9):.1f} %" for name, value in parts.items())
+
+
+def run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, saved: dict | None, again: str) -> int:
+    """The run in ``out`` (locked, owned by run ``run_id``), from the checkpoint ``saved`` if given; ``again``:
+    the command line that resumes it (for the line a signal prints). Returns the exit status: 0, or
+    128 + the signal's number when a signal stopped it."""
+    start(out, settings)
+    with Signals() as signals:
+        try:
+            return _run(settings, pool, out, run_id, saved, signals)
+        except (Stopped, StopNow) as stop:
+            steps = checkpoint.checkpoint_steps(out, run_id)
+            where = f"at step {stop.steps:,}" if isinstance(stop, Stopped) else "at once"
+            if steps:
+                kept = f"checkpoint of step {steps[-1]:,} kept"
+            elif (out / "distillation").is_dir():
+                kept = "the distillation's labels and fit so far kept"
+            else:
+                kept = "no checkpoint yet"
+            set_status(out, "interrupted", stopped={"signal": str(stop), "checkpoint_steps": steps[-1] if steps else 0})
+            print(f"\n{stop} stopped the run {where} ({kept}); go on with: {again}", file=sys.stderr, flush=True)
+            return 128 + stop.signum
+        except BaseException as error:
+            set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
+            raise
+
+
+def _run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, saved: dict | None, signals) -> int:
+    torch.set_num_threads(settings.threads)
+    env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
+    model = build_model(settings, VecMonitor(env), out)
+    schedule = None
+    if saved is not None:
+        schedule = continue_from(saved, settings, model, env, pool)
+        print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
+    else:
+        if settings.distill_games:
+            distill_policy(model.policy, settings, out)
+            save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
+        if pool.self_weight > 0:
+            pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
+    env.games.set_opponents(*pool.members())
+
+    start, steps_before = time.perf_counter(), model.num_timesteps
+    remaining = settings.total_steps - model.num_timesteps
+    callback = TrainingCallback(settings, pool, env, out, run_id, signals, schedule)
+    if remaining > 0:
+        signals.at_once = False  # from here a signal stops the run after the current update
+        try:
+            model.learn(remaining, callback=callback, reset_num_timesteps=saved is None, tb_log_name="ppo")
+        finally:
+            signals.at_once = True
+            if callback.progress is not None:
+                callback.progress.close()
+    seconds = time.perf_counter() - start
+    steps_done = model.num_timesteps - steps_before
+    if steps_done:
+        checkpoint.save(model, env, pool, callback.schedule, settings, out, run_id)
+    if signals.requested is not None:  # it came during the last update: the run is trained, not evaluated
+        raise Stopped(signals.requested, model.num_timesteps)
+    with outputs.atomic(out / "model.zip") as handle:  # SB3's own save, through the same atomic path
+        model.save(handle)
+    save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
+    if steps_done:
+        print(
+            f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
+            f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment",
+            flush=True,
+        )
+        print(time_split(seconds, env.seconds, callback.seconds), flush=True)
+
+    pairings = final_evaluation(model, settings, out)
+    print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
+    print(
+        f"wrote {out / 'model.safetensors'} (agent spec ppo:{out / 'model.safetensors'}), {out / 'model.zip'} "
+        f"(SB3), {out / 'evaluation.json'}, {out / 'evaluation.md'}"
+    )
+    set_status(out, "complete", steps=model.num_timesteps)
+    return 0

@@ -1,0 +1,301 @@
+"""The settings of a training run, checked when made: one dataclass, a docstring per field.
+
+:class:`TrainSettings` checks itself in ``__post_init__`` (types, ranges, finite floats, the opponent
+mixture, the memory its sizes will allocate), without touching the disk or loading an agent: the command
+loads the agents and checks ``--out`` after it. :func:`check_ppo` holds the PPO hyperparameters' checks
+that ``train`` and ``train-rllib`` share (one name each: ``learning_rate``, ``n_epochs``, ``clip_range``,
+``ent_coef``, ``gamma``, ``gae_lambda``; each library's own names are given at its call).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import types
+import typing
+from dataclasses import dataclass, fields
+
+from strategic_reserve_env.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.outcome import REWARDS
+
+FEATURES = ("mlp", "cnn")
+MAX_SEED = 2**32 - 1  # SB3 seeds numpy's global generator, which takes 32-bit seeds
+OBSERVATION_SIZE = math.prod(OBSERVATION_SHAPE)  # 324 planes' cells, float32 in SB3's rollout buffer
+ACTIONS = 36
+DECISIONS_PER_GAME = 40  # an upper bound of the expert's decisions in a distillation game (about 13 on average)
+
+
+def option(name: str) -> str:
+    """The command-line option of a field: ``n_envs`` -> ``--n-envs``."""
+    return "--" + name.replace("_", "-")
+
+
+def check_types(settings) -> None:
+    """``ValueError`` naming the first field of the dataclass ``settings`` whose value is not of its annotated
+    type (an ``int`` field takes no bool or float; a ``float`` field takes an int): settings read back from a
+    file are checked like those of the command line."""
+    hints = typing.get_type_hints(type(settings))
+    for field in fields(settings):
+        value, hint = getattr(settings, field.name), hints[field.name]
+        allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        if not any(_is(value, kind) for kind in allowed):
+            raise ValueError(f"{option(field.name)} must be {hint}, got {value!r:.60}")
+
+
+def _is(value, kind) -> bool:
+    if kind is type(None):
+        return value is None
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if typing.get_origin(kind) is tuple:
+        return isinstance(value, tuple) and all(_is(item, typing.get_args(kind)[0]) for item in value)
+    return isinstance(value, kind)
+
+
+def check_range(name: str, value: float, low: float, high: float = math.inf, *, open_low: bool = False) -> None:
+    """``ValueError`` unless ``value`` is finite and in [low, high] ((low, high] with ``open_low``)."""
+    if not math.isfinite(value) or value < low or value > high or (open_low and value == low):
+        interval = f"{'(' if open_low else '['}{_number(low)}, {_number(high)}]" if math.isfinite(high) else None
+        bound = interval or (f"> {_number(low)}" if open_low else f">= {_number(low)}")
+        raise ValueError(f"{option(name)} must be {'in ' if interval else ''}{bound}, got {value!r:.40}")
+
+
+def _number(value: float) -> str:
+    return str(value) if isinstance(value, int) or value.is_integer() and abs(value) < 2**53 else f"{value:g}"
+
+
+def check_ppo(settings) -> None:
+    """The checks of the PPO hyperparameters both training commands have, under the same names."""
+    check_range("learning_rate", settings.learning_rate, 0, 1, open_low=True)
+    check_range("n_epochs", settings.n_epochs, 1)
+    check_range("gamma", settings.gamma, 0, 1, open_low=True)
+    check_range("gae_lambda", settings.gae_lambda, 0, 1)
+    check_range("clip_range", settings.clip_range, 0, 1, open_low=True)
+    check_range("ent_coef", settings.ent_coef, 0)
+
+
+def opponent_mixture(text: str) -> list[tuple[str, float]]:
+    """'random:1,greedy:2,self:1' -> [(name, weight), ...], the weights finite, >= 0 and with a finite positive
+    sum (a real distribution once normalised); ``ValueError`` naming ``--opponents`` otherwise. The names are
+    not loaded here (:mod:`.pool` does)."""
+    mixture = []
+    for item in filter(None, text.split(",")):
+        name, _, weight = item.rpartition(":")
+        try:
+            value = float(weight)
+        except ValueError:
+            raise ValueError(f"--opponents: {item!r:.60} is not name:weight") from None
+        if not name or not math.isfinite(value) or value < 0:
+            raise ValueError(
+                f"--opponents: the weight of {name!r:.60} must be a finite number >= 0, got {weight!r:.20}"
+            )
+        mixture.append((name, value))
+    total = sum(weight for _, weight in mixture)
+    if not mixture or not 0 < total < math.inf:
+        raise ValueError(
+            f"--opponents needs at least one positive weight, and weights with a finite sum, got {text!r:.80}"
+        )
+    return mixture
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """Settings of a training run (every field is a command-line option)."""
+
+    total_steps: int = 0
+    """PPO: learner decisions to train on (environment steps, summed over the games); 0: no PPO, the
+    distilled network is the model. PPO after the distillation lost strength in our measurements (see
+    models/README.md), so it is off by default; from scratch (--distill-games 0) give it millions."""
+    n_envs: int = 512
+    """Games played at once in one engine batch."""
+    n_steps: int = 32
+    """Steps per game between two PPO updates (the rollout is n_envs * n_steps)."""
+    batch_size: int = 4096
+    """Minibatch size of the PPO update."""
+    n_epochs: int = 4
+    """Passes over each rollout."""
+    learning_rate: float = 3e-4
+    """Adam learning rate, in (0, 1]."""
+    gamma: float = 0.995
+    """Discount, in (0, 1]; games end with +1 or -1 after about 15 learner decisions."""
+    gae_lambda: float = 0.95
+    """GAE lambda, in [0, 1]."""
+    clip_range: float = 0.2
+    """PPO clip range, in (0, 1]."""
+    ent_coef: float = 0.01
+    """Entropy bonus (>= 0)."""
+    net_arch: tuple[int, ...] = (256, 256)
+    """Hidden layers of the policy and value networks."""
+    features: str = "mlp"
+    """Input network: "mlp" (flattened planes) or "cnn" (3x3 convolutions, agents/networks.py)."""
+    cnn_channels: int = 32
+    """Channels of the convolutions when --features cnn."""
+    opponents: str = "random:1,greedy:3,self:1"
+    """Opponent mixture, name:weight; names are agent specs or "self" (snapshots of the learner)."""
+    snapshot_every: int = 500_000
+    """Steps between two snapshots of the learner added to the pool."""
+    max_snapshots: int = 4
+    """Snapshots kept in the pool (the oldest leave first); at least 1 (no self-play: give "self" weight 0)."""
+    eval_every: int = 1_000_000
+    """Steps between evaluations against random and greedy (0: none)."""
+    eval_games: int = 400
+    """Games per opponent in a periodic evaluation (paired dice)."""
+    final_eval_games: int = 2000
+    """Games per opponent in the final evaluation (paired dice)."""
+    checkpoint_every: int = 500_000
+    """Steps between checkpoints (a resumed run loses at most this much; a signal writes one too)."""
+    reward: str = "outcome"
+    """The learner's reward: "outcome" (+1 win, -1 loss) or "luck_adjusted" (the outcome minus the learner's
+    luck in the rolls since its decision, under the reserve-race model: the same expected return, less variance;
+    strategic_reserve_env.outcome)."""
+    seed: int = 0
+    """Seed of the dice, the opponents, the seats and the network."""
+    out: str = "runs/ppo"
+    """Output directory: the run's folder (its settings, checkpoints, model and evaluation)."""
+    device: str = "cpu"
+    """Torch device."""
+    threads: int = 1
+    """Torch CPU threads, at most the machine's cores (on shared cores a second thread waits more than it
+    computes)."""
+    resume: bool = False
+    """Continue the run in --out from its last checkpoint, with the settings it was started with (its
+    settings.json); only --total-steps, the evaluation and checkpoint cadence, --threads, --device and
+    --progress may be given again, to change them. The resumed run makes the same games and updates as one
+    that never stopped."""
+    restart: bool = False
+    """Start over in an --out that holds another run: its run file, settings, checkpoints and results go first."""
+    progress: bool = True
+    """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
+    distill_games: int = 10_000
+    """Distillation before PPO: games (even) the expert plays against each of --distill-opponents, its
+    decisions labelled with its move values for a supervised fit of the network (0: none, PPO from scratch)."""
+    distill_expert: str = "expectimax:depth=2"
+    """The agent imitated; it must offer move_values(observations, masks, rng) (expectimax does; the rollout
+    agent too, for expert iteration: rollout:rollouts=64,width=6)."""
+    distill_opponents: str = "greedy,expectimax:depth=2"
+    """Comma-separated agent specs the expert plays against while its decisions are labelled."""
+    distill_explore: float = 0.1
+    """Probability that the expert plays a random legal square instead (labels stay its own choice)."""
+    distill_temperature: float = 0.0
+    """0: the target is the expert's choice; > 0: softmax of its move values at this temperature."""
+    distill_epochs: int = 10
+    """Passes of the supervised fit over the labelled decisions."""
+    distill_batch_size: int = 1024
+    """Decisions per gradient step of the supervised fit."""
+    distill_learning_rate: float = 1e-3
+    """Adam learning rate of the supervised fit (decayed linearly to 0), in (0, 1]."""
+    distill_value_weight: float = 0.5
+    """Weight of the value head's squared error (against the game's outcome) in the supervised loss."""
+
+    def __post_init__(self) -> None:
+        """``ValueError`` (one line naming the option) for the first bad setting: nothing is written, loaded or
+        trained before every setting has passed."""
+        check_types(self)
+        for name in ("total_steps", "distill_games", "eval_every"):
+            check_range(name, getattr(self, name), 0)
+        for name in ("n_envs", "n_steps", "snapshot_every", "max_snapshots", "checkpoint_every", "cnn_channels"):
+            check_range(name, getattr(self, name), 1)
+        for name in ("distill_epochs", "distill_batch_size"):
+            check_range(name, getattr(self, name), 1)
+        check_range("threads", self.threads, 1, os.cpu_count() or 1)
+        check_range("batch_size", self.batch_size, 2)  # PPO normalises advantages over each minibatch
+        if self.n_envs * self.n_steps < 2:
+            raise ValueError(
+                f"--n-envs times --n-steps must be >= 2 (a rollout of one step has no advantage spread), "
+                f"got {self.n_envs} x {self.n_steps}"
+            )
+        check_ppo(self)
+        if self.distill_games % 2:
+            raise ValueError(
+                f"--distill-games must be even (each opponent is met as Red and as Blue), got {self.distill_games}"
+            )
+        check_range("distill_explore", self.distill_explore, 0, 1)
+        check_range("distill_temperature", self.distill_temperature, 0)
+        check_range("distill_learning_rate", self.distill_learning_rate, 0, 1, open_low=True)
+        check_range("distill_value_weight", self.distill_value_weight, 0)
+        if self.distill_games and not any(filter(None, self.distill_opponents.split(","))):
+            raise ValueError(f"--distill-opponents needs at least one agent spec, got {self.distill_opponents!r:.80}")
+        if self.reward not in REWARDS:
+            raise ValueError(f"--reward must be one of {', '.join(REWARDS)}, got {self.reward!r:.40}")
+        for name in ("eval_games", "final_eval_games"):
+            games = getattr(self, name)
+            if games < 2 or games % 2:
+                raise ValueError(f"{option(name)} must be an even number >= 2 (paired dice), got {games}")
+        if any(size < 1 for size in self.net_arch):
+            raise ValueError(f"--net-arch sizes must be >= 1, got {list(self.net_arch)}")
+        if self.features not in FEATURES:
+            raise ValueError(f"--features must be one of {', '.join(FEATURES)}, got {self.features!r:.40}")
+        check_range("seed", self.seed, 0, MAX_SEED)
+        self._check_device()
+        if not self.distill_games and not self.total_steps:
+            raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
+        if self.resume and self.restart:
+            raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
+        if not self.out:
+            raise ValueError("--out must name a folder, got ''")
+        opponent_mixture(self.opponents)
+        check_memory(self)
+
+    def _check_device(self) -> None:
+        import torch
+
+        try:
+            device = torch.device(self.device)
+        except RuntimeError:
+            raise ValueError(f"--device {self.device!r:.40} is not a torch device (e.g. cpu, cuda)") from None
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"--device {self.device}: this torch build or machine has no CUDA device")
+
+
+def memory_needed(settings: TrainSettings) -> dict[str, float]:
+    """Bytes the run will allocate, roughly (within a small factor, from above), per setting that sizes it:
+    the network (its weights, gradients, Adam's two moments, the snapshots and the copies of a checkpoint),
+    SB3's rollout buffer (float32 observations and six float32 numbers per step, the masks), the games and
+    their observations, the minibatch's activations, and the distillation's labelled decisions."""
+    widths = [*settings.net_arch]
+    if settings.features == "cnn":
+        channels = settings.cnn_channels
+        features = 256  # BoardCNN's features_dim
+        extractor = 9 * OBSERVATION_SHAPE[2] * channels + 2 * 9 * channels * channels + channels * 36 * features
+        inputs = features
+    else:
+        extractor, inputs = 0, OBSERVATION_SIZE
+    sizes = [inputs, *widths]
+    mlp = sum(a * b + b for a, b in zip(sizes, sizes[1:], strict=False)) * 2 + widths[-1] * (ACTIONS + 1)
+    parameters = extractor + mlp
+    network = 4.0 * parameters * (6 + settings.max_snapshots)
+    per_step = 4 * OBSERVATION_SIZE + ACTIONS + 4 * 8
+    activations = settings.batch_size * (4.0 * (sum(widths) * 2 + OBSERVATION_SIZE) * 3)
+    if settings.features == "cnn":
+        activations += settings.batch_size * 4.0 * settings.cnn_channels * 36 * 3 * 3
+    opponents = len(list(filter(None, settings.distill_opponents.split(","))))
+    decisions = settings.distill_games * opponents * DECISIONS_PER_GAME
+    return {
+        "--net-arch" if settings.features == "mlp" else "--cnn-channels": network,
+        "--n-envs x --n-steps (the rollout buffer)": float(settings.n_envs) * settings.n_steps * per_step,
+        "--n-envs (the games)": 4096.0 * settings.n_envs,
+        "--batch-size (the minibatch's activations)": activations,
+        "--distill-games (the labelled decisions)": decisions * (OBSERVATION_SIZE + 3 * 4 * ACTIONS + 16.0),
+    }
+
+
+def physical_memory() -> float:
+    """Bytes of this machine's memory (``inf`` where the system does not say)."""
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+def check_memory(settings: TrainSettings) -> None:
+    """``ValueError`` naming the setting that takes most when :func:`memory_needed` exceeds the memory."""
+    parts = memory_needed(settings)
+    total, available = sum(parts.values()), physical_memory()
+    if total > available:
+        name, largest = max(parts.items(), key=lambda item: item[1])
+        raise ValueError(
+            f"{name}: these settings would allocate about {total / 2**30:,.1f} GiB ({largest / 2**30:,.1f} GiB for "
+            f"{name.split(' ')[0]}), more than this machine's {available / 2**30:,.1f} GiB of memory"
+        )
