@@ -56,15 +56,14 @@ class PPOAgent:
                 f"without it (drop ,trust={trust})"
             )
         options = ("" if deterministic else ",deterministic=false") + (f",trust={trust}" if trust else "")
-        try:
-            if path.suffix == ".zip":
-                policy = _load_pickled_zip(path, trust)
-            else:
-                from .policy_file import load_policy
+        # without torch (the train extra) this raises ModuleNotFoundError, which load_agent turns into one line
+        # naming the extra
+        if path.suffix == ".zip":
+            policy = _load_pickled_zip(path, trust)
+        else:
+            from .policy_file import load_policy
 
-                policy, _ = load_policy(path)
-        except ImportError as error:  # pragma: no cover - depends on the installation
-            raise ValueError(f"the ppo agent needs {error.name}: pip install -e '.[train]'") from error
+            policy, _ = load_policy(path)
         return cls(policy, f"{label or f'ppo:{path}'}{options}", deterministic)
 
     def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:

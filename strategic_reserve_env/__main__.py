@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from strategic_reserve_env.extras import needs_extra
+
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
 
 
@@ -45,13 +47,18 @@ COMMANDS: dict[str, Command] = {
         "strategic_reserve_env.commands.train_rllib:main",
     ),
     "replay": Command(
-        "print the trace of a game record (docs/RULES.md format)", "strategic_reserve_env.commands.replay:main"
+        "print the trace of a game record (the format: strategic-reserve rules)",
+        "strategic_reserve_env.commands.replay:main",
     ),
     "bench": Command("plies per second of uniformly random legal play", "strategic_reserve_env.commands.bench:main"),
     "play": Command("play against an agent in the terminal", "strategic_reserve_env.commands.play:main"),
     "analyse": Command(
         "the luck of every roll and the error of every placement of a game record",
         "strategic_reserve_env.commands.analyse:main",
+    ),
+    "rules": Command(
+        "print the rules, the notation and the record format (ply numbers included)",
+        "strategic_reserve_env.commands.rules:main",
     ),
 }
 
@@ -65,7 +72,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         usage=f"{prog} [-h] [--version] COMMAND [ARGS ...]",
-        description="Strategic Reserve: evaluate, benchmark and train agents, replay records, play a game.",
+        description="Strategic Reserve (a game by Mark Steere): evaluate, benchmark and train agents, replay and "
+        "analyse records, play a game, read the rules.",
         epilog=f"commands:\n{listing}\n\n{prog} COMMAND --help describes each one.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -86,6 +94,12 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         return COMMANDS[name].load()(rest, f"{prog} {name}")
     except BrokenPipeError:  # e.g. piped into head
         return 0
+    except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra
+        missing = needs_extra(error, f"{prog} {name}")
+        if missing is None:
+            raise
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

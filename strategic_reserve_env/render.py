@@ -13,6 +13,7 @@ import textwrap
 import numpy as np
 
 from .board import BOARD_SIZE
+from .extras import install_line
 from .game import Game
 from .scene import PALETTE, RGB, scene_of
 
@@ -145,7 +146,17 @@ def rgb_array(game: Game) -> np.ndarray:
     return image
 
 
-RENDER_MODES = ["human", "ansi", "rgb_array"]
+def _window_available() -> bool:
+    """pygame is installed (the ``render`` extra): ``render_mode="human"`` can open a window."""
+    from importlib.util import find_spec
+
+    return find_spec("pygame") is not None
+
+
+#: the render modes the envs offer: "human" only where pygame is installed, so that Gymnasium's and
+#: PettingZoo's checkers, which try every listed mode, pass without it
+RENDER_MODES = (["human"] if _window_available() else []) + ["ansi", "rgb_array"]
+HUMAN_NEEDS = f"render_mode='human' needs pygame, which is not installed: {install_line('render')}"
 RENDER_FPS = 2  # frames per second of render_mode="human" (the envs' metadata)
 
 
@@ -153,6 +164,8 @@ class Renderer:
     """Renders games in one ``render_mode`` for an env; owns the window of ``"human"``."""
 
     def __init__(self, mode: str | None, fps: int) -> None:
+        if mode == "human" and mode not in RENDER_MODES:
+            raise ValueError(HUMAN_NEEDS)
         if mode is not None and mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {mode!r}")
         self.mode, self.fps = mode, fps
@@ -189,7 +202,7 @@ class Window:
         try:
             import pygame
         except ImportError as error:  # pragma: no cover - depends on the installation
-            raise ImportError("render_mode='human' needs pygame: pip install pygame") from error
+            raise ImportError(HUMAN_NEEDS) from error
         self._pygame = pygame
         pygame.display.init()
         pygame.display.set_caption(title)

@@ -50,7 +50,7 @@ def test_scene_of_a_friendly_hit_and_the_placement_after_it():
     assert by_name["a1"].shade == "dark" and by_name["b1"].shade == "light"
     assert [(r.player, r.count, r.to_move) for r in view.reserves] == [("blue", 9, False), ("red", 7, True)]
     assert view.files == tuple("abcdef") and view.ranks == tuple("654321")
-    assert view.caption == "Ply 0, Red to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
+    assert view.caption == "Ply 1, Red to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
     assert view.legal_names == "e4, d5, f5, e6"
     assert all(np.isnan(s.heat) for s in view.squares)
     assert (
@@ -62,7 +62,7 @@ def test_scene_of_a_friendly_hit_and_the_placement_after_it():
     by_name = {square.name: square for square in view.squares}
     assert by_name["e4"].content == "red" and not by_name["e4"].captured and by_name["d5"].captured
     assert by_name["e5"].rolled and not any(s.legal for s in view.squares) and view.legal_names == ""
-    assert view.caption == "Ply 1, Blue to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
+    assert view.caption == "Ply 2, Blue to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
     assert [(r.player, r.count, r.to_move) for r in view.reserves] == [("blue", 9, True), ("red", 6, False)]
 
 
