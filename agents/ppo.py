@@ -121,7 +121,7 @@ def _load_pickled_zip(path: Path, trust: str | None):
         raise ValueError(
             f"{path} is an SB3 .zip: loading it unpickles its contents, which can run any code a crafted file "
             f"holds. Use its policy file instead (train.py writes model.safetensors beside model.zip; "
-            f"'python -m strategic_reserve_env.agents.policy_file convert {path}' converts a zip you trust), "
+            f"'strategic-reserve policy-file convert {path}' converts a zip you trust), "
             f"or opt in with "
             f"ppo:{path},trust={TRUST_PICKLE} if you trust where the file came from"
         )

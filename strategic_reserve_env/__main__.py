@@ -56,6 +56,26 @@ COMMANDS: dict[str, Command] = {
         "the luck of every roll and the error of every placement of a game record",
         "strategic_reserve_env.commands.analyse:main",
     ),
+    "skill": Command(
+        "the skill report: the ladder, the first-player advantage, the variants (docs/SKILL.md)",
+        "strategic_reserve_env.commands.skill:main",
+    ),
+    "headroom": Command(
+        "how much a placement can gain over greedy's (rollouts on common dice)",
+        "strategic_reserve_env.commands.headroom:main",
+    ),
+    "reference": Command(
+        "the reference score cards of docs/BENCHMARK.md (from the repository's root)",
+        "strategic_reserve_env.commands.reference:main",
+    ),
+    "policy-file": Command(
+        "show a PPO policy file's description, or convert a trusted SB3 .zip into one",
+        "strategic_reserve_env.commands.policy_file:main",
+    ),
+    "value-net": Command(
+        "the value agent's network: play games for its data, fit it",
+        "strategic_reserve_env.commands.value_net:main",
+    ),
     "rules": Command(
         "print the rules, the notation and the record format (ply numbers included)",
         "strategic_reserve_env.commands.rules:main",

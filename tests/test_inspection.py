@@ -21,7 +21,7 @@ from strategic_reserve_env import Game, records  # noqa: E402
 from strategic_reserve_env.board import SQUARE_INDEX  # noqa: E402
 from strategic_reserve_env.dice import GameDice  # noqa: E402
 from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_position  # noqa: E402
-from strategic_reserve_env.render import CELL, MARGIN, ansi, rgb_array, svg  # noqa: E402
+from strategic_reserve_env.render import ansi, frame_layout, rgb_array, svg  # noqa: E402
 from strategic_reserve_env.scene import PALETTE, scene_of  # noqa: E402
 
 from conftest import REPO, conformance_records  # noqa: E402
@@ -116,9 +116,13 @@ def _svg_marks(text: str) -> dict[str, set[str]]:
     return marks
 
 
+LAYOUT = frame_layout()  # the default frame's
+CELL = LAYOUT.cell
+
+
 def _pixel(image: np.ndarray, square, dx: int, dy: int) -> tuple[int, ...]:
     """The RGB pixel at (dx, dy) from the top-left corner of a scene square."""
-    x, y = MARGIN + square.column * CELL, square.row * CELL + 4
+    x, y = LAYOUT.square_origin(square.row, square.column)
     return tuple(int(v) for v in image[y + dy, x + dx])
 
 
@@ -144,7 +148,7 @@ def test_every_backend_draws_the_scene(seed):
             centre = "legal" if square.legal else square.shade if square.content == "empty" else square.content
             assert _pixel(image, square, CELL // 2, CELL // 2) == PALETTE[centre], where
             ring = square.content if square.content != "empty" else "captured" if square.captured else square.shade
-            assert _pixel(image, square, CELL // 2, CELL // 2 + 11) == PALETTE[ring], where
+            assert _pixel(image, square, CELL // 2, CELL // 2 + round(CELL * 0.3) - 1) == PALETTE[ring], where
             corner = "rolled" if square.rolled else square.shade
             assert _pixel(image, square, 1, 1) == PALETTE[corner], where
             i = square.index

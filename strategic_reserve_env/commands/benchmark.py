@@ -18,7 +18,7 @@ import argparse
 from strategic_reserve_env.agents import KNOWN_AGENTS
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.commands import evaluate
-from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL
+from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run the benchmark command (``argv``: its arguments, default ``sys.argv[1:]``)."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
-    # evaluate's --benchmark with none of the round robin's settings (the protocol fixes them)
-    unset = dict.fromkeys(evaluate.TOURNAMENT_ONLY)
-    return evaluate.benchmark_main(parser, argparse.Namespace(**vars(args), **unset, agents=[], benchmark=args.spec))
+    protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
+    return evaluate.run_benchmark_command(
+        parser, args.spec, protocol, args.benchmark_games, args.out, not args.no_progress, args.act_timeout
+    )
