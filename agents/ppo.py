@@ -48,7 +48,8 @@ class PPOAgent:
             raise ValueError(f"ppo: trust must be {TRUST_PICKLE!r} (to unpickle an SB3 .zip), got {trust!r}")
         if not path.is_file():
             raise ValueError(
-                f"ppo model not found: {path} (train one with train.py, or use the shipped model: spec 'ppo')"
+                f"ppo model not found: {path} (train one with strategic-reserve train, or use the shipped model: "
+                "spec 'ppo')"
             )
         if trust and path.suffix != ".zip":
             raise ValueError(
@@ -120,7 +121,7 @@ def _load_pickled_zip(path: Path, trust: str | None):
     if trust != TRUST_PICKLE:
         raise ValueError(
             f"{path} is an SB3 .zip: loading it unpickles its contents, which can run any code a crafted file "
-            f"holds. Use its policy file instead (train.py writes model.safetensors beside model.zip; "
+            f"holds. Use its policy file instead (strategic-reserve train writes model.safetensors beside model.zip; "
             f"'strategic-reserve policy-file convert {path}' converts a zip you trust), "
             f"or opt in with "
             f"ppo:{path},trust={TRUST_PICKLE} if you trust where the file came from"

@@ -92,13 +92,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         usage=f"{prog} [-h] [--version] COMMAND [ARGS ...]",
-        description="Strategic Reserve (a game by Mark Steere): evaluate, benchmark and train agents, replay and "
-        "analyse records, play a game, read the rules.",
+        description="Strategic Reserve (a game by Mark Steere): evaluate, benchmark and train agents,\n"
+        "replay and analyse game records, play a game, read the rules.",
         epilog=f"commands:\n{listing}\n\n{prog} COMMAND --help describes each one.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("command", metavar="COMMAND", choices=COMMANDS, help="one of: " + ", ".join(COMMANDS))
+    parser.add_argument("command", metavar="COMMAND", choices=COMMANDS, help="one of the commands below")
     return parser
 
 

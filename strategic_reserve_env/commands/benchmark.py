@@ -3,7 +3,7 @@
     strategic-reserve benchmark my_agent.py:act --out results/mine/
     strategic-reserve benchmark expectimax:depth=1 --benchmark-games 200   # a quick, non-conformant look
 
-The same as ``python evaluate.py --benchmark SPEC``: SPEC plays every member of
+The same as "python evaluate.py --benchmark SPEC" in a clone: SPEC plays every member of
 the panel with everything else fixed by the protocol (games, paired dice from a
 fixed seed, reserve, ply limit, batch), and a score card is printed; --out DIR
 writes benchmark.json and benchmark.md. Exit status: 0 done, 2 bad arguments or

@@ -3,7 +3,7 @@
     strategic-reserve policy-file show models/ppo_baseline.safetensors   # the description in the header
     strategic-reserve policy-file convert MODEL.zip [OUT.safetensors]   # an SB3 zip you trust -> a policy file
 
-``convert`` unpickles the zip: that is the one step that trusts it (the train extra).
+convert unpickles the zip: that is the one step that trusts it (the train extra).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Print the trace of a game record (the format: ``strategic-reserve rules``): one JSON line per ply.
+"""Print the trace of a game record (the format: strategic-reserve rules): one JSON line per ply.
 
     strategic-reserve replay game.json
     strategic-reserve replay - < game.json

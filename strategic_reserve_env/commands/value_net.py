@@ -1,4 +1,4 @@
-"""The value network of the ``value`` agent: play games for its data, fit it (the train extra).
+"""The value network of the value agent: play games for its data, fit it (the train extra).
 
 strategic-reserve value-net data --games 100000 --agents greedy greedy --out /tmp/values.npz
 strategic-reserve value-net fit /tmp/values.npz --out models/value_net.safetensors
