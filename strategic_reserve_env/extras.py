@@ -1,6 +1,6 @@
 """Which optional extra of ``strategic-reserve-env`` brings each library that the core does not install.
 
-The core needs numpy, Gymnasium and PettingZoo only. A command or an agent spec that needs more (scipy for
+The core needs numpy, Pillow, Gymnasium and PettingZoo only. A command or an agent spec that needs more (scipy for
 the evaluation's intervals, torch for the networks, ray for RLlib) says so in one line naming the extra to
 install, through :func:`needs_extra`, instead of a ``ModuleNotFoundError`` traceback.
 """
