@@ -12,7 +12,7 @@ ISTAMP := $(IVENV)/.installed
 TORCH ?= torch==2.13.0
 PIP := $(BIN)/python -m pip
 
-.PHONY: test test-core test-wheel test-integrations lint train bench install clean
+.PHONY: test test-core test-wheel test-integrations lint docs train bench install clean
 
 install: $(STAMP)
 
@@ -21,7 +21,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml constraints-cpu.txt | $(BIN)/python
 	$(PIP) install "$(TORCH)"
-	$(PIP) install -c constraints-cpu.txt -e ".[train,test]"
+	$(PIP) install -c constraints-cpu.txt -e ".[train,test,docs]"
 	touch $@
 
 $(IBIN)/python:
@@ -39,6 +39,11 @@ lint: $(STAMP)
 	$(BIN)/python -m ruff check .
 	$(BIN)/python -m ruff format --check .
 	$(BIN)/python -m mypy
+
+# the API reference site (mkdocs.yml): docstrings and docs/ as pages, every warning an error (a broken reference
+# or link fails); the site is written to site/
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 test-core: $(STAMP)
 	$(BIN)/python -m pytest -n 2
@@ -59,4 +64,4 @@ train: $(STAMP)
 	$(BIN)/python train.py --out runs/make-train --restart
 
 clean:
-	rm -rf $(VENV) $(IVENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(IVENV) build site *.egg-info .pytest_cache .hypothesis

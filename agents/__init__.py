@@ -44,6 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from strategic_reserve_env import models
+from strategic_reserve_env.board import clip
+from strategic_reserve_env.extras import needs_extra
 from strategic_reserve_env.policies import NamedPolicy, UniformRandomPolicy
 
 from .custom import (
@@ -190,7 +192,9 @@ KNOWN_AGENTS = ", ".join(entry.usage for entry in BUILT_IN.values())
 def load_agent(spec: str) -> NamedPolicy:
     """The agent named by ``spec`` (see the module docstring and :mod:`.custom` for the grammar);
     ``ValueError`` saying what is wrong (unknown name, bad option, module or file not found, missing
-    attribute, wrong signature), listing the known agents for an unknown name."""
+    attribute, wrong signature), listing the known agents for an unknown name; for a built-in agent whose
+    library is not installed, :class:`~strategic_reserve_env.extras.MissingExtraError` (a ``ValueError`` and an
+    ``ImportError``) naming the extra to install."""
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(
             f"an agent spec must be a non-empty string; known agents: {KNOWN_AGENTS}; your own agent: {USER_SPEC_FORMS}"
@@ -199,7 +203,13 @@ def load_agent(spec: str) -> NamedPolicy:
     if is_user_spec(name):
         return load_user_agent(spec)
     if name in BUILT_IN:
-        return BUILT_IN[name].load(spec, rest)
+        try:
+            return BUILT_IN[name].load(spec, rest)
+        except ModuleNotFoundError as error:  # e.g. ppo without torch: one line naming the extra
+            missing = needs_extra(error, f"agent spec {clip(spec)!r}")
+            if missing is None:
+                raise
+            raise missing from None
     return load_registered_agent(spec, name, rest, KNOWN_AGENTS)
 
 

@@ -22,16 +22,14 @@ code a crafted file holds. A policy file cannot run code. It is one
 :func:`load_policy` rebuilds the policy from that description and loads the
 tensors, requiring exactly the names and shapes of that network, so its action
 probabilities are bit-identical to those of the model that was saved.
-``python -m strategic_reserve_env.agents.policy_file convert MODEL.zip`` turns
+``strategic-reserve policy-file convert MODEL.zip`` turns
 an SB3 zip that you trust into a policy file (it unpickles the zip: that is
 the one step that trusts it); ``show FILE`` prints the description.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -311,31 +309,3 @@ __all__ = [
     "read_description",
     "save_policy",
 ]
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m strategic_reserve_env.agents.policy_file",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    converting = commands.add_parser("convert", help="SB3 MaskablePPO .zip (trusted: it is unpickled) -> policy file")
-    converting.add_argument("zip", help="the SB3 model .zip")
-    converting.add_argument("out", nargs="?", help="the policy file (default: the zip's path with .safetensors)")
-    showing = commands.add_parser("show", help="print the description in a policy file's header")
-    showing.add_argument("file")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "convert":
-            print(f"wrote {convert(args.zip, args.out)}")
-        else:
-            print(json.dumps(read_description(args.file), indent=1))
-    except (OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -48,7 +48,8 @@ class PPOAgent:
             raise ValueError(f"ppo: trust must be {TRUST_PICKLE!r} (to unpickle an SB3 .zip), got {trust!r}")
         if not path.is_file():
             raise ValueError(
-                f"ppo model not found: {path} (train one with train.py, or use the shipped model: spec 'ppo')"
+                f"ppo model not found: {path} (train one with strategic-reserve train, or use the shipped model: "
+                "spec 'ppo')"
             )
         if trust and path.suffix != ".zip":
             raise ValueError(
@@ -56,15 +57,14 @@ class PPOAgent:
                 f"without it (drop ,trust={trust})"
             )
         options = ("" if deterministic else ",deterministic=false") + (f",trust={trust}" if trust else "")
-        try:
-            if path.suffix == ".zip":
-                policy = _load_pickled_zip(path, trust)
-            else:
-                from .policy_file import load_policy
+        # without torch (the train extra) this raises ModuleNotFoundError, which load_agent turns into one line
+        # naming the extra
+        if path.suffix == ".zip":
+            policy = _load_pickled_zip(path, trust)
+        else:
+            from .policy_file import load_policy
 
-                policy, _ = load_policy(path)
-        except ImportError as error:  # pragma: no cover - depends on the installation
-            raise ValueError(f"the ppo agent needs {error.name}: pip install -e '.[train]'") from error
+            policy, _ = load_policy(path)
         return cls(policy, f"{label or f'ppo:{path}'}{options}", deterministic)
 
     def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
@@ -121,8 +121,8 @@ def _load_pickled_zip(path: Path, trust: str | None):
     if trust != TRUST_PICKLE:
         raise ValueError(
             f"{path} is an SB3 .zip: loading it unpickles its contents, which can run any code a crafted file "
-            f"holds. Use its policy file instead (train.py writes model.safetensors beside model.zip; "
-            f"'python -m strategic_reserve_env.agents.policy_file convert {path}' converts a zip you trust), "
+            f"holds. Use its policy file instead (strategic-reserve train writes model.safetensors beside model.zip; "
+            f"'strategic-reserve policy-file convert {path}' converts a zip you trust), "
             f"or opt in with "
             f"ppo:{path},trust={TRUST_PICKLE} if you trust where the file came from"
         )

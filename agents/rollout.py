@@ -32,7 +32,7 @@ square; about 1.3 times greedy's cost a decision). The agent is deterministic gi
 Measured (2-core machine shared with other jobs): ``rollout:rollouts=64`` scored 0.510 ± 0.013 against greedy
 (luck-adjusted, 120 pairs of paired dice, seed 2), at about 0.1 CPU seconds a decision (about 0.75 games/s on
 an idle core against greedy). How much one step can give, on the headroom decisions
-(``python -m strategic_reserve_env.evaluation.headroom --positions 60 --seed 1 --rollouts 2048 --luck``: 43
+(``strategic-reserve headroom --positions 60 --seed 1 --rollouts 2048 --luck``: 43
 decisions, every legal placement, 1,024 + 1,024 luck-adjusted rollouts each, about 30,000 raw ones): the
 split-sample gain over greedy is +0.0051 ± 0.0017 win probability a decision (in-sample +0.0061), so the
 one-step improvement is about +0.005 a decision, +0.06 a game at greedy's 12 to 13 decisions a player.

@@ -37,8 +37,8 @@ position shown in one of the board's 8 symmetries at random in each epoch
 (the rules do not change under rotations and mirrors, and every roll is
 equally likely)::
 
-    python -m strategic_reserve_env.agents.value_net data --games 100000 --agents greedy greedy --out /tmp/values.npz
-    python -m strategic_reserve_env.agents.value_net fit /tmp/values.npz --out models/value_net.safetensors
+    strategic-reserve value-net data --games 100000 --agents greedy greedy --out /tmp/values.npz
+    strategic-reserve value-net fit /tmp/values.npz --out models/value_net.safetensors
 
 The file is safetensors: the tensors, and the architecture as JSON in the
 header (``"strategic_reserve_value"``); loading it runs no code from it.
@@ -46,10 +46,8 @@ header (``"strategic_reserve_value"``); loading it runs no code from it.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -436,59 +434,3 @@ def fit(
     net.about |= figures
     net.module.eval()
     return net, figures
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m strategic_reserve_env.agents.value_net",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    making = commands.add_parser("data", help="play games and keep their positions with the outcome")
-    making.add_argument("--games", type=int, default=20000)
-    making.add_argument("--agents", nargs=2, default=["greedy", "greedy"], help="the two agent specs")
-    making.add_argument("--seed", type=int, default=0)
-    making.add_argument("--batch", type=int, default=2000)
-    making.add_argument("--epsilon", type=float, default=0.0, help="probability of a random placement")
-    making.add_argument("--out", required=True)
-    fitting = commands.add_parser("fit", help="fit a value network on data files")
-    fitting.add_argument("data", nargs="+")
-    fitting.add_argument("--hidden", default="256,256")
-    fitting.add_argument("--epochs", type=int, default=6)
-    fitting.add_argument("--seed", type=int, default=0)
-    fitting.add_argument("--lam", type=float, default=1.0, help="lambda of the TD targets (1: the outcomes)")
-    fitting.add_argument("--bootstrap", help="value file of the TD targets (default: the race evaluation)")
-    fitting.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    import torch
-
-    torch.set_num_threads(1)
-    if args.command == "data":
-        from . import load_agent
-
-        agents = [Exploring(load_agent(spec), args.epsilon) for spec in args.agents]
-        parts = []
-        for first in range(0, args.games, args.batch):
-            count = min(args.batch, args.games - first)
-            parts.append(play_positions(agents, count, args.seed * 10**3 + first // args.batch, Config()))
-            print(f"{first + count} games", flush=True)
-        np.savez(args.out, **{key: np.concatenate([p[key] for p in parts]) for key in parts[0]})
-        print(f"wrote {args.out}")
-        return 0
-    parts = []
-    for name in args.data:
-        with np.load(name, allow_pickle=False) as archive:
-            parts.append({key: archive[key] for key in archive.files})
-    data = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
-    bootstrap = load_value_net(args.bootstrap) if args.bootstrap else None
-    hidden = [int(n) for n in args.hidden.split(",")]
-    net, figures = fit(data, hidden, args.epochs, args.seed, bootstrap=bootstrap, lam=args.lam)
-    net.about |= {"data": [Path(name).name for name in args.data], "lam": args.lam, "bootstrap": args.bootstrap}
-    net.save(args.out)
-    print(json.dumps(figures), f"wrote {args.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

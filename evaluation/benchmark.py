@@ -149,7 +149,7 @@ class Protocol:
 # PPO at 18 s of wall time on the project's 2-core machine (44 s when it is busy, load average 7), with
 # 95 % half-widths of 0.013 and 0.019 on the scores (docs/BENCHMARK.md, "Budget").
 # The ratings are those of the panel's round robin under this protocol
-# (python -m strategic_reserve_env.evaluation.reference).
+# (strategic-reserve reference).
 PROTOCOL_V1 = Protocol(
     version="v1",
     panel=(
@@ -172,7 +172,7 @@ PROTOCOL_V1 = Protocol(
 # 1,770, 1,730 and 2,890 games, rounded up. The batch is 2,000: the fast pairings run about 20 % faster
 # than at 1,000.
 # The ratings are those of the panel's round robin under this protocol, fitted on the adjusted scores
-# (python -m strategic_reserve_env.evaluation.reference).
+# (strategic-reserve reference).
 PROTOCOL_V2 = Protocol(
     version="v2",
     panel=(

@@ -1,6 +1,6 @@
 """How much better than greedy can a placement be? Rollout values of every legal placement.
 
-``python -m strategic_reserve_env.evaluation.headroom [--positions 300] [--rollouts 2000] [--seed 0]``
+``strategic-reserve headroom [--positions 300] [--rollouts 2000] [--seed 0]``
 samples decisions from greedy self-play (each game stopped at a random
 decision), and for each decision plays every legal placement out
 ``--rollouts`` times, greedy against greedy, with the same dice streams for
@@ -29,8 +29,6 @@ or has one legal square, are skipped: there is nothing to choose.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,37 +116,28 @@ def rollouts(
     return Decision(squares, results.reshape(len(squares), count), losses == losses.min())
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--positions", type=int, default=300, help="greedy self-play games to take a decision from")
-    parser.add_argument("--rollouts", type=int, default=2000, help="rollouts per legal placement (even, >= 2)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the positions, dice and tie-breaks")
-    parser.add_argument("--luck", action="store_true", help="luck-adjusted rollouts (reserve-race value)")
-    args = parser.parse_args(argv)
-    if args.positions < 1 or args.rollouts < 2 or args.rollouts % 2:
-        parser.error("--positions must be >= 1 and --rollouts an even number >= 2")
-    config, rng = Config(), np.random.default_rng([args.seed, 3])
-    luck = DEFAULT_VALUE if args.luck else None
-    decisions = sample_decisions(args.positions, args.seed, config)
+def measure(positions: int = 300, rollouts_per_placement: int = 2000, seed: int = 0, luck: bool = False) -> list[str]:
+    """The headroom measurement (see the module docstring): the lines of its summary. ``ValueError`` unless
+    ``positions`` >= 1 and ``rollouts_per_placement`` is an even number >= 2."""
+    if positions < 1 or rollouts_per_placement < 2 or rollouts_per_placement % 2:
+        raise ValueError("--positions must be >= 1 and --rollouts an even number >= 2")
+    config, rng = Config(), np.random.default_rng([seed, 3])
+    value = DEFAULT_VALUE if luck else None
+    decisions = sample_decisions(positions, seed, config)
     gains = []
     for index in track(range(decisions.batch_size), unit="decision", description="headroom"):
         decision = decisions[np.array([index])]
         if decision.reserve_me[0] == 1 or popcount(decision.legal)[0] < 2:
             continue
-        seed = 10**9 * (args.seed + 1) + 10**6 * index
-        gains.append(rollouts(decision, args.rollouts, seed, config, rng, luck).gains())
+        dice_seed = 10**9 * (seed + 1) + 10**6 * index
+        gains.append(rollouts(decision, rollouts_per_placement, dice_seed, config, rng, value).gains())
     split, in_sample, spread = np.array(gains).T
     error = split.std(ddof=1) / np.sqrt(len(split)) if len(split) > 1 else float("nan")
-    kind = "luck-adjusted greedy" if args.luck else "greedy"
-    print(f"{len(gains)} decisions, {args.rollouts} {kind} rollouts per placement (common dice):")
-    print(
+    kind = "luck-adjusted greedy" if luck else "greedy"
+    return [
+        f"{len(gains)} decisions, {rollouts_per_placement} {kind} rollouts per placement (common dice):",
         f"  split-sample gain over greedy  {split.mean():+.4f} +- {1.96 * error:.4f} (95 %)"
-        " win probability per decision"
-    )
-    print(f"  in-sample gain over greedy     {in_sample.mean():+.4f} (biased upwards by noise)")
-    print(f"  best - worst placement         {spread.mean():.4f}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        " win probability per decision",
+        f"  in-sample gain over greedy     {in_sample.mean():+.4f} (biased upwards by noise)",
+        f"  best - worst placement         {spread.mean():.4f}",
+    ]

@@ -1,8 +1,8 @@
 """How much of Strategic Reserve is skill: the report docs/SKILL.md, its plots and data (docs/skill/).
 
-    python -m strategic_reserve_env.evaluation.skill               # the defaults: 8.5 min of CPU (one core)
-    python -m strategic_reserve_env.evaluation.skill --best SPEC   # a new best agent joins the ladder
-    python -m strategic_reserve_env.evaluation.skill --games 200 --variants 5=100 --out /tmp/skill   # a quick look
+    strategic-reserve skill               # the defaults: 8.5 min of CPU (one core)
+    strategic-reserve skill --best SPEC   # a new best agent joins the ladder
+    strategic-reserve skill --games 200 --variants 5=100 --out /tmp/skill   # a quick look
 
 Every game is played by evaluate.py's round robin (:func:`.tournament.run`: paired dice, seats
 swapped, one dice stream per pair of games, the same streams in every pairing; Bradley-Terry ratings with
@@ -16,7 +16,7 @@ swapped, one dice stream per pair of games, the same streams in every pairing; B
    over those pairings first (they all share the dice streams, so they are not independent samples), then
    the t-interval is taken over the pairs. Among random players: one more pairing of the same machinery,
    random against random, with the same games and seed.
-3. **Headroom** (``strategic_reserve_env.evaluation.headroom``): its full run takes
+3. **Headroom** (``strategic-reserve headroom``, :mod:`strategic_reserve_env.evaluation.headroom`): its full run takes
    longer than this whole report, so by default its figures are quoted from the run named in
    :func:`quoted_headroom`; ``--headroom-positions N`` runs it here instead (as a command, its output read).
 4. **Variants**: the same round robin at each reserve of ``--variants`` (``RESERVE=GAMES``; fewer games
@@ -38,7 +38,6 @@ Writes ``OUT/SKILL.md``, ``OUT/skill/skill.json`` (counts, scores and intervals 
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
 import shlex
@@ -55,7 +54,7 @@ from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
 from strategic_reserve_env.luck import RANDOM_RACE_VALUE
-from strategic_reserve_env.outputs import check_out, lock, write_text
+from strategic_reserve_env.outputs import write_text
 from strategic_reserve_env.policies import NamedPolicy
 
 from .benchmark import SHIPPED_PPO
@@ -120,7 +119,7 @@ HEADROOM_QUOTED_LINES = (
 def quoted_headroom() -> Headroom:
     """The full run's figures (:data:`HEADROOM_QUOTED_LINES`), its command naming the module where it is now."""
     return Headroom(
-        f"python -m {HEADROOM_MODULE} {HEADROOM_QUOTED_OPTIONS}",
+        f"{HEADROOM_COMMAND} {HEADROOM_QUOTED_OPTIONS}",
         HEADROOM_QUOTED_LINES,
         "quoted from the run in the README's Results section (this report did not run it)",
     )
@@ -205,7 +204,7 @@ class SkillSettings:
 
     def command(self) -> str:
         """The command line that plays exactly this report (every setting spelled out)."""
-        words = ["python", "-m", "strategic_reserve_env.evaluation.skill", "--agents", *self.agents]
+        words = ["strategic-reserve", "skill", "--agents", *self.agents]
         words += ["--best", self.best]
         words += ["--games", str(self.games), "--variants", *(f"{r}={g}" for r, g in self.variants)]
         words += ["--search-agents", *self.search_agents, "--seed", str(self.seed), "--batch", str(self.batch)]
@@ -341,19 +340,19 @@ def play_ladder(settings: SkillSettings, agents: list[NamedPolicy], reserve: int
     )
 
 
-HEADROOM_MODULE = "strategic_reserve_env.evaluation.headroom"  # the headroom measurement, run as a command
+HEADROOM_COMMAND = "strategic-reserve headroom"  # the headroom measurement, run as a command
 
 
 def run_headroom(settings: SkillSettings) -> Headroom:
     """The headroom measurement run as a command (its progress on stderr), its output kept."""
-    module = HEADROOM_MODULE
     options = ["--positions", str(settings.headroom_positions), "--rollouts", str(settings.headroom_rollouts)]
     options += ["--seed", str(settings.headroom_seed)]
-    done = subprocess.run([sys.executable, "-m", module, *options], stdout=subprocess.PIPE, text=True, check=False)
+    command = [sys.executable, "-m", "strategic_reserve_env", "headroom", *options]
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=False)
     if done.returncode != 0:
-        raise RuntimeError(f"python -m {module} {' '.join(options)} failed with status {done.returncode}")
+        raise RuntimeError(f"{HEADROOM_COMMAND} {' '.join(options)} failed with status {done.returncode}")
     lines = tuple(line.rstrip() for line in done.stdout.splitlines() if line.strip())
-    return Headroom(f"python -m {module} {' '.join(options)}", lines, "run by this report")
+    return Headroom(f"{HEADROOM_COMMAND} {' '.join(options)}", lines, "run by this report")
 
 
 @dataclass
@@ -628,10 +627,9 @@ def report_markdown(report: Report) -> str:
     parts = [
         "# How much of Strategic Reserve is skill",
         "",
-        "<!-- generated by python -m strategic_reserve_env.evaluation.skill; do not edit by hand -->",
+        "<!-- generated by strategic-reserve skill; do not edit by hand -->",
         "",
-        f"Generated by `python -m strategic_reserve_env.evaluation.skill` in {report.seconds / 60:.0f} min; "
-        "every setting spelled out:",
+        f"Generated by `strategic-reserve skill` in {report.seconds / 60:.0f} min; every setting spelled out:",
         "",
         "```bash",
         settings.command(),
@@ -818,75 +816,4 @@ def write_report(report: Report, out: Path) -> None:
     write_text(out / REPORT, report_markdown(report))
 
 
-# ---------------------------------------------------------------- command line
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    defaults = SkillSettings()
-    parser.add_argument("--agents", nargs="+", default=list(DEFAULT_AGENTS), help="agent specs of the ladder")
-    parser.add_argument("--best", default=DEFAULT_BEST, help=f"the best agent's spec (default {DEFAULT_BEST})")
-    parser.add_argument(
-        "--games", type=int, default=defaults.games, help=f"games per pairing at reserve {MAIN_RESERVE}, even"
-    )
-    parser.add_argument(
-        "--variants",
-        nargs="*",
-        default=[f"{r}={g}" for r, g in DEFAULT_VARIANTS],
-        metavar="RESERVE=GAMES",
-        help="the variants and their games per pairing (default %(default)s; none: no variants)",
-    )
-    parser.add_argument(
-        "--search-agents",
-        nargs="*",
-        default=list(DEFAULT_SEARCH_AGENTS),
-        help="agents that play every reserve by one rule (no model trained at one reserve size)",
-    )
-    parser.add_argument("--seed", type=int, default=defaults.seed, help="seed of dice and agents")
-    parser.add_argument("--batch", type=int, default=defaults.batch, help="games per engine batch, even")
-    parser.add_argument(
-        "--headroom-positions", type=int, default=0, help="run the headroom measurement (0: quote a full run)"
-    )
-    parser.add_argument("--headroom-rollouts", type=int, default=defaults.headroom_rollouts)
-    parser.add_argument("--headroom-seed", type=int, default=defaults.headroom_seed)
-    parser.add_argument(
-        "--out", default="docs", help="folder of SKILL.md and skill/ (default: docs/ of the current directory)"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        settings = SkillSettings(
-            agents=tuple(args.agents),
-            best=args.best,
-            games=args.games,
-            variants=tuple(parse_variant(text) for text in args.variants),
-            search_agents=tuple(args.search_agents),
-            seed=args.seed,
-            batch=args.batch,
-            headroom_positions=args.headroom_positions,
-            headroom_rollouts=args.headroom_rollouts,
-            headroom_seed=args.headroom_seed,
-            progress=not args.no_progress,
-        )
-        out = check_out(args.out)
-        with lock(out):  # one writer per folder; the report is measured and written under the lock
-            report = measure(settings)
-            write_report(report, out)
-    except ValueError as error:  # a bad setting, or OutputBusyError: another process holds the folder
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print("\n".join(summary(report)))
-    print(f"wrote {out / REPORT} and {out / FIGURES}/ in {report.seconds:.0f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
-
-__all__ = ["Report", "SkillSettings", "main", "measure", "red_pair_scores", "write_report"]
+__all__ = ["Report", "SkillSettings", "measure", "red_pair_scores", "write_report"]

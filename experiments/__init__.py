@@ -3,5 +3,5 @@
 - ``python -m experiments.fit_race_model``: refit the reserve-race win probability of the expectimax agent.
 
 The headroom measurement (how much a placement can gain over greedy's) is installed:
-``python -m strategic_reserve_env.evaluation.headroom``; the skill report runs it.
+``strategic-reserve headroom``; the skill report runs it.
 """

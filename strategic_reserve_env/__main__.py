@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from strategic_reserve_env.extras import needs_extra
+
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
 
 
@@ -45,13 +47,38 @@ COMMANDS: dict[str, Command] = {
         "strategic_reserve_env.commands.train_rllib:main",
     ),
     "replay": Command(
-        "print the trace of a game record (docs/RULES.md format)", "strategic_reserve_env.commands.replay:main"
+        "print the trace of a game record (the format: strategic-reserve rules)",
+        "strategic_reserve_env.commands.replay:main",
     ),
     "bench": Command("plies per second of uniformly random legal play", "strategic_reserve_env.commands.bench:main"),
     "play": Command("play against an agent in the terminal", "strategic_reserve_env.commands.play:main"),
     "analyse": Command(
         "the luck of every roll and the error of every placement of a game record",
         "strategic_reserve_env.commands.analyse:main",
+    ),
+    "skill": Command(
+        "the skill report: the ladder, the first-player advantage, the variants (docs/SKILL.md)",
+        "strategic_reserve_env.commands.skill:main",
+    ),
+    "headroom": Command(
+        "how much a placement can gain over greedy's (rollouts on common dice)",
+        "strategic_reserve_env.commands.headroom:main",
+    ),
+    "reference": Command(
+        "the reference score cards of docs/BENCHMARK.md (from the repository's root)",
+        "strategic_reserve_env.commands.reference:main",
+    ),
+    "policy-file": Command(
+        "show a PPO policy file's description, or convert a trusted SB3 .zip into one",
+        "strategic_reserve_env.commands.policy_file:main",
+    ),
+    "value-net": Command(
+        "the value agent's network: play games for its data, fit it",
+        "strategic_reserve_env.commands.value_net:main",
+    ),
+    "rules": Command(
+        "print the rules, the notation and the record format (ply numbers included)",
+        "strategic_reserve_env.commands.rules:main",
     ),
 }
 
@@ -65,12 +92,13 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=prog,
         usage=f"{prog} [-h] [--version] COMMAND [ARGS ...]",
-        description="Strategic Reserve: evaluate, benchmark and train agents, replay records, play a game.",
+        description="Strategic Reserve (a game by Mark Steere): evaluate, benchmark and train agents,\n"
+        "replay and analyse game records, play a game, read the rules.",
         epilog=f"commands:\n{listing}\n\n{prog} COMMAND --help describes each one.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("command", metavar="COMMAND", choices=COMMANDS, help="one of: " + ", ".join(COMMANDS))
+    parser.add_argument("command", metavar="COMMAND", choices=COMMANDS, help="one of the commands below")
     return parser
 
 
@@ -86,6 +114,12 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         return COMMANDS[name].load()(rest, f"{prog} {name}")
     except BrokenPipeError:  # e.g. piped into head
         return 0
+    except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra
+        missing = needs_extra(error, f"{prog} {name}")
+        if missing is None:
+            raise
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

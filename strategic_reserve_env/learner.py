@@ -54,7 +54,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import engine, turns
-from .board import BLUE, COLOURS, RED, clip
+from .board import BLUE, COLOURS, NUM_SQUARES, RED, clip
 from .config import Config
 from .dice import BatchDice, UniformStreams
 from .observation import OBSERVATION_SHAPE, planes
@@ -85,14 +85,26 @@ def check_count(name: str, value: object) -> int:
 
 def as_actions(actions: object, num_games: int) -> np.ndarray:
     """(B,) int64 square indices from the learner's integer ``actions`` of shape (B,), or a scalar when
-    B = 1 (:func:`~.engine.as_squares`: ``ValueError`` for any other type or shape). Values are not
-    range-checked here; a value that is not a legal placement is an illegal action."""
+    B = 1 (:func:`~.engine.as_squares`: ``ValueError`` for any other type or shape).
+
+    A value outside the action space (0..35) is a malformed action, an error
+    (:class:`~.engine.IllegalActionError`, as the PettingZoo env raises for it); a square of the board that is
+    not a legal placement now is an illegal action, the documented forfeit (or an error with
+    ``illegal_action="raise"``)."""
     integer = isinstance(actions, (int, np.integer)) and not isinstance(actions, bool)
     if num_games == 1 and (
         integer or isinstance(actions, np.ndarray) and actions.shape == () and actions.dtype.kind in "iu"
     ):
         actions = np.asarray(actions).reshape(1)
-    return engine.as_squares(actions, num_games, "actions")
+    squares = engine.as_squares(actions, num_games, "actions")
+    outside = (squares < 0) | (squares >= NUM_SQUARES)
+    if outside.any():
+        game = int(np.flatnonzero(outside)[0])
+        where = f" (game {game})" if num_games > 1 else ""
+        raise engine.IllegalActionError(
+            f"action {int(squares[game])}{where} is not a square index (0..{NUM_SQUARES - 1})"
+        )
+    return squares
 
 
 class LearnerStep(NamedTuple):

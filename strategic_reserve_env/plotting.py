@@ -17,6 +17,7 @@ notebook::
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -25,13 +26,24 @@ from .board import BOARD_SIZE, parse_square
 from .game import Game
 from .records import Record, replay
 from .render import svg
-from .scene import PALETTE, Scene, roll_summary, scene_of, status
+from .scene import PALETTE, Scene, ply_number, roll_summary, scene_of, status
+
+TITLE_SIZE = 10  # points: the caption above a board
+FRAME_SIZE = (4.2, 4.4)  # inches: a frame of save_pngs and save_gif (room for a caption of three lines)
 
 
 def _mpl_colour(name: str) -> tuple[float, float, float]:
     """A palette colour as matplotlib RGB (0..1)."""
     red, green, blue = PALETTE[name]
     return red / 255, green / 255, blue / 255
+
+
+def _wrapped(text: str, ax, fontsize: float) -> str:
+    """``text`` broken into lines that fit the width of ``ax``'s figure at ``fontsize`` points (a caption is never
+    cut at the figure's edges: it grows downwards instead)."""
+    width_points = ax.figure.get_figwidth() * 72
+    characters = max(20, int(width_points / (0.56 * fontsize)))  # a sans-serif character is about 0.56 em wide
+    return textwrap.fill(text, width=characters, break_long_words=False, break_on_hyphens=False)
 
 
 def _draw_scene(view: Scene, ax, title: str) -> None:
@@ -87,7 +99,7 @@ def _draw_scene(view: Scene, ax, title: str) -> None:
             Circle((BOARD_SIZE + 0.5, y), 0.3, color=_mpl_colour(reserve.player), gid=f"reserve-{reserve.player}")
         )
         ax.text(BOARD_SIZE + 0.95, y, str(reserve.count), va="center", fontsize=11)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(_wrapped(title, ax, TITLE_SIZE), fontsize=TITLE_SIZE)
 
 
 def _axes(ax):
@@ -96,7 +108,7 @@ def _axes(ax):
         return ax
     import matplotlib.pyplot as plt
 
-    return plt.subplots(figsize=(4.2, 3.6))[1]
+    return plt.subplots(figsize=(4.2, 3.6), layout="constrained")[1]
 
 
 def draw_position(game: Game, ax=None, title: str | None = None, legal: bool = True):
@@ -133,24 +145,40 @@ def draw_heatmap(
     heading = title if title is not None else view.status
     if value is not None:
         heading += f"  value {value:+.2f}"
-    ax.set_title(heading, fontsize=10)
+    ax.set_title(_wrapped(heading, ax, TITLE_SIZE), fontsize=TITLE_SIZE)
     return ax
 
 
 def draw_luck(analysis, ax=None, title: str | None = None):
-    """Bars of each roll's luck from Red's side (Blue's rolls negated) and a line of Red's luck so far, from an
-    analysis (:class:`strategic_reserve_env.evaluation.analysis.GameAnalysis`, or anything with
-    ``luck_by_ply() -> (plies, red_luck)``). Returns the axes."""
-    ax = _axes(ax)
+    """Bars of each roll's luck from Red's side (Blue's rolls negated: a red bar is a roll that helped Red, a
+    blue bar one that helped Blue) and a line of Red's total luck so far, from an analysis
+    (:class:`strategic_reserve_env.evaluation.analysis.GameAnalysis`, or anything with
+    ``luck_by_ply() -> (plies, red_luck)``). A roll's luck is a change of a win probability (-1..1); the total
+    is a sum of such changes, so it can pass 1 over a long game. Returns the axes (a new 6.4 x 3.6 inch
+    figure when ``ax`` is None)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
+
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.subplots(figsize=(6.4, 3.6), layout="constrained")[1]
     plies, red_luck = analysis.luck_by_ply()
     colours = [_mpl_colour("red" if value >= 0 else "blue") for value in red_luck]
-    ax.bar(plies, red_luck, color=colours, width=0.8, label="luck of the roll (for Red)")
-    ax.plot(plies, np.cumsum(red_luck), color="black", linewidth=1.5, label="Red's luck so far")
+    ax.bar(plies, red_luck, color=colours, width=0.8)
+    ax.plot(plies, np.cumsum(red_luck), color="black", linewidth=1.5)
     ax.axhline(0.0, color="grey", linewidth=0.8)
-    ax.set_xlabel("ply")
-    ax.set_ylabel("win probability")
-    ax.set_title(title if title is not None else f"luck per roll (V = {analysis.luck_value})")
-    ax.legend(loc="best", fontsize="small")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # plies are whole numbers
+    ax.set_xlabel("ply (the game's k-th roll)")
+    ax.set_ylabel("luck for Red\n(win probability gained)")
+    ax.set_title(title if title is not None else f"luck of each roll (value function {analysis.luck_value})")
+    handles = [
+        Patch(color=_mpl_colour("red"), label="a roll that helped Red"),
+        Patch(color=_mpl_colour("blue"), label="a roll that helped Blue"),
+        Line2D([], [], color="black", linewidth=1.5, label="Red's total luck so far (sum; may pass 1)"),
+    ]
+    ax.legend(handles=handles, loc="best", fontsize="small")
     return ax
 
 
@@ -171,7 +199,7 @@ class ReplayViewer:
 
         def keep(game: Game) -> None:
             self.frames.append(game.copy())
-            caption = f"ply {len(self.frames)}: {roll_summary(game)}"
+            caption = f"ply {ply_number(game)}: {roll_summary(game)}"
             if len(self.frames) <= len(plies):
                 ply = plies[len(self.frames) - 1]
                 caption = f"{caption.rstrip('.')}; luck {ply.luck:+.3f}, error {ply.error:.3f}"
@@ -234,9 +262,8 @@ class ReplayViewer:
         """A matplotlib figure of one frame."""
         import matplotlib.pyplot as plt
 
-        figure, ax = plt.subplots(figsize=(4.2, 3.8))
+        figure, ax = plt.subplots(figsize=FRAME_SIZE, layout="constrained")
         draw_position(self.frames[index], ax=ax, title=self.captions[index])
-        figure.tight_layout()
         return figure
 
     def save_pngs(self, directory: str | Path) -> list[Path]:
@@ -258,7 +285,7 @@ class ReplayViewer:
         import matplotlib.pyplot as plt
         from matplotlib.animation import FuncAnimation, PillowWriter
 
-        figure, ax = plt.subplots(figsize=(4.2, 3.8))
+        figure, ax = plt.subplots(figsize=FRAME_SIZE, layout="constrained")
 
         def draw(index: int):
             ax.clear()

@@ -92,12 +92,18 @@ class _CallablePolicy:
 
 
 def as_policy(policy: str | Policy | Callable) -> Policy:
-    """``"random"``, a :class:`Policy` (an object with ``act``), or a callable with the signature of
-    :meth:`Policy.act` -> a :class:`Policy`."""
+    """An agent spec (a string: ``"random"``, ``"greedy"``, ``"ppo"``, ``"my_agent.py:act"``, every spec
+    :func:`strategic_reserve_env.agents.load_agent` takes), a :class:`Policy` (an object with ``act``), or a
+    callable with the signature of :meth:`Policy.act` -> a :class:`Policy`. A bad spec is a ``ValueError``
+    saying what is wrong (an agent whose library is missing names the extra to install)."""
     if isinstance(policy, str):
-        if policy == "random":
+        if policy == "random":  # the one built-in policy of the core: no import of the agents
             return UniformRandomPolicy()
-        raise ValueError(f"unknown policy {policy!r}; built in: 'random' (or pass an object with act(), or a callable)")
+        # the agents' spec loader sits in a layer above (it loads networks, files, entry points): imported when a
+        # spec names one of them, as the commands do
+        from strategic_reserve_env.agents import load_agent
+
+        return load_agent(policy)
     if isinstance(policy, Policy):
         return policy
     if callable(policy):

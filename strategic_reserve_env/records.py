@@ -4,9 +4,12 @@ A record::
 
     {"variant": {"reserve": 7},
      "start": {"board": "<36 chars>", "reserves": {"red": 7, "blue": 7}, "to_move": "red"},
-     "plies": [["a5", "c4"], ["e5", "a1"]]}
+     "plies": [["a5", "c4"], ["e5", "a1"]],
+     "players": {"red": "me", "blue": "greedy"}, "seed": 3, "result": "blue"}
 
-``variant`` and ``start`` are optional, and so is each field of ``start``.
+``variant`` and ``start`` are optional, and so is each field of ``start``; so are ``description``,
+``players``, ``seed`` (the dice seed the game was played with) and ``result`` (``"red"``, ``"blue"`` or
+``"unfinished"``: replaying must end that way, or :func:`replay` rejects the record naming the field).
 The reserves at the start are ``start.reserves`` when given (whatever
 ``variant.reserve`` says), otherwise ``variant.reserve`` each (default 7).
 A record is a game, not an episode: replaying it applies no ply limit.
@@ -30,7 +33,9 @@ from .engine import IllegalActionError
 from .game import Game
 from .rules import HIT_NAMES
 
-_RECORD_KEYS = {"variant", "start", "plies", "description"}
+_RECORD_KEYS = {"variant", "start", "plies", "description", "players", "seed", "result"}
+RESULTS = ("red", "blue", "unfinished")  # a record's ``result``: the winner's colour, or no winner after the last ply
+MAX_SEED = 2**64  # a record's ``seed`` is an integer of magnitude below this (the dice reduce seeds to 64 bits)
 _ERROR_TEXT = 90  # characters of a JSON parser's message repeated in a RecordError
 
 
@@ -55,6 +60,9 @@ class Record:
     config: Config  # reserve and start of the game; ply_limit is always MAX_PLY_LIMIT
     plies: tuple  # ((rolled, placed), ...) as found in the record; each pair is checked when replayed
     description: str | None = None
+    players: tuple[str, str] | None = None  # (red, blue): who played each colour (agent specs or names)
+    seed: int | None = None  # the dice seed the game was played with
+    result: str | None = None  # one of RESULTS; replay() checks the plies end that way
 
     def __post_init__(self) -> None:
         if self.config.ply_limit != MAX_PLY_LIMIT:
@@ -76,6 +84,12 @@ class Record:
         data["plies"] = [list(ply) for ply in self.plies]
         if self.description is not None:
             data["description"] = self.description
+        if self.players is not None:
+            data["players"] = dict(zip(COLOURS, self.players, strict=True))
+        if self.seed is not None:
+            data["seed"] = self.seed
+        if self.result is not None:
+            data["result"] = self.result
         return data
 
 
@@ -106,7 +120,22 @@ def parse_record(data: object) -> Record:
     description = data.get("description")
     if description is not None and not isinstance(description, str):
         raise RecordError(f"description must be a string, got {type(description).__name__}")
-    return Record(config=config, plies=tuple(plies), description=description)
+    players = data.get("players")
+    if players is not None:
+        if (
+            not isinstance(players, dict)
+            or set(players) != set(COLOURS)
+            or not all(isinstance(name, str) for name in players.values())
+        ):
+            raise RecordError(f"players must be {{'red': name, 'blue': name}} with string names, got {brief(players)}")
+        players = (players["red"], players["blue"])
+    seed = data.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not -MAX_SEED < seed < MAX_SEED):
+        raise RecordError(f"seed must be an integer (magnitude below 2**64), got {brief(seed)}")
+    result = data.get("result")
+    if result is not None and result not in RESULTS:
+        raise RecordError(f"result must be 'red', 'blue' or 'unfinished', got {brief(result)}")
+    return Record(config=config, plies=tuple(plies), description=description, players=players, seed=seed, result=result)
 
 
 def _parse_start(start: object, reserve: int) -> StartPosition | None:
@@ -219,7 +248,9 @@ def replay(record: Record, on_roll: Callable[[Game], None] | None = None) -> Ite
     """Play a record through :class:`Game`, yielding each ply's trace; RecordError at the first bad ply.
 
     No ply limit applies (see :class:`Record`): the game ends only when a player wins.
-    ``on_roll(game)``, if given, sees the game after each roll, before its placement.
+    ``on_roll(game)``, if given, sees the game after each roll, before its placement. When the record
+    states a ``result``, the replay must end that way: otherwise a RecordError naming ``result`` follows
+    the last ply's trace.
     """
     game = Game(record.config)
     for number, ply in enumerate(record.plies, start=1):
@@ -238,6 +269,13 @@ def replay(record: Record, on_roll: Callable[[Game], None] | None = None) -> Ite
         yield trace_entry(
             number, mover, rolled, hit, captured, legal, placed, game.red, game.blue, game.reserves, game.winner
         )
+    if record.result is not None and record.result != result_of(game):
+        raise RecordError(f"result: the record says {record.result!r}, but its plies end {result_of(game)!r}")
+
+
+def result_of(game: Game) -> str:
+    """A record's ``result`` for ``game`` as it stands: the winner's colour, or ``"unfinished"``."""
+    return COLOURS[game.winner] if game.winner >= 0 else "unfinished"
 
 
 def _result(game: Game) -> str:
@@ -245,8 +283,14 @@ def _result(game: Game) -> str:
     return f"{COLOURS[game.winner]} won" if game.winner >= 0 else "truncated at the ply limit"
 
 
-def record_of(game: Game, description: str | None = None) -> Record:
-    """The record of the plies ``game`` has played since its last reset (or :meth:`Game.load`).
+def record_of(
+    game: Game,
+    description: str | None = None,
+    players: tuple[str, str] | None = None,
+    seed: int | None = None,
+) -> Record:
+    """The record of the plies ``game`` has played since its last reset (or :meth:`Game.load`), with its
+    ``result`` (:func:`result_of`) and, when given, who played (``players``: Red's, Blue's) and the dice ``seed``.
 
     It replays to the same trace, also when ``game`` was truncated by its ply
     limit (the record has no ply limit, so a replay of it just ends there).
@@ -256,7 +300,9 @@ def record_of(game: Game, description: str | None = None) -> Record:
     names = tuple((square_name(rolled), square_name(placed)) for rolled, placed in game.history)
     start = game.history_start()
     config = game.config if start is None else replace(game.config, start=start)
-    return Record(config=config, plies=names, description=description)
+    return Record(
+        config=config, plies=names, description=description, players=players, seed=seed, result=result_of(game)
+    )
 
 
 def write_record(record: Record, path: str | Path) -> None:

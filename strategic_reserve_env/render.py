@@ -9,10 +9,12 @@ module also lets Jupyter show a ``Game`` as its :func:`svg` board (the game does
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
 import numpy as np
 
 from .board import BOARD_SIZE
+from .extras import install_line
 from .game import Game
 from .scene import PALETTE, RGB, scene_of
 
@@ -63,40 +65,52 @@ def legal_line(names: str, label: str = "Legal: ") -> str:
 
 # ---------------------------------------------------------------------------------------- image
 
-CELL = 40  # pixels per square
-MARGIN = 22  # label strip left of and below the board
-PANEL = 64  # reserve panel right of the board
-HEIGHT = BOARD_SIZE * CELL + MARGIN + 8
-WIDTH = MARGIN + BOARD_SIZE * CELL + PANEL
-RESERVE_TOPS = (12, BOARD_SIZE * CELL - 40)  # top pixel of the reserve panels, in a scene's order (top, bottom)
-#: 3x5 glyphs (rows top to bottom) for the labels and reserve counts; files are drawn as capitals
-_GLYPHS = {
-    "a": ".#.#.#####.##.#",
-    "b": "##.#.###.#.###.",
-    "c": ".###..#..#...##",
-    "d": "##.#.##.##.###.",
-    "e": "####..##.#..###",
-    "f": "####..##.#..#..",
-    "0": "####.##.##.####",
-    "1": ".#.##..#..#.###",
-    "2": "###..#####..###",
-    "3": "###..###..#####",
-    "4": "#.##.####..#..#",
-    "5": "####..###..####",
-    "6": "####..####.####",
-    "7": "###..#..#..#..#",
-    "8": "####.#####.####",
-    "9": "####.####..####",
-}
+FRAME_WIDTH = 640  # pixels: the default width of an rgb_array frame (4:3, even sides: what video encoders take)
+MIN_FRAME_WIDTH = 320  # pixels: the narrowest frame whose caption stays legible
 
 
-def _text(image: np.ndarray, text: str, x: int, y: int, colour, scale: int = 2) -> None:
-    """Draw ``text`` with the 3x5 glyphs, top-left corner at (x, y)."""
-    for i, char in enumerate(text):
-        glyph = np.array([c == "#" for c in _GLYPHS[char]]).reshape(5, 3)
-        big = np.kron(glyph, np.ones((scale, scale), dtype=bool))
-        left = x + i * 4 * scale
-        image[y : y + big.shape[0], left : left + big.shape[1]][big] = colour
+@dataclass(frozen=True)
+class FrameLayout:
+    """Where an :func:`rgb_array` frame of ``width`` pixels puts things (all in pixels): a 4:3 frame with the
+    board, its labels and the reserve panels centred above a caption strip of up to :data:`CAPTION_LINES`
+    lines (the status, the latest roll, the result at the end of a game)."""
+
+    width: int
+    height: int
+    cell: int  # the side of a square
+    left: int  # x of the board's left edge (file a)
+    top: int  # y of the board's top edge (rank 6)
+    label: int  # the label strip left of and below the board
+    font: int  # the font size of the labels and the caption
+    caption_top: int  # y where the caption strip starts
+
+    @property
+    def panel_x(self) -> int:
+        """x of the reserve panels, right of the board."""
+        return self.left + BOARD_SIZE * self.cell + self.cell // 4
+
+    def square_origin(self, row: int, column: int) -> tuple[int, int]:
+        """Top-left pixel (x, y) of the square at ``row``, ``column`` of a scene."""
+        return self.left + column * self.cell, self.top + row * self.cell
+
+
+CAPTION_LINES = 3  # lines of the caption strip under the board
+
+
+def frame_layout(width: int = FRAME_WIDTH) -> FrameLayout:
+    """The layout of a ``width``-pixel frame (an even number from :data:`MIN_FRAME_WIDTH`; its height is
+    three quarters of it, rounded to an even number); ``ValueError`` otherwise."""
+    if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < MIN_FRAME_WIDTH or width % 2:
+        raise ValueError(f"width must be an even number of pixels >= {MIN_FRAME_WIDTH}, got {width!r}")
+    width = int(width)
+    height = 2 * round(width * 3 / 8)
+    font = max(10, width // 40)
+    caption = CAPTION_LINES * round(font * 1.3) + font  # the strip, with a margin
+    label = round(font * 1.4)
+    cell = (height - caption - label - font // 2) // BOARD_SIZE
+    board_width = label + BOARD_SIZE * cell + cell // 4 + 2 * cell
+    left = (width - board_width) // 2 + label
+    return FrameLayout(width, height, cell, left, font // 2, label, font, font // 2 + BOARD_SIZE * cell + label)
 
 
 def _disc(image: np.ndarray, cx: float, cy: float, radius: float, colour, ring: float = 0.0) -> None:
@@ -107,45 +121,87 @@ def _disc(image: np.ndarray, cx: float, cy: float, radius: float, colour, ring: 
     image[inside] = colour
 
 
-def _cell_origin(row: int, column: int) -> tuple[int, int]:
-    """Top-left pixel (x, y) of the square at ``row``, ``column`` of a scene."""
-    return MARGIN + column * CELL, row * CELL + 4
+def rgb_array(game: Game, width: int = FRAME_WIDTH) -> np.ndarray:
+    """An (H, W, 3) uint8 frame for a video or a screen: the board with its labels, checkers, legal squares, the
+    rolled square (yellow frame), captured squares (grey rings), both reserves with a bar under the side to
+    move, and under it the caption: whose ply it is (or who won, at the end of a game) and the latest roll.
 
-
-def rgb_array(game: Game) -> np.ndarray:
-    """An (H, W, 3) uint8 picture: board with labels, checkers, legal squares, the rolled
-    square (yellow frame), captured squares (grey rings), reserves and the side to move."""
+    ``width``: the frame's width in pixels (even, at least :data:`MIN_FRAME_WIDTH`; default
+    :data:`FRAME_WIDTH`); the height is three quarters of it (640 x 480 by default), as video encoders
+    want even sides. The text is drawn with Pillow's built-in font."""
+    layout = frame_layout(width)
     view = scene_of(game)
-    image = np.empty((HEIGHT, WIDTH, 3), dtype=np.uint8)
+    cell = layout.cell
+    image = np.empty((layout.height, layout.width, 3), dtype=np.uint8)
     image[:] = PALETTE["background"]
     for square in view.squares:
-        x, y = _cell_origin(square.row, square.column)
-        image[y : y + CELL, x : x + CELL] = PALETTE[square.shade]
-        centre = (x + CELL / 2, y + CELL / 2)
+        x, y = layout.square_origin(square.row, square.column)
+        image[y : y + cell, x : x + cell] = PALETTE[square.shade]
+        centre = (x + cell / 2, y + cell / 2)
         if square.content != "empty":
-            _disc(image, *centre, CELL * 0.38, PALETTE[square.content])
+            _disc(image, *centre, cell * 0.38, PALETTE[square.content])
         elif square.captured:
-            _disc(image, *centre, CELL * 0.3, PALETTE["captured"], ring=3)
+            _disc(image, *centre, cell * 0.3, PALETTE["captured"], ring=max(2, cell // 13))
         if square.legal:
-            _disc(image, *centre, CELL * 0.12, PALETTE["legal"])
+            _disc(image, *centre, cell * 0.12, PALETTE["legal"])
         if square.rolled:
-            frame = image[y : y + CELL, x : x + CELL]
-            frame[:3], frame[-3:], frame[:, :3], frame[:, -3:] = (PALETTE["rolled"],) * 4
+            edge = max(2, cell // 13)
+            frame = image[y : y + cell, x : x + cell]
+            frame[:edge], frame[-edge:], frame[:, :edge], frame[:, -edge:] = (PALETTE["rolled"],) * 4
+    texts: list[tuple[tuple[float, float], str, str]] = []  # ((x, y), text, anchor)
     for i, (file, rank) in enumerate(zip(view.files, view.ranks, strict=True)):  # column i's file, row i's rank
-        _text(image, file, MARGIN + i * CELL + CELL // 2 - 3, BOARD_SIZE * CELL + 8, PALETTE["ink"])
-        _text(image, rank, 6, i * CELL + CELL // 2 - 1, PALETTE["ink"])
-    # a bar under a reserve marks the side to move
-    panel_x = MARGIN + BOARD_SIZE * CELL + 10
-    for reserve, y in zip(view.reserves, RESERVE_TOPS, strict=True):
+        bottom = layout.top + BOARD_SIZE * cell
+        texts.append(((layout.left + i * cell + cell / 2, bottom + layout.label / 2), file, "mm"))
+        texts.append(((layout.left - layout.label / 2, layout.top + i * cell + cell / 2), rank, "mm"))
+    tops = (layout.top, layout.top + (BOARD_SIZE - 1) * cell)  # the panels beside the top and bottom ranks
+    radius = cell * 0.36
+    for reserve, y in zip(view.reserves, tops, strict=True):
         colour = PALETTE[reserve.player]
-        _disc(image, panel_x + 14, y + 14, 13, colour)
-        _text(image, str(min(reserve.count, 99)), panel_x + 32, y + 9, PALETTE["ink"])
+        cx, cy = layout.panel_x + radius, y + cell * 0.45
+        _disc(image, cx, cy, radius, colour)
+        texts.append(((cx + radius + layout.font / 2, cy), str(reserve.count), "lm"))
         if reserve.to_move:
-            image[y + 32 : y + 36, panel_x : panel_x + 50] = colour
-    return image
+            bar = int(y + cell * 0.88)
+            image[bar : bar + max(3, cell // 12), layout.panel_x : int(layout.panel_x + 2.2 * radius)] = colour
+    return _with_text(image, texts, view.caption, layout)
 
 
-RENDER_MODES = ["human", "ansi", "rgb_array"]
+def _with_text(
+    image: np.ndarray, texts: list[tuple[tuple[float, float], str, str]], caption: str, layout: FrameLayout
+) -> np.ndarray:
+    """``image`` with each text drawn in the ink colour at its (x, y) and Pillow anchor, and ``caption`` wrapped
+    (between words) to the frame's width in the caption strip, all at the layout's font size."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    picture = Image.fromarray(image)
+    draw = ImageDraw.Draw(picture)
+    font = ImageFont.load_default(size=layout.font)
+    for xy, text, anchor in texts:
+        draw.text(xy, text, fill=PALETTE["ink"], font=font, anchor=anchor)
+    room = layout.width - 2 * layout.font
+    lines: list[str] = []
+    for word in caption.split():
+        if lines and font.getlength(f"{lines[-1]} {word}") <= room:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    for number, line in enumerate(lines[:CAPTION_LINES]):
+        y = layout.caption_top + number * round(layout.font * 1.3)
+        draw.text((layout.font, y), line, fill=PALETTE["ink"], font=font, anchor="la")
+    return np.asarray(picture, dtype=np.uint8).copy()
+
+
+def _window_available() -> bool:
+    """pygame is installed (the ``render`` extra): ``render_mode="human"`` can open a window."""
+    from importlib.util import find_spec
+
+    return find_spec("pygame") is not None
+
+
+#: the render modes the envs offer: "human" only where pygame is installed, so that Gymnasium's and
+#: PettingZoo's checkers, which try every listed mode, pass without it
+RENDER_MODES = (["human"] if _window_available() else []) + ["ansi", "rgb_array"]
+HUMAN_NEEDS = f"render_mode='human' needs pygame, which is not installed: {install_line('render')}"
 RENDER_FPS = 2  # frames per second of render_mode="human" (the envs' metadata)
 
 
@@ -153,6 +209,8 @@ class Renderer:
     """Renders games in one ``render_mode`` for an env; owns the window of ``"human"``."""
 
     def __init__(self, mode: str | None, fps: int) -> None:
+        if mode == "human" and mode not in RENDER_MODES:
+            raise ValueError(HUMAN_NEEDS)
         if mode is not None and mode not in RENDER_MODES:
             raise ValueError(f"render_mode must be one of {RENDER_MODES} or None, got {mode!r}")
         self.mode, self.fps = mode, fps
@@ -189,11 +247,11 @@ class Window:
         try:
             import pygame
         except ImportError as error:  # pragma: no cover - depends on the installation
-            raise ImportError("render_mode='human' needs pygame: pip install pygame") from error
+            raise ImportError(HUMAN_NEEDS) from error
         self._pygame = pygame
         pygame.display.init()
         pygame.display.set_caption(title)
-        self._screen = pygame.display.set_mode((WIDTH, HEIGHT))
+        self._screen = pygame.display.set_mode((FRAME_WIDTH, frame_layout(FRAME_WIDTH).height))
         self._clock = pygame.time.Clock()
         self._fps = fps
 
@@ -300,12 +358,11 @@ def _game_svg(game: Game) -> str:
 setattr(Game, "_repr_svg_", _game_svg)  # noqa: B010 - Game declares no such attribute: mypy needs setattr
 
 __all__ = [
-    "CELL",
-    "HEIGHT",
-    "MARGIN",
-    "PANEL",
+    "FRAME_WIDTH",
+    "MIN_FRAME_WIDTH",
     "RENDER_MODES",
-    "WIDTH",
+    "FrameLayout",
+    "frame_layout",
     "Renderer",
     "Window",
     "ansi",

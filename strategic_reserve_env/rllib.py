@@ -1,7 +1,7 @@
 """Ray RLlib (new API stack): Strategic Reserve through RLlib's multi-agent API, self-play with masked PPO.
 
-Needs ``pip install -e '.[rllib]'`` (``ray[rllib]``); ``import strategic_reserve_env`` never imports ray,
-this module does.
+Needs the rllib extra, ``pip install 'strategic-reserve-env[rllib]'`` (``ray[rllib]``);
+``import strategic_reserve_env`` never imports ray, this module does.
 
 - :class:`StrategicReserveMultiAgentEnv`: the PettingZoo env (``env()``, with
   PettingZoo's standard wrappers) through RLlib's own ``PettingZooEnv``, which

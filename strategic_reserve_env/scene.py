@@ -110,13 +110,20 @@ def roll_summary(game: Game) -> str:
     )
 
 
+def ply_number(game: Game) -> int:
+    """The number of the ply under way or just ended, as docs/RULES.md numbers plies (ply k: the game's k-th
+    roll and its placement, from 1): ``game.ply`` (plies completed) once the game is over, otherwise the
+    ply whose roll is waiting for its placement (or comes next), ``game.ply + 1``."""
+    return game.ply if game.done else game.ply + 1
+
+
 def status(game: Game) -> str:
-    """Whose turn it is, or how the game ended."""
+    """Whose turn it is, or how the game ended, with the ply's number (:func:`ply_number`)."""
     if game.winner >= 0:
         return f"{COLOURS[game.winner].capitalize()} won at ply {game.ply}."
     if game.truncated:
         return f"Truncated at the ply limit ({game.ply} plies)."
-    return f"Ply {game.ply}, {COLOURS[game.to_move].capitalize()} to move."
+    return f"Ply {ply_number(game)}, {COLOURS[game.to_move].capitalize()} to move."
 
 
 def _heat_values(heat: object) -> np.ndarray:
@@ -171,4 +178,4 @@ def scene_of(game: Game, heat: object = None, legal: bool = True) -> Scene:
     )
 
 
-__all__ = ["PALETTE", "Reserve", "Scene", "Square", "roll_summary", "scene_of", "status"]
+__all__ = ["PALETTE", "Reserve", "Scene", "Square", "ply_number", "roll_summary", "scene_of", "status"]

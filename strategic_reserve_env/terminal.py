@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from . import records
-from .board import COLOURS, DEFAULT_RESERVE, brief, names_of, parse_square, square_name
+from .board import BLUE, COLOURS, DEFAULT_RESERVE, brief, names_of, parse_square, square_name
 from .config import Config
 from .dice import GameDice
 from .game import Game
@@ -30,7 +30,7 @@ from .render import ansi, legal_line
 from .scene import roll_summary
 
 PROMPT = "Your placement (e.g. c4; help explains; ? lists legal squares; q quits): "
-RULES = "docs/RULES.md"  # the rules in full, in the project's repository
+RULES = "strategic-reserve rules"  # the command that prints the rules in full (docs/RULES.md in a clone)
 INTRODUCTION = f"""\
 Goal: empty your reserve. Each turn you place one checker from your reserve
 on the board; the first player whose reserve is empty wins.
@@ -49,7 +49,8 @@ Board: R a red checker, B a blue one, . an empty square, + a square you may
 place on, [ ] the rolled square; each reserve stands beside its owner's back
 rank.
 Type a square such as c4; help shows this again, ? the legal squares, q quits.
-The rules in full: {RULES} in the project's repository."""
+The rules in full: type {RULES} in a shell
+(docs/RULES.md in a clone of the repository)."""
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
 SAVE_FAILED = 1  # exit status when the record could not be written where asked (it is printed instead)
 
@@ -144,7 +145,9 @@ def terminal_game(
     if not quit_early:
         say(ansi(game))
         say("You won!" if game.winner == human else f"{name} won." if game.winner >= 0 else "Truncated.")
-    saved = _offer_save(records.record_of(game), save, read, say)  # also after Ctrl-C: the record is kept
+    players = (name, "person") if human == BLUE else ("person", name)
+    record = records.record_of(game, players=players, seed=seed)
+    saved = _offer_save(record, save, read, say)  # also after Ctrl-C: the record is kept
     return status or saved
 
 

@@ -147,7 +147,7 @@ def _readme_example() -> tuple[str, str, str]:
     """The README's custom agent file, its name, and the benchmark command that follows it."""
     section = (REPO / "README.md").read_text().split("## Benchmark your own agent", 1)[1].split("\n## ", 1)[0]
     code = re.search(r"```python\n(# (\S+\.py).*?)```", section, flags=re.DOTALL)
-    command = re.search(r"```bash\n(python evaluate.py --benchmark \S+.*?)\n", section)
+    command = re.search(r"```bash\n(strategic-reserve benchmark \S+.*?)\n", section)
     assert code and command, "the README's section lost its example"
     return code.group(1), code.group(2), command.group(1)
 
@@ -156,8 +156,14 @@ def test_the_readmes_custom_agent_benchmarks_as_shown(tmp_path):
     code, filename, command = _readme_example()
     assert len(code.strip().splitlines()) <= 12  # "a ten-line custom agent"
     (tmp_path / filename).write_text(code)
-    arguments = shlex.split(command)[2:]  # after "python evaluate.py"
-    result = _evaluate([*arguments, *QUICK], tmp_path)
+    arguments = shlex.split(command)[1:]  # after "strategic-reserve": the command's name, then its arguments
+    result = subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", *arguments, *QUICK],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     assert f": {filename}:act" in result.stdout and "rating:" in result.stdout
     out = arguments[arguments.index("--out") + 1]
@@ -276,6 +282,7 @@ def test_a_faulty_agent_keeps_the_opponents_played_before(tmp_path):
 def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path, monkeypatch, capsys):
     """A card of an agent the run no longer benchmarks (here: the PPO's old .zip spelling) would linger beside
     the new ones and break the set of reference agents; other files in the folder stay."""
+    from strategic_reserve_env.commands import reference as reference_command
     from strategic_reserve_env.evaluation import reference
 
     monkeypatch.chdir(REPO)  # main moves to the repository root: put it back after the test
@@ -291,7 +298,7 @@ def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path,
     stale = [cards / "ppo-models-ppo_baseline-zip.json", cards / "ppo-models-ppo_baseline-zip.md"]
     for path in [*stale, cards / "random.json", cards / "reference.md", cards / "notes.txt"]:
         path.write_text("old")
-    assert reference.main(["--docs", str(docs), "--agents", "random", "greedy", "--no-progress"]) == 0
+    assert reference_command.main(["--docs", str(docs), "--agents", "random", "greedy", "--no-progress"]) == 0
     assert sorted(path.name for path in cards.iterdir()) == [
         "greedy.json",
         "greedy.md",

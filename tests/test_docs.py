@@ -43,7 +43,7 @@ def test_needs_markers_are_read(tmp_path):
     [
         (["train.py", "--help"], "--total-steps"),
         (["evaluate.py", "--help"], "--games"),
-        (["-m", "strategic_reserve_env.evaluation.headroom", "--help"], "--rollouts"),
+        (["-m", "strategic_reserve_env", "headroom", "--help"], "--rollouts"),
         (["-m", "strategic_reserve_env", "--help"], "replay"),
     ],
 )

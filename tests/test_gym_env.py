@@ -172,7 +172,7 @@ def test_illegal_action_loses_or_raises():
     "kwargs, message",
     [
         ({"seat": "green"}, r"seat must be one of \('random', 'red', 'blue'\)"),
-        ({"opponent": "greedy"}, r"unknown policy 'greedy'; built in: 'random'"),
+        ({"opponent": "no-such-agent"}, r"unknown agent 'no-such-agent'"),
         ({"opponent": 5}, r"a policy must be 'random', an object with act"),
         ({"reserve": 1}, r"red wins on its first placement before the learner can act; use seat='red'"),
         ({"illegal_action": "ignore"}, r"illegal_action must be one of \('lose', 'raise'\)"),

@@ -21,7 +21,7 @@ from strategic_reserve_env import Game, records  # noqa: E402
 from strategic_reserve_env.board import SQUARE_INDEX  # noqa: E402
 from strategic_reserve_env.dice import GameDice  # noqa: E402
 from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_position  # noqa: E402
-from strategic_reserve_env.render import CELL, MARGIN, ansi, rgb_array, svg  # noqa: E402
+from strategic_reserve_env.render import ansi, frame_layout, rgb_array, svg  # noqa: E402
 from strategic_reserve_env.scene import PALETTE, scene_of  # noqa: E402
 
 from conftest import REPO, conformance_records  # noqa: E402
@@ -50,7 +50,7 @@ def test_scene_of_a_friendly_hit_and_the_placement_after_it():
     assert by_name["a1"].shade == "dark" and by_name["b1"].shade == "light"
     assert [(r.player, r.count, r.to_move) for r in view.reserves] == [("blue", 9, False), ("red", 7, True)]
     assert view.files == tuple("abcdef") and view.ranks == tuple("654321")
-    assert view.caption == "Ply 0, Red to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
+    assert view.caption == "Ply 1, Red to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
     assert view.legal_names == "e4, d5, f5, e6"
     assert all(np.isnan(s.heat) for s in view.squares)
     assert (
@@ -62,7 +62,7 @@ def test_scene_of_a_friendly_hit_and_the_placement_after_it():
     by_name = {square.name: square for square in view.squares}
     assert by_name["e4"].content == "red" and not by_name["e4"].captured and by_name["d5"].captured
     assert by_name["e5"].rolled and not any(s.legal for s in view.squares) and view.legal_names == ""
-    assert view.caption == "Ply 1, Blue to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
+    assert view.caption == "Ply 2, Blue to move. Red rolled e5 (dice 5, 5): friendly hit, captured e4, d5."
     assert [(r.player, r.count, r.to_move) for r in view.reserves] == [("blue", 9, True), ("red", 6, False)]
 
 
@@ -116,9 +116,13 @@ def _svg_marks(text: str) -> dict[str, set[str]]:
     return marks
 
 
+LAYOUT = frame_layout()  # the default frame's
+CELL = LAYOUT.cell
+
+
 def _pixel(image: np.ndarray, square, dx: int, dy: int) -> tuple[int, ...]:
     """The RGB pixel at (dx, dy) from the top-left corner of a scene square."""
-    x, y = MARGIN + square.column * CELL, square.row * CELL + 4
+    x, y = LAYOUT.square_origin(square.row, square.column)
     return tuple(int(v) for v in image[y + dy, x + dx])
 
 
@@ -144,7 +148,7 @@ def test_every_backend_draws_the_scene(seed):
             centre = "legal" if square.legal else square.shade if square.content == "empty" else square.content
             assert _pixel(image, square, CELL // 2, CELL // 2) == PALETTE[centre], where
             ring = square.content if square.content != "empty" else "captured" if square.captured else square.shade
-            assert _pixel(image, square, CELL // 2, CELL // 2 + 11) == PALETTE[ring], where
+            assert _pixel(image, square, CELL // 2, CELL // 2 + round(CELL * 0.3) - 1) == PALETTE[ring], where
             corner = "rolled" if square.rolled else square.shade
             assert _pixel(image, square, 1, 1) == PALETTE[corner], where
             i = square.index

@@ -246,7 +246,7 @@ def test_show_prints_a_one_line_error_for_a_nested_header(tmp_path):
     path = tmp_path / "deep.safetensors"
     path.write_bytes(policy_bytes("[" * DEEP + "]" * DEEP))
     result = subprocess.run(
-        [sys.executable, "-m", "strategic_reserve_env.agents.policy_file", "show", str(path)],
+        [sys.executable, "-m", "strategic_reserve_env", "policy-file", "show", str(path)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -87,9 +87,12 @@ def test_a_1600_ply_game_replays_in_full(tmp_path, capsys):
 def test_record_of_round_trips_and_replays_to_the_same_trace(reserve, start_seed, ply_limit, seed, description):
     start = None if start_seed is None else random_start(np.random.default_rng(start_seed))
     game, played = play_random(Config(reserve=reserve, ply_limit=ply_limit, start=start), seed)
-    record = records.record_of(game, description)
+    record = records.record_of(game, description, players=("random", "me"), seed=seed)
     parsed = through_json(record)
-    assert parsed == records.Record(record.config, tuple(map(list, record.plies)), description)
+    result = ("red", "blue")[game.winner] if game.winner >= 0 else "unfinished"
+    assert parsed == records.Record(
+        record.config, tuple(map(list, record.plies)), description, ("random", "me"), seed, result
+    )
     assert parsed.to_json() == record.to_json()
     assert parsed.config == record.config == Config(reserve=reserve, ply_limit=MAX_PLY_LIMIT, start=start)
     assert list(records.replay(parsed)) == played  # a truncated game's replay just ends where it stopped
@@ -213,3 +216,70 @@ def test_a_game_loaded_after_its_roll_or_its_win_has_no_record():
     game.load(finished.to_state(), 0)
     with pytest.raises(ValueError, match="loaded after it was won"):
         records.record_of(game)
+
+
+# -- the optional header fields players, seed and result (docs/RULES.md, "Game records") ---------------------
+
+
+def _finished_record() -> tuple[dict, str]:
+    """A record of a finished game from seed 5 (random play) as JSON data, and its winner's colour."""
+    game, _ = play_random(Config(reserve=3), 5)
+    assert game.winner >= 0
+    return records.record_of(game, players=("greedy", "person"), seed=5).to_json(), ("red", "blue")[game.winner]
+
+
+def test_header_fields_round_trip_and_a_matching_result_replays():
+    data, winner = _finished_record()
+    assert (data["players"], data["seed"], data["result"]) == ({"red": "greedy", "blue": "person"}, 5, winner)
+    record = records.parse_record(json.loads(json.dumps(data)))
+    assert (record.players, record.seed, record.result) == (("greedy", "person"), 5, winner)
+    assert list(records.replay(record))[-1]["winner"] == winner
+
+
+@pytest.mark.parametrize("claim", ["loser", "unfinished"])
+def test_a_result_the_replay_contradicts_is_rejected_naming_the_field(claim, tmp_path, capsys):
+    data, winner = _finished_record()
+    data["result"] = {"loser": "blue" if winner == "red" else "red", "unfinished": "unfinished"}[claim]
+    with pytest.raises(
+        records.RecordError, match=rf"^result: the record says '{data['result']}', but its plies end '{winner}'$"
+    ):
+        list(records.replay(records.parse_record(data)))
+    path = tmp_path / "wrong.json"
+    path.write_text(json.dumps(data))
+    assert main(["replay", str(path)]) == 1
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == len(data["plies"])  # every ply's line, then the error
+    assert (
+        captured.err.strip()
+        == f"error: {path}: result: the record says '{data['result']}', but its plies end '{winner}'"
+    )
+
+
+def test_an_unfinished_result_matches_a_record_that_stops_before_the_end():
+    data, _ = _finished_record()
+    data["plies"] = data["plies"][:3]
+    data["result"] = "unfinished"
+    assert len(list(records.replay(records.parse_record(data)))) == 3
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("players", {"red": "a"}, r"players must be \{'red': name, 'blue': name\}"),
+        ("players", {"red": "a", "blue": 3}, r"players must be"),
+        ("players", ["a", "b"], r"players must be"),
+        ("seed", "7", r"seed must be an integer"),
+        ("seed", True, r"seed must be an integer"),
+        ("seed", 2**70, r"seed must be an integer \(magnitude below 2\*\*64\)"),
+        ("result", "draw", r"result must be 'red', 'blue' or 'unfinished', got 'draw'"),
+        ("result", None, None),  # JSON null: the field is absent
+    ],
+)
+def test_bad_header_fields_are_rejected_naming_them(field, value, message):
+    data, _ = _finished_record()
+    data[field] = value
+    if message is None:
+        assert records.parse_record(data).result is None
+        return
+    with pytest.raises(records.RecordError, match=message):
+        records.parse_record(data)

@@ -12,8 +12,9 @@ import pytest
 
 from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.commands.evaluate import main as evaluate_main
+from strategic_reserve_env.commands.skill import main
 from strategic_reserve_env.evaluation.benchmark import SHIPPED_PPO
-from strategic_reserve_env.evaluation.skill import HEADROOM_MODULE, REPORT, SkillSettings, main, red_pair_scores
+from strategic_reserve_env.evaluation.skill import HEADROOM_COMMAND, REPORT, SkillSettings, red_pair_scores
 from strategic_reserve_env.evaluation.statistics import score_interval
 from strategic_reserve_env.evaluation.tournament import Settings, play_pairing
 
@@ -36,7 +37,7 @@ def skill(tmp_path_factory):
     """The report of a tiny run: (its folder, the process's stdout, skill.json, SKILL.md)."""
     out = tmp_path_factory.mktemp("skill")
     done = subprocess.run(
-        [sys.executable, "-m", "strategic_reserve_env.evaluation.skill", *ARGS, "--out", str(out)],
+        [sys.executable, "-m", "strategic_reserve_env", "skill", *ARGS, "--out", str(out)],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -67,15 +68,13 @@ def test_the_report_has_its_files_parts_and_every_pairing(skill):
         "## Headroom above greedy",
         "## Variants: reserve 5, 7, 9",
     ]
-    assert data["command"] in markdown and data["command"].startswith(
-        "python -m strategic_reserve_env.evaluation.skill --agents random"
-    )
+    assert data["command"] in markdown and data["command"].startswith("strategic-reserve skill --agents random")
     summary = [line for line in stdout.splitlines() if line.startswith("- **")]
     assert len(summary) == 6 and all(line in markdown for line in summary)
     for image in ("ladder", "variants", "first_player"):
         assert f"(skill/{image}.png)" in markdown
     # the headroom measurement was run, and its output quoted whole
-    assert f"`python -m {HEADROOM_MODULE} --positions 3 --rollouts 4 --seed 0`, run by this report" in markdown
+    assert f"`{HEADROOM_COMMAND} --positions 3 --rollouts 4 --seed 0`, run by this report" in markdown
     assert any("split-sample gain over greedy" in line for line in data["headroom"]["lines"])
 
 

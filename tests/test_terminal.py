@@ -264,9 +264,13 @@ def test_the_caller_passes_any_policy_and_a_bad_seat_is_refused(tmp_path):
 
 def test_the_env_package_imports_neither_agents_nor_evaluation():
     """Only the command line (``__main__``, ``commands/``) may load agents and evaluation; every other module of
-    the package sits below them (one documented exception: the RLlib adapter loads the network it trains)."""
+    the package sits below them (two documented exceptions: the RLlib adapter loads the network it trains, and
+    ``policies.as_policy`` loads an agent spec string through the agents' spec loader, when given one)."""
     above = ("agents", "evaluation", "commands")
-    allowed = {"rllib.py": {"strategic_reserve_env.agents.rllib_model"}}
+    allowed = {
+        "rllib.py": {"strategic_reserve_env.agents.rllib_model"},
+        "policies.py": {"strategic_reserve_env.agents.load_agent"},
+    }
     package = REPO / "strategic_reserve_env"
     for module in sorted(package.glob("*.py")):
         if module.name == "__main__.py":
@@ -297,7 +301,7 @@ def test_the_game_opens_with_the_goal_the_hits_the_legend_and_the_rules(tmp_path
     assert "Captured checkers go back to their owner's reserve: that is how a reserve grows again." in flat
     for mark in ("R a red checker", "B a blue one", ". an empty square", "+ a square you may place", "[ ] the rolled"):
         assert mark in flat, mark
-    assert "docs/RULES.md" in opening and (REPO / "docs" / "RULES.md").is_file()
+    assert "strategic-reserve rules" in flat and "docs/RULES.md" in flat and (REPO / "docs" / "RULES.md").is_file()
     assert all(len(line) <= TEXT_WIDTH for line in opening.splitlines())
 
 

@@ -16,7 +16,7 @@ import argparse
 import sys
 
 from strategic_reserve_env import records
-from strategic_reserve_env.commands.replay import record_source
+from strategic_reserve_env.commands.record_input import record_source
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:

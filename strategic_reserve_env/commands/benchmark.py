@@ -3,7 +3,7 @@
     strategic-reserve benchmark my_agent.py:act --out results/mine/
     strategic-reserve benchmark expectimax:depth=1 --benchmark-games 200   # a quick, non-conformant look
 
-The same as ``python evaluate.py --benchmark SPEC``: SPEC plays every member of
+The same as "python evaluate.py --benchmark SPEC" in a clone: SPEC plays every member of
 the panel with everything else fixed by the protocol (games, paired dice from a
 fixed seed, reserve, ply limit, batch), and a score card is printed; --out DIR
 writes benchmark.json and benchmark.md. Exit status: 0 done, 2 bad arguments or
@@ -18,7 +18,7 @@ import argparse
 from strategic_reserve_env.agents import KNOWN_AGENTS
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.commands import evaluate
-from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL
+from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Run the benchmark command (``argv``: its arguments, default ``sys.argv[1:]``)."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
-    # evaluate's --benchmark with none of the round robin's settings (the protocol fixes them)
-    unset = dict.fromkeys(evaluate.TOURNAMENT_ONLY)
-    return evaluate.benchmark_main(parser, argparse.Namespace(**vars(args), **unset, agents=[], benchmark=args.spec))
+    protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
+    return evaluate.run_benchmark_command(
+        parser, args.spec, protocol, args.benchmark_games, args.out, not args.no_progress, args.act_timeout
+    )

@@ -57,7 +57,7 @@ from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_a
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
 from strategic_reserve_env.commands import named
-from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS, run_benchmark
+from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
 from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
     PairingError,
@@ -281,6 +281,7 @@ def play_tournament(settings: Settings, agents: list, out) -> int:
 
 
 def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """evaluate's ``--benchmark SPEC``: refuses the round robin's settings, then :func:`run_benchmark_command`."""
     protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
     clashing = [f"--{name.replace('_', '-')}" for name in TOURNAMENT_ONLY if getattr(args, name) is not None]
     if clashing or args.agents:
@@ -289,26 +290,44 @@ def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
             f"batch, reserve, ply limit and luck value: drop {', '.join(clashing + args.agents)} "
             "(--benchmark-games N for a quick, non-conformant run)"
         )
-    if args.benchmark_games is not None:
+    return run_benchmark_command(
+        parser, args.benchmark, protocol, args.benchmark_games, args.out, not args.no_progress, args.act_timeout
+    )
+
+
+def run_benchmark_command(
+    parser: argparse.ArgumentParser,
+    spec: str,
+    protocol: Protocol,
+    games: int | None,
+    out_path: str | None,
+    progress: bool,
+    act_timeout: float | None,
+) -> int:
+    """The benchmark of one agent (evaluate's ``--benchmark`` and the benchmark command): ``games`` per
+    opponent instead of the protocol's (None: the protocol's), the card written to ``out_path`` (or None),
+    each act() call limited to ``act_timeout`` seconds per game (or None); returns the exit status."""
+    if games is not None:
         try:
-            Settings(agents=[], games=args.benchmark_games)
+            Settings(agents=[], games=games)
         except ValueError as error:
             parser.error(f"--benchmark-{as_option(str(error))[2:]}")
     try:
-        out = check_out(args.out, BENCHMARK_FILES) if args.out else None
-        agent = limited(load_agent(args.benchmark), args)
+        out = check_out(out_path, BENCHMARK_FILES) if out_path else None
+        agent = load_agent(spec)
+        agent = agent if act_timeout is None else TimeLimited(agent, act_timeout)
     except ValueError as error:
         print_cause(error)
         return fail(str(error), BAD_INPUT)
     try:
         with lock(out) if out is not None else contextlib.nullcontext(), stop_signals():
-            return play_benchmark(agent, protocol, args, out)
+            return play_benchmark(agent, protocol, games, progress, out)
     except OutputBusyError as error:
         return fail(str(error), BAD_INPUT)
 
 
-def play_benchmark(agent, protocol, args: argparse.Namespace, out) -> int:
-    """The benchmark of :func:`benchmark_main` (the agent loaded), with ``out`` locked (or None)."""
+def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool, out) -> int:
+    """The benchmark of :func:`run_benchmark_command` (the agent loaded), with ``out`` locked (or None)."""
     latest: list = []  # the card as last written
 
     def save(card) -> None:
@@ -320,8 +339,8 @@ def play_benchmark(agent, protocol, args: argparse.Namespace, out) -> int:
         card = run_benchmark(
             agent,
             protocol,
-            games=args.benchmark_games,
-            progress=not args.no_progress,
+            games=games,
+            progress=progress,
             on_opponent=save,
             on_start=save,
         )

@@ -1,4 +1,4 @@
-"""Play Strategic Reserve against an agent in the terminal (the rules: docs/RULES.md).
+"""Play Strategic Reserve against an agent in the terminal (the rules: strategic-reserve rules).
 
 strategic-reserve play --opponent greedy --seat red --seed 7
 strategic-reserve play --opponent ppo --save game.json

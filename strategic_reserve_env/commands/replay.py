@@ -1,4 +1,4 @@
-"""Print the trace of a game record (docs/RULES.md): one JSON line per ply.
+"""Print the trace of a game record (the format: strategic-reserve rules): one JSON line per ply.
 
     strategic-reserve replay game.json
     strategic-reserve replay - < game.json
@@ -12,14 +12,7 @@ import argparse
 import sys
 
 from strategic_reserve_env import records
-
-STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
-
-
-def record_source(path: str):
-    """(what :func:`records.load_record` reads, the name its messages give) of a command's record argument:
-    a file's path, or ``-`` for the standard input."""
-    return (sys.stdin.buffer, STDIN_NAME) if path == "-" else (path, path)
+from strategic_reserve_env.commands.record_input import record_source
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:

@@ -104,6 +104,23 @@ check_folder() {  # check_folder DIR LABEL PLAY...: every command, run from DIR;
 mkdir "$work/empty"
 check_folder "$work/empty" "empty folder" strategic-reserve
 
+# the README's Python examples, run by the wheel's interpreter from an empty folder (no file of the checkout)
+mkdir "$work/readme"
+cd "$work/readme"
+step "README's Python examples, from an empty folder" "$python" "$work/src/tests/wheel/run_readme.py" "$work/src/README.md"
+step "strategic-reserve rules prints the rules shipped in the wheel" \
+    bash -c "strategic-reserve rules | grep -q '^\*\*Ply numbers\.\*\*'"
+cd "$work"
+
+# a user's script type-checked against the installed package (py.typed): real types, not Any
+"$work/venv/bin/python" -m pip install --quiet --no-compile "mypy==2.4.1" 2>&1 |
+    grep -v "is ignored: it is neither a file nor a directory" || true
+mkdir "$work/typed"
+cp "$work/src/tests/wheel/user_script.py" "$work/typed/"
+cd "$work/typed"
+step "mypy on a user's script against the installed wheel" "$python" -m mypy user_script.py
+cd "$work"
+
 # a researcher's project: its own agents/ and evaluation/ packages, which must not shadow the installed ones
 mkdir -p "$work/project/agents" "$work/project/evaluation"
 echo 'raise ImportError("the project'"'"'s own agents package was imported")' >"$work/project/agents/__init__.py"
