@@ -19,7 +19,6 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "tqdm": "train",
     "matplotlib": "train",
     "tensorboard": "train",
-    "tyro": "train",
     "ray": "rllib",
     "pyspiel": "openspiel",
     "open_spiel": "openspiel",
