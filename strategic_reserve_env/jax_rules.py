@@ -141,7 +141,8 @@ def group(seed: Bits, mask: Bits) -> Bits:
 
     :data:`UNROLLED_PASSES` passes in straight-line code, then a ``while_loop``
     of one pass an iteration until the set stops growing (under ``vmap``, until
-    every game's set has: the loop's trip count is the slowest game's).
+    every game's set has: the loop's trip count is the slowest game's). Scalars for one game, or
+    arrays of one shape, filled elementwise.
     """
     previous, x = seed, seed
     for _ in range(UNROLLED_PASSES):
@@ -152,7 +153,7 @@ def group(seed: Bits, mask: Bits) -> Bits:
         grown = _grow(current, mask)
         return grown, _differs(grown, current)
 
-    x, _ = jax.lax.while_loop(lambda carry: carry[1], grow_once, (x, _differs(x, previous)))
+    x, _ = jax.lax.while_loop(lambda carry: jnp.any(carry[1]), grow_once, (x, _differs(x, previous)))
     return x
 
 

@@ -173,6 +173,9 @@ def _finished(state: State) -> State:
     return state.replace(observation=observed, legal_action_mask=mask)  # type: ignore[attr-defined]
 
 
+_finished_batch = jax.jit(jax.vmap(_finished))  # compiled once per batch size
+
+
 def _roll(state: State, square: jax.Array) -> State:
     """:meth:`StrategicReserve.roll` without the derived fields."""
     valid = _in_range(square) & ~_done(state) & jax_rules.is_zero(_bits(state, "_legal"))
@@ -429,7 +432,7 @@ def from_engine(state: engine.State) -> State:
         _captured=pair("captured"),
         _legal=pair("legal"),
     )
-    return jax.vmap(_finished)(raw)
+    return _finished_batch(raw)
 
 
 assert OBSERVATION_SHAPE == (BOARD_SIZE, BOARD_SIZE, NUM_PLANES)
