@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .board import BIT, FULL, NO_PLAYER, NUM_SQUARES, STRIDE
+from .board import BIT, BOARD_SIZE, FULL, NO_PLAYER, NUM_SQUARES, STRIDE
 from .rules import HIT_ENEMY, HIT_FRIENDLY
 
 WORD_BITS = 32
@@ -69,9 +69,23 @@ def _full() -> Bits:
 
 
 def square_bits(square: jax.Array) -> Bits:
-    """The pair of a square index 0..35 (the caller keeps it in range)."""
-    pair = jnp.asarray(BIT_PAIRS)[square]
-    return Bits(pair[..., 0], pair[..., 1])
+    """The pair of a square index 0..35 (the caller keeps it in range): bit ``s + s // 6`` (``board.BIT``),
+    computed rather than looked up (a gather costs more under ``vmap``)."""
+    square = jnp.asarray(square).astype(jnp.uint32)
+    position = square + square // BOARD_SIZE
+    low = jnp.where(position < WORD_BITS, jnp.uint32(1) << (position & (WORD_BITS - 1)), jnp.uint32(0))
+    high = jnp.where(position >= WORD_BITS, jnp.uint32(1) << (position & (WORD_BITS - 1)), jnp.uint32(0))
+    return Bits(low, high)
+
+
+def first_squares(n: jax.Array) -> Bits:
+    """The pair of the first ``min(n, 36)`` squares in index order (``n >= 0``; ``observation``'s reserve
+    planes): every bit below square ``n``'s."""
+    n = jnp.minimum(jnp.asarray(n), NUM_SQUARES).astype(jnp.uint32)
+    position = n + n // BOARD_SIZE  # square n's bit (42 for n = 36: past the board)
+    low = jnp.where(position >= WORD_BITS, jnp.uint32(_LOW), (jnp.uint32(1) << (position & 31)) - 1)
+    high = jnp.where(position > WORD_BITS, (jnp.uint32(1) << ((position - WORD_BITS) & 31)) - 1, jnp.uint32(0))
+    return and_(Bits(low, high), _full())
 
 
 def and_(a: Bits, b: Bits) -> Bits:
@@ -223,6 +237,26 @@ def place(
     return Placed(opp, or_(me, placed), reserve_opp, reserve, to_move ^ 1, ply, winner, truncated, no_placement)
 
 
+def nth_square(bits: Bits, k: jax.Array) -> jax.Array:
+    """int32: the square of the ``k``-th set bit of ``bits`` (from 0, in square order), for
+    0 <= k < :func:`count` (``sampling.nth_set_bit``'s choice; another ``k`` gives some square).
+    A binary search on the popcounts of halves, quarters, ... of the word holding it."""
+    k = jnp.asarray(k).astype(jnp.uint32)
+    low_count = jax.lax.population_count(bits.low)
+    in_high = k >= low_count
+    word = jnp.where(in_high, bits.high, bits.low)
+    k = jnp.where(in_high, k - low_count, k)
+    position = jnp.where(in_high, jnp.uint32(WORD_BITS), jnp.uint32(0))
+    for width in (16, 8, 4, 2, 1):
+        lower = word & jnp.uint32((1 << width) - 1)
+        below = jax.lax.population_count(lower)
+        up = k >= below
+        k = jnp.where(up, k - below, k)
+        word = jnp.where(up, word >> width, lower)
+        position = position + jnp.where(up, jnp.uint32(width), jnp.uint32(0))
+    return (position - position // STRIDE).astype(jnp.int32)  # board.bit_to_square
+
+
 _SQUARE_BIT = np.array([b.bit_length() - 1 for b in BIT], dtype=np.uint32)  # (36,) bit position of each square
 #: (36,) int32 word (0 low, 1 high) and (36,) uint32 shift of each square's bit in a pair
 SQUARE_WORD = (_SQUARE_BIT // WORD_BITS).astype(np.int32)
@@ -230,8 +264,10 @@ SQUARE_SHIFT = (_SQUARE_BIT % WORD_BITS).astype(np.uint32)
 
 
 def squares(bits: Bits) -> jax.Array:
-    """(36,) bool: the squares of a pair, in index order (``board.bitboards_to_array`` of one game)."""
-    words = jnp.where(jnp.asarray(SQUARE_WORD) == 0, bits.low, bits.high)
+    """(..., 36) bool: the squares of pairs of shape (...), in index order (``board.bitboards_to_array``):
+    for a pair of (9,) words, (9, 36). Broadcasting from the words, the form XLA compiles best."""
+    low, high = bits.low[..., None], bits.high[..., None]
+    words = jnp.where(jnp.asarray(SQUARE_WORD) == 0, low, high)
     return ((words >> jnp.asarray(SQUARE_SHIFT)) & 1).astype(jnp.bool_)
 
 

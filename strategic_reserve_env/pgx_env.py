@@ -50,7 +50,7 @@ import pgx.core as core
 from pgx._src.struct import dataclass
 
 from . import engine, jax_rules
-from .board import BOARD_SIZE, DEFAULT_RESERVE, NO_PLAYER, NUM_SQUARES, RED
+from .board import BOARD_SIZE, DEFAULT_RESERVE, FULL, NO_PLAYER, NUM_SQUARES, RED
 from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, make_config
 from .jax_rules import Bits
 from .observation import NUM_PLANES, OBSERVATION_SHAPE
@@ -111,6 +111,16 @@ def draw_square(key: jax.Array) -> jax.Array:
     return jax.random.randint(key, (), 0, NUM_SQUARES, dtype=jnp.int32)
 
 
+def uniform_action(state: State, uniform: jax.Array) -> jax.Array:
+    """() int32: the legal square that ``sampling.uniform_square`` picks for ``uniform`` in [0, 1): the
+    ``int(uniform * count)``-th legal square in index order, a uniformly random legal placement for a
+    uniform ``uniform``; some square where no placement is due. On bitboards, cheaper than a choice
+    over the (36,) mask."""
+    legal = _bits(state, "_legal")
+    k = (jnp.asarray(uniform, dtype=jnp.float32) * jax_rules.count(legal)).astype(jnp.int32)
+    return jax_rules.nth_square(legal, k)
+
+
 def _in_range(value: jax.Array) -> jax.Array:
     """bool: an integer ``value`` (any dtype) is a square index 0..35; compared before any cast, so a
     wide integer cannot wrap into range."""
@@ -133,36 +143,56 @@ def _done(state: State) -> jax.Array:
     return state.terminated | state.truncated
 
 
-def _select(condition: jax.Array, if_true: State, if_false: State) -> State:
-    """Field by field ``jnp.where``: ``if_true`` where ``condition`` (a scalar per game)."""
-    return jax.tree_util.tree_map(lambda a, b: jnp.where(condition, a, b), if_true, if_false)
+def _select(condition: jax.Array, if_true: State, if_false: State, names: tuple[str, ...]) -> State:
+    """``if_false`` with the fields ``names`` taken from ``if_true`` where ``condition`` (a scalar per
+    game); the other fields are ``if_false``'s (selecting only what changed keeps the observation out)."""
+    chosen = {name: jnp.where(condition, getattr(if_true, name), getattr(if_false, name)) for name in names}
+    return if_false.replace(**chosen)  # type: ignore[attr-defined]
+
+
+#: the fields a roll and a placement change (the derived observation and mask are set after them)
+_ROLL_CHANGES = ("_opp", "_reserve_opp", "_rolled", "_hit", "_captured", "_legal")
+_PLACE_CHANGES = (
+    "_me",
+    "_opp",
+    "_reserve_me",
+    "_reserve_opp",
+    "current_player",
+    "_ply",
+    "_winner",
+    "terminated",
+    "truncated",
+    "_legal",
+    "rewards",
+    "_step_count",
+)
 
 
 def planes(state: State, player_id: jax.Array) -> jax.Array:
     """(6, 6, 9) bool: the planes of ``observation.planes`` from ``player_id``'s side (RED / BLUE);
-    the legal plane is empty where ``player_id`` is not to move."""
+    the legal plane is empty where ``player_id`` is not to move. Each plane is a bitboard pair first
+    (as observation.encode builds them), then all nine are unpacked at once."""
     player_id = jnp.asarray(player_id, dtype=jnp.int32)
     to_move = state.current_player
     own, other = jax_rules.from_side(_bits(state, "_me"), _bits(state, "_opp"), to_move, player_id)
     own_reserve, other_reserve = jax_rules.from_side(state._reserve_me, state._reserve_opp, to_move, player_id)
-    legal = jax_rules.select(player_id == to_move, _bits(state, "_legal"), jax_rules.constant(0))
-    square = jnp.arange(NUM_SQUARES, dtype=jnp.int32)
-    everywhere = jnp.ones(NUM_SQUARES, dtype=jnp.bool_)
-    stacked = jnp.stack(
-        [
-            jax_rules.squares(own),
-            jax_rules.squares(other),
-            jax_rules.squares(legal),
-            square == state._rolled,
-            jax_rules.squares(_bits(state, "_captured")),
-            everywhere & (state._hit == HIT_ENEMY),
-            everywhere & (state._hit == HIT_FRIENDLY),
-            square < own_reserve,  # the first min(reserve, 36) squares
-            square < other_reserve,
-        ],
-        axis=-1,
-    )
-    return stacked.reshape(OBSERVATION_SHAPE)
+    none = jax_rules.constant(0)
+    legal = jax_rules.select(player_id == to_move, _bits(state, "_legal"), none)
+    rolled = jax_rules.select(state._rolled >= 0, jax_rules.square_bits(jnp.maximum(state._rolled, 0)), none)
+    full = jax_rules.constant(FULL)
+    bitboards = [
+        own,
+        other,
+        legal,
+        rolled,
+        _bits(state, "_captured"),
+        jax_rules.select(state._hit == HIT_ENEMY, full, none),
+        jax_rules.select(state._hit == HIT_FRIENDLY, full, none),
+        jax_rules.first_squares(own_reserve),
+        jax_rules.first_squares(other_reserve),
+    ]
+    words = Bits(jnp.stack([b.low for b in bitboards]), jnp.stack([b.high for b in bitboards]))  # (9,) each
+    return jax_rules.squares(words).T.reshape(OBSERVATION_SHAPE)  # (9, 36) -> (36, 9) -> (6, 6, 9)
 
 
 def _finished(state: State) -> State:
@@ -191,7 +221,7 @@ def _roll(state: State, square: jax.Array) -> State:
         _captured=jax_rules.pack(captured),
         _legal=jax_rules.pack(legal),
     )
-    return _select(valid, rolled, state)
+    return _select(valid, rolled, state, _ROLL_CHANGES)
 
 
 def _rewards(winner: jax.Array) -> jax.Array:
@@ -233,7 +263,8 @@ def _place(state: State, action: jax.Array, ply_limit: int, penalty: float) -> S
     )
     # pgx's illegal-action rule (engine.forfeit): no checker moves, the mover loses
     loser = state.current_player
-    punished = jnp.full(NUM_PLAYERS, -penalty, dtype=jnp.float32).at[loser].set(jnp.float32(penalty))
+    player = jnp.arange(NUM_PLAYERS, dtype=jnp.int32)
+    punished = jnp.where(player == loser, jnp.float32(penalty), jnp.float32(-penalty))
     forfeited = state.replace(  # type: ignore[attr-defined]
         _winner=loser ^ 1,
         terminated=jnp.asarray(True),
@@ -242,7 +273,8 @@ def _place(state: State, action: jax.Array, ply_limit: int, penalty: float) -> S
         _step_count=steps,
     )
     unchanged = state.replace(rewards=jnp.zeros_like(state.rewards))  # type: ignore[attr-defined]
-    return _select(_done(state), unchanged, _select(legal, moved, forfeited))
+    played = _select(legal, moved, forfeited, _PLACE_CHANGES)
+    return _select(_done(state), unchanged, played, _PLACE_CHANGES)
 
 
 def _start(config: Config) -> State:
@@ -437,4 +469,13 @@ def from_engine(state: engine.State) -> State:
 
 assert OBSERVATION_SHAPE == (BOARD_SIZE, BOARD_SIZE, NUM_PLANES)
 
-__all__ = ["ENV_ID", "State", "StrategicReserve", "draw_square", "from_engine", "planes", "to_engine"]
+__all__ = [
+    "ENV_ID",
+    "State",
+    "StrategicReserve",
+    "draw_square",
+    "from_engine",
+    "planes",
+    "to_engine",
+    "uniform_action",
+]

@@ -7,6 +7,7 @@ Compiles are kept few (each costs seconds): one jitted, vmapped roll and place p
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +17,14 @@ import pytest
 from strategic_reserve_env import engine, observation
 from strategic_reserve_env.board import NUM_SQUARES
 from strategic_reserve_env.config import Config, StartPosition
-from strategic_reserve_env.pgx_env import StrategicReserve, draw_square, from_engine, planes, to_engine
+from strategic_reserve_env.pgx_env import (
+    StrategicReserve,
+    draw_square,
+    from_engine,
+    planes,
+    to_engine,
+    uniform_action,
+)
 from strategic_reserve_env.sampling import uniform_square
 
 BATCH = 256
@@ -51,6 +59,8 @@ def compiled() -> dict[str, Compiled]:
     return {name: Compiled(config) for name, config in CONFIGS.items()}
 
 
+#: uniform_action of every game (the bench's choice), checked against sampling.uniform_square
+choose = jax.jit(jax.vmap(uniform_action))
 #: observe for both observers, every game: compiled once for the module
 observe_both = jax.jit(jax.vmap(jax.vmap(planes, in_axes=(None, 0)), in_axes=(0, None)))
 
@@ -100,7 +110,9 @@ def test_lockstep_with_the_engine_every_field_every_ply(compiled, name):
         state = game.roll(state, jnp.asarray(squares, dtype=jnp.int32))
         expected = engine.roll(expected, squares)
         assert_same_games(state, expected, f"{name} ply {ply} roll")
-        actions = uniform_square(expected.legal, rng.random(BATCH))
+        uniforms = rng.integers(0, 1 << 16, BATCH) / (1 << 16)  # exact in float32 and float64
+        actions = uniform_square(expected.legal, uniforms)
+        assert np.array_equal(np.asarray(choose(state, jnp.asarray(uniforms, dtype=jnp.float32))), actions)
         state = game.place(state, jnp.asarray(actions, dtype=jnp.int32))
         before = expected
         expected = engine.place(expected, actions, config)
@@ -551,3 +563,17 @@ def test_pgx_api_checks():
             rng, key, roll_key = jax.random.split(rng, 3)
             state = batch_step(state, act(key, state.legal_action_mask), jax.random.split(roll_key, 4))
         assert bool(state.legal_action_mask.all())
+
+
+def test_bench_jax_reports_both_paths(capsys):
+    """``strategic-reserve bench --jax``: the numpy engine's line, then the JAX path's without and with
+    the observation, each with its ratio to the engine's and its compile time."""
+    from strategic_reserve_env.__main__ import main
+
+    assert main(["bench", "--jax", "--batch-sizes", "16", "--seconds", "0.05"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("jax ") and "numpy engine on the CPU" in lines[1]
+    assert lines[2].startswith("engine      B=16    batched numpy arrays") and lines[2].endswith("plies/s")
+    for line, what in zip(lines[3:], ("jax, rules and mask", "jax, with observation"), strict=True):
+        assert line.startswith(f"pgx_env     B=16    {what}")
+        assert re.search(r"plies/s  x\d+\.\d\d numpy, compile \d+\.\d s$", line), line
