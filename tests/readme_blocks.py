@@ -1,8 +1,10 @@
 """The README's ```python blocks and the modules each one needs.
 
 A block whose first line is ``# needs: module[, module ...]`` uses libraries that only the integration
-venv holds (``.venv-integrations``): tests/test_docs.py runs the blocks without that line in the core
-venv, tests/integration/test_readme_examples.py runs the marked ones there. Any module names work.
+venv holds (``.venv-integrations``), or the core venv's extra ``jax`` (:data:`CORE_VENV_MODULES`):
+tests/test_docs.py runs the blocks without that line, and those needing only the core venv's extras, in
+the core venv; tests/integration/test_readme_examples.py runs the other marked ones there. Any module
+names work.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+#: modules of the extras the core venv installs too (the Makefile's ``.[train,test,jax]``): blocks that need
+#: only these run in the core venv (tests/test_docs.py), not in the integration venv
+CORE_VENV_MODULES = frozenset({"jax", "pgx"})
 NEEDS = re.compile(r"#\s*needs:\s*(?P<modules>[\w.]+(?:\s*,\s*[\w.]+)*)\s*$")
 
 
@@ -20,6 +25,11 @@ class Block:
     number: int  # 1-based position among the README's python blocks
     needs: tuple[str, ...]  # modules named by a first line "# needs: ..."; () for none
     code: str
+
+    @property
+    def in_core_venv(self) -> bool:
+        """The core venv has every module the block needs."""
+        return set(self.needs) <= CORE_VENV_MODULES
 
     @property
     def name(self) -> str:

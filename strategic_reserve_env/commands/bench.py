@@ -18,7 +18,18 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         "--seconds", type=seconds_argument, default=2.0, help="time per measurement, a finite number > 0 (default 2)"
     )
     parser.add_argument(
-        "--batch-sizes", type=int, nargs="+", default=[1, 64, 4096], metavar="B", help="batch sizes (default 1 64 4096)"
+        "--batch-sizes",
+        type=int,
+        nargs="+",
+        default=None,
+        metavar="B",
+        help="batch sizes (default 1 64 4096; with --jax 256 4096 65536)",
+    )
+    parser.add_argument(
+        "--jax",
+        action="store_true",
+        help="the JAX path (pgx_env, the extra jax) beside the numpy engine at each batch size, without and "
+        "with the observation, compile times apart",
     )
     parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
     return parser
@@ -29,9 +40,24 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = build_parser(prog).parse_args(argv)
     try:
         config = Config(reserve=args.reserve)
+        if any(size < 1 for size in args.batch_sizes or ()):
+            raise ValueError(f"batch sizes must be positive, got {' '.join(map(str, args.batch_sizes))}")
         print(f"random legal play, reserve {config.reserve}, {args.seconds:g} s per line, one process")
-        for line in bench.run(seconds=args.seconds, batch_sizes=tuple(args.batch_sizes), config=config):
+        if args.jax:
+            sizes = tuple(args.batch_sizes or bench.JAX_BATCH_SIZES)
+            lines = bench.run_jax(seconds=args.seconds, batch_sizes=sizes, config=config)
+        else:
+            lines = iter(
+                bench.run(seconds=args.seconds, batch_sizes=tuple(args.batch_sizes or (1, 64, 4096)), config=config)
+            )
+        for line in lines:
             print(line, flush=True)
+    except ModuleNotFoundError as error:
+        print(
+            f"error: bench --jax needs the extra jax (pip install 'strategic-reserve-env[jax]'): {error}",
+            file=sys.stderr,
+        )
+        return 2
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
