@@ -1,0 +1,102 @@
+"""The ``mctx`` agent: Stochastic MuZero search on the true model of the game (:mod:`.mctx_search`), in ``jit``.
+
+``mctx:simulations=N`` searches every game of a call at once with ``N`` simulations from the position after
+the roll, with the cheap leaf evaluation of :func:`.mctx_search.race_evaluation` (the reserve-race model,
+uniform priors), and plays the most visited placement (ties at random). Its randomness (the chance nodes'
+jitter, the ties) comes from the generator ``act`` is given, so an evaluation's ``--seed`` governs it.
+
+Batches are padded to a power of two (at least :data:`MIN_BATCH`) so that ``jit`` compiles once per size
+class, not once per call; the first call of each size compiles (seconds to tens of seconds on a CPU).
+Needs the ``mctx`` extra (jax, mctx).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from strategic_reserve_env import engine, rules
+from strategic_reserve_env.board import NO_PLAYER
+
+from .position import read_position
+
+MIN_BATCH = 8
+"""The smallest batch the search compiles for (a call with fewer games is padded to it)."""
+TIE_NOISE = 1e-6
+"""Below the smallest difference of two visit fractions of a search (1 / simulations), so it only breaks ties."""
+
+
+def _padded_size(batch: int) -> int:
+    size = MIN_BATCH
+    while size < batch:
+        size *= 2
+    return size
+
+
+class MctxAgent:
+    """Stochastic MuZero search with ``simulations`` simulations per decision (see the module docstring)."""
+
+    uses_observation = True
+
+    def __init__(self, simulations: int = 64) -> None:
+        if isinstance(simulations, bool) or not isinstance(simulations, int) or not 1 <= simulations <= 100_000:
+            raise ValueError(f"mctx simulations must be an integer in 1..100000, got {simulations!r}")
+        import jax  # the extra's error message, at load time rather than at the first move
+
+        from strategic_reserve_env import jax_standin
+
+        from .mctx_search import TrueModel
+
+        self.simulations = simulations
+        self.name = f"mctx:simulations={simulations}"
+        self._env_module = jax_standin
+        self.model = TrueModel(jax_standin.StandInEnv())
+        self.params = None
+        self._search = jax.jit(functools.partial(self._choose, simulations))
+
+    def _choose(self, simulations, params, key, states):
+        import jax
+        import jax.numpy as jnp
+
+        search_key, tie_key = jax.random.split(key)
+        output = self.model.search(params, search_key, states, simulations, dirichlet_fraction=0.0)
+        weights = output.action_weights + jax.random.uniform(tie_key, output.action_weights.shape) * TIE_NOISE
+        return jnp.argmax(jnp.where(states.legal_action_mask, weights, -1.0), axis=-1)
+
+    def states(self, observations: np.ndarray, masks: np.ndarray):
+        """The env's batched States of the decisions in ``observations`` and ``masks`` (colour and ply are not
+        in an observation: the mover is called Red at ply 0; the rules treat both colours alike)."""
+        position = read_position(observations, masks)
+        batch = len(position.me)
+        zeros = np.zeros(batch, dtype=np.int64)
+        state = engine.State(
+            me=position.me,
+            opp=position.opp,
+            reserve_me=position.reserve_me,
+            reserve_opp=position.reserve_opp,
+            to_move=zeros,
+            ply=zeros,
+            winner=np.full(batch, NO_PLAYER, dtype=np.int64),
+            truncated=np.zeros(batch, dtype=bool),
+            rolled=np.full(batch, -1, dtype=np.int64),
+            hit=np.full(batch, rules.HIT_EMPTY, dtype=np.int64),
+            captured=zeros,
+            legal=position.legal,
+        )
+        return self._env_module.from_engine(state)
+
+    def act(self, observations, masks, rng: np.random.Generator) -> np.ndarray:
+        import jax
+
+        observations, masks = np.asarray(observations), np.asarray(masks, dtype=bool)
+        batch = masks.shape[0]
+        if batch == 0:
+            return np.zeros(0, dtype=np.int64)
+        rows = np.arange(_padded_size(batch)) % batch  # padding repeats the first games
+        key = jax.random.key(int(rng.integers(2**63)))
+        actions = self._search(self.params, key, self.states(observations[rows], masks[rows]))
+        return np.asarray(actions, dtype=np.int64)[:batch]
+
+    def __repr__(self) -> str:
+        return f"MctxAgent(simulations={self.simulations})"
