@@ -5,8 +5,9 @@ the roll, with the cheap leaf evaluation of :func:`.mctx_search.race_evaluation`
 uniform priors), and plays the most visited placement (ties at random). Its randomness (the chance nodes'
 jitter, the ties) comes from the generator ``act`` is given, so an evaluation's ``--seed`` governs it.
 
-Batches are padded to a power of two (at least :data:`MIN_BATCH`) so that ``jit`` compiles once per size
-class, not once per call; the first call of each size compiles (seconds to tens of seconds on a CPU).
+Batches are padded to a power of two (at least :data:`MIN_BATCH`), and never below the largest size already
+compiled, so that ``jit`` compiles once per size class, not as an evaluation's batch shrinks; the first call of
+each size compiles (seconds to tens of seconds on a CPU).
 Needs the ``mctx`` extra (jax, mctx).
 """
 
@@ -53,6 +54,7 @@ class MctxAgent:
         self._env_module = jax_standin
         self.model = TrueModel(jax_standin.StandInEnv())
         self.params = None
+        self._largest = 0
         self._search = jax.jit(functools.partial(self._choose, simulations))
 
     def _choose(self, simulations, params, key, states):
@@ -93,7 +95,8 @@ class MctxAgent:
         batch = masks.shape[0]
         if batch == 0:
             return np.zeros(0, dtype=np.int64)
-        rows = np.arange(_padded_size(batch)) % batch  # padding repeats the first games
+        self._largest = max(self._largest, _padded_size(batch))
+        rows = np.arange(self._largest) % batch  # padding repeats the first games
         key = jax.random.key(int(rng.integers(2**63)))
         actions = self._search(self.params, key, self.states(observations[rows], masks[rows]))
         return np.asarray(actions, dtype=np.int64)[:batch]

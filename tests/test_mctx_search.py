@@ -1,0 +1,181 @@
+"""The mctx adapter (agents/mctx_search.py) on forced positions, its search, and the JAX stand-in's rules.
+
+Compile time dominates: tiny batches, few simulations, module-scoped jitted functions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+pytest.importorskip("mctx")
+
+import jax.numpy as jnp  # noqa: E402
+
+from strategic_reserve_env import engine, jax_standin, luck  # noqa: E402
+from strategic_reserve_env.agents.mctx_search import CHANCE_JITTER, TrueModel  # noqa: E402
+from strategic_reserve_env.board import NUM_SQUARES, bitboards_to_array  # noqa: E402
+from strategic_reserve_env.config import Config, StartPosition  # noqa: E402
+
+# the plus-shaped hole: Blue everywhere but c2, b3, c3, d3, c4; Red (2 in reserve, none on the board) rolls c2
+# and may place on any of the five. Blue has 2 in reserve: after Red's placement (Red 1 left), Blue's roll
+# captures Red's checker on c3 only by rolling c3 itself (1/36); on any other square it touches Blue's one group
+# of 31, whose rolls (31/36) capture it. Uncaptured, Red places its last checker next turn and wins.
+PLUS = "".join("." if s in (8, 13, 14, 15, 20) else "B" for s in range(NUM_SQUARES))
+SAFE_SQUARE = 14  # c3
+
+
+def decisions(config: Config, rolls: list[int]):
+    """engine.State of len(rolls) games at ``config``'s start, each having rolled its square."""
+    state = engine.init(config, len(rolls))
+    return engine.roll(state, np.asarray(rolls))
+
+
+def played(config: Config, batch: int, plies: int, seed: int):
+    """engine.State of ``batch`` games after ``plies`` random plies, each then rolled (a placement due)."""
+    rng = np.random.default_rng(seed)
+    state = engine.init(config, batch)
+    for _ in range(plies):
+        state = engine.roll(state, rng.integers(0, NUM_SQUARES, batch), active=~state.done)
+        legal = bitboards_to_array(state.legal)
+        actions = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal])
+        state = engine.place(state, actions, config, active=~state.done)
+    state = engine.reset(state, state.done, config)
+    return engine.roll(state, rng.integers(0, NUM_SQUARES, batch))
+
+
+def same(a, b) -> bool:
+    return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a, b, strict=True))
+
+
+@pytest.fixture(scope="module")
+def env():
+    return jax_standin.StandInEnv(Config())
+
+
+@pytest.fixture(scope="module")
+def model(env):
+    return TrueModel(env)
+
+
+@pytest.fixture(scope="module")
+def edges(model):
+    return jax.jit(model.decision_fn), jax.jit(model.chance_fn)
+
+
+@pytest.mark.parametrize("reserve", [1, 7, 12])
+def test_standin_matches_the_engine_every_ply(reserve):
+    config = Config(reserve=reserve, ply_limit=40)
+    env = jax_standin.StandInEnv(config)
+    roll, place = jax.jit(jax.vmap(env.roll)), jax.jit(jax.vmap(env.place))
+    batch, rng = 48, np.random.default_rng(reserve)
+    state = engine.init(config, batch)
+    game = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), env.new_game())
+    for _ in range(45):  # past the ply limit: truncations
+        squares = rng.integers(0, NUM_SQUARES, batch)
+        state, game = engine.roll(state, squares, active=~state.done), roll(game, jnp.asarray(squares))
+        assert np.array_equal(bitboards_to_array(state.legal), game.legal_action_mask)
+        legal = bitboards_to_array(state.legal)
+        actions = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal])
+        state, game = engine.place(state, actions, config, active=~state.done), place(game, jnp.asarray(actions))
+        assert np.array_equal(bitboards_to_array(state.me), game.me)
+        assert np.array_equal(bitboards_to_array(state.opp), game.opp)
+        assert np.array_equal(state.reserve_me, game.reserve_me) and np.array_equal(state.reserve_opp, game.reserve_opp)
+        assert np.array_equal(state.winner, jax_standin.winner(game))
+        assert np.array_equal(state.truncated, game.truncated)
+    assert (state.winner != -1).any() if reserve < 12 else state.truncated.all()  # wins; truncations
+
+
+def test_decision_edge_is_place_and_chance_edge_is_roll(env, edges):
+    decision, chance = edges
+    positions = played(Config(), 8, 10, seed=1)
+    states = jax_standin.from_engine(positions)
+    legal = bitboards_to_array(positions.legal)
+    actions = jnp.asarray([np.flatnonzero(row)[-1] for row in legal], dtype=jnp.int32)
+    output, after = decision(None, jax.random.key(0), actions, states)
+    assert same(after.state, jax.vmap(env.place)(states, actions))
+    assert not np.asarray(after.final).any() and np.array_equal(after.reward, np.zeros(8))
+    outcomes = jnp.arange(8, dtype=jnp.int32) * 5
+    result, rolled = chance(None, jax.random.key(1), outcomes, after)
+    assert same(rolled, jax.vmap(env.roll)(after.state, outcomes))
+    assert np.array_equal(result.reward, np.zeros(8)) and np.array_equal(result.discount, -np.ones(8))
+    # the chance logits: log(1/36) plus a jitter below CHANCE_JITTER, different per node
+    jitter = np.asarray(output.chance_logits) - np.log(1 / 36)
+    assert (jitter >= -1e-6).all() and (jitter < CHANCE_JITTER).all() and len({tuple(r) for r in jitter}) == 8
+
+
+def test_afterstate_value_is_the_exact_mean_over_the_36_rolls(env, edges):
+    """The race evaluation's afterstate value against luck.py's numpy race model over every roll."""
+    decision, _ = edges
+    positions = played(Config(), 6, 12, seed=2)
+    states = jax_standin.from_engine(positions)
+    actions = np.array([np.flatnonzero(row)[0] for row in bitboards_to_array(positions.legal)])
+    output, _ = decision(None, jax.random.key(0), jnp.asarray(actions, dtype=jnp.int32), states)
+    after = engine.place(positions, actions, Config())
+    values = luck.roll_values(luck.DEFAULT_VALUE, after.me, after.opp, after.reserve_me, after.reserve_opp)
+    expected = -(2 * values - 1).mean(axis=-1)
+    np.testing.assert_allclose(output.afterstate_value, expected, atol=1e-5)
+
+
+def test_a_win_pays_the_placer_plus_one_on_the_next_chance_edge_with_discount_zero(edges):
+    decision, chance = edges
+    config = Config(start=StartPosition(reserves=(3, 1), to_move="blue"))  # Blue places its last checker
+    positions = decisions(config, [0, 17])
+    states = jax_standin.from_engine(positions)
+    actions = jnp.asarray([np.flatnonzero(row)[0] for row in bitboards_to_array(positions.legal)], dtype=jnp.int32)
+    output, after = decision(None, jax.random.key(0), actions, states)
+    assert np.asarray(after.final).all() and np.array_equal(after.reward, [1.0, 1.0])
+    assert np.array_equal(output.afterstate_value, [1.0, 1.0])
+    result, _ = chance(None, jax.random.key(1), jnp.asarray([3, 30]), after)
+    assert np.array_equal(result.reward, [1.0, 1.0]) and np.array_equal(result.discount, [0.0, 0.0])
+    assert np.array_equal(result.value, [0.0, 0.0])
+
+
+def test_junk_actions_and_outcomes_give_no_nan_and_illegal_placements_lose(edges):
+    decision, chance = edges
+    positions = played(Config(), 6, 8, seed=3)
+    states = jax_standin.from_engine(positions)
+    legal = bitboards_to_array(positions.legal)
+    illegal = np.flatnonzero(~legal[3])[0]
+    actions = jnp.asarray([-7, 36, 2**20, illegal, -1, 35], dtype=jnp.int32)
+    states = states._replace(terminated=states.terminated.at[5].set(True))  # a finished game
+    output, after = decision(None, jax.random.key(0), actions, states)
+    assert np.isfinite(output.afterstate_value).all() and np.isfinite(output.chance_logits).all()
+    assert np.array_equal(after.reward, [-1, -1, -1, -1, -1, 0]) and np.asarray(after.final).all()
+    result, rolled = chance(None, jax.random.key(1), jnp.asarray([-3, 36, 999, 5, 2**30, 0]), after)
+    for leaf in (result.reward, result.discount, result.value, result.action_logits):
+        assert np.isfinite(leaf).all()
+    assert np.array_equal(result.discount, np.zeros(6))
+    assert same(jax.tree.map(lambda x: x[5], rolled), jax.tree.map(lambda x: x[5], states))  # over: unchanged
+
+
+@pytest.fixture(scope="module")
+def plus_search(model):
+    """Search (200 simulations) on the plus-shaped hole, two games."""
+    config = Config(start=StartPosition(board=PLUS, reserves=(2, 2)))
+    states = jax_standin.from_engine(decisions(config, [8, 8]))
+    search = jax.jit(lambda key, states: model.search(None, key, states, 200, dirichlet_fraction=0.0))
+    return search(jax.random.key(0), states)
+
+
+def test_the_rolls_a_search_visits_spread_over_the_board(plus_search):
+    """Each chance node's visits go to distinct rolls until all 36 are seen: visits - 1 children (its first
+    visit expands it), at most 36; without the jitter, a node's first visits all went to a1, b1, ..."""
+    tree = plus_search.search_tree
+    parents, node_visits = np.asarray(tree.parents), np.asarray(tree.node_visits)
+    is_chance = ~np.asarray(tree.embeddings.is_decision_node)
+    checked = 0
+    for game in range(parents.shape[0]):
+        for node in np.flatnonzero(is_chance[game] & (node_visits[game] > 0)):
+            children = np.flatnonzero(parents[game] == node)
+            assert len(children) == min(node_visits[game, node] - 1, NUM_SQUARES)
+            checked += node_visits[game, node] > NUM_SQUARES
+    assert checked >= 2  # nodes with 37+ visits, all 36 rolls seen
+
+
+def test_search_finds_the_placement_that_wins_unless_the_roll_hits_it(plus_search):
+    """c3 wins unless Blue rolls c3 (35/36); the four others are captured after 31 of Blue's 36 rolls."""
+    weights = np.asarray(plus_search.action_weights)
+    assert np.array_equal(weights.argmax(axis=-1), [SAFE_SQUARE, SAFE_SQUARE])
+    assert (weights[:, SAFE_SQUARE] > 0.5).all()
