@@ -24,6 +24,9 @@ from .position import read_position
 
 MIN_BATCH = 8
 """The smallest batch the search compiles for (a call with fewer games is padded to it)."""
+ROOT_TEMPERATURE = 0.02
+"""The root priors' temperature on the one-ply values (-1 .. 1) of the placements: a placement 0.05 better
+(a 2.5 % higher win probability) gets e^2.5 = 12 times the prior."""
 TIE_NOISE = 1e-6
 """Below the smallest difference of two visit fractions of a search (1 / simulations), so it only breaks ties."""
 
@@ -52,7 +55,7 @@ class MctxAgent:
         self.simulations = simulations
         self.name = f"mctx:simulations={simulations}"
         self._env_module = jax_standin
-        self.model = TrueModel(jax_standin.StandInEnv())
+        self.model = TrueModel(jax_standin.StandInEnv(), root_temperature=ROOT_TEMPERATURE)
         self.params = None
         self._largest = 0
         self._search = jax.jit(functools.partial(self._choose, simulations))

@@ -97,11 +97,17 @@ def _over(states) -> jax.Array:
 
 
 class TrueModel:
-    """mctx's decision and chance functions over ``env`` with the leaf evaluation ``evaluate``."""
+    """mctx's decision and chance functions over ``env`` with the leaf evaluation ``evaluate``.
 
-    def __init__(self, env, evaluate: Evaluation | None = None) -> None:
+    ``root_temperature``: when given, the root's priors are ``softmax(q / root_temperature)`` of the exact
+    one-ply values ``q`` of every placement (:meth:`placement_values`: 36 afterstates, each averaged over its 36
+    rolls), instead of the evaluation's priors; a search of few simulations then spends them on the
+    placements that look best at depth 1 (without a network, its priors are uniform)."""
+
+    def __init__(self, env, evaluate: Evaluation | None = None, root_temperature: float | None = None) -> None:
         self.env = env
         self.evaluate = evaluate or race_evaluation(env)
+        self.root_temperature = root_temperature
         self.log_probs = jnp.log(jnp.asarray(env.chance_probs, dtype=jnp.float32))
 
     def _decision(self, states, params):
@@ -150,9 +156,24 @@ class TrueModel:
         )
         return output, states
 
+    def placement_values(self, params, states) -> jax.Array:
+        """(B, 36) the placer's value of each placement (the afterstate values of :meth:`decision_fn`; -1 for
+        an illegal one)."""
+        batch = states.current_player.shape[0]
+
+        def value_of(square):
+            action = jnp.full((batch,), square, dtype=jnp.int32)
+            return self.decision_fn(params, jax.random.key(0), action, states)[0].afterstate_value
+
+        return jax.vmap(value_of, out_axes=1)(jnp.arange(NUM_SQUARES, dtype=jnp.int32))
+
     def root(self, params, states) -> mctx.RootFnOutput:
         """The search's root at decision positions."""
         logits, value = self._decision(states, params)
+        if self.root_temperature is not None:
+            logits = masked_logits(
+                self.placement_values(params, states) / self.root_temperature, states.legal_action_mask
+            )
         return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
 
     def search(self, params, rng, states, num_simulations: int, **options) -> mctx.PolicyOutput:
