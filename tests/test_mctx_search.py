@@ -179,3 +179,44 @@ def test_search_finds_the_placement_that_wins_unless_the_roll_hits_it(plus_searc
     weights = np.asarray(plus_search.action_weights)
     assert np.array_equal(weights.argmax(axis=-1), [SAFE_SQUARE, SAFE_SQUARE])
     assert (weights[:, SAFE_SQUARE] > 0.5).all()
+
+
+def test_root_priors_follow_the_one_ply_values(model):
+    """placement_values is the afterstate value of every placement (-1 where illegal): on the plus-shaped hole,
+    c3 is worth 35/36 * 1 + 1/36 * v(captured) and the others far less."""
+    config = Config(start=StartPosition(board=PLUS, reserves=(2, 2)))
+    states = jax_standin.from_engine(decisions(config, [8]))
+    values = np.asarray(jax.jit(model.placement_values)(None, states))[0]
+    legal = np.asarray(states.legal_action_mask)[0]
+    assert np.array_equal(np.flatnonzero(legal), [8, 13, 14, 15, 20])
+    assert (values[~legal] == -1).all() and values.argmax() == SAFE_SQUARE
+    captured = 2 * luck.race_win_probability(2, 2) - 1  # Red's value at Red's next decision, both reserves 2
+    np.testing.assert_allclose(values[SAFE_SQUARE], 35 / 36 - captured / 36, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def agent():
+    from strategic_reserve_env.agents import load_agent
+
+    return load_agent("mctx:simulations=4")
+
+
+def test_the_agent_plays_legal_placements_and_its_generator_decides(agent):
+    from strategic_reserve_env.observation import planes
+
+    positions = played(Config(), 5, 6, seed=4)
+    observations, masks = planes(positions, positions.to_move), bitboards_to_array(positions.legal)
+    first = agent.act(observations, masks, np.random.default_rng(7))
+    assert first.shape == (5,) and masks[np.arange(5), first].all()
+    assert np.array_equal(agent.act(observations, masks, np.random.default_rng(7)), first)
+    runs = {tuple(agent.act(observations, masks, np.random.default_rng(seed))) for seed in range(6)}
+    assert len(runs) > 1  # ties and jitter come from the generator
+    assert agent.name == "mctx:simulations=4"
+
+
+@pytest.mark.parametrize("spec", ["mctx:simulations=0", "mctx:simulations=2.5", "mctx:depth=2"])
+def test_bad_mctx_specs_are_refused(spec):
+    from strategic_reserve_env.agents import load_agent
+
+    with pytest.raises(ValueError, match="mctx"):
+        load_agent(spec)
