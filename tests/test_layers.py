@@ -14,7 +14,7 @@ import pytest
 
 from conftest import REPO
 
-ADAPTER_LIBRARIES = ("pettingzoo", "gymnasium", "torch")
+ADAPTER_LIBRARIES = ("pettingzoo", "gymnasium", "torch", "jax", "pgx")  # jax, pgx: the extra jax
 CORE = ("", ".board", ".config", ".rules", ".engine", ".game", ".records", ".dice", ".observation", ".luck")
 
 
