@@ -8,7 +8,7 @@ jitter, the ties) comes from the generator ``act`` is given, so an evaluation's 
 Batches are padded to a power of two (at least :data:`MIN_BATCH`), and never below the largest size already
 compiled, so that ``jit`` compiles once per size class, not as an evaluation's batch shrinks; the first call of
 each size compiles (seconds to tens of seconds on a CPU).
-Needs the ``mctx`` extra (jax, mctx).
+Needs the ``mctx`` extra (jax, pgx, mctx).
 """
 
 from __future__ import annotations
@@ -48,14 +48,14 @@ class MctxAgent:
             raise ValueError(f"mctx simulations must be an integer in 1..100000, got {simulations!r}")
         import jax  # the extra's error message, at load time rather than at the first move
 
-        from strategic_reserve_env import jax_standin
+        from strategic_reserve_env import pgx_env
 
         from .mctx_search import TrueModel
 
         self.simulations = simulations
         self.name = f"mctx:simulations={simulations}"
-        self._env_module = jax_standin
-        self.model = TrueModel(jax_standin.StandInEnv(), root_temperature=ROOT_TEMPERATURE)
+        self._from_engine = pgx_env.from_engine
+        self.model = TrueModel(pgx_env.StrategicReserve(), root_temperature=ROOT_TEMPERATURE)
         self.params = None
         self._largest = 0
         self._search = jax.jit(functools.partial(self._choose, simulations))
@@ -89,7 +89,7 @@ class MctxAgent:
             captured=zeros,
             legal=position.legal,
         )
-        return self._env_module.from_engine(state)
+        return self._from_engine(state)
 
     def act(self, observations, masks, rng: np.random.Generator) -> np.ndarray:
         import jax

@@ -29,8 +29,10 @@ minus the next mover's value (one ``roll`` and one evaluation per square). Witho
 priors over the legal placements, so that one simulation of a placement sees the risk of the opponent's next
 roll exactly, as expectimax at depth 1 does.
 
-The env is any object with issue 28's chance API (``place``, ``roll``, ``chance_probs``, ``observe``, and
-pgx's State fields ``current_player``, ``legal_action_mask``, ``rewards``, ``terminated``, ``truncated``).
+The env is :class:`strategic_reserve_env.pgx_env.StrategicReserve` (or any object with its chance API:
+``place``, ``roll``, ``chance_probs``, and pgx's State fields ``current_player``, ``observation``,
+``legal_action_mask``, ``rewards``, ``terminated``, ``truncated``). Its illegal-action rule already makes an
+illegal placement lose; the adapter does not rely on it.
 """
 
 from __future__ import annotations
@@ -66,23 +68,20 @@ Evaluation = Callable[[Any, Any], tuple[jax.Array, jax.Array]]
 priors over the placements (the legal mask is applied after) and the value for the player to move (-1 .. 1)."""
 
 
-def reserves(env, states) -> tuple[jax.Array, jax.Array]:
-    """(B,) int32 reserves of the player to move and of the other player, read from the observation planes
-    (exact up to 36)."""
-    planes = jax.vmap(env.observe)(states, states.current_player)
+def reserves(states) -> tuple[jax.Array, jax.Array]:
+    """(B,) int32 reserves of the player to move and of the other player, read from the States' observation
+    planes (from the mover's side; exact up to 36)."""
+    planes = states.observation
     counts = planes.reshape(planes.shape[0], NUM_SQUARES, -1).sum(axis=1, dtype=jnp.int32)
     return counts[:, OWN_RESERVE], counts[:, OPPONENT_RESERVE]
 
 
-def race_evaluation(env) -> Evaluation:
-    """The cheap evaluation: uniform priors, and ``2 * race_win_probability(reserves) - 1`` for the mover."""
-
-    def evaluate(params, states):
-        mine, theirs = reserves(env, states)
-        value = 2.0 * race_win_probability(mine, theirs, xp=jnp) - 1.0
-        return jnp.zeros((mine.shape[0], NUM_SQUARES), jnp.float32), value.astype(jnp.float32)
-
-    return evaluate
+def race_evaluation(params, states) -> tuple[jax.Array, jax.Array]:
+    """The cheap :data:`Evaluation`: uniform priors, and ``2 * race_win_probability(reserves) - 1`` for the
+    mover (``params`` unused)."""
+    mine, theirs = reserves(states)
+    value = 2.0 * race_win_probability(mine, theirs, xp=jnp) - 1.0
+    return jnp.zeros((mine.shape[0], NUM_SQUARES), jnp.float32), value.astype(jnp.float32)
 
 
 def masked_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -106,7 +105,7 @@ class TrueModel:
 
     def __init__(self, env, evaluate: Evaluation | None = None, root_temperature: float | None = None) -> None:
         self.env = env
-        self.evaluate = evaluate or race_evaluation(env)
+        self.evaluate = evaluate or race_evaluation
         self.root_temperature = root_temperature
         self.log_probs = jnp.log(jnp.asarray(env.chance_probs, dtype=jnp.float32))
 

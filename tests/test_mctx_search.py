@@ -1,19 +1,22 @@
-"""The mctx adapter (agents/mctx_search.py) on forced positions, its search, and the JAX stand-in's rules.
+"""The mctx adapter (agents/mctx_search.py) on forced positions over pgx_env, its search, and the mctx agent.
 
 Compile time dominates: tiny batches, few simulations, module-scoped jitted functions.
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
 pytest.importorskip("mctx")
+pytest.importorskip("pgx")
 
 import jax.numpy as jnp  # noqa: E402
 
-from strategic_reserve_env import engine, jax_standin, luck  # noqa: E402
+from strategic_reserve_env import engine, luck, pgx_env  # noqa: E402
 from strategic_reserve_env.agents.mctx_search import CHANCE_JITTER, TrueModel  # noqa: E402
 from strategic_reserve_env.board import NUM_SQUARES, bitboards_to_array  # noqa: E402
 from strategic_reserve_env.config import Config, StartPosition  # noqa: E402
@@ -46,12 +49,14 @@ def played(config: Config, batch: int, plies: int, seed: int):
 
 
 def same(a, b) -> bool:
-    return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(a, b, strict=True))
+    leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert len(leaves_a) == len(leaves_b) > 0
+    return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(leaves_a, leaves_b, strict=True))
 
 
 @pytest.fixture(scope="module")
 def env():
-    return jax_standin.StandInEnv(Config())
+    return pgx_env.StrategicReserve()
 
 
 @pytest.fixture(scope="module")
@@ -64,33 +69,10 @@ def edges(model):
     return jax.jit(model.decision_fn), jax.jit(model.chance_fn)
 
 
-@pytest.mark.parametrize("reserve", [1, 7, 12])
-def test_standin_matches_the_engine_every_ply(reserve):
-    config = Config(reserve=reserve, ply_limit=40)
-    env = jax_standin.StandInEnv(config)
-    roll, place = jax.jit(jax.vmap(env.roll)), jax.jit(jax.vmap(env.place))
-    batch, rng = 48, np.random.default_rng(reserve)
-    state = engine.init(config, batch)
-    game = jax.tree.map(lambda x: jnp.broadcast_to(x, (batch,) + x.shape), env.new_game())
-    for _ in range(45):  # past the ply limit: truncations
-        squares = rng.integers(0, NUM_SQUARES, batch)
-        state, game = engine.roll(state, squares, active=~state.done), roll(game, jnp.asarray(squares))
-        assert np.array_equal(bitboards_to_array(state.legal), game.legal_action_mask)
-        legal = bitboards_to_array(state.legal)
-        actions = np.array([rng.choice(np.flatnonzero(row)) if row.any() else 0 for row in legal])
-        state, game = engine.place(state, actions, config, active=~state.done), place(game, jnp.asarray(actions))
-        assert np.array_equal(bitboards_to_array(state.me), game.me)
-        assert np.array_equal(bitboards_to_array(state.opp), game.opp)
-        assert np.array_equal(state.reserve_me, game.reserve_me) and np.array_equal(state.reserve_opp, game.reserve_opp)
-        assert np.array_equal(state.winner, jax_standin.winner(game))
-        assert np.array_equal(state.truncated, game.truncated)
-    assert (state.winner != -1).any() if reserve < 12 else state.truncated.all()  # wins; truncations
-
-
 def test_decision_edge_is_place_and_chance_edge_is_roll(env, edges):
     decision, chance = edges
     positions = played(Config(), 8, 10, seed=1)
-    states = jax_standin.from_engine(positions)
+    states = pgx_env.from_engine(positions)
     legal = bitboards_to_array(positions.legal)
     actions = jnp.asarray([np.flatnonzero(row)[-1] for row in legal], dtype=jnp.int32)
     output, after = decision(None, jax.random.key(0), actions, states)
@@ -109,7 +91,7 @@ def test_afterstate_value_is_the_exact_mean_over_the_36_rolls(env, edges):
     """The race evaluation's afterstate value against luck.py's numpy race model over every roll."""
     decision, _ = edges
     positions = played(Config(), 6, 12, seed=2)
-    states = jax_standin.from_engine(positions)
+    states = pgx_env.from_engine(positions)
     actions = np.array([np.flatnonzero(row)[0] for row in bitboards_to_array(positions.legal)])
     output, _ = decision(None, jax.random.key(0), jnp.asarray(actions, dtype=jnp.int32), states)
     after = engine.place(positions, actions, Config())
@@ -122,7 +104,7 @@ def test_a_win_pays_the_placer_plus_one_on_the_next_chance_edge_with_discount_ze
     decision, chance = edges
     config = Config(start=StartPosition(reserves=(3, 1), to_move="blue"))  # Blue places its last checker
     positions = decisions(config, [0, 17])
-    states = jax_standin.from_engine(positions)
+    states = pgx_env.from_engine(positions)
     actions = jnp.asarray([np.flatnonzero(row)[0] for row in bitboards_to_array(positions.legal)], dtype=jnp.int32)
     output, after = decision(None, jax.random.key(0), actions, states)
     assert np.asarray(after.final).all() and np.array_equal(after.reward, [1.0, 1.0])
@@ -135,11 +117,11 @@ def test_a_win_pays_the_placer_plus_one_on_the_next_chance_edge_with_discount_ze
 def test_junk_actions_and_outcomes_give_no_nan_and_illegal_placements_lose(edges):
     decision, chance = edges
     positions = played(Config(), 6, 8, seed=3)
-    states = jax_standin.from_engine(positions)
+    positions = dataclasses.replace(positions, winner=np.array([-1, -1, -1, -1, -1, 0]))  # game 5 is over
+    states = pgx_env.from_engine(positions)
     legal = bitboards_to_array(positions.legal)
     illegal = np.flatnonzero(~legal[3])[0]
     actions = jnp.asarray([-7, 36, 2**20, illegal, -1, 35], dtype=jnp.int32)
-    states = states._replace(terminated=states.terminated.at[5].set(True))  # a finished game
     output, after = decision(None, jax.random.key(0), actions, states)
     assert np.isfinite(output.afterstate_value).all() and np.isfinite(output.chance_logits).all()
     assert np.array_equal(after.reward, [-1, -1, -1, -1, -1, 0]) and np.asarray(after.final).all()
@@ -154,7 +136,7 @@ def test_junk_actions_and_outcomes_give_no_nan_and_illegal_placements_lose(edges
 def plus_search(model):
     """Search (200 simulations) on the plus-shaped hole, two games."""
     config = Config(start=StartPosition(board=PLUS, reserves=(2, 2)))
-    states = jax_standin.from_engine(decisions(config, [8, 8]))
+    states = pgx_env.from_engine(decisions(config, [8, 8]))
     search = jax.jit(lambda key, states: model.search(None, key, states, 200, dirichlet_fraction=0.0))
     return search(jax.random.key(0), states)
 
@@ -185,7 +167,7 @@ def test_root_priors_follow_the_one_ply_values(model):
     """placement_values is the afterstate value of every placement (-1 where illegal): on the plus-shaped hole,
     c3 is worth 35/36 * 1 + 1/36 * v(captured) and the others far less."""
     config = Config(start=StartPosition(board=PLUS, reserves=(2, 2)))
-    states = jax_standin.from_engine(decisions(config, [8]))
+    states = pgx_env.from_engine(decisions(config, [8]))
     values = np.asarray(jax.jit(model.placement_values)(None, states))[0]
     legal = np.asarray(states.legal_action_mask)[0]
     assert np.array_equal(np.flatnonzero(legal), [8, 13, 14, 15, 20])
