@@ -169,7 +169,7 @@ def _mctx(spec: str, options: str):
         ) from None
     from .mctx_agent import MctxAgent
 
-    return MctxAgent(**_options(spec, options, {"simulations": int}))  # type: ignore[arg-type]
+    return MctxAgent(**_options(spec, options, {"simulations": int, "lookahead": bool}))  # type: ignore[arg-type]
 
 
 # one entry per built-in agent; heavy imports stay inside the loaders
@@ -196,7 +196,7 @@ BUILT_IN: dict[str, BuiltIn] = {
     ),
     "rllib": BuiltIn("rllib:PATH[,deterministic=false]", "a Ray RLlib module written by train_rllib.py", _rllib),
     "mctx": BuiltIn(
-        "mctx[:simulations=N]",
+        "mctx[:simulations=N,lookahead=false]",
         "Stochastic MuZero search on the true model in jit, reserve-race leaves (needs the mctx extra)",
         _mctx,
     ),

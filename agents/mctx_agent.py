@@ -24,8 +24,8 @@ from .position import read_position
 
 MIN_BATCH = 8
 """The smallest batch the search compiles for (a call with fewer games is padded to it)."""
-ROOT_TEMPERATURE = 0.02
-"""The root priors' temperature on the one-ply values (-1 .. 1) of the placements: a placement 0.05 better
+PRIOR_TEMPERATURE = 0.02
+"""The priors' temperature on the one-ply values (-1 .. 1) of the placements: a placement 0.05 better
 (a 2.5 % higher win probability) gets e^2.5 = 12 times the prior."""
 TIE_NOISE = 1e-6
 """Below the smallest difference of two visit fractions of a search (1 / simulations), so it only breaks ties."""
@@ -43,7 +43,7 @@ class MctxAgent:
 
     uses_observation = True
 
-    def __init__(self, simulations: int = 64) -> None:
+    def __init__(self, simulations: int = 64, lookahead: bool = True) -> None:
         if isinstance(simulations, bool) or not isinstance(simulations, int) or not 1 <= simulations <= 100_000:
             raise ValueError(f"mctx simulations must be an integer in 1..100000, got {simulations!r}")
         import jax  # the extra's error message, at load time rather than at the first move
@@ -53,9 +53,12 @@ class MctxAgent:
         from .mctx_search import TrueModel
 
         self.simulations = simulations
-        self.name = f"mctx:simulations={simulations}"
+        if not isinstance(lookahead, bool):
+            raise ValueError(f"mctx lookahead must be true or false, got {lookahead!r}")
+        self.lookahead = lookahead
+        self.name = f"mctx:simulations={simulations}" + ("" if lookahead else ",lookahead=false")
         self._from_engine = pgx_env.from_engine
-        self.model = TrueModel(pgx_env.StrategicReserve(), root_temperature=ROOT_TEMPERATURE)
+        self.model = TrueModel(pgx_env.StrategicReserve(), prior_temperature=PRIOR_TEMPERATURE, lookahead=lookahead)
         self.params = None
         self._largest = 0
         self._search = jax.jit(functools.partial(self._choose, simulations))
@@ -105,4 +108,4 @@ class MctxAgent:
         return np.asarray(actions, dtype=np.int64)[:batch]
 
     def __repr__(self) -> str:
-        return f"MctxAgent(simulations={self.simulations})"
+        return f"MctxAgent(simulations={self.simulations}, lookahead={self.lookahead})"

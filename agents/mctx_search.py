@@ -98,35 +98,58 @@ def _over(states) -> jax.Array:
 class TrueModel:
     """mctx's decision and chance functions over ``env`` with the leaf evaluation ``evaluate``.
 
-    ``root_temperature``: when given, the root's priors are ``softmax(q / root_temperature)`` of the exact
-    one-ply values ``q`` of every placement (:meth:`placement_values`: 36 afterstates, each averaged over its 36
-    rolls), instead of the evaluation's priors; a search of few simulations then spends them on the
-    placements that look best at depth 1 (without a network, its priors are uniform)."""
+    ``prior_temperature``: when given, the root's priors are ``softmax(q / prior_temperature)`` of the exact
+    one-ply values ``q`` of every placement (:meth:`placement_values`: 36 afterstates, each averaged over its
+    36 rolls of ``evaluate``), instead of the evaluation's priors; a search of few simulations then spends them
+    on the placements that look best at depth 1 (without a network, the priors are uniform).
 
-    def __init__(self, env, evaluate: Evaluation | None = None, root_temperature: float | None = None) -> None:
+    ``lookahead``: every decision node, not only the root, is evaluated by that one ply: priors from ``q`` as
+    above, and value ``max q`` (the player to move answers with its best one-ply placement). It costs 36 x 36
+    rolls per node instead of one evaluation, and turns each of the root's chance children into an exact
+    expectimax of depth 2 with the opponent's placement chosen."""
+
+    def __init__(
+        self,
+        env,
+        evaluate: Evaluation | None = None,
+        prior_temperature: float | None = None,
+        lookahead: bool = False,
+    ) -> None:
+        if lookahead and prior_temperature is None:
+            raise ValueError("lookahead needs a prior_temperature")
         self.env = env
         self.evaluate = evaluate or race_evaluation
-        self.root_temperature = root_temperature
+        self.prior_temperature = prior_temperature
+        self.lookahead = lookahead
         self.log_probs = jnp.log(jnp.asarray(env.chance_probs, dtype=jnp.float32))
 
-    def _decision(self, states, params):
-        """Prior logits (legal mask applied) and values of decision positions; 0 for a finished game."""
+    def _leaf(self, states, params):
+        """Prior logits (legal mask applied) and values of decision positions from ``evaluate``; 0 for a
+        finished game."""
         logits, value = self.evaluate(params, states)
         return masked_logits(logits, states.legal_action_mask), jnp.where(_over(states), 0.0, value)
 
+    def _decision(self, states, params):
+        """Prior logits and values of decision positions: :meth:`_leaf`, or one ply of lookahead."""
+        if not self.lookahead:
+            return self._leaf(states, params)
+        legal = states.legal_action_mask
+        values = self.placement_values(params, states)
+        best = jnp.max(jnp.where(legal, values, ILLEGAL_REWARD), axis=-1)
+        return masked_logits(values / self.prior_temperature, legal), jnp.where(_over(states), 0.0, best)
+
     def afterstate_value(self, params, states) -> jax.Array:
-        """(B,) the placer's value of positions after its placement: minus the next mover's value, averaged
-        exactly over the 36 rolls."""
+        """(B,) the placer's value of positions after its placement: minus the next mover's value (the leaf
+        evaluation), averaged exactly over the 36 rolls."""
         batch = states.current_player.shape[0]
         squares = jnp.arange(NUM_SQUARES, dtype=jnp.int32)
         rolled = jax.vmap(lambda state: jax.vmap(self.env.roll, in_axes=(None, 0))(state, squares))(states)
         flat = jax.tree.map(lambda x: x.reshape((batch * NUM_SQUARES,) + x.shape[2:]), rolled)
-        _, value = self._decision(flat, params)
+        _, value = self._leaf(flat, params)
         return -jnp.mean(value.reshape(batch, NUM_SQUARES), axis=-1)
 
-    def decision_fn(self, params, rng, action, states):
-        """The decision edge: ``place``; junk actions (out of range, illegal, on a finished game) are safe."""
-        batch = action.shape[0]
+    def _placed(self, params, action, states):
+        """``place`` and what it earns: (afterstates, reward, final, the placer's value of the afterstate)."""
         square = jnp.clip(action, 0, NUM_SQUARES - 1).astype(jnp.int32)
         legal = (action >= 0) & (action < NUM_SQUARES)
         legal &= jnp.take_along_axis(states.legal_action_mask, square[:, None], axis=-1)[:, 0]
@@ -135,8 +158,22 @@ class TrueModel:
         won = jnp.take_along_axis(after.rewards, states.current_player[:, None].astype(jnp.int32), axis=-1)[:, 0]
         reward = jnp.where(over, 0.0, jnp.where(legal, won, ILLEGAL_REWARD)).astype(jnp.float32)
         final = over | ~legal | _over(after)
-        value = jnp.where(final, reward, self.afterstate_value(params, after))
-        jitter = jax.random.uniform(rng, (batch, NUM_SQUARES), maxval=CHANCE_JITTER)
+        return after, reward, final, jnp.where(final, reward, self.afterstate_value(params, after))
+
+    def placement_values(self, params, states) -> jax.Array:
+        """(B, 36) the placer's value of each placement (the afterstate values of :meth:`decision_fn`; -1 for
+        an illegal one)."""
+        batch = states.current_player.shape[0]
+
+        def value_of(square):
+            return self._placed(params, jnp.full((batch,), square, dtype=jnp.int32), states)[3]
+
+        return jax.vmap(value_of, out_axes=1)(jnp.arange(NUM_SQUARES, dtype=jnp.int32))
+
+    def decision_fn(self, params, rng, action, states):
+        """The decision edge: ``place``; junk actions (out of range, illegal, on a finished game) are safe."""
+        after, reward, final, value = self._placed(params, action, states)
+        jitter = jax.random.uniform(rng, (action.shape[0], NUM_SQUARES), maxval=CHANCE_JITTER)
         output = mctx.DecisionRecurrentFnOutput(chance_logits=self.log_probs + jitter, afterstate_value=value)
         return output, Afterstate(state=after, reward=reward, final=final)
 
@@ -155,24 +192,12 @@ class TrueModel:
         )
         return output, states
 
-    def placement_values(self, params, states) -> jax.Array:
-        """(B, 36) the placer's value of each placement (the afterstate values of :meth:`decision_fn`; -1 for
-        an illegal one)."""
-        batch = states.current_player.shape[0]
-
-        def value_of(square):
-            action = jnp.full((batch,), square, dtype=jnp.int32)
-            return self.decision_fn(params, jax.random.key(0), action, states)[0].afterstate_value
-
-        return jax.vmap(value_of, out_axes=1)(jnp.arange(NUM_SQUARES, dtype=jnp.int32))
-
     def root(self, params, states) -> mctx.RootFnOutput:
         """The search's root at decision positions."""
         logits, value = self._decision(states, params)
-        if self.root_temperature is not None:
-            logits = masked_logits(
-                self.placement_values(params, states) / self.root_temperature, states.legal_action_mask
-            )
+        if self.prior_temperature is not None and not self.lookahead:
+            values = self.placement_values(params, states)
+            logits = masked_logits(values / self.prior_temperature, states.legal_action_mask)
         return mctx.RootFnOutput(prior_logits=logits, value=value, embedding=states)
 
     def search(self, params, rng, states, num_simulations: int, **options) -> mctx.PolicyOutput:
