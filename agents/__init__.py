@@ -25,8 +25,10 @@ spec                       agent
                            (see :mod:`strategic_reserve_env.agents.ppo`)
 ``mctx[:simulations=64]``   Stochastic MuZero search (mctx) on the true
                            model inside jit, chance nodes for the rolls,
-                           reserve-race leaf values (the ``mctx`` extra:
-                           :mod:`.mctx_agent`)
+                           one ply of exact lookahead over reserve-race
+                           values at each decision (``lookahead=false``:
+                           at the root only); the ``mctx`` extra:
+                           :mod:`.mctx_agent`
 ``openspiel-mcts[:...]``    OpenSpiel's MCTS with random rollouts
                            (``simulations=100,rollouts=1,uct=2.0``; the
                            ``openspiel`` extra: :mod:`.openspiel_mcts`)

@@ -1,8 +1,12 @@
 """The ``mctx`` agent: Stochastic MuZero search on the true model of the game (:mod:`.mctx_search`), in ``jit``.
 
 ``mctx:simulations=N`` searches every game of a call at once with ``N`` simulations from the position after
-the roll, with the cheap leaf evaluation of :func:`.mctx_search.race_evaluation` (the reserve-race model,
-uniform priors), and plays the most visited placement (ties at random). Its randomness (the chance nodes'
+the roll, on :class:`~strategic_reserve_env.pgx_env.StrategicReserve`, and plays the most visited placement
+(ties at random). Every decision node is evaluated by one ply of exact lookahead over the reserve-race model
+(:class:`.mctx_search.TrueModel` with ``lookahead``: each placement's value averaged over the 36 rolls that
+follow it; the node's value is its best placement's, its priors a softmax of them at
+:data:`PRIOR_TEMPERATURE`); ``lookahead=false`` does that at the root only and evaluates the other decision
+nodes by the race model alone, about ten times cheaper a simulation. Its randomness (the chance nodes'
 jitter, the ties) comes from the generator ``act`` is given, so an evaluation's ``--seed`` governs it.
 
 Batches are padded to a power of two (at least :data:`MIN_BATCH`), and never below the largest size already

@@ -176,6 +176,23 @@ def test_root_priors_follow_the_one_ply_values(model):
     np.testing.assert_allclose(values[SAFE_SQUARE], 35 / 36 - captured / 36, atol=1e-5)
 
 
+def test_lookahead_values_a_decision_by_its_best_placement(env):
+    """With lookahead, a decision node's value is its best one-ply placement value and its priors follow
+    those values (the placement_values of the leaf model, checked above against luck.py)."""
+    config = Config(start=StartPosition(board=PLUS, reserves=(2, 2)))
+    states = pgx_env.from_engine(decisions(config, [8]))
+    ahead = TrueModel(env, prior_temperature=0.02, lookahead=True)
+    logits, value = jax.jit(ahead._decision)(states, None)
+    values = np.asarray(jax.jit(ahead.placement_values)(None, states))[0]
+    np.testing.assert_allclose(value, [values[SAFE_SQUARE]], atol=1e-6)
+    legal = np.asarray(states.legal_action_mask)[0]
+    np.testing.assert_allclose(
+        jax.nn.log_softmax(logits[0])[legal], jax.nn.log_softmax(values[legal] / 0.02), atol=1e-4
+    )
+    with pytest.raises(ValueError, match="prior_temperature"):
+        TrueModel(env, lookahead=True)
+
+
 @pytest.fixture(scope="module")
 def agent():
     from strategic_reserve_env.agents import load_agent
