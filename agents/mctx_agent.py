@@ -46,6 +46,8 @@ class MctxAgent:
     """Stochastic MuZero search with ``simulations`` simulations per decision (see the module docstring)."""
 
     uses_observation = True
+    values_every_placement = True
+    """move_values values every legal placement (the analysis of a game may use it)."""
 
     def __init__(self, simulations: int = 64, lookahead: bool = True) -> None:
         if isinstance(simulations, bool) or not isinstance(simulations, int) or not 1 <= simulations <= 100_000:
@@ -74,7 +76,26 @@ class MctxAgent:
         search_key, tie_key = jax.random.split(key)
         output = self.model.search(params, search_key, states, simulations, dirichlet_fraction=0.0)
         weights = output.action_weights + jax.random.uniform(tie_key, output.action_weights.shape) * TIE_NOISE
-        return jnp.argmax(jnp.where(states.legal_action_mask, weights, -1.0), axis=-1)
+        actions = jnp.argmax(jnp.where(states.legal_action_mask, weights, -1.0), axis=-1)
+        tree = output.search_tree
+        root = jnp.full(actions.shape, tree.ROOT_INDEX)
+        searched = tree.children_visits[:, tree.ROOT_INDEX] > 0
+        values = jnp.where(searched, tree.qvalues(root), self.model.placement_values(params, states))
+        return actions, (values + 1.0) / 2.0  # values -1 .. 1 -> win probabilities
+
+    def _run(self, observations, masks, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(actions (B,) int64, win probabilities (B, 36) float64) of the search from ``act``'s inputs."""
+        import jax
+
+        observations, masks = np.asarray(observations), np.asarray(masks, dtype=bool)
+        batch = masks.shape[0]
+        if batch == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, masks.shape[-1]))
+        self._largest = max(self._largest, _padded_size(batch))
+        rows = np.arange(self._largest) % batch  # padding repeats the first games
+        key = jax.random.key(int(rng.integers(2**63)))
+        actions, values = self._search(self.params, key, self.states(observations[rows], masks[rows]))
+        return np.asarray(actions, dtype=np.int64)[:batch], np.asarray(values, dtype=np.float64)[:batch]
 
     def states(self, observations: np.ndarray, masks: np.ndarray):
         """The env's batched States of the decisions in ``observations`` and ``masks`` (colour and ply are not
@@ -99,17 +120,15 @@ class MctxAgent:
         return self._from_engine(state)
 
     def act(self, observations, masks, rng: np.random.Generator) -> np.ndarray:
-        import jax
+        return self._run(observations, masks, rng)[0]
 
-        observations, masks = np.asarray(observations), np.asarray(masks, dtype=bool)
-        batch = masks.shape[0]
-        if batch == 0:
-            return np.zeros(0, dtype=np.int64)
-        self._largest = max(self._largest, _padded_size(batch))
-        rows = np.arange(self._largest) % batch  # padding repeats the first games
-        key = jax.random.key(int(rng.integers(2**63)))
-        actions = self._search(self.params, key, self.states(observations[rows], masks[rows]))
-        return np.asarray(actions, dtype=np.int64)[:batch]
+    def move_values(self, observations, masks, rng: np.random.Generator | None = None) -> np.ndarray:
+        """(B, 36) float64: the mover's win probability (0..1) after each placement, from a search: a searched
+        placement's value at the root (the mean of its simulations), an unsearched one's one-ply value; NaN on
+        the illegal squares. ``rng`` defaults to a fixed seed, so that an analysis is reproducible."""
+        rng = np.random.default_rng(0) if rng is None else rng
+        values = self._run(observations, masks, rng)[1]
+        return np.where(np.asarray(masks, dtype=bool), values, np.nan)
 
     def __repr__(self) -> str:
         return f"MctxAgent(simulations={self.simulations}, lookahead={self.lookahead})"
