@@ -27,7 +27,9 @@ spec                       agent
                            model inside jit, chance nodes for the rolls,
                            one ply of exact lookahead over reserve-race
                            values at each decision (``lookahead=false``:
-                           at the root only); the ``mctx`` extra:
+                           at the root only); ``net=PATH``: a network
+                           of ``train-az`` at the leaves (``simulations=0``:
+                           the network alone); the ``mctx`` extra:
                            :mod:`.mctx_agent`
 ``openspiel-mcts[:...]``    OpenSpiel's MCTS with random rollouts
                            (``simulations=100,rollouts=1,uct=2.0``; the
@@ -169,9 +171,16 @@ def _mctx(spec: str, options: str):
         raise ValueError(
             f"agent spec {spec!r} needs the mctx extra (pip install 'strategic-reserve-env[mctx]'): {error}"
         ) from None
+    from .az_net import NetFileError
     from .mctx_agent import MctxAgent
 
-    return MctxAgent(**_options(spec, options, {"simulations": int, "lookahead": bool}))  # type: ignore[arg-type]
+    chosen = _options(spec, options, {"simulations": int, "lookahead": bool, "net": str})
+    if "net" in chosen:
+        chosen["net"] = canonical_path(str(chosen["net"]))
+    try:
+        return MctxAgent(**chosen)  # type: ignore[arg-type]
+    except NetFileError as error:
+        raise ValueError(f"agent spec {spec!r}: {error}") from None
 
 
 # one entry per built-in agent; heavy imports stay inside the loaders
@@ -198,7 +207,7 @@ BUILT_IN: dict[str, BuiltIn] = {
     ),
     "rllib": BuiltIn("rllib:PATH[,deterministic=false]", "a Ray RLlib module written by train_rllib.py", _rllib),
     "mctx": BuiltIn(
-        "mctx[:simulations=N,lookahead=false]",
+        "mctx[:simulations=N,lookahead=false] or mctx:net=PATH[,simulations=N]",
         "Stochastic MuZero search on the true model in jit, reserve-race leaves (needs the mctx extra)",
         _mctx,
     ),

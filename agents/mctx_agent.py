@@ -12,7 +12,9 @@ jitter, the ties) comes from the generator ``act`` is given, so an evaluation's 
 Batches are padded to a power of two (at least :data:`MIN_BATCH`), and never below the largest size already
 compiled, so that ``jit`` compiles once per size class, not as an evaluation's batch shrinks; the first call of
 each size compiles (seconds to tens of seconds on a CPU).
-Needs the ``mctx`` extra (jax, pgx, mctx).
+``mctx:net=PATH[,simulations=N]`` searches with a network trained by ``strategic-reserve train-az``
+(:mod:`.az_net`) as the leaf evaluation and its priors; ``simulations=0`` plays the network alone (its most
+probable legal placement). Needs the ``mctx`` extra (jax, pgx, mctx).
 """
 
 from __future__ import annotations
@@ -49,23 +51,31 @@ class MctxAgent:
     values_every_placement = True
     """move_values values every legal placement (the analysis of a game may use it)."""
 
-    def __init__(self, simulations: int = 64, lookahead: bool = True) -> None:
-        if isinstance(simulations, bool) or not isinstance(simulations, int) or not 1 <= simulations <= 100_000:
-            raise ValueError(f"mctx simulations must be an integer in 1..100000, got {simulations!r}")
+    def __init__(self, simulations: int = 64, lookahead: bool = True, net: str = "") -> None:
+        low = 0 if net else 1
+        if isinstance(simulations, bool) or not isinstance(simulations, int) or not low <= simulations <= 100_000:
+            raise ValueError(f"mctx simulations must be an integer in {low}..100000, got {simulations!r}")
+        if not isinstance(lookahead, bool):
+            raise ValueError(f"mctx lookahead must be true or false, got {lookahead!r}")
         import jax  # the extra's error message, at load time rather than at the first move
 
         from strategic_reserve_env import pgx_env
 
         from .mctx_search import TrueModel
 
-        self.simulations = simulations
-        if not isinstance(lookahead, bool):
-            raise ValueError(f"mctx lookahead must be true or false, got {lookahead!r}")
-        self.lookahead = lookahead
-        self.name = f"mctx:simulations={simulations}" + ("" if lookahead else ",lookahead=false")
+        self.simulations, self.lookahead, self.net = simulations, lookahead and not net, net
+        env = pgx_env.StrategicReserve()
         self._from_engine = pgx_env.from_engine
-        self.model = TrueModel(pgx_env.StrategicReserve(), prior_temperature=PRIOR_TEMPERATURE, lookahead=lookahead)
-        self.params = None
+        if net:
+            from . import az_net
+
+            self.params, _ = az_net.load(net)
+            self.model = TrueModel(env, evaluate=az_net.evaluation)
+            self.name = f"mctx:net={net},simulations={simulations}"
+        else:
+            self.params = None
+            self.model = TrueModel(env, prior_temperature=PRIOR_TEMPERATURE, lookahead=lookahead)
+            self.name = f"mctx:simulations={simulations}" + ("" if lookahead else ",lookahead=false")
         self._largest = 0
         self._search = jax.jit(functools.partial(self._choose, simulations))
 
@@ -74,6 +84,11 @@ class MctxAgent:
         import jax.numpy as jnp
 
         search_key, tie_key = jax.random.split(key)
+        if simulations == 0:  # the network alone: its most probable legal placement, its values from one ply
+            logits, _ = self.model.evaluate(params, states)
+            noisy = logits + jax.random.uniform(tie_key, logits.shape) * TIE_NOISE
+            actions = jnp.argmax(jnp.where(states.legal_action_mask, noisy, -jnp.inf), axis=-1)
+            return actions, (self.model.placement_values(params, states) + 1.0) / 2.0
         output = self.model.search(params, search_key, states, simulations, dirichlet_fraction=0.0)
         weights = output.action_weights + jax.random.uniform(tie_key, output.action_weights.shape) * TIE_NOISE
         actions = jnp.argmax(jnp.where(states.legal_action_mask, weights, -1.0), axis=-1)
@@ -131,4 +146,4 @@ class MctxAgent:
         return np.where(np.asarray(masks, dtype=bool), values, np.nan)
 
     def __repr__(self) -> str:
-        return f"MctxAgent(simulations={self.simulations}, lookahead={self.lookahead})"
+        return f"MctxAgent(simulations={self.simulations}, lookahead={self.lookahead}, net={self.net!r})"
