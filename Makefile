@@ -21,7 +21,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml constraints-cpu.txt | $(BIN)/python
 	$(PIP) install "$(TORCH)"
-	$(PIP) install -c constraints-cpu.txt -e ".[train,test,docs,jax]"
+	$(PIP) install -c constraints-cpu.txt -e ".[train,test,docs,jax,mctx]"
 	touch $@
 
 $(IBIN)/python:

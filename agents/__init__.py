@@ -23,6 +23,14 @@ spec                       agent
                            to sample from it); an SB3 ``.zip`` holds pickles
                            that can run code, so it needs ``,trust=pickle``
                            (see :mod:`strategic_reserve_env.agents.ppo`)
+``mctx[:simulations=64]``   Stochastic MuZero search (mctx) on the true
+                           model inside jit, chance nodes for the rolls,
+                           one ply of exact lookahead over reserve-race
+                           values at each decision (``lookahead=false``:
+                           at the root only); ``net=PATH``: a network
+                           of ``train-az`` at the leaves (``simulations=0``:
+                           the network alone); the ``mctx`` extra:
+                           :mod:`.mctx_agent`
 ``openspiel-mcts[:...]``    OpenSpiel's MCTS with random rollouts
                            (``simulations=100,rollouts=1,uct=2.0``; the
                            ``openspiel`` extra: :mod:`.openspiel_mcts`)
@@ -157,6 +165,26 @@ def _openspiel_mcts(spec: str, options: str):
     return MCTSAgent(**_options(spec, options, {"simulations": int, "rollouts": int, "uct": float}))
 
 
+def _mctx(spec: str, options: str):
+    try:
+        import jax  # noqa: F401
+        import mctx  # noqa: F401
+    except ImportError as error:
+        raise ValueError(
+            f"agent spec {spec!r} needs the mctx extra (pip install 'strategic-reserve-env[mctx]'): {error}"
+        ) from None
+    from .az_net import NetFileError
+    from .mctx_agent import MctxAgent
+
+    chosen = _options(spec, options, {"simulations": int, "lookahead": bool, "net": str})
+    if "net" in chosen:
+        chosen["net"] = canonical_path(str(chosen["net"]))
+    try:
+        return MctxAgent(**chosen)  # type: ignore[arg-type]
+    except NetFileError as error:
+        raise ValueError(f"agent spec {spec!r}: {error}") from None
+
+
 # one entry per built-in agent; heavy imports stay inside the loaders
 BUILT_IN: dict[str, BuiltIn] = {
     "random": BuiltIn("random", "uniform over the legal squares", _without_options(RandomAgent)),
@@ -180,6 +208,11 @@ BUILT_IN: dict[str, BuiltIn] = {
         _ppo,
     ),
     "rllib": BuiltIn("rllib:PATH[,deterministic=false]", "a Ray RLlib module written by train_rllib.py", _rllib),
+    "mctx": BuiltIn(
+        "mctx[:simulations=N,lookahead=false] or mctx:net=PATH[,simulations=N]",
+        "Stochastic MuZero search on the true model in jit, reserve-race leaves (needs the mctx extra)",
+        _mctx,
+    ),
     "openspiel-mcts": BuiltIn(
         "openspiel-mcts[:simulations=N,rollouts=K,uct=C]",
         "OpenSpiel's MCTS with random rollouts (needs the openspiel extra)",

@@ -48,10 +48,13 @@ def placement_values(agent, observations: np.ndarray, masks: np.ndarray) -> np.n
         else:
             every = np.broadcast_to(np.arange(NUM_SQUARES), legal.shape)
             values = agent.candidate_values(observations, masks, every)
+    elif getattr(agent, "values_every_placement", False):  # the mctx agent
+        values = agent.move_values(observations, masks)
     else:
         name = getattr(agent, "name", repr(agent))
         raise ValueError(
-            f"agent {name!r} gives no win probability of its placements: use expectimax[:depth=1|2] or value[...]"
+            f"agent {name!r} gives no win probability of its placements: use expectimax[:depth=1|2], value[...]"
+            " or mctx[...]"
         )
     return np.where(legal, values, np.nan)
 

@@ -42,6 +42,10 @@ COMMANDS: dict[str, Command] = {
     "train": Command(
         "distillation, then optional PPO (the code of train.py)", "strategic_reserve_env.commands.train:cli"
     ),
+    "train-az": Command(
+        "AlphaZero-style self-play with chance nodes on the JAX game (needs the mctx extra)",
+        "strategic_reserve_env.commands.train_az:main",
+    ),
     "train-rllib": Command(
         "Ray RLlib self-play, one machine or a cluster (needs the rllib extra)",
         "strategic_reserve_env.commands.train_rllib:main",

@@ -43,18 +43,23 @@ RANDOM_RACE_A, RANDOM_RACE_B = 0.582, 0.072
 is worth less."""
 
 
-def race_win_probability(mover_reserve, opponent_reserve, a: float = RACE_A, b: float = RACE_B) -> np.ndarray:
+def race_win_probability(
+    mover_reserve, opponent_reserve, a: float = RACE_A, b: float = RACE_B, xp: Any = np
+) -> np.ndarray:
     """P(the player to decide wins) from both reserves at a decision (arrays of any shape, broadcast)::
 
     1                                        if m == 1 (the mover places its last checker)
     0                                        if o == 1 < m (the opponent does so next)
     sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise (A = a, B = b; default RACE_A, RACE_B)
+
+    ``xp`` is the array module: numpy (float64 results) or ``jax.numpy`` inside ``jit`` (the search of
+    :mod:`strategic_reserve_env.agents.mctx_search`; float32 results, as jax's default).
     """
-    m = np.asarray(mover_reserve, dtype=np.float64)
-    o = np.asarray(opponent_reserve, dtype=np.float64)
-    p = 1.0 / (1.0 + np.exp(-(a * (o - m) + b) / np.sqrt(np.maximum(m + o, 1.0))))
-    p = np.where(o <= 1, 0.0, p)
-    return np.where(m <= 1, 1.0, p)
+    m = xp.asarray(mover_reserve) + 0.0  # a float of the module's default width
+    o = xp.asarray(opponent_reserve) + 0.0
+    p = 1.0 / (1.0 + xp.exp(-(a * (o - m) + b) / xp.sqrt(xp.maximum(m + o, 1.0))))
+    p = xp.where(o <= 1, 0.0, p)
+    return xp.where(m <= 1, 1.0, p)
 
 
 @dataclass(frozen=True)
