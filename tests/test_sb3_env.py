@@ -181,3 +181,30 @@ def test_set_state_rejects_a_state_of_other_games():
         env.set_state(saved)
     assert env.get_state()["dice"]["counters"].sum() > 0  # the env is unchanged and usable
     _play(env, 3, seed=0)
+
+
+def test_learner_games_own_their_state_and_refuse_a_tampered_one():
+    """LearnerGames.get_state / set_state (what the VecEnv's checkpoints hold, less its seed): a state with a
+    seat that is neither colour, a negative opponent, dice streams of another size or an engine field missing
+    is refused with nothing changed."""
+    env = StrategicReserveVecEnv(8, seed=0)
+    env.reset()
+    _play(env, 3, seed=0)
+    games = env.games
+    saved = games.get_state()
+    before = games.get_state()
+    for change, message in [
+        (lambda s: s["seat"].__setitem__(0, 7), "seats are not all red"),
+        (lambda s: s["opponent_id"].__setitem__(0, -1), "opponents beyond"),
+        (lambda s: s.__setitem__("dice", {"keys": s["dice"]["keys"][:3], "counters": s["dice"]["counters"]}), "not 8"),
+        (lambda s: s["engine"].pop(next(iter(s["engine"]))), "engine state does not hold the fields"),
+    ]:
+        tampered = games.get_state()
+        change(tampered)
+        with pytest.raises(ValueError, match=message):
+            games.set_state(tampered)
+        after = games.get_state()
+        assert all(np.array_equal(after["engine"][k], before["engine"][k]) for k in before["engine"])
+        assert np.array_equal(after["dice"]["counters"], before["dice"]["counters"]) and after["rng"] == before["rng"]
+    games.set_state(saved)
+    _play(env, 3, seed=0)
