@@ -123,8 +123,10 @@ def uniform_action(state: State, uniform: jax.Array) -> jax.Array:
 
 def _in_range(value: jax.Array) -> jax.Array:
     """bool: an integer ``value`` (any dtype) is a square index 0..35; compared before any cast, so a
-    wide integer cannot wrap into range."""
+    wide integer cannot wrap into range. ``TypeError`` (when traced) for a value that is not an integer."""
     value = jnp.asarray(value)
+    if not jnp.issubdtype(value.dtype, jnp.integer):  # floats and bools: 6.9 is not square 6
+        raise TypeError(f"squares and actions must be integer square indices 0..35, got dtype {value.dtype}")
     if jnp.issubdtype(value.dtype, jnp.unsignedinteger):
         return value < NUM_SQUARES
     return (value >= 0) & (value < NUM_SQUARES)

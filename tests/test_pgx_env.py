@@ -297,6 +297,11 @@ def test_inputs_of_other_integer_types():
         assert_trees_equal(after, placed[-1])
     assert not bool(placed[-1].terminated) and int(placed[-1]._ply) == 1
     assert_trees_equal(rolled, placed[-1])  # 2**32 - 1 is not a square (as int32 it would be -1)
+    for value in (jnp.float32(3.0), jnp.bool_(True)):
+        with pytest.raises(TypeError, match=f"integer square indices 0..35, got dtype {value.dtype}"):
+            env.place(state, value)
+        with pytest.raises(TypeError, match="integer square indices"):
+            env.roll(state, value)
 
 
 FIELD_TYPES = {
