@@ -223,7 +223,7 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(as_option(str(error)))
     start = time.perf_counter()
     try:
-        out = check_out(args.out, TOURNAMENT_FILES) if args.out else None
+        out = check_out(args.out, TOURNAMENT_FILES) if args.out is not None else None
         load_luck_value(settings.luck_value)  # a bad --luck-value fails before the agents load
         agents = [limited(agent, args) for agent in load_agents(settings.agents)]
         for agent in agents:
@@ -295,7 +295,7 @@ def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         except ValueError as error:
             parser.error(f"--benchmark-{as_option(str(error))[2:]}")
     try:
-        out = check_out(args.out, BENCHMARK_FILES) if args.out else None
+        out = check_out(args.out, BENCHMARK_FILES) if args.out is not None else None
         agent = limited(load_agent(args.benchmark), args)
     except ValueError as error:
         print_cause(error)
