@@ -6,9 +6,20 @@ import argparse
 import sys
 
 from strategic_reserve_env import bench
-from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.board import DEFAULT_RESERVE, brief
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.policies import seconds_argument
+
+
+def batch_size(text: str) -> int:
+    """A ``--batch-sizes`` value: an integer in 1..``bench.MAX_BATCH``, checked before anything is allocated."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= bench.MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"must be integers in 1..{bench.MAX_BATCH:,}, got {brief(text)}")
+    return value
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -18,7 +29,12 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         "--seconds", type=seconds_argument, default=2.0, help="time per measurement, a finite number > 0 (default 2)"
     )
     parser.add_argument(
-        "--batch-sizes", type=int, nargs="+", default=[1, 64, 4096], metavar="B", help="batch sizes (default 1 64 4096)"
+        "--batch-sizes",
+        type=batch_size,
+        nargs="+",
+        default=[1, 64, 4096],
+        metavar="B",
+        help="batch sizes (default 1 64 4096)",
     )
     parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
     return parser
