@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from strategic_reserve_env import records
+from strategic_reserve_env.commands import flush_stdout, stdout_lost
 
 STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
 
@@ -19,7 +20,11 @@ STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
 def record_source(path: str):
     """(what :func:`records.load_record` reads, the name its messages give) of a command's record argument:
     a file's path, or ``-`` for the standard input."""
-    return (sys.stdin.buffer, STDIN_NAME) if path == "-" else (path, path)
+    if path != "-":
+        return path, path
+    if sys.stdin is None:  # started with its standard input closed (``<&-``)
+        raise records.RecordError(f"{STDIN_NAME}: the standard input is closed; give a file, or pipe the record in")
+    return sys.stdin.buffer, STDIN_NAME
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -38,8 +43,8 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Print the trace of a record as JSON lines; one line on stderr and exit 1 on a bad record."""
     args = build_parser(prog).parse_args(argv)
-    source, name = record_source(args.record)
     try:
+        source, name = record_source(args.record)
         record = records.load_record(source, name)
     except records.RecordError as error:  # the message names the file
         print(f"error: {error}", file=sys.stderr)
@@ -47,8 +52,20 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     try:
         for entry in records.replay(record):
             print(records.trace_line(entry), flush=False)
+        flush_stdout()
     except records.RecordError as error:
-        sys.stdout.flush()
+        try:
+            flush_stdout()
+        except BrokenPipeError:
+            raise
+        except OSError as lost:
+            print(f"error: {name}: {error}; and {stdout_lost(lost)}", file=sys.stderr)
+            return 1
         print(f"error: {name}: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # piped into head: the reader has what it wanted (the console command exits 0)
+        raise
+    except OSError as error:
+        print(f"error: {stdout_lost(error)}", file=sys.stderr)
         return 1
     return 0
