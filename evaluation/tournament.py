@@ -47,7 +47,7 @@ import numpy as np
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.agents import RandomAgent, load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
-from strategic_reserve_env.board import DEFAULT_RESERVE, brief
+from strategic_reserve_env.board import DEFAULT_RESERVE, MESSAGE_LIMIT, brief, clip
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
 from strategic_reserve_env.luck import ValueFunction
 from strategic_reserve_env.outputs import write_text
@@ -217,9 +217,9 @@ def load_agents(specs: Sequence[str | NamedPolicy]) -> list[NamedPolicy]:
     if repeated:
         raise ValueError(
             "; ".join(
-                f"{' and '.join(repr(s) for s in given)} are the same agent ({name})"
+                f"{' and '.join(brief(s) for s in given)} are the same agent ({clip(name, MESSAGE_LIMIT)})"
                 if len(set(given)) > 1
-                else f"{given[0]!r} is given {len(given)} times"
+                else f"{brief(given[0])} is given {len(given)} times"
                 for name, given in repeated
             )
             + ": give each agent once"
