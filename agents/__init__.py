@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from strategic_reserve_env import models
-from strategic_reserve_env.board import clip
+from strategic_reserve_env.board import brief, clip
 from strategic_reserve_env.extras import needs_extra
 from strategic_reserve_env.policies import NamedPolicy, UniformRandomPolicy
 
@@ -86,9 +86,9 @@ def _options(spec: str, text: str, allowed: dict[str, type]) -> dict[str, object
     options = parse_options(spec, text)
     for key, value in options.items():
         if key not in allowed:
-            raise ValueError(f"agent spec {spec!r}: unknown option {key!r}; options: {', '.join(allowed)}")
+            raise ValueError(f"agent spec {brief(spec)}: unknown option {brief(key)}; options: {', '.join(allowed)}")
         if type(value) is not allowed[key]:
-            raise ValueError(f"agent spec {spec!r}: {key} must be {allowed[key].__name__}, got {value!r}")
+            raise ValueError(f"agent spec {brief(spec)}: {key} must be {allowed[key].__name__}, got {brief(value)}")
     return options
 
 
@@ -107,7 +107,7 @@ class BuiltIn:
 def _without_options(agent_class: type[NamedPolicy]) -> Callable[[str, str], NamedPolicy]:
     def load(spec: str, options: str) -> NamedPolicy:
         if options:
-            raise ValueError(f"agent spec {spec!r}: {spec.partition(':')[0]} takes no options")
+            raise ValueError(f"agent spec {brief(spec)}: {spec.partition(':')[0]} takes no options")
         return agent_class()
 
     return load
@@ -161,7 +161,7 @@ def _openspiel_mcts(spec: str, options: str):
     try:
         from .openspiel_mcts import MCTSAgent
     except ImportError as error:  # OpenSpiel missing, or Python 3.10: the module's message says which
-        raise ValueError(f"agent spec {spec!r}: {error}") from None
+        raise ValueError(f"agent spec {brief(spec)}: {error}") from None
     return MCTSAgent(**_options(spec, options, {"simulations": int, "rollouts": int, "uct": float}))
 
 
@@ -233,17 +233,20 @@ def load_agent(spec: str) -> NamedPolicy:
             f"an agent spec must be a non-empty string; known agents: {KNOWN_AGENTS}; your own agent: {USER_SPEC_FORMS}"
         )
     name, _, rest = spec.partition(":")
-    if is_user_spec(name):
-        return load_user_agent(spec)
-    if name in BUILT_IN:
-        try:
-            return BUILT_IN[name].load(spec, rest)
-        except ModuleNotFoundError as error:  # e.g. ppo without torch: one line naming the extra
-            missing = needs_extra(error, f"agent spec {clip(spec)!r}")
-            if missing is None:
-                raise
-            raise missing from None
-    return load_registered_agent(spec, name, rest, KNOWN_AGENTS)
+    try:
+        if is_user_spec(name):
+            return load_user_agent(spec)
+        if name in BUILT_IN:
+            try:
+                return BUILT_IN[name].load(spec, rest)
+            except ModuleNotFoundError as error:  # e.g. ppo without torch: one line naming the extra
+                missing = needs_extra(error, f"agent spec {clip(spec)!r}")
+                if missing is None:
+                    raise
+                raise missing from None
+        return load_registered_agent(spec, name, rest, KNOWN_AGENTS)
+    except OSError as error:  # a path the system refuses (too long, a loop of links, no permission)
+        raise ValueError(f"agent spec {brief(spec)}: {error.strerror or type(error).__name__}") from None
 
 
 def list_agents() -> list[tuple[str, str]]:

@@ -51,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
+from strategic_reserve_env.board import MESSAGE_LIMIT, brief, clip
 from strategic_reserve_env.policies import InvalidActionsError, as_policy
 
 ENTRY_POINT_GROUP = "strategic_reserve_env.agents"
@@ -80,9 +81,9 @@ def parse_options(spec: str, text: str) -> dict[str, object]:
     for item in filter(None, text.split(",")):
         key, sep, value = item.partition("=")
         if not sep or not key.isidentifier():
-            raise ValueError(f"agent spec {spec!r}: option {item!r} is not key=value")
+            raise ValueError(f"agent spec {brief(spec)}: option {brief(item)} is not key=value")
         if key in options:
-            raise ValueError(f"agent spec {spec!r}: option {key!r} given twice")
+            raise ValueError(f"agent spec {brief(spec)}: option {brief(key)} given twice")
         options[key] = _read_value(value)
     return options
 
@@ -109,13 +110,22 @@ def _option_text(options: dict[str, object]) -> str:
     return ",".join(f"{key}={show(options[key])}" for key in sorted(options))
 
 
+def spec_name(kind: str, path, label: str | None, options: str) -> str:
+    """The canonical spec of an agent read from a model file: ``kind:PATH,options``, or ``label:options`` for a
+    shipped model named ``label`` (``ppo:deterministic=false``, ``value:depth=1``), so the name loads again.
+    ``options``: the canonical option text, each option after a comma (``,depth=1``), or empty."""
+    if label is None:
+        return f"{kind}:{path}{options}"
+    return f"{label}:{options[1:]}" if options else label
+
+
 class NamedAgent:
     """A user's agent (``agent``, untouched) under the canonical name of its spec."""
 
-    def __init__(self, agent, name: str) -> None:
+    def __init__(self, agent, name: str, uses_observation: bool = True) -> None:
         self.agent = agent
         self.name = name
-        self.uses_observation = bool(getattr(agent, "uses_observation", True))
+        self.uses_observation = uses_observation
 
     def act(self, observations, masks, rng):
         return self.agent.act(observations, masks, rng)
@@ -159,16 +169,42 @@ def _required_positional(function: Callable) -> int | None:
     return sum(p.kind in kinds and p.default is inspect.Parameter.empty for p in parameters)
 
 
+_MISSING, _REQUIRED = object(), object()
+
+
+def _read(spec: str, what: str, value, attribute: str, default=_REQUIRED):
+    """``value.attribute`` (``default`` if it has none and one is given); ``ValueError``, the load error, if
+    reading it raises (a property of the user's that fails): the user's code fails the load, not the program."""
+    try:
+        return getattr(value, attribute) if default is _REQUIRED else getattr(value, attribute, default)
+    except (Exception, SystemExit) as error:
+        raise ValueError(
+            f"agent spec {brief(spec)}: reading {attribute} of {what} raised {type(error).__name__}: "
+            f"{clip(str(error), MESSAGE_LIMIT)}"
+        ) from error
+
+
+def _uses_observation(spec: str, what: str, agent) -> bool:
+    """The agent's ``uses_observation`` (True if it has none), read once, at load (:func:`_read`)."""
+    flag = _read(spec, what, agent, "uses_observation", True)
+    try:
+        return bool(flag)
+    except (Exception, SystemExit) as error:
+        raise ValueError(
+            f"agent spec {brief(spec)}: the uses_observation of {what} is not a truth value ({type(error).__name__})"
+        ) from error
+
+
 def _check_act(spec: str, what: str, agent) -> None:
     """``agent.act`` must take (observations, masks, rng)."""
-    act = agent.act
+    act = _read(spec, what, agent, "act")
     if not callable(act):
-        raise ValueError(f"agent spec {spec!r}: the act of {what} is not callable")
+        raise ValueError(f"agent spec {brief(spec)}: the act of {what} is not callable")
     try:
         inspect.signature(act).bind(None, None, None)
     except TypeError:
         raise ValueError(
-            f"agent spec {spec!r}: {what} has act{inspect.signature(act)}, which does not take "
+            f"agent spec {brief(spec)}: {what} has act{inspect.signature(act)}, which does not take "
             "(observations, masks, rng)"
         ) from None
     except ValueError:  # no readable signature (e.g. a builtin): trust it
@@ -183,44 +219,49 @@ SIGNATURES = (
 
 def adapt(spec: str, what: str, value, options: dict[str, object], build: bool = True):
     """The agent ``value`` stands for (see the module docstring); ``what`` names it in errors."""
-    if not inspect.isclass(value) and hasattr(value, "act"):
+    if not inspect.isclass(value) and _read(spec, what, value, "act", _MISSING) is not _MISSING:
         if options:
-            raise ValueError(f"agent spec {spec!r}: {what} is an agent object, which takes no options")
+            raise ValueError(f"agent spec {brief(spec)}: {what} is an agent object, which takes no options")
         _check_act(spec, what, value)
         return value
     if not callable(value):
         raise ValueError(
-            f"agent spec {spec!r}: {what} is a {type(value).__name__}, not an agent; expected {SIGNATURES}"
+            f"agent spec {brief(spec)}: {what} is a {type(value).__name__}, not an agent; expected {SIGNATURES}"
         )
     required = 0 if inspect.isclass(value) else _required_positional(value)
     if required == 0 and build:
         try:
             inspect.signature(value).bind(**options)
         except TypeError as error:
-            given = f"the options {_option_text(options)}" if options else "no options"
-            raise ValueError(f"agent spec {spec!r}: {what} cannot be built with {given}: {error}") from None
+            given = f"the options {clip(_option_text(options))}" if options else "no options"
+            raise ValueError(
+                f"agent spec {brief(spec)}: {what} cannot be built with {given}: {clip(str(error), MESSAGE_LIMIT)}"
+            ) from None
         except ValueError:  # no readable signature
             pass
         try:
             built = value(**options)
         except (Exception, SystemExit) as error:
-            raise ValueError(f"agent spec {spec!r}: building {what} raised {type(error).__name__}: {error}") from error
+            raise ValueError(
+                f"agent spec {brief(spec)}: building {what} raised {type(error).__name__}: "
+                f"{clip(str(error), MESSAGE_LIMIT)}"
+            ) from error
         return adapt(spec, f"the object {what}() returned", built, {}, build=False)
     if required in (2, 3):
         if options:
-            raise ValueError(f"agent spec {spec!r}: {what} is a function of the game, which takes no options")
+            raise ValueError(f"agent spec {brief(spec)}: {what} is a function of the game, which takes no options")
         return SingleGameAgent(value) if required == 2 else as_policy(value)
     try:
         signature = str(inspect.signature(value))
     except (TypeError, ValueError):
         signature = "(...)"
-    raise ValueError(f"agent spec {spec!r}: {what}{signature} has a wrong signature; expected {SIGNATURES}")
+    raise ValueError(f"agent spec {brief(spec)}: {what}{signature} has a wrong signature; expected {SIGNATURES}")
 
 
 def _import_module(spec: str, name: str):
     if not all(part.isidentifier() for part in name.split(".")):
         raise ValueError(
-            f"agent spec {spec!r}: {name!r} is not a module name (a file must end in .py); "
+            f"agent spec {brief(spec)}: {brief(name)} is not a module name (a file must end in .py); "
             f"your own agent: {USER_SPEC_FORMS}"
         )
     try:
@@ -228,18 +269,24 @@ def _import_module(spec: str, name: str):
     except ModuleNotFoundError as error:
         if error.name and (name == error.name or name.startswith(error.name + ".")):
             raise ValueError(
-                f"agent spec {spec!r}: module {error.name!r} not found (is it installed, or its folder on PYTHONPATH?)"
+                f"agent spec {brief(spec)}: module {brief(error.name)} not found "
+                "(is it installed, or its folder on PYTHONPATH?)"
             ) from None
-        raise ValueError(f"agent spec {spec!r}: importing {name} failed: {error}") from error
+        raise ValueError(
+            f"agent spec {brief(spec)}: importing {clip(name)} failed: {clip(str(error), MESSAGE_LIMIT)}"
+        ) from error
     except (Exception, SystemExit) as error:  # a module that exits at import is an agent that does not load
-        raise ValueError(f"agent spec {spec!r}: importing {name} raised {type(error).__name__}: {error}") from error
+        raise ValueError(
+            f"agent spec {brief(spec)}: importing {clip(name)} raised {type(error).__name__}: "
+            f"{clip(str(error), MESSAGE_LIMIT)}"
+        ) from error
 
 
 def _load_file(spec: str, path: str):
     """The module of the Python file ``path`` (run once per file and process)."""
     file = Path(path)
     if not file.is_file():
-        raise ValueError(f"agent spec {spec!r}: file {path} not found")
+        raise ValueError(f"agent spec {brief(spec)}: file {clip(path)} not found")
     absolute = os.path.abspath(file)
     module_name = "_strategic_reserve_agent_" + hashlib.sha1(absolute.encode()).hexdigest()[:16]
     if module_name in sys.modules:
@@ -251,19 +298,22 @@ def _load_file(spec: str, path: str):
         module_spec.loader.exec_module(module)
     except (Exception, SystemExit) as error:  # a file that exits when run is an agent that does not load
         del sys.modules[module_name]
-        raise ValueError(f"agent spec {spec!r}: running {path} raised {type(error).__name__}: {error}") from error
+        raise ValueError(
+            f"agent spec {brief(spec)}: running {clip(path, MESSAGE_LIMIT)} raised {type(error).__name__}: "
+            f"{clip(str(error), MESSAGE_LIMIT)}"
+        ) from error
     return module
 
 
 def _attribute(spec: str, module, source: str, attribute: str):
     if not attribute:
-        raise ValueError(f"agent spec {spec!r}: name the agent after the colon, e.g. {source}:MyAgent")
+        raise ValueError(f"agent spec {brief(spec)}: name the agent after the colon, e.g. {brief(source)}:MyAgent")
     value = module
     for part in attribute.split("."):
         if not hasattr(value, part):
             public = sorted(n for n in dir(module) if not n.startswith("_") and callable(getattr(module, n)))
             raise ValueError(
-                f"agent spec {spec!r}: {source} has no attribute {attribute!r}"
+                f"agent spec {brief(spec)}: {clip(source, MESSAGE_LIMIT)} has no attribute {brief(attribute)}"
                 + (f" (it has: {', '.join(public[:12])})" if public else "")
             )
         value = getattr(value, part)
@@ -278,12 +328,16 @@ def load_user_agent(spec: str):
     if head.endswith(".py"):
         module, source = _load_file(spec, head), canonical_path(head)
     elif "/" in head or os.sep in head:
-        raise ValueError(f"agent spec {spec!r}: a file agent must be a .py file; your own agent: {USER_SPEC_FORMS}")
+        raise ValueError(
+            f"agent spec {brief(spec)}: a file agent must be a .py file; your own agent: {USER_SPEC_FORMS}"
+        )
     else:
         module, source = _import_module(spec, head), head
     value = _attribute(spec, module, source, attribute)
-    agent = adapt(spec, f"{source}:{attribute}", value, options)
-    return NamedAgent(agent, f"{source}:{attribute}" + (f":{_option_text(options)}" if options else ""))
+    what = clip(f"{source}:{attribute}", MESSAGE_LIMIT)
+    agent = adapt(spec, what, value, options)
+    name = f"{source}:{attribute}" + (f":{_option_text(options)}" if options else "")
+    return NamedAgent(agent, name, _uses_observation(spec, what, agent))
 
 
 def registered_agents() -> dict[str, list[importlib.metadata.EntryPoint]]:
@@ -308,12 +362,12 @@ def load_registered_agent(spec: str, name: str, option_text: str, known: str):
         registered = sorted(n for n in registered_agents() if not is_user_spec(n))
         also = f"; registered by installed packages: {', '.join(registered)}" if registered else ""
         raise ValueError(
-            f"unknown agent {name!r}; known agents: {known}{also}; your own agent: {USER_SPEC_FORMS}"
+            f"unknown agent {brief(name)}; known agents: {known}{also}; your own agent: {USER_SPEC_FORMS}"
             + _top_level_hint(name)
         )
     if len(entries) > 1:
         raise ValueError(
-            f"agent {name!r} is registered by several packages: "
+            f"agent {brief(name)} is registered by several packages: "
             + "; ".join(f"{e.value} ({_distribution(e)})" for e in entries)
         )
     entry = entries[0]
@@ -322,11 +376,14 @@ def load_registered_agent(spec: str, name: str, option_text: str, known: str):
         value = entry.load()
     except (Exception, SystemExit) as error:
         raise ValueError(
-            f"agent spec {spec!r}: loading entry point {entry.value} ({_distribution(entry)}) raised "
-            f"{type(error).__name__}: {error}"
+            f"agent spec {brief(spec)}: loading entry point {entry.value} ({_distribution(entry)}) raised "
+            f"{type(error).__name__}: {clip(str(error), MESSAGE_LIMIT)}"
         ) from error
-    agent = adapt(spec, f"{entry.value} (entry point {name!r} of {_distribution(entry)})", value, options)
-    return NamedAgent(agent, name + (f":{_option_text(options)}" if options else ""))
+    what = f"{entry.value} (entry point {brief(name)} of {_distribution(entry)})"
+    agent = adapt(spec, what, value, options)
+    return NamedAgent(
+        agent, name + (f":{_option_text(options)}" if options else ""), _uses_observation(spec, what, agent)
+    )
 
 
 def _top_level_hint(name: str) -> str:
@@ -341,8 +398,8 @@ def _top_level_hint(name: str) -> str:
     if found is None or not found.origin or not found.origin.endswith(".py"):
         return ""
     if found.submodule_search_locations is not None:
-        return f" (there is a package {name!r}: name a module in it, {name}.module:attribute)"
-    return f" (there is a module {name!r}: name it by its file, {canonical_path(found.origin)}:attribute)"
+        return f" (there is a package {brief(name)}: name a module in it, {name}.module:attribute)"
+    return f" (there is a module {brief(name)}: name it by its file, {canonical_path(found.origin)}:attribute)"
 
 
 def describe_registered() -> list[tuple[str, str]]:

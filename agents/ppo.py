@@ -21,7 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from strategic_reserve_env.board import brief
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
+
+from .custom import spec_name
 
 MASKED_LOGIT = -1e8  # an illegal square's logit in training losses (finite, as in sb3-contrib); play excludes them
 TRUST_PICKLE = "pickle"  # the opt-in that lets an SB3 .zip (pickles: it can run code) load
@@ -45,7 +48,7 @@ class PPOAgent:
         ``label`` names it in place of ``ppo:PATH`` (``ppo`` for the shipped model)."""
         path = Path(path)
         if trust not in (None, TRUST_PICKLE):
-            raise ValueError(f"ppo: trust must be {TRUST_PICKLE!r} (to unpickle an SB3 .zip), got {trust!r}")
+            raise ValueError(f"ppo: trust must be {TRUST_PICKLE!r} (to unpickle an SB3 .zip), got {brief(trust)}")
         if not path.is_file():
             raise ValueError(
                 f"ppo model not found: {path} (train one with strategic-reserve train, or use the shipped model: "
@@ -65,7 +68,7 @@ class PPOAgent:
             from .policy_file import load_policy
 
             policy, _ = load_policy(path)
-        return cls(policy, f"{label or f'ppo:{path}'}{options}", deterministic)
+        return cls(policy, spec_name("ppo", path, label, options), deterministic)
 
     def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """(B, 36) action probabilities of the masked policy."""

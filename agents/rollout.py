@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from strategic_reserve_env import engine, turns
-from strategic_reserve_env.board import NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array
+from strategic_reserve_env.board import NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, brief
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.dice import BatchDice
 from strategic_reserve_env.luck import DEFAULT_VALUE, ValueFunction, roll_values
@@ -88,7 +88,7 @@ class RolloutAgent:
         if not isinstance(luck, bool):
             raise ValueError(f"rollout luck must be true or false, got {luck!r}")
         if base not in BASES:
-            raise ValueError(f"rollout base must be one of {', '.join(BASES)}, got {base!r}")
+            raise ValueError(f"rollout base must be one of {', '.join(BASES)}, got {brief(base)}")
         self.base, self.network = base, None
         if base == "ppo":
             from . import load_agent  # the shipped network, loaded once (the package's registry)

@@ -31,6 +31,7 @@ import numpy as np
 
 from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES
 
+from .custom import spec_name
 from .position import argmin_random_ties, captures_by_roll, read_position
 
 DEPTHS = (1, 2)
@@ -68,7 +69,7 @@ class ValueSearchAgent:
         _check(depth, width)  # before reading the file
 
         options = "".join([f",depth={depth}" if depth != 2 else "", f",width={width}" if width != 6 else ""])
-        return cls(load_value_net(path), depth, width, name=f"{label or f'value:{path}'}{options}")
+        return cls(load_value_net(path), depth, width, name=spec_name("value", path, label, options))
 
     def placement_values(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """(B, 36) float64 the agent's depth-1 win probability after placing on each square (-inf where illegal)."""

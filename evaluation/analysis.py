@@ -29,7 +29,7 @@ from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value, placement_values
 from strategic_reserve_env.board import COLOURS, parse_square, square_name
 from strategic_reserve_env.game import Game
-from strategic_reserve_env.luck import luck_of_latest_roll
+from strategic_reserve_env.luck import before_roll, roll_luck
 from strategic_reserve_env.observation import mask_from_planes, planes
 from strategic_reserve_env.records import Record, replay
 
@@ -37,9 +37,13 @@ DEFAULT_AGENT = "expectimax:depth=2"
 """The analysing agent unless told otherwise (every legal placement searched to depth 2)."""
 MISTAKE = 0.01
 """A placement whose error exceeds this (in win probability) counts as a mistake."""
+CHUNK = 32
+"""Plies analysed in one batch: the agent values this many positions in one call. Larger batches gain nothing
+for the depth-2 search, whose memory grows with the batch (a few megabytes a position); the README gives the
+cost per ply."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PlyAnalysis:
     """One ply: the roll's luck for its roller and the placement's error."""
 
@@ -113,38 +117,68 @@ class GameAnalysis:
         return "\n".join(lines)
 
 
-def analyse(record: Record, agent_spec: str = DEFAULT_AGENT, luck_value: str = RACE) -> GameAnalysis:
+def analyse(
+    record: Record, agent_spec: str = DEFAULT_AGENT, luck_value: str = RACE, chunk: int = CHUNK
+) -> GameAnalysis:
     """The analysis of ``record`` by the agent ``agent_spec`` (one that values its placements), the luck from
     the value function ``luck_value``; ``ValueError`` for an agent or value function that cannot serve,
-    :class:`~strategic_reserve_env.records.RecordError` for a bad record."""
+    :class:`~strategic_reserve_env.records.RecordError` for a bad record.
+
+    The record is replayed once; its positions are analysed ``chunk`` plies at a time (the luck of the rolls
+    and the values of the placements, each one batched call), so the time grows with the plies as the replay's
+    does, and the memory holds one chunk's positions besides the results."""
     agent = load_agent(agent_spec)
     value = load_luck_value(luck_value)
     placement_values(agent, *_observe_one(Game(record.config)))  # refuses an agent without values now
-    rolled: list[tuple[float, np.ndarray]] = []
+    positions: list[tuple[int, ...]] = []  # per ply of the chunk: the luck's fields of the position after the roll
+    observations: list[np.ndarray] = []  # per ply of the chunk: (6, 6, 9) int8 planes from the mover's side
+    entries: list[dict] = []  # per ply of the chunk: its trace entry
+    plies: list[PlyAnalysis] = []
 
     def on_roll(game: Game) -> None:
-        rolled.append((float(luck_of_latest_roll(value, game)), placement_values(agent, *_observe_one(game))[0]))
+        positions.append((game.me, game.opp, game.reserve_me, game.reserve_opp, game.captured, game.rolled))
+        observations.append(planes(game, game.to_move))
 
-    trace = list(replay(record, on_roll=on_roll))
-    plies = []
-    for entry, (luck, values) in zip(trace, rolled, strict=True):
-        placed = parse_square(entry["place"])
-        best = placed if values[placed] >= np.nanmax(values) else int(np.nanargmax(values))
-        plies.append(
-            PlyAnalysis(
-                ply=entry["ply"],
-                roller=entry["mover"],
-                roll=entry["roll"],
-                luck=luck,
-                placed=entry["place"],
-                best=square_name(best),
-                value_placed=float(values[placed]),
-                value_best=float(values[best]),
-                error=float(values[best] - values[placed]),
-            )
-        )
-    winner = trace[-1]["winner"] if trace else None
+    winner = None
+    for entry in replay(record, on_roll=on_roll):
+        entries.append(entry)
+        winner = entry["winner"]
+        if len(entries) == chunk:
+            plies += _analyse_chunk(agent, value, positions, observations, entries)
+            for pending in (positions, observations, entries):
+                pending.clear()
+    if entries:
+        plies += _analyse_chunk(agent, value, positions, observations, entries)
     return GameAnalysis(agent.name, value.name, winner, plies, [_summary(colour, plies, winner) for colour in COLOURS])
+
+
+def _analyse_chunk(
+    agent, value, positions: list, observations: list[np.ndarray], entries: list[dict]
+) -> list[PlyAnalysis]:
+    """The analysis of consecutive plies: ``positions`` (each just after its roll: me, opp, reserve_me,
+    reserve_opp, captured, rolled, from the mover's side), their ``observations`` and trace ``entries``."""
+    me, opp, reserve_me, reserve_opp, captured, rolled = np.array(positions, dtype=np.int64).T  # each (n,) int64
+    luck = roll_luck(value, *before_roll(me, opp, reserve_me, reserve_opp, captured), rolled)  # (n,) float64
+    stacked = np.stack(observations)  # (n, 6, 6, 9) int8
+    values = placement_values(agent, stacked, mask_from_planes(stacked))  # (n, 36) float64
+    placed = np.array([parse_square(entry["place"]) for entry in entries])  # (n,) int64
+    best_value = np.nanmax(values, axis=1)
+    played_value = values[np.arange(len(entries)), placed]
+    best = np.where(played_value >= best_value, placed, np.nanargmax(values, axis=1))
+    return [
+        PlyAnalysis(
+            ply=entry["ply"],
+            roller=entry["mover"],
+            roll=entry["roll"],
+            luck=float(luck[k]),
+            placed=entry["place"],
+            best=square_name(int(best[k])),
+            value_placed=float(played_value[k]),
+            value_best=float(values[k, best[k]]),
+            error=float(values[k, best[k]] - played_value[k]),
+        )
+        for k, entry in enumerate(entries)
+    ]
 
 
 def _observe_one(game: Game) -> tuple[np.ndarray, np.ndarray]:

@@ -40,6 +40,7 @@ from strategic_reserve_env.progress import Progress
 
 from .statistics import fit_ratings
 from .tournament import (
+    UNFINISHED,
     Pairing,
     PairingError,
     Settings,
@@ -239,6 +240,12 @@ class ScoreCard:
         return self.rating is not None and self.error is None
 
     @property
+    def unfinished(self) -> str | None:
+        """What keeps the card from being complete: its error, or :data:`~.tournament.UNFINISHED` while the run
+        goes on; None when complete."""
+        return None if self.complete else self.error or UNFINISHED
+
+    @property
     def games(self) -> int:
         return sum(p.games for _, p in self.results)
 
@@ -296,7 +303,7 @@ class ScoreCard:
             f"- {self.speed_line()}",
             f"- {self.protocol.summary()}",
         ]
-        return "\n".join(lines + ([f"- **unfinished**: {self.error}"] if self.error else [])) + "\n"
+        return "\n".join(lines + ([f"- **unfinished**: {self.unfinished}"] if self.unfinished else [])) + "\n"
 
     def as_json(self) -> dict:
         """The score card in the layout :data:`SCHEMA` (docs/BENCHMARK.md)."""
@@ -307,7 +314,7 @@ class ScoreCard:
             "conformant": self.conformant,
             "games_per_opponent_override": self.games_override,
             "complete": self.complete,
-            "error": self.error,
+            "error": self.unfinished,
             "opponents": [{"label": member.label, **pairing.as_json()} for member, pairing in self.results],
             "rating": None if self.rating is None else {"elo": self.rating[0], "ci95_half_width": self.rating[1]},
             "games": self.games,

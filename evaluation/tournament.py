@@ -49,7 +49,7 @@ import numpy as np
 from strategic_reserve_env import arena, engine
 from strategic_reserve_env.agents import RandomAgent, load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
-from strategic_reserve_env.board import DEFAULT_RESERVE, RED
+from strategic_reserve_env.board import DEFAULT_RESERVE, MESSAGE_LIMIT, RED, brief, clip
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
 from strategic_reserve_env.luck import ValueFunction
 from strategic_reserve_env.outcome import SCORE_SCALE, reward
@@ -61,6 +61,17 @@ from strategic_reserve_env.sampling import uniform_square
 from .statistics import Duel, effective_games, fit_ratings, score_interval, variance_ratio
 
 PROBE_POSITIONS = 8  # positions every agent is asked about before the first game
+MAX_GAMES = 1_000_000
+"""Most games per pairing: each pair's raw and adjusted scores, Red's and Red's adjusted, are kept in memory
+and in results.json (four lists of games / 2 numbers: about 64 MB in memory at this size)."""
+MAX_BATCH = 65_536
+"""Most games in one engine batch: the batch's state and the agents' inputs (observations of 324 bytes a game,
+searches of 36 placements a game) grow with it; past a few thousand games a batch plays no faster."""
+UNFINISHED = (
+    "the run was going on when this was written; a later write replaces this, so if no process holds the "
+    "folder's .lock now, the run ended without a final word (killed)"
+)
+"""The ``error`` of results written while a run goes on: true whether the run then ends, fails or is killed."""
 DICE_SALT = 0xD1CE  # mixed into the seed of the dice streams, apart from the agents' generators
 
 
@@ -89,10 +100,12 @@ class Settings:
     ``expectimax:depth=1``: :func:`strategic_reserve_env.agents.luck_values.load_luck_value`)."""
 
     def __post_init__(self) -> None:
-        for name in ("games", "batch"):
+        for name, most in (("games", MAX_GAMES), ("batch", MAX_BATCH)):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 2 or value % 2:
-                raise ValueError(f"{name} must be an even number >= 2, got {value!r}")
+                raise ValueError(f"{name} must be an even number >= 2, got {brief(value)}")
+            if value > most:  # checked before anything is allocated for it
+                raise ValueError(f"{name} must be at most {most:,}, got {brief(value)}")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
         if not isinstance(self.luck_value, str) or not self.luck_value:
@@ -207,9 +220,9 @@ def load_agents(specs: Sequence[str | NamedPolicy]) -> list[NamedPolicy]:
     if repeated:
         raise ValueError(
             "; ".join(
-                f"{' and '.join(repr(s) for s in given)} are the same agent ({name})"
+                f"{' and '.join(brief(s) for s in given)} are the same agent ({clip(name, MESSAGE_LIMIT)})"
                 if len(set(given)) > 1
-                else f"{given[0]!r} is given {len(given)} times"
+                else f"{brief(given[0])} is given {len(given)} times"
                 for name, given in repeated
             )
             + ": give each agent once"
@@ -498,7 +511,10 @@ def write_outputs(
 ) -> None:
     """``{stem}.json`` (raw counts and settings, plus ``extra``), ``{stem}.md`` and, if ``plot`` and the
     ratings are there, ratings.png. ``ratings`` None and ``error`` describe an unfinished tournament:
-    the files then hold the pairings finished so far, with ``"complete": false``."""
+    the files then hold the pairings finished so far, with ``"complete": false`` and ``error`` (default
+    :data:`UNFINISHED`: written while the run goes on)."""
+    if ratings is None and error is None:
+        error = UNFINISHED
     directory.mkdir(parents=True, exist_ok=True)
     payload = {
         "complete": ratings is not None and error is None,
@@ -530,7 +546,7 @@ def write_outputs(
             "",
         ]
     else:
-        markdown += [f"**Unfinished**: {error or 'still running'}", ""]
+        markdown += [f"**Unfinished**: {error}", ""]
     write_text(directory / f"{stem}.md", "\n".join(markdown))
     write_text(directory / f"{stem}.json", json_text(payload))
 

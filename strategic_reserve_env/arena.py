@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import engine, turns
-from .board import COLOURS, RED, square_name
+from .board import COLOURS, MESSAGE_LIMIT, RED, clip, square_name
 from .config import Config
 from .dice import BatchDice, GameDice
 from .game import Game
@@ -51,6 +51,12 @@ class AgentError(RuntimeError):
         self.agent, self.name, self.game, self.detail, self.position = agent, name, game, detail, position
 
 
+class StopRun(BaseException):
+    """A request to stop the whole run from outside the agents (a signal handler raises one, as SIGINT raises
+    ``KeyboardInterrupt``): :func:`choose_checked` lets it through instead of blaming the agent that was
+    running when it came."""
+
+
 def describe(state: engine.State, game: int) -> str:
     """One line on game ``game`` of ``state`` awaiting a placement: board, reserves, mover and roll."""
     one = state[game]
@@ -66,13 +72,22 @@ def choose_checked(
     agent, index: int, state: engine.State, games: np.ndarray, rng: np.random.Generator, game_numbers: np.ndarray
 ) -> np.ndarray:
     """``choose`` for games ``games`` of ``state`` ((k,) indices), turning any failure of the agent into an
-    :class:`AgentError` (``game_numbers``: (N,) numbers of the state's games for the message)."""
+    :class:`AgentError` (``game_numbers``: (N,) numbers of the state's games for the message). Whatever the
+    agent raises is its failure, ``BaseException`` included (``sys.exit()``, ``GeneratorExit``, a class of its
+    own, the time budget's ``ActTimeoutError``): it does not end the program. Only a stop of the whole run
+    passes through: ``KeyboardInterrupt`` (Ctrl-C) and :class:`StopRun`."""
     try:
         return choose(agent, state[games], rng)
-    except (Exception, SystemExit) as error:  # an agent calling sys.exit() failed; it does not end the program
+    except (KeyboardInterrupt, StopRun):
+        raise
+    except BaseException as error:
         row = error.row if isinstance(error, InvalidActionsError) else None
         game = int(games[row if row is not None else 0])
-        detail = str(error) if isinstance(error, InvalidActionsError) else f"raised {type(error).__name__}: {error}"
+        detail = (
+            str(error)
+            if isinstance(error, InvalidActionsError)
+            else f"raised {type(error).__name__}: {clip(str(error), MESSAGE_LIMIT)}"
+        )
         if row is None:
             detail += f" (choosing for {len(games)} game(s) at once, the first shown)"
         name = str(getattr(agent, "name", repr(agent)))

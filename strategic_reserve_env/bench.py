@@ -13,13 +13,16 @@ from collections.abc import Callable
 import numpy as np
 
 from . import engine, turns
-from .board import NUM_SQUARES
+from .board import NUM_SQUARES, brief
 from .config import Config
 from .game import Game
 from .reference import ReferenceGame
 from .sampling import uniform_square
 
 BLOCK = 256  # plies of dice and uniforms drawn per generator call
+MAX_BATCH = 262_144
+"""The largest batch measured: each game draws :data:`BLOCK` dice and uniforms at a time (4 KiB a game, 1 GiB
+at this size), and the vector env plays as many games as the largest batch."""
 
 
 def _timed(run_block: Callable[[], int], seconds: float) -> float:
@@ -166,7 +169,11 @@ def row(interface: str, size: str, what: str, rate: float) -> str:
 
 
 def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), config: Config | None = None) -> list[str]:
-    """Measure and return the report lines."""
+    """Measure and return the report lines; ``ValueError`` before any work for a batch size outside
+    1..:data:`MAX_BATCH`."""
+    for batch_size in batch_sizes:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
+            raise ValueError(f"batch sizes must be integers in 1..{MAX_BATCH:,}, got {brief(batch_size)}")
     config = config if config is not None else Config()
     lines = []
     rates = {}

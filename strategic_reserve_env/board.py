@@ -43,6 +43,7 @@ DEFAULT_RESERVE = 7
 
 
 ECHO_LIMIT = 40  # characters of an input value an error message echoes
+MESSAGE_LIMIT = 200  # characters of a message from user code (an agent's exception) an error message repeats
 
 
 def clip(text: str, limit: int = ECHO_LIMIT) -> str:

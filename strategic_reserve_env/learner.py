@@ -191,11 +191,17 @@ class LearnerGames:
         self.illegal_action = illegal_action
         start = config.start_position
         first = start.mover
-        if start.reserves[first] == 1 and seat != COLOURS[first]:
-            raise ValueError(
-                f"with {COLOURS[first]} to move and 1 checker in reserve, {COLOURS[first]} wins on its first "
-                f"placement before the learner can act; use seat={COLOURS[first]!r}"
-            )
+        if seat != COLOURS[first]:  # the learner may move second: the first placement must leave it a move
+            if start.reserves[first] == 1:
+                raise ValueError(
+                    f"with {COLOURS[first]} to move and 1 checker in reserve, {COLOURS[first]} wins on its first "
+                    f"placement before the learner can act; use seat={COLOURS[first]!r}"
+                )
+            if config.ply_limit == 1:
+                raise ValueError(
+                    f"ply_limit=1 ends every game after {COLOURS[first]}'s first placement, before the learner "
+                    f"can act as {COLOURS[1 - first]}; use seat={COLOURS[first]!r} or a ply_limit of 2 or more"
+                )
         self.config = config
         self.num_games = num_games
         self.set_opponents(list(opponent) if isinstance(opponent, (list, tuple)) else [opponent], opponent_weights)

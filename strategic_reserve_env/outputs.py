@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -37,6 +38,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
+from .board import brief, clip
+
 LOCK_FILE = ".lock"
 RUN_FILE = "run.json"
 TRASH_PREFIX = ".removing-"  # what remove() moves entries into before deleting them
@@ -44,7 +47,8 @@ FILE_MODE = 0o666  # a new file's mode before the umask (what open() gives)
 
 
 class OutputBusyError(ValueError):
-    """Another process holds the output folder's lock."""
+    """The output folder cannot be locked: another process holds its lock, or its lock file is not a plain
+    file of its own (:func:`lock`)."""
 
 
 def _umask() -> int:
@@ -54,11 +58,20 @@ def _umask() -> int:
 
 
 def check_out(path: str | Path, files: Iterable[str] = (), option: str = "--out") -> Path:
-    """``path`` as a directory results can be written in, checked without creating anything: an existing
-    directory we can write in, or a missing one whose nearest existing parent is such a directory; and each
-    of ``files`` (names relative to it) either absent or a regular file. ``ValueError`` (one line naming
-    ``option``) saying why not."""
-    directory = Path(path)
+    """``path`` as a directory results can be written in, checked without creating anything, and made absolute
+    (so that nothing run later, an agent that changes directory at import included, can move it): an existing
+    directory we can write in, or a missing one whose nearest existing parent is such a directory; each of
+    ``files`` (names relative to it) either absent or a regular file; its lock file, if there, a plain file
+    (:func:`lock`). ``ValueError`` (one line naming ``option``) saying why not: an empty path, a path that is
+    not valid UTF-8 (it could be neither shown nor written in the lock file), or one of the above."""
+    text = os.fspath(path)
+    if not text:
+        raise ValueError(f"{option} '': an empty path; name a folder (. for the current one)")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{option} {brief(text)}: the path is not valid UTF-8; choose another name") from None
+    directory = Path(os.path.abspath(text))
     existing = directory
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -74,7 +87,27 @@ def check_out(path: str | Path, files: Iterable[str] = (), option: str = "--out"
         target = directory / name
         if target.exists() and not target.is_file():
             raise ValueError(f"{option} {path}: {target} exists and is not a file, so it cannot be written")
+    lock_file = directory / LOCK_FILE
+    if os.path.lexists(lock_file):
+        _check_lock(os.lstat(lock_file), lock_file, option, directory)
     return directory
+
+
+def _check_lock(status: os.stat_result, path: Path, option: str, directory: Path) -> None:
+    """:class:`OutputBusyError` unless ``status`` (of the lock file ``path``, not following links) is a plain
+    file with one name: a link, a directory, a FIFO or a second name of another file is not ours to truncate."""
+    if stat.S_ISLNK(status.st_mode):
+        what = "a symbolic link"
+    elif not stat.S_ISREG(status.st_mode):
+        what = "not a regular file"
+    elif status.st_nlink > 1:
+        what = f"a file with {status.st_nlink} names (a hard link)"
+    else:
+        return
+    raise OutputBusyError(
+        f"{option} {directory}: its lock file {path.name} is {what}; it is not followed or written: "
+        "remove it, or choose another folder"
+    )
 
 
 @contextlib.contextmanager
@@ -137,27 +170,38 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
     """Create ``directory`` if missing and hold its lock for the block; :class:`OutputBusyError` (one line
     naming the holder's process id and command) at once if another process holds it. The lock file keeps
     the last holder's process id and command line (for that message); the lock is the ``flock``, not the
-    file, so the file left behind locks nothing. A directory this call created that holds nothing but the
-    lock file at the end (the run failed before writing) is removed again."""
+    file, so the file left behind locks nothing. The lock file is opened without following a link, and one
+    that is not a plain file of one name (a link, a directory, a FIFO, a hard link to another file) is
+    refused with :class:`OutputBusyError` before anything is written to it. A directory this call created
+    that holds nothing but the lock file at the end (the run failed before writing) is removed again."""
     directory = Path(directory)
     created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
-    descriptor = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, FILE_MODE)
+    path = directory / LOCK_FILE
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
     try:
+        descriptor = os.open(path, flags, FILE_MODE)
+    except OSError as error:  # ELOOP: a link; EISDIR: a directory; ENXIO: a FIFO no one reads
+        if os.path.lexists(path):
+            _check_lock(os.lstat(path), path, option, directory)
+        raise OutputBusyError(f"{option} {directory}: cannot open its lock file ({error.strerror or error})") from None
+    try:
+        _check_lock(os.fstat(descriptor), path, option, directory)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(descriptor, 4096, 0).decode("utf-8", "replace").strip() or "unknown"
             raise OutputBusyError(
-                f"{option} {directory} is in use by another process ({holder}); wait for it to end, "
+                f"{option} {directory} is in use by another process ({clip(holder, 200)}); wait for it to end, "
                 "or choose another folder"
             ) from None
         os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"pid {os.getpid()}: {' '.join(sys.argv)[:200]}".encode(), 0)
+        command = " ".join(sys.argv).encode("utf-8", "backslashreplace")  # an argument may hold stray bytes
+        os.pwrite(descriptor, f"pid {os.getpid()}: ".encode() + command[:200], 0)
         yield directory
     finally:
-        if created and [path.name for path in directory.iterdir()] == [LOCK_FILE]:
-            os.unlink(directory / LOCK_FILE)  # while still holding the lock: no other process took it meanwhile
+        if created and [entry.name for entry in directory.iterdir()] == [LOCK_FILE]:
+            os.unlink(path)  # while still holding the lock: no other process took it meanwhile
             directory.rmdir()
         os.close(descriptor)  # releases the flock
 

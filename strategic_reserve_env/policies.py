@@ -188,62 +188,97 @@ def choose(policy: Policy, position, rng: np.random.Generator):
     return int(actions[0]) if type(position.me) is int else actions
 
 
-def checked_seconds(seconds, what: str) -> float:
-    """``seconds`` as a float if it is a finite number > 0 (a time budget); ``ValueError`` naming ``what``."""
+MAX_ACT_SECONDS = 86_400.0
+"""The largest time budget per game (a day): budgets are range-checked, so no setting overflows the timer."""
+_MAX_TIMER_SECONDS = 2.0**31 - 1  # the timer of a whole call is capped here (past time_t's range on some systems)
+
+
+def checked_seconds(seconds, what: str, most: float = float("inf")) -> float:
+    """``seconds`` as a float if it is a finite number > 0 and at most ``most`` (a time budget); ``ValueError``
+    naming ``what``."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{what} must be a number of seconds, got {seconds!r}")
+        raise ValueError(f"{what} must be a number of seconds, got {brief(seconds)}")
     if not 0 < seconds < float("inf"):
         raise ValueError(f"{what} must be a finite number of seconds > 0, got {seconds}")
+    if seconds > most:
+        raise ValueError(f"{what} must be at most {most:g} seconds, got {seconds:g}")
     return float(seconds)
 
 
-def seconds_argument(text: str) -> float:
-    """A command-line time budget (``--act-timeout``, ``bench --seconds``): :func:`checked_seconds` of ``text``,
-    as argparse's ``type`` (which reports the error with the option's name)."""
+def seconds_argument(text: str, most: float = float("inf")) -> float:
+    """A command-line time budget (``bench --seconds``): :func:`checked_seconds` of ``text``, as argparse's
+    ``type`` (which reports the error with the option's name)."""
     import argparse
 
     try:
-        return checked_seconds(float(text), "a time budget")
+        value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {brief(text)}") from None
+    try:
+        return checked_seconds(value, "a time budget", most)
+    except ValueError:
+        within = f" and at most {most:g}" if most < float("inf") else ""
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0{within}, got {brief(text)}") from None
 
 
-class ActTimeoutError(RuntimeError):
-    """An agent's ``act`` ran past its time budget (:class:`TimeLimited`)."""
+def act_seconds_argument(text: str) -> float:
+    """``--act-timeout``: :func:`seconds_argument` of ``text``, at most :data:`MAX_ACT_SECONDS`."""
+    return seconds_argument(text, MAX_ACT_SECONDS)
+
+
+class ActTimeoutError(BaseException):
+    """An agent's ``act`` ran past its time budget (:class:`TimeLimited`). A ``BaseException``, as
+    ``KeyboardInterrupt`` is, so that an agent's ``except Exception`` does not swallow it; the arena turns it
+    into the agent's failure like any exception the agent raises."""
 
 
 class TimeLimited:
     """``agent`` with a time budget on each ``act`` call: ``seconds`` per game of the call (a call for B games
-    may take ``B * seconds``), past which the call is stopped with :class:`ActTimeoutError`.
+    may take ``B * seconds``; ``seconds`` at most :data:`MAX_ACT_SECONDS`), past which the call fails with
+    :class:`ActTimeoutError`.
 
-    The budget is a ``SIGALRM`` timer (``signal.setitimer``), so it works in the main thread of a POSIX
-    process only, and it stops Python code only: the exception is raised when the interpreter next runs a
-    bytecode, so a hang inside compiled code that never returns to Python (a C extension's loop, a blocking
-    call that retries on EINTR) is not stopped. Every other attribute is the agent's own."""
+    Two checks: a ``SIGALRM`` timer (``signal.setitimer``; the main thread of a POSIX process only) stops a
+    call still running at the budget, raising :class:`ActTimeoutError` when the interpreter next runs a
+    bytecode; and a call that returns after its budget (its code caught the timer's exception, or the
+    timer could not fire) fails all the same, its answer thrown away.
+
+    What this can and cannot guarantee: the agent runs in this process, so the budget binds code that
+    cooperates or merely blunders (a slow search, an ``except Exception`` around a sleep), not hostile code.
+    A hang inside compiled code that never returns to Python (a C extension's loop, a blocking call that
+    retries on EINTR) is not stopped; an agent that replaces the ``SIGALRM`` handler or the timer
+    (``signal.setitimer``), calls ``os._exit``, forks, or walks the stack to edit the games' state defeats any
+    in-process budget. Where the agent is not trusted, run it in a process of its own. Every other attribute
+    is the agent's own."""
 
     def __init__(self, agent, seconds: float) -> None:
-        self.agent, self.seconds = agent, checked_seconds(seconds, "act timeout")
+        self.agent, self.seconds = agent, checked_seconds(seconds, "act timeout", MAX_ACT_SECONDS)
 
     def __getattr__(self, name: str):
         return getattr(self.agent, name)
 
     def act(self, observations, masks, rng):
         import signal
+        import time
 
-        budget = self.seconds * max(len(masks), 1)
+        games = len(masks)
+        budget = self.seconds * max(games, 1)
+        what = f"its budget of {budget:g} s ({self.seconds:g} s per game, {games} game(s))"
 
         def expire(signum, frame):
-            raise ActTimeoutError(
-                f"act() ran past its budget of {budget:g} s ({self.seconds:g} s per game, {len(masks)} game(s))"
-            )
+            raise ActTimeoutError(f"act() ran past {what}")
 
         previous = signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, budget)
+        start = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, min(budget, _MAX_TIMER_SECONDS))
         try:
-            return self.agent.act(observations, masks, rng)
+            answer = self.agent.act(observations, masks, rng)
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+        elapsed = time.monotonic() - start
+        if elapsed > budget:  # the timer's exception was caught inside act, or never raised
+            raise ActTimeoutError(f"act() ran past {what}: it returned after {elapsed:.3g} s")
+        return answer
 
     def __repr__(self) -> str:
         return f"TimeLimited({self.agent!r}, {self.seconds:g})"

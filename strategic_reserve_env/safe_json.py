@@ -15,6 +15,8 @@ import re
 
 import numpy as np
 
+from .board import brief
+
 MAX_DEPTH = 32
 """Deepest nesting of arrays and objects accepted (our files need fewer than 8 levels)."""
 
@@ -35,7 +37,7 @@ def unique_keys(pairs: list[tuple[str, object]], error: type[Exception] = ValueE
     result: dict = {}
     for key, value in pairs:
         if key in result:
-            raise error(f"key {key!r} appears twice in one object")
+            raise error(f"key {brief(key)} appears twice in one object")
         result[key] = value
     return result
 

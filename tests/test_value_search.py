@@ -238,7 +238,7 @@ def test_value_spec_names(tiny_file):
 @pytest.mark.skipif(not SHIPPED.is_file(), reason="no shipped value network")
 def test_the_shipped_network_plays_by_its_default_spec():
     agent = load_agent("value")
-    assert agent.name == "value" and load_agent("value:depth=1").name == "value,depth=1"
+    assert agent.name == "value" and load_agent("value:depth=1").name == "value:depth=1"
     about = agent.value_net.about
     assert about["held_out_log_loss"] < about["constant_log_loss"]
     result = arena.play(

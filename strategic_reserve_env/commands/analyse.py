@@ -16,6 +16,7 @@ import argparse
 import sys
 
 from strategic_reserve_env import records
+from strategic_reserve_env.commands import flush_stdout, stdout_lost
 from strategic_reserve_env.commands.record_input import record_source
 
 
@@ -38,8 +39,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     args = build_parser(prog).parse_args(argv)
     from strategic_reserve_env.evaluation.analysis import analyse  # loads the agents
 
-    source, name = record_source(args.record)
+    name = args.record
     try:
+        source, name = record_source(args.record)
         record = records.load_record(source, name)
         analysis = analyse(record, args.agent, args.luck_value)
     except records.RecordError as error:
@@ -48,5 +50,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except ValueError as error:  # a bad --agent or --luck-value
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(analysis.json() if args.json else analysis.text())
+    try:
+        print(analysis.json() if args.json else analysis.text())
+        flush_stdout()
+    except BrokenPipeError:  # piped into head (the console command exits 0)
+        raise
+    except OSError as error:
+        print(f"error: {stdout_lost(error)}", file=sys.stderr)
+        return 1
     return 0

@@ -6,9 +6,20 @@ import argparse
 import sys
 
 from strategic_reserve_env import bench
-from strategic_reserve_env.board import DEFAULT_RESERVE
+from strategic_reserve_env.board import DEFAULT_RESERVE, brief
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.policies import seconds_argument
+
+
+def batch_size(text: str) -> int:
+    """A ``--batch-sizes`` value: an integer in 1..``bench.MAX_BATCH``, checked before anything is allocated."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= bench.MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"must be integers in 1..{bench.MAX_BATCH:,}, got {brief(text)}")
+    return value
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -19,7 +30,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--batch-sizes",
-        type=int,
+        type=batch_size,
         nargs="+",
         default=None,
         metavar="B",

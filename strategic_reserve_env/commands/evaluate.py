@@ -29,18 +29,31 @@ luck-adjusted (random, greedy, expectimax:depth=2, the frozen PPO baseline;
 --protocol 1 for v1, scored raw) and prints a score card; --out DIR writes
 benchmark.json and benchmark.md (docs/BENCHMARK.md).
 
-Every argument, agent and output path is checked before the first game, and
---out DIR is locked while the run writes it (a second run on the same folder
-is refused; the lock goes with its process, however it ends). --act-timeout
-SECONDS gives each act() call SECONDS per game of the call; it stops Python
-code only (a SIGALRM timer, main thread), not a hang inside compiled code that
-never returns to the interpreter.
+Every argument, agent and output path is checked before the first game (sizes
+included: at most 1,000,000 games per pairing and 65,536 in a batch), --out DIR
+is made absolute before any agent is loaded (an agent that changes directory
+does not move it), and it is locked while the run writes it (a second run on
+the same folder is refused; the lock goes with its process, however it ends).
+
+--act-timeout SECONDS (at most 86,400) gives each act() call SECONDS per game
+of the call: a SIGALRM timer stops a call still running at its budget, and a
+call that returns past it fails all the same (an agent that catches the
+timer's exception gains nothing). The agent runs in this process, so the
+budget binds agents that cooperate or blunder, not hostile code: a hang inside
+compiled code that never returns to the interpreter is not stopped, and an
+agent that resets the timer, calls os._exit or forks defeats any in-process
+budget. Run an agent you do not trust in a process of its own.
 
 Exit status: 0 done; 2 bad arguments, agents or output folder (nothing
-played); 1 an agent failed during play (an exception, sys.exit() or its time
-budget); 130 interrupted (Ctrl-C, SIGINT); 143 terminated (SIGTERM). On 1, 130
-and 143 what was finished is printed and written first, and results.json
-(benchmark.json) says what stopped the run ("complete": false, "error").
+played); 1 an agent failed during play (whatever it raised, sys.exit() and
+its time budget included), or the run could not go on (its results could not
+be written, e.g. a full disk, or printed, e.g. standard output on a full
+device); 130 interrupted (Ctrl-C, SIGINT); 143 terminated (SIGTERM). On 1, 130
+and 143 what was finished is printed and written first where it can be, one
+line on stderr says why, and results.json (benchmark.json) says what stopped
+the run ("complete": false, "error"). Files written while the run goes on say
+"complete": false with an "error" saying so, which stays true if the run is
+killed before it can write again.
 """
 
 from __future__ import annotations
@@ -56,7 +69,9 @@ from dataclasses import replace
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents, load_agent
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
-from strategic_reserve_env.commands import named
+from strategic_reserve_env.arena import StopRun
+from strategic_reserve_env.board import MESSAGE_LIMIT, clip
+from strategic_reserve_env.commands import flush_stdout, named, stdout_lost
 from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
 from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
@@ -73,7 +88,7 @@ from strategic_reserve_env.evaluation.tournament import (
     write_outputs,
 )
 from strategic_reserve_env.outputs import OutputBusyError, check_out, lock
-from strategic_reserve_env.policies import InvalidActionsError, TimeLimited, seconds_argument
+from strategic_reserve_env.policies import InvalidActionsError, TimeLimited, act_seconds_argument
 
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")
 TOURNAMENT_FILES = ("results.json", "results.md", "ratings.png")
@@ -81,8 +96,13 @@ BENCHMARK_FILES = ("benchmark.json", "benchmark.md")
 AGENT_FAILED, BAD_INPUT, INTERRUPTED, TERMINATED = 1, 2, 130, 143  # exit statuses (128 + the signal's number)
 
 
-class Terminated(BaseException):
+class Terminated(StopRun):
     """SIGTERM arrived (raised by :func:`stop_signals`' handler, as KeyboardInterrupt is for SIGINT)."""
+
+
+class OutputLost(Exception):
+    """The run's results could not be printed or written (a full disk, standard output on a full device or
+    closed): the message says which and why."""
 
 
 @contextlib.contextmanager
@@ -100,10 +120,49 @@ def stop_signals():
 
 
 def stop_reason(error: BaseException) -> tuple[str, int]:
-    """What stopped a run (for results.json and stderr) and its exit status."""
+    """What stopped a run (for its files and stderr) and its exit status: anything that ends a run early is
+    named, with its cause, never left as a run still going."""
     if isinstance(error, KeyboardInterrupt):
         return "stopped: interrupted (SIGINT, Ctrl-C)", INTERRUPTED
-    return "stopped: terminated (SIGTERM)", TERMINATED
+    if isinstance(error, Terminated):
+        return "stopped: terminated (SIGTERM)", TERMINATED
+    if isinstance(error, PairingError):
+        return str(error), AGENT_FAILED
+    if isinstance(error, OutputLost):
+        return f"stopped: {error}", AGENT_FAILED
+    return f"stopped: {type(error).__name__}: {clip(str(error), MESSAGE_LIMIT)}", AGENT_FAILED
+
+
+def say(*lines: str) -> None:
+    """Print ``lines`` on the standard output and flush them, so that a failing output (a full device, a
+    closed stream) is known now: :class:`OutputLost`. After a failure the standard output is pointed at
+    ``/dev/null``, so that the interpreter's own last flush does not fail again with a traceback; a reader
+    that went away (a broken pipe: ``| head``) is no failure of the run, which goes on."""
+    try:
+        print(*lines, sep="\n")
+        flush_stdout()
+    except BrokenPipeError as error:  # the reader is gone (piped into head): nothing lost that it wanted
+        stdout_lost(error)
+    except OSError as error:
+        raise OutputLost(stdout_lost(error)) from None
+
+
+def written(write, out) -> None:
+    """Call ``write()`` (the run's files in ``out``); an OSError (a full disk, a folder gone) becomes
+    :class:`OutputLost` naming the folder."""
+    try:
+        write()
+    except OSError as error:
+        raise OutputLost(f"cannot write the results in {out} ({error.strerror or error})") from None
+
+
+def keep(save, reason: str) -> str:
+    """Write the run's files with ``reason`` as what stopped it; '' if they were written, else why not."""
+    try:
+        save(reason)
+    except OutputLost as error:
+        return f"; the results could not be written: {error}"
+    return ""
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
@@ -203,7 +262,7 @@ def add_act_timeout(parser: argparse.ArgumentParser) -> None:
     """The --act-timeout option (evaluate and the benchmark command)."""
     parser.add_argument(
         "--act-timeout",
-        type=seconds_argument,
+        type=act_seconds_argument,
         metavar="SECONDS",
         help="time budget of each act() call: SECONDS per game of the call (Python code only: a hang inside "
         "compiled code is not stopped); an agent past it fails (exit 1)",
@@ -223,7 +282,7 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(as_option(str(error)))
     start = time.perf_counter()
     try:
-        out = check_out(args.out, TOURNAMENT_FILES) if args.out else None
+        out = check_out(args.out, TOURNAMENT_FILES) if args.out is not None else None
         load_luck_value(settings.luck_value)  # a bad --luck-value fails before the agents load
         agents = [limited(agent, args) for agent in load_agents(settings.agents)]
         for agent in agents:
@@ -244,39 +303,35 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 
 def play_tournament(settings: Settings, agents: list, out) -> int:
-    """The round robin of :func:`tournament_main` (agents loaded and checked), with ``out`` locked (or None)."""
+    """The round robin of :func:`tournament_main` (agents loaded and checked), with ``out`` locked (or None).
+    However it ends, its files say how: complete, or what stopped it (an agent's failure, a signal, a full
+    disk, standard output lost, anything else raised), and the exit status and one line on stderr agree."""
     finished: list = []
 
     def save(pairings, ratings=None, error=None) -> None:
         finished[:] = pairings
         if out is not None:
-            write_outputs(out, settings, pairings, ratings, plot=ratings is not None, error=error)
+            written(lambda: write_outputs(out, settings, pairings, ratings, plot=ratings is not None, error=error), out)
 
     try:
         pairings, ratings = run(settings, agents, on_pairing=save, checked=True)
-        print(text_table(PAIRING_HEADER, pairing_rows(pairings)))
-        print(luck_line(pairings))
-        print("\n".join(red_lines(pairings)))
-        print()
-        print(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)))
+        say(text_table(PAIRING_HEADER, pairing_rows(pairings)), luck_line(pairings), *red_lines(pairings), "")
+        say(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)))
         save(pairings, ratings)
-    except PairingError as error:
-        if error.pairings:
-            print(text_table(PAIRING_HEADER, pairing_rows(error.pairings)))
-        save(error.pairings, error=str(error))
-        print_cause(error)
-        kept = f"; the {len(error.pairings)} pairing(s) finished before are kept" if error.pairings else ""
-        written = f" in {out}/results.json" if out is not None and error.pairings else ""
-        return fail(f"{error}{kept}{written}", AGENT_FAILED)
-    except (KeyboardInterrupt, Terminated) as error:
+        if out is not None:
+            say(f"\nwrote {out}/results.json, results.md, ratings.png")
+    except BaseException as error:
         reason, status = stop_reason(error)
-        if finished:
-            print(text_table(PAIRING_HEADER, pairing_rows(finished)))
-        save(list(finished), error=reason)
-        written = f" in {out}/results.json" if out is not None else ""
-        return fail(f"{reason}; the {len(finished)} pairing(s) finished before are kept{written}", status)
-    if out is not None:
-        print(f"\nwrote {out}/results.json, results.md, ratings.png")
+        kept = error.pairings if isinstance(error, PairingError) else list(finished)
+        if kept:
+            with contextlib.suppress(OutputLost):
+                say(text_table(PAIRING_HEADER, pairing_rows(kept)))
+        lost = keep(lambda why: save(kept, error=why), reason)
+        if isinstance(error, PairingError):
+            print_cause(error)
+        where = f" in {out}/results.json" if out is not None and kept and not lost else ""
+        finished_before = f"; the {len(kept)} pairing(s) finished before are kept{where}" if kept else ""
+        return fail(f"{reason}{finished_before}{lost}", status)
     return 0
 
 
@@ -313,7 +368,7 @@ def run_benchmark_command(
         except ValueError as error:
             parser.error(f"--benchmark-{as_option(str(error))[2:]}")
     try:
-        out = check_out(out_path, BENCHMARK_FILES) if out_path else None
+        out = check_out(out_path, BENCHMARK_FILES) if out_path is not None else None
         agent = load_agent(spec)
         agent = agent if act_timeout is None else TimeLimited(agent, act_timeout)
     except ValueError as error:
@@ -327,13 +382,14 @@ def run_benchmark_command(
 
 
 def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool, out) -> int:
-    """The benchmark of :func:`run_benchmark_command` (the agent loaded), with ``out`` locked (or None)."""
+    """The benchmark of :func:`run_benchmark_command` (the agent loaded), with ``out`` locked (or None). However
+    it ends, benchmark.json says how (see :func:`play_tournament`)."""
     latest: list = []  # the card as last written
 
     def save(card) -> None:
         latest[:] = [card]
         if out is not None:
-            card.write(out)
+            written(lambda: card.write(out), out)
 
     try:
         card = run_benchmark(
@@ -347,30 +403,33 @@ def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool,
     except ValueError as error:
         print_cause(error)
         return fail(str(error), BAD_INPUT)
-    except PairingError as error:
-        card = error.card
-        print(card.text())
+    except BaseException as error:
+        return stopped_benchmark(error, error.card if isinstance(error, PairingError) else None, latest, out, save)
+    try:
+        say(card.text())
+        save(card)
         if out is not None:
-            card.write(out)
-        print_cause(error)
-        kept = f"; the opponents finished before are in {out}/benchmark.json" if out else ""
-        return fail(str(error) + kept, AGENT_FAILED)
-    except (KeyboardInterrupt, Terminated) as error:
-        reason, status = stop_reason(error)
-        if not latest:
-            return fail(f"{reason} before the first game", status)
-        card = latest[0]
-        card.error = reason
-        print(card.text())
-        if out is not None:
-            card.write(out)
-        kept = f"; the opponents finished before are in {out}/benchmark.json" if out else ""
-        return fail(reason + kept, status)
-    print(card.text())
-    if out is not None:
-        card.write(out)
-        print(f"\nwrote {out}/benchmark.json, benchmark.md")
+            say(f"\nwrote {out}/benchmark.json, benchmark.md")
+    except BaseException as error:
+        return stopped_benchmark(error, card, latest, out, save)
     return 0
+
+
+def stopped_benchmark(error: BaseException, card, latest: list, out, save) -> int:
+    """The end of a benchmark that ``error`` stopped: the card so far (``card``, else the last one written)
+    printed and written with the reason, one line on stderr, the exit status."""
+    reason, status = stop_reason(error)
+    card = card if card is not None else latest[0] if latest else None
+    if card is None:
+        return fail(f"{reason} before the first game", status)
+    card.error = reason
+    with contextlib.suppress(OutputLost):
+        say(card.text())
+    lost = keep(lambda why: save(card), reason)
+    if isinstance(error, PairingError):
+        print_cause(error)
+    kept = f"; the opponents finished before are in {out}/benchmark.json" if out is not None and not lost else ""
+    return fail(reason + kept + lost, status)
 
 
 if __name__ == "__main__":

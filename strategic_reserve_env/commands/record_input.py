@@ -5,10 +5,16 @@ from __future__ import annotations
 import sys
 from typing import BinaryIO
 
+from strategic_reserve_env import records
+
 STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
 
 
 def record_source(path: str) -> tuple[str | BinaryIO, str]:
     """(what :func:`strategic_reserve_env.records.load_record` reads, the name its messages give) of a command's
     record argument: a file's path, or ``-`` for the standard input."""
-    return (sys.stdin.buffer, STDIN_NAME) if path == "-" else (path, path)
+    if path != "-":
+        return path, path
+    if sys.stdin is None:  # started with its standard input closed (``<&-``)
+        raise records.RecordError(f"{STDIN_NAME}: the standard input is closed; give a file, or pipe the record in")
+    return sys.stdin.buffer, STDIN_NAME

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from strategic_reserve_env import records
+from strategic_reserve_env.commands import flush_stdout, stdout_lost
 from strategic_reserve_env.commands.record_input import record_source
 
 
@@ -31,8 +32,8 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Print the trace of a record as JSON lines; one line on stderr and exit 1 on a bad record."""
     args = build_parser(prog).parse_args(argv)
-    source, name = record_source(args.record)
     try:
+        source, name = record_source(args.record)
         record = records.load_record(source, name)
     except records.RecordError as error:  # the message names the file
         print(f"error: {error}", file=sys.stderr)
@@ -40,8 +41,20 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     try:
         for entry in records.replay(record):
             print(records.trace_line(entry), flush=False)
+        flush_stdout()
     except records.RecordError as error:
-        sys.stdout.flush()
+        try:
+            flush_stdout()
+        except BrokenPipeError:
+            raise
+        except OSError as lost:
+            print(f"error: {name}: {error}; and {stdout_lost(lost)}", file=sys.stderr)
+            return 1
         print(f"error: {name}: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # piped into head: the reader has what it wanted (the console command exits 0)
+        raise
+    except OSError as error:
+        print(f"error: {stdout_lost(error)}", file=sys.stderr)
         return 1
     return 0
