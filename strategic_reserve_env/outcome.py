@@ -128,7 +128,8 @@ class Roll:
 
 @dataclass(frozen=True)
 class Transition:
-    """What happened to B agents (one a row) since each one's last decision (its placement included)."""
+    """What happened to B agents (one a row) since each one's last decision (its placement included). The
+    arrays of a :class:`Ledger`'s transition are read-only: a reward function reads them and returns new ones."""
 
     rolls: tuple[Roll, ...]  # the rolls made since, in order (a row may have made fewer: Roll.made)
     outcome: np.ndarray  # (B,) int64: reward() of the games that ended since (0 where none ended)
