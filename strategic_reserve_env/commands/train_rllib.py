@@ -258,6 +258,20 @@ def load_checkpoint(algorithm, out: Path) -> int:
     raise ValueError(f"--resume: none of the {len(iterations)} checkpoint(s) in {out / 'checkpoints'} loads")
 
 
+def keep_progress(path: Path, iterations: int) -> None:
+    """Keep the rows of ``path`` (progress.jsonl) up to iteration ``iterations`` (a run stopped after
+    logging an iteration but before its checkpoint does it again); rows that do not parse go too."""
+    kept = []
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        try:
+            row = json.loads(line)  # the rows may hold NaN (no game ended in an iteration), as json.dumps wrote them
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("iteration"), int) and row["iteration"] <= iterations:
+            kept.append(line + "\n")
+    outputs.write_text(path, "".join(kept))
+
+
 def train(settings: Settings, again: str = "python train_rllib.py") -> int:
     """Run the training, print and record progress, write the module; returns the exit status (0, or 128 +
     the signal's number when SIGINT or SIGTERM stopped it). ``again``: the command that resumes it."""
@@ -321,6 +335,7 @@ def _train(settings: Settings, out: Path, signals: Signals) -> list[dict]:
             if settings.resume:
                 first = load_checkpoint(algorithm, out) + 1
                 print(f"resuming after iteration {first - 1}", file=sys.stderr, flush=True)
+                keep_progress(out / "progress.jsonl", first - 1)
             with open(out / "progress.jsonl", "a" if settings.resume else "w") as log:
                 signals.at_once = False  # from here a signal stops the run after the current iteration
                 for iteration in range(first, settings.iterations + 1):
