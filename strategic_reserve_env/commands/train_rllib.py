@@ -275,8 +275,7 @@ def keep_progress(path: Path, iterations: int) -> None:
 def train(settings: Settings, again: str = "python train_rllib.py") -> int:
     """Run the training, print and record progress, write the module; returns the exit status (0, or 128 +
     the signal's number when SIGINT or SIGTERM stopped it). ``again``: the command that resumes it."""
-    check_out(settings.out)
-    out = Path(settings.out)
+    out = check_out(settings.out)  # absolute, before anything else runs
     with lock(out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
         folder.claim(out, settings, "train_rllib.py", RESULTS, RUN_STATE)
         folder.start(out, settings)
