@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     again = f"{prog or 'python train.py'} --out {shlex.quote(str(out))} --resume"
     try:
         settings = resumed_settings(out, given) if given.get("resume") else TrainSettings(**given)
-        out = outputs.check_out(settings.out)  # absolute before any agent loads: one that changes directory moves nothing
+        out = outputs.check_out(settings.out)  # absolute before any agent loads (one may change directory)
         pool = OpponentPool(settings.opponents, settings.max_snapshots)  # loads the agents: errors before any write
         if settings.distill_games:
             distill_agents(settings)
