@@ -129,7 +129,7 @@ def test_gymnasium_make_takes_every_agent_spec(tmp_path):
         "    return int(np.flatnonzero(action_mask)[-1])\n"
     )
     for spec in ("greedy", "expectimax:depth=1", f"{tmp_path / 'mine.py'}:act"):
-        by_spec = gymnasium.make("StrategicReserve-v0", opponent=spec, seat="blue")
+        by_spec = gymnasium.make("StrategicReserve-v1", opponent=spec, seat="blue")
         by_object = StrategicReserveEnv(opponent=load_agent(spec), seat="blue")
         for made in (by_spec, by_object):
             made.reset(seed=4)
@@ -178,7 +178,7 @@ def test_check_env_with_its_defaults_passes_without_pygame():
         "import warnings\nwarnings.simplefilter('ignore')\n"
         "import gymnasium, strategic_reserve_env\n"
         "from gymnasium.utils.env_checker import check_env\n"
-        "made = gymnasium.make('StrategicReserve-v0', seat='red')\n"
+        "made = gymnasium.make('StrategicReserve-v1', seat='red')\n"
         "check_env(made.unwrapped)\n"
         "print(made.metadata['render_modes'])\n"
         "from strategic_reserve_env.gym_env import StrategicReserveEnv\n"
