@@ -26,8 +26,8 @@ spec                       agent
 ``mctx[:simulations=64]``   Stochastic MuZero search (mctx) on the true
                            model inside jit, chance nodes for the rolls,
                            one ply of exact lookahead over reserve-race
-                           values at each decision (``lookahead=false``:
-                           at the root only); ``net=PATH``: a network
+                           values at the root (``lookahead=true``: at
+                           every decision); ``net=PATH``: a network
                            of ``train-az`` at the leaves (``simulations=0``:
                            the network alone); the ``mctx`` extra:
                            :mod:`.mctx_agent`
@@ -209,7 +209,7 @@ BUILT_IN: dict[str, BuiltIn] = {
     ),
     "rllib": BuiltIn("rllib:PATH[,deterministic=false]", "a Ray RLlib module written by train_rllib.py", _rllib),
     "mctx": BuiltIn(
-        "mctx[:simulations=N,lookahead=false] or mctx:net=PATH[,simulations=N]",
+        "mctx[:simulations=N,lookahead=true] or mctx:net=PATH[,simulations=N]",
         "Stochastic MuZero search on the true model in jit, reserve-race leaves (needs the mctx extra)",
         _mctx,
     ),

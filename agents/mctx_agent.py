@@ -2,16 +2,18 @@
 
 ``mctx:simulations=N`` searches every game of a call at once with ``N`` simulations from the position after
 the roll, on :class:`~strategic_reserve_env.pgx_env.StrategicReserve`, and plays the most visited placement
-(ties at random). Every decision node is evaluated by one ply of exact lookahead over the reserve-race model
-(:class:`.mctx_search.TrueModel` with ``lookahead``: each placement's value averaged over the 36 rolls that
-follow it; the node's value is its best placement's, its priors a softmax of them at
-:data:`PRIOR_TEMPERATURE`); ``lookahead=false`` does that at the root only and evaluates the other decision
-nodes by the race model alone, about ten times cheaper a simulation. Its randomness (the chance nodes'
+(ties at random). Its root priors are a softmax (at :data:`PRIOR_TEMPERATURE`) of the exact one-ply values of
+every placement (each averaged over the 36 rolls that follow it, the reserve-race model of
+:mod:`strategic_reserve_env.luck` after them), and the other decision nodes are evaluated by the race model
+alone. ``lookahead=true`` evaluates every decision node by that one ply (:class:`.mctx_search.TrueModel` with
+``lookahead``: its value is its best placement's), five times the CPU time of the same games and no stronger as
+measured (README, "Search with chance nodes"). Its randomness (the chance nodes'
 jitter, the ties) comes from the generator ``act`` is given, so an evaluation's ``--seed`` governs it.
 
 Batches are padded to a power of two (at least :data:`MIN_BATCH`), and never below the largest size already
 compiled, so that ``jit`` compiles once per size class, not as an evaluation's batch shrinks; the first call of
 each size compiles (seconds to tens of seconds on a CPU).
+
 ``mctx:net=PATH[,simulations=N]`` searches with a network trained by ``strategic-reserve train-az``
 (:mod:`.az_net`) as the leaf evaluation and its priors; ``simulations=0`` plays the network alone (its most
 probable legal placement). Needs the ``mctx`` extra (jax, pgx, mctx).
@@ -51,7 +53,7 @@ class MctxAgent:
     values_every_placement = True
     """move_values values every legal placement (the analysis of a game may use it)."""
 
-    def __init__(self, simulations: int = 64, lookahead: bool = True, net: str = "") -> None:
+    def __init__(self, simulations: int = 64, lookahead: bool = False, net: str = "") -> None:
         low = 0 if net else 1
         if isinstance(simulations, bool) or not isinstance(simulations, int) or not low <= simulations <= 100_000:
             raise ValueError(f"mctx simulations must be an integer in {low}..100000, got {simulations!r}")
@@ -75,7 +77,7 @@ class MctxAgent:
         else:
             self.params = None
             self.model = TrueModel(env, prior_temperature=PRIOR_TEMPERATURE, lookahead=lookahead)
-            self.name = f"mctx:simulations={simulations}" + ("" if lookahead else ",lookahead=false")
+            self.name = f"mctx:simulations={simulations}" + (",lookahead=true" if lookahead else "")
         self._largest = 0
         self._search = jax.jit(functools.partial(self._choose, simulations))
 

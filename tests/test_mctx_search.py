@@ -197,7 +197,7 @@ def test_lookahead_values_a_decision_by_its_best_placement(env):
 def agent():
     from strategic_reserve_env.agents import load_agent
 
-    return load_agent("mctx:simulations=4,lookahead=false")  # the cheaper compile; lookahead is tested above
+    return load_agent("mctx:simulations=4")  # lookahead is tested above, on the model
 
 
 def test_the_agent_plays_legal_placements_and_its_generator_decides(agent):
@@ -210,7 +210,7 @@ def test_the_agent_plays_legal_placements_and_its_generator_decides(agent):
     assert np.array_equal(agent.act(observations, masks, np.random.default_rng(7)), first)
     runs = {tuple(agent.act(observations, masks, np.random.default_rng(seed))) for seed in range(6)}
     assert len(runs) > 1  # ties and jitter come from the generator
-    assert agent.name == "mctx:simulations=4,lookahead=false"
+    assert agent.name == "mctx:simulations=4"
     values = agent.move_values(observations, masks)  # what the analysis of a game reads
     assert np.array_equal(np.isnan(values), ~masks) and ((values[masks] >= 0) & (values[masks] <= 1)).all()
     assert np.array_equal(values, agent.move_values(observations, masks), equal_nan=True)

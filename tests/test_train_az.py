@@ -86,3 +86,21 @@ def test_bad_model_files_are_refused_before_their_tensors_load(runs, tmp_path):
         az_net.load(huge)
     with pytest.raises(ValueError, match="no such network file"):
         load_agent(f"mctx:net={tmp_path / 'missing.safetensors'}")
+
+
+def test_an_interrupted_run_says_so_in_its_progress_and_resumes(runs, tmp_path):
+    """Ctrl-C after the first iteration (raised from the progress line): the progress file records it, and
+    --resume continues from the checkpoint of that iteration."""
+
+    def interrupt(line):
+        raise KeyboardInterrupt
+
+    settings = train_az.Settings(out=str(tmp_path / "stopped"), **TINY)
+    with pytest.raises(KeyboardInterrupt):
+        train_az.train(settings, log=interrupt)
+    lines = [json.loads(line) for line in (tmp_path / "stopped" / train_az.PROGRESS).read_text().splitlines()]
+    assert lines == [lines[0], {"stopped": "interrupted (SIGINT)", "iteration": 1}] and lines[0]["iteration"] == 1
+    done = train_az.train(train_az.Settings(out=str(tmp_path / "stopped"), resume=True, **TINY), log=lambda line: None)
+    a, _ = az_net.load(done)
+    b, _ = az_net.load(runs[0])
+    assert all(np.array_equal(a[name], b[name]) for name in a)

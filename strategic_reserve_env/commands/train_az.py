@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from strategic_reserve_env.commands.evaluate import INTERRUPTED, TERMINATED, Terminated, stop_signals
 from strategic_reserve_env.model_files import Tensor, check_tensors, npz_headers
 from strategic_reserve_env.outputs import atomic, check_out, lock
 
@@ -286,7 +287,6 @@ class Trainer:
 
 def train(settings: Settings, log=print) -> Path:
     """Run ``settings``; returns the model file's path."""
-    from strategic_reserve_env.agents import az_net
 
     check(settings)
     out = check_out(settings.out, [CHECKPOINT, MODEL, PROGRESS])
@@ -302,28 +302,42 @@ def train(settings: Settings, log=print) -> Path:
         from tensorboard.summary import Writer
 
         writer = Writer(str(out / "tb"))
-        settings_json = {k: v for k, v in dataclasses.asdict(settings).items() if k not in ("about", "resume")}
         try:
-            while trainer.iteration < settings.iterations:
-                started = time.perf_counter()
-                stats = trainer.iterate()
-                stats["seconds"] = time.perf_counter() - started
-                for name, value in stats.items():
-                    writer.add_scalar(f"az/{name}", value, step=trainer.iteration)
-                writer.flush()
-                trainer.save_checkpoint(out / CHECKPOINT)
-                about = {"settings": settings_json, "iteration": trainer.iteration} | settings.about
-                az_net.save(out / MODEL, trainer.params, about)
-                with open(out / PROGRESS, "a", encoding="utf-8") as progress:
-                    progress.write(json.dumps({"iteration": trainer.iteration} | stats) + "\n")
-                log(
-                    f"iteration {trainer.iteration}/{settings.iterations}: policy loss {stats['policy_loss']:.4f}, "
-                    f"value loss {stats['value_loss']:.4f}, {stats['games_finished']:.0f} games finished, "
-                    f"{stats['seconds']:.1f} s"
-                )
+            with stop_signals():
+                _loop(trainer, settings, out, writer, log)
+        except (KeyboardInterrupt, Terminated) as stopped:
+            reason = "interrupted (SIGINT)" if isinstance(stopped, KeyboardInterrupt) else "terminated (SIGTERM)"
+            with open(out / PROGRESS, "a", encoding="utf-8") as progress:
+                progress.write(json.dumps({"stopped": reason, "iteration": trainer.iteration}) + "\n")
+            log(f"{reason} after iteration {trainer.iteration}; --resume continues from its checkpoint")
+            raise
         finally:
             writer.close()
     return out / MODEL
+
+
+def _loop(trainer: Trainer, settings: Settings, out: Path, writer, log) -> None:
+    """Iterate up to ``settings.iterations``, writing the checkpoint, model, progress and logs after each."""
+    from strategic_reserve_env.agents import az_net
+
+    settings_json = {k: v for k, v in dataclasses.asdict(settings).items() if k not in ("about", "resume")}
+    while trainer.iteration < settings.iterations:
+        started = time.perf_counter()
+        stats = trainer.iterate()
+        stats["seconds"] = time.perf_counter() - started
+        for name, value in stats.items():
+            writer.add_scalar(f"az/{name}", value, step=trainer.iteration)
+        writer.flush()
+        trainer.save_checkpoint(out / CHECKPOINT)
+        about = {"settings": settings_json, "iteration": trainer.iteration} | settings.about
+        az_net.save(out / MODEL, trainer.params, about)
+        with open(out / PROGRESS, "a", encoding="utf-8") as progress:
+            progress.write(json.dumps({"iteration": trainer.iteration} | stats) + "\n")
+        log(
+            f"iteration {trainer.iteration}/{settings.iterations}: policy loss {stats['policy_loss']:.4f}, "
+            f"value loss {stats['value_loss']:.4f}, {stats['games_finished']:.0f} games finished, "
+            f"{stats['seconds']:.1f} s"
+        )
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -343,4 +357,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return INTERRUPTED
+    except Terminated:
+        return TERMINATED
     return 0
