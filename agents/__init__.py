@@ -166,13 +166,8 @@ def _openspiel_mcts(spec: str, options: str):
 
 
 def _mctx(spec: str, options: str):
-    try:
-        import jax  # noqa: F401
-        import mctx  # noqa: F401
-    except ImportError as error:
-        raise ValueError(
-            f"agent spec {spec!r} needs the mctx extra (pip install 'strategic-reserve-env[mctx]'): {error}"
-        ) from None
+    import mctx  # noqa: F401  (without the mctx extra: load_agent's one line naming it)
+
     from .az_net import NetFileError
     from .mctx_agent import MctxAgent
 

@@ -89,8 +89,19 @@ def hidden(modules: tuple[str, ...], then: str) -> subprocess.CompletedProcess:
         (("torch",), ["train", "--help"], "torch", "train"),
         (("ray",), ["train-rllib", "--out", "{tmp}/rllib"], "ray", "rllib"),
         (("torch",), ["play", "--opponent", "ppo", "--seed", "1"], "torch", "train"),
+        (("jax",), ["bench", "--jax", "--batch-sizes", "4"], "jax", "jax"),
+        (("mctx",), ["train-az", "--out", "{tmp}/az"], "mctx", "mctx"),
+        (("mctx",), ["evaluate", "mctx", "random", "--games", "2", "--no-progress"], "mctx", "mctx"),
     ],
-    ids=["evaluate-scipy", "train-torch", "train-rllib-ray", "play-ppo-torch"],
+    ids=[
+        "evaluate-scipy",
+        "train-torch",
+        "train-rllib-ray",
+        "play-ppo-torch",
+        "bench-jax",
+        "train-az-mctx",
+        "mctx-agent",
+    ],
 )
 def test_a_command_missing_a_library_says_which_extra_in_one_line(modules, argv, library, extra, tmp_path):
     argv = [arg.format(tmp=tmp_path) for arg in argv]

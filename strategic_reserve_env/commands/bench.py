@@ -63,12 +63,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             )
         for line in lines:
             print(line, flush=True)
-    except ModuleNotFoundError as error:
-        print(
-            f"error: bench --jax needs the extra jax (pip install 'strategic-reserve-env[jax]'): {error}",
-            file=sys.stderr,
-        )
-        return 2
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -343,15 +343,9 @@ def _loop(trainer: Trainer, settings: Settings, out: Path, writer, log) -> None:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The ``train-az`` command: exit 0 when done, 2 for bad settings (one line on stderr)."""
     args = build_parser(prog).parse_args(argv)
-    try:
-        import mctx  # noqa: F401
-        import optax  # noqa: F401
-    except ImportError as error:
-        print(
-            f"error: train-az needs the mctx extra (pip install 'strategic-reserve-env[mctx]'): {error}",
-            file=sys.stderr,
-        )
-        return 2
+    import mctx  # noqa: F401  (without the mctx extra: the registry's one line naming it)
+    import optax  # noqa: F401
+
     try:
         train(Settings(**vars(args)))
     except ValueError as error:
