@@ -438,13 +438,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if square is None:  # a done agent leaves
             self._was_dead_step(None)
             return
-        agent = self.agent_selection
-        game = self.game.copy()  # the step is worked out on a copy, committed once the rewards are known
-        mover = game.to_move
-        game.place(square)  # IllegalActionError names the square and the legal ones
-        ledger = Ledger(len(AGENTS), self.reward_function)  # one row an agent: its colour
-        dice = self.dice
+        agent, game, dice = self.agent_selection, self.game, self.dice
+        before = game.copy()  # the step is undone (game and dice) if the rewards cannot be worked out
         counter, forced = dice.counter, list(dice.forced)
+        mover = game.to_move
+        game.place(square)  # IllegalActionError names the square and the legal ones, changing nothing
+        ledger = Ledger(len(AGENTS), self.reward_function)  # one row an agent: its colour
         try:
             if game.done:
                 ledger.end(_EVERY_AGENT, _OUTCOMES[game.winner])
@@ -453,9 +452,9 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
                 ledger.roll(game, _ROLLER[game.to_move], _EVERY_AGENT)
             rewards = ledger.settle()  # the reward function's, checked: an error in it changes nothing
         except BaseException:
+            game.restore(before)
             dice.counter, dice.forced = counter, forced
             raise
-        self.game = game
         self._cumulative_rewards[agent] = 0
         self.rewards = {name: float(rewards[colour]) for colour, name in enumerate(AGENTS)}
         if not game.done:

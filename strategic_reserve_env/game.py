@@ -93,13 +93,17 @@ class Game:
     def copy(self) -> Game:
         """An independent copy."""
         other = Game.__new__(Game)
-        other.config = self.config
-        other._start = self._start
-        other._origin = self._origin
-        other.history = list(self.history)
-        for name in _FIELDS:
-            setattr(other, name, getattr(self, name))
+        other.restore(self)
         return other
+
+    def restore(self, other: Game) -> None:
+        """Become an independent copy of ``other`` (e.g. a copy taken before a step that must be undone)."""
+        self.config = other.config
+        self._start = other._start
+        self._origin = other._origin
+        self.history = list(other.history)
+        for name in _FIELDS:
+            setattr(self, name, getattr(other, name))
 
     def history_start(self) -> StartPosition | None:
         """The position ``history`` begins at: None for the configured start (after construction or
