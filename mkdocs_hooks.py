@@ -14,8 +14,8 @@ README is a page of the site at the next build.
 
 from __future__ import annotations
 
+import os
 import re
-import shutil
 from pathlib import Path
 
 from mkdocs.structure.files import File
@@ -53,9 +53,8 @@ def _relinked(text: str, depth: int) -> str:
 
 def _lay_out_package() -> None:
     """``build/api-source/strategic_reserve_env``: links to the package's files and to the subpackages' folders,
-    as a wheel installs them (made anew at each build)."""
-    if API_SOURCE.exists():
-        shutil.rmtree(API_SOURCE)
+    as a wheel installs them. Brought up to date in place, never removed first, so that two builds at once (the
+    tests run in parallel) each see a whole tree."""
     package = API_SOURCE / "strategic_reserve_env"
     _link_files(ROOT / "strategic_reserve_env", package)
     for name in SUBPACKAGES:
@@ -63,18 +62,33 @@ def _lay_out_package() -> None:
 
 
 def _link_files(source: Path, target: Path) -> None:
-    """``target``: real folders (griffe does not walk into linked ones) holding links to ``source``'s .py files."""
-    target.mkdir(parents=True)
+    """``target``: real folders (griffe does not walk into linked ones) holding links to ``source``'s .py files;
+    links whose file is gone are dropped, each new link is put in place by a rename (atomic)."""
+    target.mkdir(parents=True, exist_ok=True)
     for entry in source.iterdir():
         if entry.is_dir() and entry.name != "__pycache__" and (entry / "__init__.py").is_file():
             _link_files(entry, target / entry.name)
         elif entry.suffix == ".py":
-            (target / entry.name).symlink_to(entry)
+            link = target / entry.name
+            if link.is_symlink() and link.resolve() == entry.resolve():
+                continue
+            fresh = target / f".{entry.name}.{os.getpid()}"
+            fresh.unlink(missing_ok=True)
+            fresh.symlink_to(entry)
+            os.replace(fresh, link)
+    for link in target.iterdir():
+        if link.is_symlink() and not link.exists():
+            link.unlink(missing_ok=True)
+
+
+def on_startup(command, dirty):
+    """The package's tree for griffe, laid out before any plugin's configuration runs (mkdocstrings takes its
+    search paths as they exist when it is configured, so a tree made later is missed on the first build)."""
+    _lay_out_package()
 
 
 def on_config(config):
-    """The package's tree for griffe; the nav: home, the README's guides in order, then the nav of mkdocs.yml."""
-    _lay_out_package()
+    """The nav: home, the README's guides in order, then the nav of mkdocs.yml."""
     _, pages = _sections()
     config["nav"] = [
         {"Home": "index.md"},

@@ -23,7 +23,7 @@ from strategic_reserve_env import outputs
 from strategic_reserve_env.commands.evaluate import main
 from strategic_reserve_env.evaluation import tournament
 
-from conftest import REPO
+from conftest import REPO, as_from_a_shell
 
 
 def agent_file(directory: Path, name: str, body: str) -> str:
@@ -125,6 +125,7 @@ def test_a_signal_ends_the_run_with_its_status_and_keeps_what_was_finished(tmp_p
             str(out),
         ],
         cwd=REPO,
+        preexec_fn=as_from_a_shell,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -21,7 +21,7 @@ from strategic_reserve_env.board import SQUARE_NAMES, parse_square
 from strategic_reserve_env.render import TEXT_WIDTH, ansi, legal_line
 from strategic_reserve_env.terminal import INTERRUPTED, INTRODUCTION, PROMPT, SAVE_FAILED, dice_line, terminal_game
 
-from conftest import REPO
+from conftest import REPO, as_from_a_shell
 
 
 def test_terminal_game_in_process(tmp_path):
@@ -211,6 +211,7 @@ def test_a_real_sigint_keeps_the_record(tmp_path):
             str(path),
         ],
         cwd=REPO,
+        preexec_fn=as_from_a_shell,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -20,7 +20,7 @@ from strategic_reserve_env.commands import train
 from strategic_reserve_env.training import checkpoint, folder
 from strategic_reserve_env.training.settings import TrainSettings
 
-from conftest import REPO
+from conftest import REPO, as_from_a_shell
 
 TINY = [
     "--n-envs",
@@ -104,6 +104,7 @@ def test_resume_after_a_kill(tmp_path):
             str(out),
         ],
         cwd=REPO,
+        preexec_fn=as_from_a_shell,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -409,6 +410,7 @@ def _start(out, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "train.py", *TINY, "--eval-every", "0", "--out", str(out), *args],
         cwd=REPO,
+        preexec_fn=as_from_a_shell,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
