@@ -33,6 +33,7 @@ from strategic_reserve_env import arena
 from strategic_reserve_env.board import RED
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.outcome import REWARD_SCALE, reward
 from strategic_reserve_env.progress import Progress
 
 from .position import argmin_random_ties
@@ -192,7 +193,7 @@ def _labelled_games(expert, opponent, dice: np.ndarray, rngs: list, explore: flo
     if len(game) != len(masks):  # pragma: no cover - arena.play asks the agents in this order
         raise RuntimeError(f"{len(game)} labeller decisions seen, {len(masks)} made")
     winner, mover = played.winner[game], np.where(red_agent[game] == 0, RED, 1 - RED)
-    outcome = np.where(winner < 0, 0.0, np.where(winner == mover, 1.0, -1.0)).astype(np.float32)
+    outcome = REWARD_SCALE.of(reward(winner, mover)).astype(np.float32)  # the mover's +1 / -1 / 0
     return Positions(observations, masks, values, outcome)
 
 
