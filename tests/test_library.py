@@ -19,6 +19,7 @@ from strategic_reserve_env import Game, IllegalActionError, env, records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import parse_square
+from strategic_reserve_env.commands import rules
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
 from strategic_reserve_env.terminal import PROMPT, terminal_game
 
@@ -60,12 +61,29 @@ def test_the_licence_and_the_designer_are_in_the_metadata():
 
 def test_the_rules_command_prints_the_rules_of_the_repository(capsys):
     assert main(["rules"]) == 0
-    assert capsys.readouterr().out == (REPO / "docs" / "RULES.md").read_text(encoding="utf-8")
+    assert capsys.readouterr().out == rules.brief() + (REPO / "docs" / "RULES.md").read_text(encoding="utf-8")
     assert main(["rules", "--path"]) == 0
     assert capsys.readouterr().out.strip() == str((REPO / "docs" / "RULES.md").resolve())
 
 
-def test_no_message_sends_a_user_to_a_file_of_the_repository():
+def _plain(markdown: str) -> str:
+    """Markdown as read: emphasis and code marks dropped, every run of white space one space."""
+    return " ".join(re.sub(r"\*\*|`", "", markdown).split())
+
+
+def test_the_rules_command_reaches_the_goal_of_the_game_in_its_first_screen(capsys):
+    assert main(["rules"]) == 0
+    screen = capsys.readouterr().out.splitlines()[: rules.SCREEN_LINES]
+    assert "A player whose placement leaves its own reserve empty wins at once" in " ".join(screen)
+    assert len(rules.brief().splitlines()) <= rules.SCREEN_LINES  # the whole brief, not only the goal
+    assert all(len(line) <= rules.WIDTH for line in rules.brief().splitlines())
+    text = _plain((REPO / "docs" / "RULES.md").read_text(encoding="utf-8"))
+    winning = text[text.index("Winning.") :]
+    assert winning.startswith("Winning. " + rules.BRIEF[0][1])  # the goal is the rules' own "Winning" item
+    for topic, quote in rules.BRIEF:  # every fact of the brief, word for word in the rules
+        for passage in quote.split(rules.ELISION):
+            assert passage in text, (topic, passage)
+
     """A wheel has no docs/ folder: messages name the command that prints the rules."""
     from strategic_reserve_env.terminal import INTRODUCTION
 
