@@ -759,13 +759,28 @@ def plot_variants(path: Path, report: Report) -> None:
     plt.close(figure)
 
 
-def plot_first_player(path: Path, report: Report) -> None:
-    """Red's score per pairing of the ladder, and pooled by reserve."""
+LABEL_SIZE = 10  # points: the pairing labels of the first-player plot
+
+
+def plot_first_player(path: Path, data: dict) -> None:
+    """Save [first_player_figure][] of `data` at `path`."""
     plt = _pyplot()
-    main = report.main
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 0.35 * len(main.pairings) + 2.2))
-    labels = [f"{p.a} vs {p.b}" for p in main.pairings]
-    red = [FirstPlayer.of(r) for r in main.red]
+    figure = first_player_figure(data)
+    figure.savefig(path, dpi=FIGURE_DPI)
+    plt.close(figure)
+
+
+def first_player_figure(data: dict):
+    """Red's score per pairing of the ladder, and pooled by reserve, from the report as `skill.json` holds it
+    (`Report.as_json()`): the saved file redraws the same picture. Returns the matplotlib figure."""
+    plt = _pyplot()
+    main = data["ladders"][0]
+    pairings = main["pairings"]
+    figure, (left, right) = plt.subplots(
+        1, 2, figsize=(12, 0.45 * len(pairings) + 2.2), gridspec_kw={"width_ratios": (1.2, 1)}
+    )
+    labels = [f"{p['a']} vs {p['b']}" for p in pairings]
+    red = [FirstPlayer(p["red"]["score"], _interval(p["red"]["ci95"])) for p in pairings]
     left.errorbar(
         [r.score for r in red],
         range(len(red)),
@@ -773,46 +788,50 @@ def plot_first_player(path: Path, report: Report) -> None:
         fmt="o",
         capsize=3,
     )
-    left.set_yticks(range(len(red)), labels, fontsize=7)
+    left.set_yticks(range(len(red)), labels, fontsize=LABEL_SIZE)
     left.axvline(0.5, color="grey", lw=0.8)
-    left.set_xlabel("Red's score, 95 %")
-    left.set_title(f"Reserve {main.reserve}, by pairing")
-    ladders = report.by_reserve()
-    for label, pick in (("agents above random", Ladder.red_strong), ("random vs random", Ladder.red_random)):
-        points = [(ladder.reserve, pick(ladder)) for ladder in ladders]
-        points = [(r, value) for r, value in points if value is not None]
+    left.set_xlabel("Red's score (0..1), 95 %: both seatings of each pairing")
+    left.set_title(f"Reserve {main['reserve']}, by pairing")
+    ladders = sorted(data["ladders"], key=lambda ladder: ladder["reserve"])
+    for label, key in (("agents above random", "red_among_strong"), ("random vs random", "red_among_random")):
+        points = [(ladder["reserve"], ladder[key]) for ladder in ladders if ladder[key] is not None]
         if points:
             right.errorbar(
                 [r for r, _ in points],
-                [v.score for _, v in points],
-                yerr=np.array([_error(v.interval, v.score) for _, v in points]).T,
+                [v["score"] for _, v in points],
+                yerr=np.array([_error(_interval(v["ci95"]), v["score"]) for _, v in points]).T,
                 marker="o",
                 capsize=3,
                 label=label,
             )
     right.axhline(0.5, color="grey", lw=0.8)
-    right.set_xticks([ladder.reserve for ladder in ladders])
+    right.set_xticks([ladder["reserve"] for ladder in ladders])
     right.set_xlabel("reserve size")
-    right.set_ylabel("Red's score, 95 %")
+    right.set_ylabel("Red's score (0..1), 95 %")
     right.set_title("By reserve, pooled")
-    right.legend(fontsize=8)
+    right.legend(fontsize=9)
     for axes in (left, right):
         axes.grid(alpha=0.3)
     figure.tight_layout()
-    figure.savefig(path, dpi=FIGURE_DPI)
-    plt.close(figure)
+    return figure
+
+
+def _interval(ci95: list[float] | None) -> tuple[float, float] | None:
+    """A 95 % interval as `skill.json` writes it (a list, or null), as a tuple."""
+    return None if ci95 is None else (ci95[0], ci95[1])
 
 
 def write_report(report: Report, out: Path) -> None:
     """``out/SKILL.md`` and ``out/skill/`` (skill.json and the plots)."""
     figures = out / FIGURES
     figures.mkdir(parents=True, exist_ok=True)
-    write_text(figures / "skill.json", json_text(report.as_json()))
+    data = report.as_json()
+    write_text(figures / "skill.json", json_text(data))
     plot_ratings(
         figures / "ladder.png", report.settings.tournament(MAIN_RESERVE, report.main.games), report.main.ratings
     )
     plot_variants(figures / "variants.png", report)
-    plot_first_player(figures / "first_player.png", report)
+    plot_first_player(figures / "first_player.png", data)
     write_text(out / REPORT, report_markdown(report))
 
 
