@@ -26,9 +26,10 @@ from .board import BOARD_SIZE, parse_square
 from .game import Game
 from .records import Record, replay
 from .render import svg
-from .scene import PALETTE, Scene, ply_number, roll_summary, scene_of, status
+from .scene import PALETTE, Scene, ply_number, roll_summary, scene_of
 
 TITLE_SIZE = 10  # points: the caption above a board
+COLORBAR_SHARE = 0.8  # of a figure's width: what a heatmap's title may fill beside its colour bar
 FRAME_SIZE = (4.2, 4.4)  # inches: a frame of save_pngs and save_gif (room for a caption of three lines)
 
 
@@ -38,10 +39,10 @@ def _mpl_colour(name: str) -> tuple[float, float, float]:
     return red / 255, green / 255, blue / 255
 
 
-def _wrapped(text: str, ax, fontsize: float) -> str:
-    """``text`` broken into lines that fit the width of ``ax``'s figure at ``fontsize`` points (a caption is never
-    cut at the figure's edges: it grows downwards instead)."""
-    width_points = ax.figure.get_figwidth() * 72
+def _wrapped(text: str, ax, fontsize: float, share: float = 1.0) -> str:
+    """``text`` broken into lines that fit ``share`` of the width of ``ax``'s figure at ``fontsize`` points (a
+    caption is never cut at the figure's edges: it grows downwards instead)."""
+    width_points = ax.figure.get_figwidth() * 72 * share
     characters = max(20, int(width_points / (0.56 * fontsize)))  # a sans-serif character is about 0.56 em wide
     return textwrap.fill(text, width=characters, break_long_words=False, break_on_hyphens=False)
 
@@ -49,6 +50,7 @@ def _wrapped(text: str, ax, fontsize: float) -> str:
 def _draw_scene(view: Scene, ax, title: str) -> None:
     """Map ``view`` to patches and text on ``ax`` (file on x, rank on y: a square spans one unit)."""
     from matplotlib.patches import Circle, Rectangle
+    from matplotlib.patheffects import withStroke
 
     ax.set_xlim(0, BOARD_SIZE + 1.6)
     ax.set_ylim(0, BOARD_SIZE)
@@ -79,8 +81,19 @@ def _draw_scene(view: Scene, ax, title: str) -> None:
                     gid=f"captured-{index}",
                 )
             )
-        if square.legal:
-            ax.add_patch(Circle((x, y), 0.1, color=_mpl_colour("legal"), zorder=4, gid=f"legal-{index}"))
+        if square.legal:  # a white rim in an ink outline keeps the dot visible on any heatmap colour
+            ax.add_patch(
+                Circle(
+                    (x, y),
+                    0.1,
+                    facecolor=_mpl_colour("legal"),
+                    edgecolor=_mpl_colour("halo"),
+                    linewidth=1,
+                    path_effects=[withStroke(linewidth=2.5, foreground=_mpl_colour("ink"))],
+                    zorder=4,
+                    gid=f"legal-{index}",
+                )
+            )
         if square.rolled:
             ax.add_patch(
                 Rectangle(
@@ -99,7 +112,41 @@ def _draw_scene(view: Scene, ax, title: str) -> None:
             Circle((BOARD_SIZE + 0.5, y), 0.3, color=_mpl_colour(reserve.player), gid=f"reserve-{reserve.player}")
         )
         ax.text(BOARD_SIZE + 0.95, y, str(reserve.count), va="center", fontsize=11)
+    _legend(view, ax)
     ax.set_title(_wrapped(title, ax, TITLE_SIZE), fontsize=TITLE_SIZE)
+
+
+def _legend(view: Scene, ax) -> None:
+    """The scene's legend under the board: each mark drawn as on a light square, beside what it means."""
+    from matplotlib.legend_handler import HandlerTuple
+    from matplotlib.lines import Line2D
+
+    def marker(shape: str, face: str, edge: str, width: float = 1.0, size: float = 7.0) -> Line2D:
+        colour = "none" if face == "none" else _mpl_colour(face)
+        return Line2D(
+            [], [], linestyle="", marker=shape, markersize=size, markerfacecolor=colour,
+            markeredgecolor=_mpl_colour(edge), markeredgewidth=width,
+        )  # fmt: skip
+
+    handles = {
+        "legal": marker("o", "legal", "halo", size=5),
+        "rolled": marker("s", "none", "rolled", width=2, size=10),
+        "captured": marker("o", "none", "captured", width=1.5, size=9),
+        "reserve": (marker("o", "red", "red"), marker("o", "blue", "blue")),
+    }
+    keys = view.legend
+    ax.legend(
+        [handles[key.mark] for key in keys],
+        [key.text for key in keys],
+        handler_map={tuple: HandlerTuple(ndivide=None, pad=0.1)},
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.07),
+        ncols=2,
+        fontsize="small",
+        facecolor=_mpl_colour("light"),
+        framealpha=1.0,
+        edgecolor=_mpl_colour("dark"),
+    )
 
 
 def _axes(ax):
@@ -113,10 +160,12 @@ def _axes(ax):
 
 def draw_position(game: Game, ax=None, title: str | None = None, legal: bool = True):
     """Draw the board on ``ax`` (a new figure if None): labels, checkers, the rolled square,
-    captured squares, legal squares (if ``legal``) and both reserves. Returns the Axes."""
+    captured squares, legal squares (if ``legal``), both reserves and a legend of the marks under the board.
+    ``title``: the caption above it; by default the scene's (whose turn it is or who won, and the latest
+    roll: what the marked squares are). Returns the Axes."""
     view = scene_of(game, legal=legal)
     ax = _axes(ax)
-    _draw_scene(view, ax, title if title is not None else view.status)
+    _draw_scene(view, ax, title if title is not None else view.caption)
     return ax
 
 
@@ -131,8 +180,8 @@ def draw_heatmap(
     title: str | None = None,
 ):
     """The position with a per-square heatmap underneath (``values``: 36 numbers, NaN to leave a
-    square plain), a colour bar named ``label``, and ``value`` (e.g. a critic's estimate) in the
-    title. Returns the Axes."""
+    square plain), a colour bar named ``label``, the legend of the marks, and ``value`` (e.g. a critic's
+    estimate) after the title (by default the scene's caption). Returns the Axes."""
     import matplotlib.pyplot as plt
 
     view = scene_of(game, heat=values)
@@ -142,10 +191,11 @@ def draw_heatmap(
     image = ax.imshow(grid, cmap=cmap, origin="upper", extent=(0, BOARD_SIZE, 0, BOARD_SIZE), alpha=0.75, zorder=1)
     if colorbar:
         plt.colorbar(image, ax=ax, fraction=0.04, pad=0.02, label=label)
-    heading = title if title is not None else view.status
+    heading = title if title is not None else view.caption
     if value is not None:
         heading += f"  value {value:+.2f}"
-    ax.set_title(_wrapped(heading, ax, TITLE_SIZE), fontsize=TITLE_SIZE)
+    share = COLORBAR_SHARE if colorbar else 1.0  # the title is centred over the board, left of the colour bar
+    ax.set_title(_wrapped(heading, ax, TITLE_SIZE, share), fontsize=TITLE_SIZE)
     return ax
 
 
@@ -210,7 +260,7 @@ class ReplayViewer:
         if trace:
             final.place(parse_square(trace[-1]["place"]))
         self.frames.append(final)
-        self.captions.append(status(final))
+        self.captions.append(scene_of(final).caption)  # how it ended, and the last roll its marks show
         self.index = 0
 
     def __len__(self) -> int:

@@ -22,12 +22,16 @@ from .scene import PALETTE, RGB, scene_of
 
 #: the character of a square's content in ANSI text
 _ANSI_CONTENT = {"red": "R", "blue": "B"}
+#: how ANSI text shows a mark of the legend; the reserves are spelt out beside the board, and the roll line
+#: names the captured checkers' squares
+_ANSI_MARKS = {"legal": "+", "rolled": "[ ]"}
 
 
 def ansi(game: Game) -> str:
-    """The board with file/rank labels, both reserves, the latest roll and whose turn it is.
+    """The board with file/rank labels, both reserves, the latest roll, whose turn it is and a key to the marks.
 
-    ``R``/``B`` checkers, ``.`` empty, ``+`` a legal placement, ``[ ]`` the rolled square.
+    `R`/`B` checkers, `.` empty, `+` a legal placement, `[ ]` the rolled square; the roll line names the
+    captured checkers' squares.
     """
     view = scene_of(game)
     files = "    " + "  ".join(view.files)
@@ -45,6 +49,8 @@ def ansi(game: Game) -> str:
     lines.append(view.caption)
     if view.legal_names:
         lines.append(legal_line(view.legal_names))
+    keys = [f"{_ANSI_MARKS[key.mark]} {key.text}" for key in view.legend if key.mark in _ANSI_MARKS]
+    lines.append(legal_line(", ".join(["R/B checker", *keys]) + "; captures: see the roll.", "Key: "))
     return "\n".join(lines) + "\n"
 
 
@@ -85,9 +91,24 @@ class FrameLayout:
     caption_top: int  # y where the caption strip starts
 
     @property
+    def legend_font(self) -> int:
+        """The font size of the legend's texts, right of the board between the reserve panels."""
+        return max(MIN_FONT, round(self.font * 0.8))
+
+    @property
     def panel_x(self) -> int:
         """x of the reserve panels, right of the board."""
         return self.left + BOARD_SIZE * self.cell + self.cell // 4
+
+    @property
+    def legend_icon(self) -> int:
+        """The side of a legend key's sample square."""
+        return round(self.cell * LEGEND_ICON)
+
+    def legend_origin(self, number: int) -> tuple[int, int]:
+        """Top-left pixel (x, y) of the sample square of the legend's key ``number`` (0 first): one key a row,
+        in the rows of ranks 5 down to 2, between the reserve panels."""
+        return self.panel_x, self.top + (1 + number) * self.cell + (self.cell - self.legend_icon) // 2
 
     def square_origin(self, row: int, column: int) -> tuple[int, int]:
         """Top-left pixel (x, y) of the square at ``row``, ``column`` of a scene."""
@@ -95,6 +116,8 @@ class FrameLayout:
 
 
 CAPTION_LINES = 3  # lines of the caption strip under the board
+MIN_FONT = 10  # pixels: the smallest font of a frame's text
+LEGEND_ICON = 0.5  # the side of a legend's sample square, in squares of the board
 
 
 def frame_layout(width: int = FRAME_WIDTH) -> FrameLayout:
@@ -104,7 +127,7 @@ def frame_layout(width: int = FRAME_WIDTH) -> FrameLayout:
         raise ValueError(f"width must be an even number of pixels >= {MIN_FRAME_WIDTH}, got {width!r}")
     width = int(width)
     height = 2 * round(width * 3 / 8)
-    font = max(10, width // 40)
+    font = max(MIN_FONT, width // 40)
     caption = CAPTION_LINES * round(font * 1.3) + font  # the strip, with a margin
     label = round(font * 1.4)
     cell = (height - caption - label - font // 2) // BOARD_SIZE
@@ -121,10 +144,31 @@ def _disc(image: np.ndarray, cx: float, cy: float, radius: float, colour, ring: 
     image[inside] = colour
 
 
+def _mark(image: np.ndarray, mark: str, x: int, y: int, cell: int) -> None:
+    """Draw ``mark`` (a key of :data:`~strategic_reserve_env.scene.MEANINGS`) on the ``cell``-pixel square whose
+    top-left pixel is (x, y), as the board and its legend both show it."""
+    centre = (x + cell / 2, y + cell / 2)
+    edge = max(2, cell // 13)
+    if mark == "captured":  # a grey ring where the captured checker stood
+        _disc(image, *centre, cell * 0.3, PALETTE["captured"], ring=edge)
+    elif mark == "legal":  # a green dot, a white rim, an ink outline: visible on any colour under it
+        rim = max(1, cell // 30)
+        _disc(image, *centre, cell * 0.12 + 2 * rim, PALETTE["ink"])
+        _disc(image, *centre, cell * 0.12 + rim, PALETTE["halo"])
+        _disc(image, *centre, cell * 0.12, PALETTE["legal"])
+    elif mark == "rolled":  # a yellow frame
+        frame = image[y : y + cell, x : x + cell]
+        frame[:edge], frame[-edge:], frame[:, :edge], frame[:, -edge:] = (PALETTE["rolled"],) * 4
+    else:  # reserve: a red and a blue disc, as the panels beside the board
+        _disc(image, x + cell * 0.32, centre[1], cell * 0.28, PALETTE["red"])
+        _disc(image, x + cell * 0.68, centre[1], cell * 0.28, PALETTE["blue"])
+
+
 def rgb_array(game: Game, width: int = FRAME_WIDTH) -> np.ndarray:
     """An (H, W, 3) uint8 frame for a video or a screen: the board with its labels, checkers, legal squares, the
     rolled square (yellow frame), captured squares (grey rings), both reserves with a bar under the side to
-    move, and under it the caption: whose ply it is (or who won, at the end of a game) and the latest roll.
+    move, a legend of those marks between the reserves, and under it all the caption: whose ply it is (or who
+    won, at the end of a game) and the latest roll.
 
     ``width``: the frame's width in pixels (even, at least :data:`MIN_FRAME_WIDTH`; default
     :data:`FRAME_WIDTH`); the height is three quarters of it (640 x 480 by default), as video encoders
@@ -140,14 +184,9 @@ def rgb_array(game: Game, width: int = FRAME_WIDTH) -> np.ndarray:
         centre = (x + cell / 2, y + cell / 2)
         if square.content != "empty":
             _disc(image, *centre, cell * 0.38, PALETTE[square.content])
-        elif square.captured:
-            _disc(image, *centre, cell * 0.3, PALETTE["captured"], ring=max(2, cell // 13))
-        if square.legal:
-            _disc(image, *centre, cell * 0.12, PALETTE["legal"])
-        if square.rolled:
-            edge = max(2, cell // 13)
-            frame = image[y : y + cell, x : x + cell]
-            frame[:edge], frame[-edge:], frame[:, :edge], frame[:, -edge:] = (PALETTE["rolled"],) * 4
+        marks = ("captured",) * (square.content == "empty" and square.captured) + ("legal",) * square.legal
+        for mark in marks + ("rolled",) * square.rolled:
+            _mark(image, mark, x, y, cell)
     texts: list[tuple[tuple[float, float], str, str]] = []  # ((x, y), text, anchor)
     for i, (file, rank) in enumerate(zip(view.files, view.ranks, strict=True)):  # column i's file, row i's rank
         bottom = layout.top + BOARD_SIZE * cell
@@ -163,14 +202,37 @@ def rgb_array(game: Game, width: int = FRAME_WIDTH) -> np.ndarray:
         if reserve.to_move:
             bar = int(y + cell * 0.88)
             image[bar : bar + max(3, cell // 12), layout.panel_x : int(layout.panel_x + 2.2 * radius)] = colour
-    return _with_text(image, texts, view.caption, layout)
+    icon = layout.legend_icon
+    legend = []  # (x, y) of each key's text, left and middle
+    for number, key in enumerate(view.legend):
+        x, y = layout.legend_origin(number)
+        image[y : y + icon, x : x + icon] = PALETTE["light"]
+        _mark(image, key.mark, x, y, icon)
+        legend.append(((x + icon + layout.font / 2, y + icon / 2), key.text))
+    return _with_text(image, texts, view.caption, layout, legend)
+
+
+def _lines(text: str, font, room: float) -> list[str]:
+    """``text`` broken between words into lines of at most ``room`` pixels in ``font`` (a longer word stays whole)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and font.getlength(f"{lines[-1]} {word}") <= room:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return lines
 
 
 def _with_text(
-    image: np.ndarray, texts: list[tuple[tuple[float, float], str, str]], caption: str, layout: FrameLayout
+    image: np.ndarray,
+    texts: list[tuple[tuple[float, float], str, str]],
+    caption: str,
+    layout: FrameLayout,
+    legend: list[tuple[tuple[float, float], str]],
 ) -> np.ndarray:
-    """``image`` with each text drawn in the ink colour at its (x, y) and Pillow anchor, and ``caption`` wrapped
-    (between words) to the frame's width in the caption strip, all at the layout's font size."""
+    """``image`` with each text drawn in the ink colour at its (x, y) and Pillow anchor, ``caption`` wrapped
+    (between words) to the frame's width in the caption strip, all at the layout's font size, and each legend
+    text left of its (x, y), vertically centred there, in a smaller font wrapped to the frame's right edge."""
     from PIL import Image, ImageDraw, ImageFont
 
     picture = Image.fromarray(image)
@@ -178,13 +240,11 @@ def _with_text(
     font = ImageFont.load_default(size=layout.font)
     for xy, text, anchor in texts:
         draw.text(xy, text, fill=PALETTE["ink"], font=font, anchor=anchor)
-    room = layout.width - 2 * layout.font
-    lines: list[str] = []
-    for word in caption.split():
-        if lines and font.getlength(f"{lines[-1]} {word}") <= room:
-            lines[-1] += f" {word}"
-        else:
-            lines.append(word)
+    small = ImageFont.load_default(size=layout.legend_font)
+    for (x, y), text in legend:
+        wrapped = "\n".join(_lines(text, small, layout.width - x - layout.font / 4))
+        draw.multiline_text((x, y), wrapped, fill=PALETTE["ink"], font=small, anchor="lm", spacing=1)
+    lines = _lines(caption, font, layout.width - 2 * layout.font)
     for number, line in enumerate(lines[:CAPTION_LINES]):
         y = layout.caption_top + number * round(layout.font * 1.3)
         draw.text((layout.font, y), line, fill=PALETTE["ink"], font=font, anchor="la")
@@ -277,13 +337,51 @@ def _svg_colour(colour: RGB) -> str:
     return f"rgb{colour}"
 
 
+def _svg_mark(mark: str, x: float, y: float, cell: float, square: str = "") -> list[str]:
+    """SVG elements of ``mark`` (a key of :data:`~strategic_reserve_env.scene.MEANINGS`) on the ``cell``-wide
+    square whose top-left corner is (x, y), as the board and its legend both draw it; ``square`` names the board
+    square (its `data-square`), "" in the legend, whose elements' classes say `legend-` before the mark's."""
+    where = f' data-square="{square}"' if square else ""
+    kind = mark if square else f"legend-{mark}"
+    cx, cy = x + cell / 2, y + cell / 2
+    if mark == "captured":
+        return [
+            f'<circle class="{kind}"{where} cx="{cx}" cy="{cy}" r="{cell * 0.3:.1f}" fill="none" '
+            f'stroke="{_svg_colour(PALETTE["captured"])}" stroke-width="{cell * 0.075:.1f}"/>'
+        ]
+    if mark == "legal":  # a green dot, a white rim, an ink outline: visible on any colour under it
+        rim = max(1.0, cell / 30)
+        return [
+            f'<g class="{kind}"{where}><circle cx="{cx}" cy="{cy}" r="{cell * 0.12 + rim:.1f}" fill="none" '
+            f'stroke="{_svg_colour(PALETTE["ink"])}" stroke-width="{rim:.1f}"/>'
+            f'<circle cx="{cx}" cy="{cy}" r="{cell * 0.12:.1f}" fill="{_svg_colour(PALETTE["legal"])}" '
+            f'stroke="{_svg_colour(PALETTE["halo"])}" stroke-width="{rim:.1f}"/></g>'
+        ]
+    if mark == "rolled":
+        inset = cell / 20
+        return [
+            f'<rect class="{kind}"{where} x="{x + inset:.1f}" y="{y + inset:.1f}" width="{cell - 2 * inset:.1f}" '
+            f'height="{cell - 2 * inset:.1f}" fill="none" stroke="{_svg_colour(PALETTE["rolled"])}" '
+            f'stroke-width="{cell / 10:.1f}"/>'
+        ]
+    return [  # reserve: a red and a blue disc, as the panels beside the board
+        f'<circle class="{kind} {colour}" cx="{x + cell * share:.1f}" cy="{cy}" r="{cell * 0.28:.1f}" '
+        f'fill="{_svg_colour(PALETTE[colour])}"/>'
+        for colour, share in (("red", 0.32), ("blue", 0.68))
+    ]
+
+
+SVG_PANEL = 4.5  # squares: the width of the column right of the board (reserve panels and the legend)
+
+
 def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
     """An SVG picture for notebooks: labels, checkers, reserves, the rolled square, captured
-    squares and legal squares. Elements carry classes (``checker red``, ``rolled``, ``captured``,
-    ``legal``, ``reserve``) and ``data-square`` attributes. ``heat``, if given, is a (36,) array
-    in [0, 1] shaded under the checkers (NaN squares are left plain)."""
+    squares, legal squares and a legend of the marks between the reserve panels. Board elements carry classes
+    (`checker red`, `rolled`, `captured`, `legal`, `reserve`) and `data-square` attributes; the legend is the
+    group of class `legend`. `heat`, if given, is a (36,) array in [0, 1] shaded under the checkers (NaN
+    squares are left plain)."""
     view = scene_of(game, heat=heat)
-    margin, panel = cell // 2 + 4, 2 * cell
+    margin, panel = cell // 2 + 4, round(SVG_PANEL * cell)
     width, height = margin + BOARD_SIZE * cell + panel, BOARD_SIZE * cell + margin + 4
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -309,21 +407,9 @@ def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
                 f'<circle class="checker {square.content}" data-square="{name}" cx="{cx}" cy="{cy}" '
                 f'r="{cell * 0.38:.1f}" fill="{_svg_colour(PALETTE[square.content])}"/>'
             )
-        elif square.captured:
-            parts.append(
-                f'<circle class="captured" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.3:.1f}" '
-                f'fill="none" stroke="{_svg_colour(PALETTE["captured"])}" stroke-width="3"/>'
-            )
-        if square.legal:
-            parts.append(
-                f'<circle class="legal" data-square="{name}" cx="{cx}" cy="{cy}" r="{cell * 0.12:.1f}" '
-                f'fill="{_svg_colour(PALETTE["legal"])}"/>'
-            )
-        if square.rolled:
-            parts.append(
-                f'<rect class="rolled" data-square="{name}" x="{x + 2}" y="{y + 2}" width="{cell - 4}" '
-                f'height="{cell - 4}" fill="none" stroke="{_svg_colour(PALETTE["rolled"])}" stroke-width="4"/>'
-            )
+        marks = ("captured",) * (square.content == "empty" and square.captured) + ("legal",) * square.legal
+        for mark in marks + ("rolled",) * square.rolled:
+            parts.extend(_svg_mark(mark, x, y, cell, name))
     for column, file in enumerate(view.files):
         row = BOARD_SIZE - 1 - column  # file a's label then rank 1's, file b's then rank 2's, ...
         parts.append(
@@ -344,6 +430,20 @@ def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
         parts.append(
             f'<text class="reserve {colour}" x="{panel_x + 0.8 * cell}" y="{y + cell / 8}">{reserve.count}</text>'
         )
+    parts.append('<g class="legend">')
+    icon = cell * LEGEND_ICON
+    for number, key in enumerate(view.legend):  # one key a row, in the rows between the two panels
+        top = 4 + (1 + number) * cell + (cell - icon) / 2
+        parts.append(
+            f'<g class="key" data-mark="{key.mark}"><rect x="{panel_x}" y="{top:.1f}" width="{icon:.1f}" '
+            f'height="{icon:.1f}" fill="{_svg_colour(PALETTE["light"])}"/>'
+        )
+        parts.extend(_svg_mark(key.mark, panel_x, top, icon))
+        parts.append(
+            f'<text x="{panel_x + icon + cell / 6:.1f}" y="{top + icon / 2:.1f}" font-size="{cell * 0.3:.1f}" '
+            f'dominant-baseline="middle">{key.text}</text></g>'
+        )
+    parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
 

@@ -38,6 +38,7 @@ PALETTE: Final[Mapping[str, RGB]] = MappingProxyType(
         "blue": (40, 80, 200),  # Blue's checkers and reserve
         "rolled": (250, 210, 0),  # the frame of the rolled square
         "legal": (30, 150, 60),  # the dot of a legal placement
+        "halo": (255, 255, 255),  # the rim of a legal dot, inside an ink outline: visible on any colour (heatmaps)
         "captured": (90, 90, 90),  # the ring of a square captured by the latest roll
         "ink": (40, 30, 20),  # labels and numbers
         "heat": (230, 60, 30),  # a heat value's shade in SVG (its opacity grows with the value)
@@ -45,6 +46,25 @@ PALETTE: Final[Mapping[str, RGB]] = MappingProxyType(
 )
 
 Content = Literal["red", "blue", "empty"]
+Mark = Literal["legal", "rolled", "captured", "reserve"]
+
+#: what each mark of a board picture means, in the order a legend lists them
+MEANINGS: Final[Mapping[Mark, str]] = MappingProxyType(
+    {
+        "legal": "legal square",  # a dot: the mover may place here now
+        "rolled": "rolled square",  # a frame: the square the latest roll picked
+        "captured": "captured checker",  # a ring: the latest roll captured the checker that stood here
+        "reserve": "checkers in reserve",  # a disc and a count beside the board: a player's checkers off it
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One entry of a picture's legend: a mark (drawn as the board draws it) and what it means."""
+
+    mark: Mark
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +103,9 @@ class Scene:
     status: str  # whose turn it is or how the game ended (see status())
     roll: str  # the latest roll (see roll_summary())
     legal_names: str  # the legal placements named in index order ("e4, d5"), "" when none is due or shown
+    legend: tuple[
+        Key, ...
+    ]  # what the marks mean: every mark of MEANINGS, less "legal" when legal squares are not shown
 
     @property
     def caption(self) -> str:
@@ -175,7 +198,19 @@ def scene_of(game: Game, heat: object = None, legal: bool = True) -> Scene:
         status=status(game),
         roll=roll_summary(game),
         legal_names=names_of(shown_legal),
+        legend=tuple(Key(mark, text) for mark, text in MEANINGS.items() if legal or mark != "legal"),
     )
 
 
-__all__ = ["PALETTE", "Reserve", "Scene", "Square", "ply_number", "roll_summary", "scene_of", "status"]
+__all__ = [
+    "MEANINGS",
+    "PALETTE",
+    "Key",
+    "Reserve",
+    "Scene",
+    "Square",
+    "ply_number",
+    "roll_summary",
+    "scene_of",
+    "status",
+]
