@@ -1,19 +1,26 @@
-"""MkDocs hooks of the documentation site (mkdocs.yml): the package as it installs, and the README's sections as
-the site's guide pages.
+"""MkDocs hooks of the documentation site (mkdocs.yml): the package as it installs, the README's sections as
+the site's guide pages, the example notebook and the changelog as pages.
 
-The API pages read the source statically (mkdocstrings and griffe). The repository keeps ``agents/``,
-``evaluation/`` and ``models/`` at its top, and they install as subpackages of ``strategic_reserve_env``
-(pyproject's package-dir, docs/ARCHITECTURE.md "One import name"); :func:`on_config` lays the same tree out of
-links in ``build/api-source``, the folder mkdocs.yml gives griffe.
+The API pages read the source statically (mkdocstrings and griffe). The repository keeps `agents/`,
+`evaluation/` and `models/` at its top, and they install as subpackages of `strategic_reserve_env`
+(pyproject's package-dir, docs/ARCHITECTURE.md "One import name"); `on_startup` lays the same tree out of
+links in `build/api-source`, the folder mkdocs.yml gives griffe.
 
 The README stays the one copy of the guides (GitHub and PyPI show it whole); the site shows its opening as the
-home page and each ``## `` section as a page of its own under ``guide/``, with the README's links into
-``docs/`` rewritten to the site's pages. The nav lists them in the README's order, so a section added to the
-README is a page of the site at the next build.
+home page and each `## ` section as a page of its own under `guide/` (its `###` subsections as the page's
+sections, listed in the page's contents), with the README's links into `docs/` rewritten to the site's pages.
+The nav lists them in the README's order, so a section added to the README is a page of the site at the next
+build. A page's title and address are the section's heading without its parenthesis.
+
+`examples/*.ipynb` are shown as pages with the outputs they were saved with (the tests execute the notebook,
+tests/test_inspection.py), and CHANGELOG.md as the changelog page.
 """
 
 from __future__ import annotations
 
+import base64
+import html
+import json
 import os
 import re
 from pathlib import Path
@@ -22,13 +29,21 @@ from mkdocs.structure.files import File
 
 ROOT = Path(__file__).parent
 README = ROOT / "README.md"
+CHANGELOG = ROOT / "CHANGELOG.md"
+PYPROJECT = ROOT / "pyproject.toml"
+EXAMPLES = ROOT / "examples"
 API_SOURCE = ROOT / "build" / "api-source"  # mkdocs.yml: plugins.mkdocstrings.handlers.python.paths
 SUBPACKAGES = ("agents", "evaluation", "models")  # folders of the repository installed into strategic_reserve_env
 FENCE = re.compile(r"^\s*(```|~~~)")
 
 
+def _title(heading: str) -> str:
+    """A section's title for the nav and its page's address: the heading without a parenthesis."""
+    return re.sub(r"\s*\([^)]*\)", "", heading).strip()
+
+
 def _sections() -> tuple[str, list[tuple[str, str, str]]]:
-    """(the README's opening, [(title, page path, text), ...] for each ``## `` section outside code blocks)."""
+    """(the README's opening, [(title, page path, text), ...] for each `## ` section outside code blocks)."""
     opening: list[str] = []
     sections: list[tuple[str, list[str]]] = []
     fenced = False
@@ -37,22 +52,25 @@ def _sections() -> tuple[str, list[tuple[str, str, str]]]:
             fenced = not fenced
         if not fenced and line.startswith("## "):
             sections.append((line[3:].strip(), []))
+        if sections and not fenced and line.startswith("###"):
+            line = line[1:]  # a subsection is a section of the guide's page
         (sections[-1][1] if sections else opening).append(line)
     pages = []
-    for title, lines in sections:
+    for heading, lines in sections:
+        title = _title(heading)
         slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
-        body = "\n".join(["# " + title, *lines[1:]]) + "\n"
+        body = "\n".join(["# " + heading, *lines[1:]]) + "\n"
         pages.append((title, f"guide/{slug}.md", body))
     return "\n".join(opening) + "\n", pages
 
 
 def _relinked(text: str, depth: int) -> str:
-    """The README's links into ``docs/`` as links between the site's pages, from a page ``depth`` folders down."""
+    """The README's links into `docs/` as links between the site's pages, from a page `depth` folders down."""
     return re.sub(r"\]\(docs/", "](" + "../" * depth, text)
 
 
 def _lay_out_package() -> None:
-    """``build/api-source/strategic_reserve_env``: links to the package's files and to the subpackages' folders,
+    """`build/api-source/strategic_reserve_env`: links to the package's files and to the subpackages' folders,
     as a wheel installs them. Brought up to date in place, never removed first, so that two builds at once (the
     tests run in parallel) each see a whole tree."""
     package = API_SOURCE / "strategic_reserve_env"
@@ -62,7 +80,7 @@ def _lay_out_package() -> None:
 
 
 def _link_files(source: Path, target: Path) -> None:
-    """``target``: real folders (griffe does not walk into linked ones) holding links to ``source``'s .py files;
+    """`target`: real folders (griffe does not walk into linked ones) holding links to `source`'s .py files;
     links whose file is gone are dropped, each new link is put in place by a rename (atomic)."""
     target.mkdir(parents=True, exist_ok=True)
     for entry in source.iterdir():
@@ -87,21 +105,82 @@ def on_startup(command, dirty):
     _lay_out_package()
 
 
+GUIDES_BEFORE = "Rules"  # the nav entry of mkdocs.yml the guides come before
+
+
+def documentation_url() -> str:
+    """pyproject.toml's Documentation address (`[project.urls]`), the site's `site_url`."""
+    found = re.search(r'^Documentation\s*=\s*"([^"]+)"', PYPROJECT.read_text(encoding="utf-8"), flags=re.M)
+    if not found:
+        raise ValueError(f"{PYPROJECT}: no Documentation address in [project.urls]")
+    return found.group(1).rstrip("/") + "/"
+
+
 def on_config(config):
-    """The nav: home, the README's guides in order, then the nav of mkdocs.yml."""
+    """`site_url` from pyproject.toml; the nav: home, then the nav of mkdocs.yml with the README's guides, in
+    order, before its Rules."""
+    config["site_url"] = config["site_url"] or documentation_url()
     _, pages = _sections()
-    config["nav"] = [
-        {"Home": "index.md"},
-        {"Guides": [{title: path} for title, path, _ in pages]},
-        *config["nav"],
-    ]
+    nav = list(config["nav"])
+    at = next(i for i, entry in enumerate(nav) if isinstance(entry, dict) and GUIDES_BEFORE in entry)
+    nav.insert(at, {"Guides": [{title: path} for title, path, _ in pages]})
+    config["nav"] = [{"Home": "index.md"}, *nav]
     return config
 
 
+def _fenced(text: str, language: str = "text") -> list[str]:
+    """`text` as a fenced code block (a fence longer than any run of backticks in it)."""
+    fence = "`" * max([3, *(len(run) + 1 for run in re.findall(r"`+", text))])
+    return [fence + language, text.rstrip("\n"), fence, ""]
+
+
+def _output(output: dict) -> list[str]:
+    """One saved output of a code cell as Markdown: text as a block, an SVG inline, a PNG as an image, Markdown
+    as itself."""
+    if output["output_type"] == "stream":
+        return _fenced("".join(output["text"]))
+    if output["output_type"] == "error":
+        return _fenced("\n".join(output.get("traceback", [])))
+    data = output.get("data", {})
+    if "image/svg+xml" in data:
+        svg = "".join(data["image/svg+xml"])
+        svg = re.sub(r"<\?xml[^>]*\?>", "", svg).strip()
+        return ['<div class="notebook-output">', svg, "</div>", ""]
+    if "image/png" in data:
+        png = "".join(data["image/png"]).replace("\n", "")
+        base64.b64decode(png, validate=True)  # a saved image, never text placed into the page
+        return [f'<p class="notebook-output"><img alt="output" src="data:image/png;base64,{png}"></p>', ""]
+    if "text/markdown" in data:
+        return ["".join(data["text/markdown"]), ""]
+    if "text/plain" in data:
+        return _fenced("".join(data["text/plain"]))
+    return []
+
+
+def notebook_page(path: Path) -> str:
+    """A notebook as a Markdown page: its Markdown cells, its code cells as Python blocks, each followed by the
+    outputs it was saved with."""
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    lines: list[str] = []
+    for cell in notebook["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown":
+            lines += [source, ""]
+        elif cell["cell_type"] == "code":
+            lines += _fenced(source, "python")
+            for output in cell.get("outputs", []):
+                lines += _output(output)
+    lines += ["", f"*`examples/{html.escape(path.name)}` in a clone, shown with the outputs it was saved with.*", ""]
+    return "\n".join(lines)
+
+
 def on_files(files, config):
-    """Add the home page and the guide pages, made from the README."""
+    """Add the home page and the guide pages, made from the README, the example notebooks and the changelog."""
     opening, pages = _sections()
     files.append(File.generated(config, "index.md", content=_relinked(opening, 0)))
     for _, path, body in pages:
         files.append(File.generated(config, path, content=_relinked(body, 1)))
+    for notebook in sorted(EXAMPLES.glob("*.ipynb")):
+        files.append(File.generated(config, f"examples/{notebook.stem}.md", content=notebook_page(notebook)))
+    files.append(File.generated(config, "changelog.md", content=CHANGELOG.read_text(encoding="utf-8")))
     return files

@@ -24,6 +24,27 @@ def test_readme_example_runs(block, monkeypatch, capsys):
     run_as_a_reader_would(block, monkeypatch, capsys)
 
 
+# the site's own pages with examples: the quickstart and the environment cards (docs/envs/)
+PAGE_BLOCKS = [
+    (page, block)
+    for page in [REPO / "docs" / "quickstart.md", *sorted((REPO / "docs" / "envs").glob("*.md"))]
+    for block in python_blocks(page)
+    if block.in_core_venv
+]
+
+
+def test_the_environment_cards_have_examples():
+    cards = {page.stem for page, _ in PAGE_BLOCKS if page.parent.name == "envs"}
+    assert cards == {"aec", "gymnasium", "vector", "sb3", "pgx"}
+
+
+@pytest.mark.parametrize(
+    "page, block", PAGE_BLOCKS, ids=lambda item: getattr(item, "stem", None) or f"example-{item.number}"
+)
+def test_docs_page_example_runs(page, block, monkeypatch, capsys):
+    run_as_a_reader_would(block, monkeypatch, capsys)
+
+
 def test_needs_markers_are_read(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(

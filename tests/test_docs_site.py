@@ -1,16 +1,30 @@
-"""The API reference site (mkdocs.yml, `make docs`): it builds with every warning an error, and those settings
-catch a dead link and a broken API reference."""
+"""The documentation site (mkdocs.yml, `make docs`): it builds with every warning an error, those settings catch
+a dead link and a broken API reference, and the pages read as pages: no reStructuredText markup shown as text,
+a signature for every function and class the API pages document, the pages a newcomer needs.
+
+The site is built once per test session (the `site` fixture); each test reads the built pages."""
 
 from __future__ import annotations
 
+import html
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 import yaml
 
 from conftest import REPO
+
+ROLE = re.compile(r":(?:func|class|mod|meth|attr|data|exc|obj):`?")
+RST_TABLE_RULE = re.compile(r"={3,}[ \t]+={3,}")
+ARTICLE = re.compile(r"<article[^>]*>(.*)</article>", re.S)
+DOC_HEADING = re.compile(
+    r'<h(\d) id="([^"]+)" class="doc doc-heading">(.*?)</h\1>\s*(<div class="doc-signature)?', re.S
+)  # an API object's heading, and its signature when one follows
 
 
 def build(config: str, site, cwd=REPO) -> subprocess.CompletedProcess:
@@ -26,15 +40,143 @@ def build(config: str, site, cwd=REPO) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_site_builds_with_warnings_as_errors(tmp_path):
-    done = build("mkdocs.yml", tmp_path / "site")
+def page_text(page: str) -> str:
+    """The text a reader sees in a page's article: tags dropped, entities decoded."""
+    found = ARTICLE.search(page)
+    return html.unescape(re.sub(r"<[^>]+>", "", found.group(1) if found else page))
+
+
+def rst_markup(page: str) -> list[str]:
+    """The reStructuredText a page shows as text: roles (`:func:` ...) and simple-table rules (`==== ====`)."""
+    text = page_text(page)
+    return [m.group(0) for m in ROLE.finditer(text)] + [m.group(0) for m in RST_TABLE_RULE.finditer(text)]
+
+
+def unsigned(page: str) -> list[str]:
+    """The functions, methods and classes an API page documents without a signature under their heading."""
+    missing = []
+    for heading in DOC_HEADING.finditer(page):
+        kind = re.search(r"doc-symbol-heading doc-symbol-(\w+)", heading.group(3))
+        if kind and kind.group(1) in ("function", "method", "class") and not heading.group(4):
+            missing.append(heading.group(2))
+    return missing
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """The site as `make docs` builds it (strict), once per test session."""
+    root = tmp_path_factory.mktemp("docs") / "site"
+    done = build("mkdocs.yml", root)
     assert done.returncode == 0, done.stderr[-3000:]
-    pages = sorted(path.parent.relative_to(tmp_path / "site") for path in (tmp_path / "site").rglob("index.html"))
-    names = {str(page) for page in pages}
+    return root
+
+
+def pages_of(site: Path) -> dict[str, str]:
+    return {str(path.parent.relative_to(site)): path.read_text() for path in site.rglob("index.html")}
+
+
+def test_the_site_builds_with_warnings_as_errors(site):
+    names = set(pages_of(site))
     assert {".", "RULES", "ARCHITECTURE", "BENCHMARK", "SKILL", "pictures", "api", "api/agents"} <= names
     assert {"guide/pettingzoo", "guide/gymnasium", "guide/benchmark-your-own-agent"} <= names  # the README's
-    agents = (tmp_path / "site" / "api" / "agents" / "index.html").read_text()
-    assert "load_agent" in agents and "MissingExtraError" in (tmp_path / "site/api/core/index.html").read_text()
+    agents = (site / "api" / "agents" / "index.html").read_text()
+    assert "load_agent" in agents and "MissingExtraError" in (site / "api/core/index.html").read_text()
+
+
+def test_no_page_shows_restructuredtext(site):
+    """Docstrings are Markdown (Google style): a role or a table rule printed as text is a docstring left in
+    reStructuredText, or a page written in it."""
+    shown = {name: marks[:5] for name, page in pages_of(site).items() if (marks := rst_markup(page))}
+    assert not shown, shown
+
+
+def test_the_checks_see_restructuredtext_and_a_missing_signature():
+    """The checks above, on pages as a reST docstring rendered as Markdown showed them (issue 36)."""
+    raw = "<article><p>See :func:<code>roll_info</code> and\n========== ====\nspec agent</p></article>"
+    assert rst_markup(raw) == [":func:", "========== ===="]
+    assert rst_markup("<article><p>a <code>roll_info</code> table</p><table></table></article>") == []
+    heading = (
+        '<h3 id="m.f" class="doc doc-heading"><code class="doc-symbol doc-symbol-heading doc-symbol-function">'
+        "</code>f</h3>"
+    )
+    assert unsigned(heading + "<p>no signature</p>") == ["m.f"]
+    assert unsigned(heading + '\n<div class="doc-signature highlight">f()</div>') == []
+
+
+API_PAGES = ["core", "records", "envs", "jax", "pictures", "agents", "search", "integrations", "evaluation"]
+
+
+@pytest.mark.parametrize("name", API_PAGES)
+def test_every_api_object_shows_its_signature(site, name):
+    page = (site / "api" / name / "index.html").read_text()
+    documented = DOC_HEADING.findall(page)
+    assert len(documented) >= 5, f"api/{name} documents {len(documented)} objects"
+    assert not unsigned(page), unsigned(page)
+
+
+@pytest.mark.parametrize(
+    "name, modules",
+    [
+        ("jax", ["pgx_env.StrategicReserve", "jax_rules.resolve_roll"]),
+        ("search", ["agents.mctx_agent.MctxAgent", "agents.mctx_search.TrueModel", "agents.az_net.apply"]),
+        ("integrations", ["openspiel.StrategicReserveGame", "rllib.StrategicReserveMultiAgentEnv"]),
+    ],
+)
+def test_the_new_api_pages_document_their_modules(site, name, modules):
+    """Read statically: the build imports neither jax's extras, OpenSpiel nor Ray."""
+    page = (site / "api" / name / "index.html").read_text()
+    for module in modules:
+        assert f'id="strategic_reserve_env.{module}"' in page, module
+
+
+def test_a_newcomer_finds_the_pages_of_a_library_site(site):
+    pages = pages_of(site)
+    needed = {"installation", "quickstart", "changelog", "examples/inspect_learned_play"}
+    needed |= {f"envs/{env}" for env in ("aec", "gymnasium", "vector", "sb3", "pgx")}
+    needed |= {f"benchmark/{card.stem}" for card in (REPO / "docs" / "benchmark").glob("*.md")}
+    assert needed <= set(pages), needed - set(pages)
+    nav = pages["."]
+    for card in (REPO / "docs" / "benchmark").glob("*.md"):
+        assert f'href="benchmark/{card.stem}/"' in nav, f"{card.name} is not in the nav"
+    # the notebook as executed: its pictures and printed output are on the page
+    notebook = pages["examples/inspect_learned_play"]
+    assert "<svg" in notebook and "data:image/png;base64," in notebook and "dice stream" in notebook
+    assert "0.3.0" in page_text(pages["changelog"])
+    for env in ("aec", "gymnasium", "vector", "sb3", "pgx"):
+        card = pages[f"envs/{env}"]  # PettingZoo's shape: a picture, then a section for each of these
+        sections = ("action-space", "observation", "rewards", "termination-and-truncation", "example")
+        assert "<img" in card and all(f'id="{section}"' in card for section in sections), env
+        assert "<table>" in card and "<th>plane</th>" in card, env  # the observation's planes
+    jax_guide = pages["guide/jax-and-pgx"]
+    assert 'href="../../api/jax/' in jax_guide and 'href="../../envs/pgx/' in jax_guide
+
+
+def test_wheel_users_are_not_sent_to_a_clone(site):
+    """A wheel has no `evaluate.py` and nothing to install editable: a page says `python evaluate.py` only as
+    what a clone also has, and `pip install -e` nowhere; the installation page installs the wheel by its file."""
+    for name, page in pages_of(site).items():
+        text = page_text(page)
+        assert "pip install -e" not in text, name
+        for found in re.finditer(r"python evaluate\.py", text):
+            assert "clone" in text[max(0, found.start() - 300) : found.start()].lower(), (name, found.start())
+    installation = page_text((site / "installation" / "index.html").read_text())
+    assert 'pip install "./strategic_reserve_env-' in installation and "download.pytorch.org/whl/cpu" in installation
+
+
+def test_page_titles_are_names_and_guides_list_their_sections(site):
+    pages = pages_of(site)
+    guides = [name for name in pages if name.startswith("guide/")]
+    assert all(len(name.split("/")[1].split("-")) <= 5 for name in guides), guides
+    assert "guide/results" in pages
+    sections = re.findall(r'<li class="md-nav__item">\s*<a href="#([^"]+)"', pages["guide/agents-and-evaluation"])
+    assert "luck-adjusted-scores" in sections
+
+
+def test_site_url_makes_the_404_page_links_absolute(site):
+    """`site_url` is pyproject.toml's Documentation address; with it the 404 page's links are absolute."""
+    url = re.search(r'^Documentation = "([^"]+)"', (REPO / "pyproject.toml").read_text(), flags=re.M).group(1)
+    assert url.startswith("https://")
+    assert f'src="{urlparse(url).path}assets/' in (site / "404.html").read_text()  # not relative to the 404
 
 
 @pytest.mark.parametrize(
@@ -56,6 +198,8 @@ def test_the_site_settings_fail_a_dead_link_or_a_broken_reference(tmp_path, page
     (docs / "other.md").write_text("# Other\n\n## A heading\n")
     config.update(docs_dir=str(docs), nav=["index.md", "other.md"], hooks=[], exclude_docs="")
     config["plugins"][1]["mkdocstrings"]["handlers"]["python"]["paths"] = [str(REPO)]
+    config["plugins"][1]["mkdocstrings"]["custom_templates"] = str(REPO / "mkdocs_templates")
+    config["extra_css"] = []
     (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config))
     done = build(str(tmp_path / "mkdocs.yml"), tmp_path / "site", cwd=tmp_path)
     assert done.returncode != 0 and fault in done.stderr, done.stderr[-2000:]
