@@ -157,7 +157,7 @@ from .dice import GameDice
 from .engine import IllegalActionError, integers
 from .game import Game
 from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
-from .outcome import Ledger, as_reward_function, reward
+from .outcome import OUTCOME, Ledger, OutcomeReward, Transition, as_reward_function, reward
 from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
@@ -170,6 +170,11 @@ _OUTCOMES = {winner: np.array([reward(winner, colour) for colour in (RED, BLUE)]
 _ROLLER = {roller: np.array([colour == roller for colour in (RED, BLUE)]) for roller in (RED, BLUE)}
 for _array in (*_OUTCOMES.values(), *_ROLLER.values()):
     _array.flags.writeable = False
+#: winner -> each agent's reward under the built-in outcome reward (:class:`~.outcome.OutcomeReward`'s values)
+_OUTCOME_REWARDS = {
+    winner: dict(zip(AGENTS, OUTCOME(Transition((), outcome, _EVERY_AGENT)).tolist(), strict=True))
+    for winner, outcome in _OUTCOMES.items()
+}
 AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
 NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
 INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
@@ -438,25 +443,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if square is None:  # a done agent leaves
             self._was_dead_step(None)
             return
-        agent, game, dice = self.agent_selection, self.game, self.dice
-        before = game.copy()  # the step is undone (game and dice) if the rewards cannot be worked out
-        counter, forced = dice.counter, list(dice.forced)
+        agent, game = self.agent_selection, self.game
         mover = game.to_move
-        game.place(square)  # IllegalActionError names the square and the legal ones, changing nothing
-        ledger = Ledger(len(AGENTS), self.reward_function)  # one row an agent: its colour
-        try:
-            if game.done:
-                ledger.end(_EVERY_AGENT, _OUTCOMES[game.winner])
-            else:  # the game goes on: the next roll at once
-                game.roll(dice.next())
-                ledger.roll(game, _ROLLER[game.to_move], _EVERY_AGENT)
-            rewards = ledger.settle()  # the reward function's, checked: an error in it changes nothing
-        except BaseException:
-            game.restore(before)
-            dice.counter, dice.forced = counter, forced
-            raise
+        # the rewards are worked out before anything is committed: an illegal square, a bad forced roll or a
+        # failing reward function raises with the game and the dice as they were
+        rewards = self._outcome_step(square) if self._outcome_only else self._ledger_step(square)
         self._cumulative_rewards[agent] = 0
-        self.rewards = {name: float(rewards[colour]) for colour, name in enumerate(AGENTS)}
+        self.rewards = rewards
         if not game.done:
             self._hand_over()
         else:
@@ -469,6 +462,45 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._accumulate_rewards()
         if self.render_mode == "human":
             self.render()
+
+    @property
+    def _outcome_only(self) -> bool:
+        """The reward is the built-in outcome (:class:`~.outcome.OutcomeReward`): it cannot fail and reads no
+        roll, so a step needs no trial game and no ledger (:meth:`_outcome_step`)."""
+        return type(self.reward_function) is OutcomeReward
+
+    def _outcome_step(self, square: int) -> dict[str, float]:
+        """Place on ``square`` and roll for the next turn, in the env's game; the outcome's rewards
+        (:data:`_OUTCOME_REWARDS`, :class:`~.outcome.OutcomeReward`'s values). The next roll is read
+        (and checked) before the placement, and nothing after the placement can raise."""
+        game, dice = self.game, self.dice
+        rolled = dice.peek()  # ValueError for a bad forced roll, changing nothing
+        game.place(square)  # IllegalActionError names the square and the legal ones, changing nothing
+        if game.done:
+            return dict(_OUTCOME_REWARDS[game.winner])
+        dice.next()
+        game.roll(rolled)
+        return dict(_OUTCOME_REWARDS[NO_PLAYER])
+
+    def _ledger_step(self, square: int) -> dict[str, float]:
+        """The step played on a trial copy of the game, its rewards worked out by the reward function
+        (:class:`~.outcome.Ledger`, one row an agent: its colour), then committed to the env's game and dice;
+        the reward function raising or answering badly raises with nothing committed."""
+        game, dice = self.game, self.dice
+        rolled = dice.peek()
+        trial = game.copy()
+        trial.place(square)
+        ledger = Ledger(len(AGENTS), self.reward_function)
+        if trial.done:
+            ledger.end(_EVERY_AGENT, _OUTCOMES[trial.winner])
+        else:  # the game goes on: the next roll at once
+            trial.roll(rolled)
+            ledger.roll(trial, _ROLLER[trial.to_move], _EVERY_AGENT)
+        rewards = ledger.settle().tolist()  # the reward function's, checked
+        if not trial.done:
+            dice.next()
+        game.restore(trial)
+        return dict(zip(AGENTS, rewards, strict=True))
 
     # -- rendering --------------------------------------------------------------------
     def render(self):
