@@ -202,9 +202,9 @@ def env(**kwargs: Any) -> AECEnv:
     actions are checked by :meth:`raw_env.check_action` (in place of AssertOutOfBoundsWrapper), and
     the call order is enforced (OrderEnforcingWrapper)."""
     environment = raw_env(**kwargs)
-    environment = wrappers.TerminateIllegalWrapper(environment, illegal_reward=-1)
+    environment = TerminateIllegalWrapper(environment, illegal_reward=-1)
     environment = CheckActionWrapper(environment)
-    return wrappers.OrderEnforcingWrapper(environment)
+    return OrderEnforcingWrapper(environment)
 
 
 def parse_rolls(rolls) -> list[int]:
@@ -478,7 +478,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         game.place(square)  # IllegalActionError names the square and the legal ones, changing nothing
         if game.done:
             return dict(_OUTCOME_REWARDS[game.winner])
-        dice.next()
+        dice.advance()
         game.roll(rolled)
         return dict(_OUTCOME_REWARDS[NO_PLAYER])
 
@@ -498,7 +498,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             ledger.roll(trial, _ROLLER[trial.to_move], _EVERY_AGENT)
         rewards = ledger.settle().tolist()  # the reward function's, checked
         if not trial.done:
-            dice.next()
+            dice.advance()
         game.restore(trial)
         return dict(zip(AGENTS, rewards, strict=True))
 
@@ -510,9 +510,60 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._renderer.close()
 
 
-class CheckActionWrapper(BaseWrapper):
+#: the env's attributes that the wrappers of :func:`env` and a user's loop read on every step
+_STEP_ATTRIBUTES = (
+    "agents",
+    "agent_selection",
+    "rewards",
+    "_cumulative_rewards",
+    "terminations",
+    "truncations",
+    "infos",
+)
+
+
+class _RawAttributes:
+    """A wrapper of :func:`env` that reads :data:`_STEP_ATTRIBUTES` from ``_raw`` (the raw env) directly, not
+    through PettingZoo's ``__getattr__`` of every layer in between. Where ``_raw`` is not set yet, or the raw
+    env lacks the attribute (before ``reset``), the read falls back to the wrapper's own ``__getattr__``, which
+    raises as PettingZoo's wrappers do."""
+
+    _raw: raw_env
+
+
+def _read_from_raw(name: str) -> property:
+    """The property reading ``name`` of the raw env (an AttributeError falls back to ``__getattr__``)."""
+    return property(lambda wrapper: getattr(wrapper._raw, name), doc=f"the raw env's ``{name}``")
+
+
+for _name in _STEP_ATTRIBUTES:
+    setattr(_RawAttributes, _name, _read_from_raw(_name))
+
+
+class TerminateIllegalWrapper(_RawAttributes, wrappers.TerminateIllegalWrapper):
+    """PettingZoo's TerminateIllegalWrapper (an illegal move loses), reading the step's attributes directly."""
+
+    def __init__(self, env: raw_env, illegal_reward: float) -> None:
+        super().__init__(env, illegal_reward)
+        self._raw = env
+
+
+class CheckActionWrapper(_RawAttributes, BaseWrapper):
     """Runs :meth:`raw_env.check_action` before the wrappers inside it, which then get a plain int
     (or ``None`` for a done agent); bad actions raise its clear errors and change nothing."""
 
+    def __init__(self, env: AECEnv) -> None:
+        super().__init__(env)
+        self._raw = env.unwrapped
+
     def step(self, action) -> None:
-        super().step(self.env.unwrapped.check_action(action))
+        super().step(self._raw.check_action(action))
+
+
+class OrderEnforcingWrapper(_RawAttributes, wrappers.OrderEnforcingWrapper):
+    """PettingZoo's OrderEnforcingWrapper, reading the step's attributes directly once ``reset`` was called
+    (before it, its errors as PettingZoo words them)."""
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        self._raw = self.env.unwrapped
+        super().reset(seed=seed, options=options)

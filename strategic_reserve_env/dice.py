@@ -193,6 +193,13 @@ class GameDice:
             raise ValueError(f"the next forced roll {rolled!r} is not a square index (0..{NUM_SQUARES - 1})")
         return int(rolled)
 
+    def advance(self) -> None:
+        """Take the next roll without reading it (the one :meth:`peek` gave)."""
+        if self.forced:
+            del self.forced[0]
+        else:
+            self.counter += 1
+
     def _seeded(self) -> int:
         """The seeded roll of the current ``key`` and ``counter`` (from the cache, filled as needed)."""
         counter = self.counter
