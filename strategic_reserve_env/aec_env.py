@@ -69,8 +69,10 @@ gradients stay unbiased, while most of the dice's variance goes
 any callable of a :class:`~strategic_reserve_env.outcome.Transition` with
 one row per agent (``player_0``, ``player_1``): the step's roll (``own``
 for the roller) and the outcome; it must return two finite real numbers.
-The rewards are worked out (:class:`~strategic_reserve_env.outcome.Ledger`)
-before the step is committed: a reward function that raises or returns
+The rewards are worked out before the step is committed (the built-in
+outcome's directly; any other reward function's by a
+:class:`~strategic_reserve_env.outcome.Ledger` over a trial copy of the
+step): a reward function that raises or returns
 anything else (another shape, strings, NaN, an infinity, complex numbers)
 raises and changes nothing, and one that cannot be called with one argument
 is refused when the env is made. Through ``env()`` an
@@ -200,7 +202,8 @@ CAPTURED_MASKS_CACHED = 4096  # captured bitboards whose info mask is kept (most
 def env(**kwargs: Any) -> AECEnv:
     """The AEC env in PettingZoo's standard wrappers: an illegal move loses (TerminateIllegalWrapper),
     actions are checked by :meth:`raw_env.check_action` (in place of AssertOutOfBoundsWrapper), and
-    the call order is enforced (OrderEnforcingWrapper)."""
+    the call order is enforced (OrderEnforcingWrapper). The two PettingZoo wrappers are subclasses that read
+    the attributes of every step from the raw env directly (:class:`_RawAttributes`), not layer by layer."""
     environment = raw_env(**kwargs)
     environment = TerminateIllegalWrapper(environment, illegal_reward=-1)
     environment = CheckActionWrapper(environment)
