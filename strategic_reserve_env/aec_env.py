@@ -69,8 +69,10 @@ gradients stay unbiased, while most of the dice's variance goes
 any callable of a :class:`~strategic_reserve_env.outcome.Transition` with
 one row per agent (``player_0``, ``player_1``): the step's roll (``own``
 for the roller) and the outcome; it must return two finite real numbers.
-The rewards are worked out (:class:`~strategic_reserve_env.outcome.Ledger`)
-before the step is committed: a reward function that raises or returns
+The rewards are worked out before the step is committed (the built-in
+outcome's directly; any other reward function's by a
+:class:`~strategic_reserve_env.outcome.Ledger` over a trial copy of the
+step): a reward function that raises or returns
 anything else (another shape, strings, NaN, an infinity, complex numbers)
 raises and changes nothing, and one that cannot be called with one argument
 is refused when the env is made. Through ``env()`` an
@@ -157,7 +159,7 @@ from .dice import GameDice
 from .engine import IllegalActionError, integers
 from .game import Game
 from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
-from .outcome import Ledger, as_reward_function, reward
+from .outcome import OUTCOME, Ledger, OutcomeReward, Transition, as_reward_function, reward
 from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
@@ -170,6 +172,11 @@ _OUTCOMES = {winner: np.array([reward(winner, colour) for colour in (RED, BLUE)]
 _ROLLER = {roller: np.array([colour == roller for colour in (RED, BLUE)]) for roller in (RED, BLUE)}
 for _array in (*_OUTCOMES.values(), *_ROLLER.values()):
     _array.flags.writeable = False
+#: winner -> each agent's reward under the built-in outcome reward (:class:`~.outcome.OutcomeReward`'s values)
+_OUTCOME_REWARDS = {
+    winner: dict(zip(AGENTS, OUTCOME(Transition((), outcome, _EVERY_AGENT)).tolist(), strict=True))
+    for winner, outcome in _OUTCOMES.items()
+}
 AGENT_INDEX = {agent: colour for colour, agent in enumerate(AGENTS)}
 NO_ROLL = -1  # roll, roller and hit of an info when the game has no roll yet
 INFO_KEYS = ("roll", "roller", "dice", "hit", "captured")
@@ -195,11 +202,12 @@ CAPTURED_MASKS_CACHED = 4096  # captured bitboards whose info mask is kept (most
 def env(**kwargs: Any) -> AECEnv:
     """The AEC env in PettingZoo's standard wrappers: an illegal move loses (TerminateIllegalWrapper),
     actions are checked by :meth:`raw_env.check_action` (in place of AssertOutOfBoundsWrapper), and
-    the call order is enforced (OrderEnforcingWrapper)."""
+    the call order is enforced (OrderEnforcingWrapper). The two PettingZoo wrappers are subclasses that read
+    the attributes of every step from the raw env directly (:class:`_RawAttributes`), not layer by layer."""
     environment = raw_env(**kwargs)
-    environment = wrappers.TerminateIllegalWrapper(environment, illegal_reward=-1)
+    environment = TerminateIllegalWrapper(environment, illegal_reward=-1)
     environment = CheckActionWrapper(environment)
-    return wrappers.OrderEnforcingWrapper(environment)
+    return OrderEnforcingWrapper(environment)
 
 
 def parse_rolls(rolls) -> list[int]:
@@ -438,25 +446,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if square is None:  # a done agent leaves
             self._was_dead_step(None)
             return
-        agent, game, dice = self.agent_selection, self.game, self.dice
-        before = game.copy()  # the step is undone (game and dice) if the rewards cannot be worked out
-        counter, forced = dice.counter, list(dice.forced)
+        agent, game = self.agent_selection, self.game
         mover = game.to_move
-        game.place(square)  # IllegalActionError names the square and the legal ones, changing nothing
-        ledger = Ledger(len(AGENTS), self.reward_function)  # one row an agent: its colour
-        try:
-            if game.done:
-                ledger.end(_EVERY_AGENT, _OUTCOMES[game.winner])
-            else:  # the game goes on: the next roll at once
-                game.roll(dice.next())
-                ledger.roll(game, _ROLLER[game.to_move], _EVERY_AGENT)
-            rewards = ledger.settle()  # the reward function's, checked: an error in it changes nothing
-        except BaseException:
-            game.restore(before)
-            dice.counter, dice.forced = counter, forced
-            raise
+        # the rewards are worked out before anything is committed: an illegal square, a bad forced roll or a
+        # failing reward function raises with the game and the dice as they were
+        rewards = self._outcome_step(square) if self._outcome_only else self._ledger_step(square)
         self._cumulative_rewards[agent] = 0
-        self.rewards = {name: float(rewards[colour]) for colour, name in enumerate(AGENTS)}
+        self.rewards = rewards
         if not game.done:
             self._hand_over()
         else:
@@ -470,6 +466,45 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.render_mode == "human":
             self.render()
 
+    @property
+    def _outcome_only(self) -> bool:
+        """The reward is the built-in outcome (:class:`~.outcome.OutcomeReward`): it cannot fail and reads no
+        roll, so a step needs no trial game and no ledger (:meth:`_outcome_step`)."""
+        return type(self.reward_function) is OutcomeReward
+
+    def _outcome_step(self, square: int) -> dict[str, float]:
+        """Place on ``square`` and roll for the next turn, in the env's game; the outcome's rewards
+        (:data:`_OUTCOME_REWARDS`, :class:`~.outcome.OutcomeReward`'s values). The next roll is read
+        (and checked) before the placement, and nothing after the placement can raise."""
+        game, dice = self.game, self.dice
+        rolled = dice.peek()  # ValueError for a bad forced roll, changing nothing
+        game.place(square)  # IllegalActionError names the square and the legal ones, changing nothing
+        if game.done:
+            return dict(_OUTCOME_REWARDS[game.winner])
+        dice.advance()
+        game.roll(rolled)
+        return dict(_OUTCOME_REWARDS[NO_PLAYER])
+
+    def _ledger_step(self, square: int) -> dict[str, float]:
+        """The step played on a trial copy of the game, its rewards worked out by the reward function
+        (:class:`~.outcome.Ledger`, one row an agent: its colour), then committed to the env's game and dice;
+        the reward function raising or answering badly raises with nothing committed."""
+        game, dice = self.game, self.dice
+        rolled = dice.peek()
+        trial = game.copy()
+        trial.place(square)
+        ledger = Ledger(len(AGENTS), self.reward_function)
+        if trial.done:
+            ledger.end(_EVERY_AGENT, _OUTCOMES[trial.winner])
+        else:  # the game goes on: the next roll at once
+            trial.roll(rolled)
+            ledger.roll(trial, _ROLLER[trial.to_move], _EVERY_AGENT)
+        rewards = ledger.settle().tolist()  # the reward function's, checked
+        if not trial.done:
+            dice.advance()
+        game.restore(trial)
+        return dict(zip(AGENTS, rewards, strict=True))
+
     # -- rendering --------------------------------------------------------------------
     def render(self):
         return self._renderer.render(self.game)
@@ -478,9 +513,60 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self._renderer.close()
 
 
-class CheckActionWrapper(BaseWrapper):
+#: the env's attributes that the wrappers of :func:`env` and a user's loop read on every step
+_STEP_ATTRIBUTES = (
+    "agents",
+    "agent_selection",
+    "rewards",
+    "_cumulative_rewards",
+    "terminations",
+    "truncations",
+    "infos",
+)
+
+
+class _RawAttributes:
+    """A wrapper of :func:`env` that reads :data:`_STEP_ATTRIBUTES` from ``_raw`` (the raw env) directly, not
+    through PettingZoo's ``__getattr__`` of every layer in between. Where ``_raw`` is not set yet, or the raw
+    env lacks the attribute (before ``reset``), the read falls back to the wrapper's own ``__getattr__``, which
+    raises as PettingZoo's wrappers do."""
+
+    _raw: raw_env
+
+
+def _read_from_raw(name: str) -> property:
+    """The property reading ``name`` of the raw env (an AttributeError falls back to ``__getattr__``)."""
+    return property(lambda wrapper: getattr(wrapper._raw, name), doc=f"the raw env's ``{name}``")
+
+
+for _name in _STEP_ATTRIBUTES:
+    setattr(_RawAttributes, _name, _read_from_raw(_name))
+
+
+class TerminateIllegalWrapper(_RawAttributes, wrappers.TerminateIllegalWrapper):
+    """PettingZoo's TerminateIllegalWrapper (an illegal move loses), reading the step's attributes directly."""
+
+    def __init__(self, env: raw_env, illegal_reward: float) -> None:
+        super().__init__(env, illegal_reward)
+        self._raw = env
+
+
+class CheckActionWrapper(_RawAttributes, BaseWrapper):
     """Runs :meth:`raw_env.check_action` before the wrappers inside it, which then get a plain int
     (or ``None`` for a done agent); bad actions raise its clear errors and change nothing."""
 
+    def __init__(self, env: AECEnv) -> None:
+        super().__init__(env)
+        self._raw = env.unwrapped
+
     def step(self, action) -> None:
-        super().step(self.env.unwrapped.check_action(action))
+        super().step(self._raw.check_action(action))
+
+
+class OrderEnforcingWrapper(_RawAttributes, wrappers.OrderEnforcingWrapper):
+    """PettingZoo's OrderEnforcingWrapper, reading the step's attributes directly once ``reset`` was called
+    (before it, its errors as PettingZoo words them)."""
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        self._raw = self.env.unwrapped
+        super().reset(seed=seed, options=options)

@@ -87,14 +87,14 @@ def single(seconds: float, config: Config, seed: int = 0) -> float:
     return _timed(run_block, seconds)
 
 
-def aec(seconds: float, config: Config, seed: int = 0, wrapped: bool = True) -> float:
-    """Plies/s of the PettingZoo env (``env()``, or ``raw_env`` if not ``wrapped``) under random
-    masked play through the public API (``last``/``step``)."""
+def aec(seconds: float, config: Config, seed: int = 0, wrapped: bool = True, reward: str = "outcome") -> float:
+    """Plies/s of the PettingZoo env (``env()``, or ``raw_env`` if not ``wrapped``) with the reward
+    ``reward`` under random masked play through the public API (``last``/``step``)."""
     from .aec_env import env as make_env
     from .aec_env import raw_env
 
     make = make_env if wrapped else raw_env
-    environment = make(reserve=config.reserve, ply_limit=config.ply_limit, start=config.start)
+    environment = make(reserve=config.reserve, ply_limit=config.ply_limit, start=config.start, reward=reward)
     environment.reset(seed=seed)
     rng = np.random.default_rng(seed)
 
@@ -182,15 +182,20 @@ def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), conf
     for batch_size in batch_sizes:
         rates[batch_size] = batched(batch_size, seconds, config)
         lines.append(row("engine", f"B={batch_size}", "batched numpy arrays", rates[batch_size]))
-    lines.append(row("aec env()", "1 game", "random masked play, public API", aec(seconds, config)))
-    lines.append(row("aec raw_env", "1 game", "random masked play, public API", aec(seconds, config, wrapped=False)))
+    rates["env"] = aec(seconds, config)
+    lines.append(row("aec env()", "1 game", "random masked play, public API", rates["env"]))
+    rates["raw"] = aec(seconds, config, wrapped=False)
+    lines.append(row("aec raw_env", "1 game", "random masked play, public API", rates["raw"]))
+    luck_adjusted = aec(seconds, config, wrapped=False, reward="luck_adjusted")
+    lines.append(row("aec raw_env", "1 game", "the same, luck_adjusted reward", luck_adjusted))
     vector_envs = max(batch_sizes)
     lines.append(row("vector env", f"{vector_envs}", "random vs random", vector(vector_envs, seconds, config)))
     ref = reference(seconds, config)
     lines.append(row("reference", "B=1", "plain scalar (reference.py)", ref))
     best = max(batch_sizes)
     lines.append(
-        f"speed-up vs reference: B={best} x{rates[best] / ref:,.1f}, single-game path x{rates['single'] / ref:,.1f}"
+        f"speed-up vs reference: B={best} x{rates[best] / ref:,.1f}, single-game path x{rates['single'] / ref:,.1f}, "
+        f"aec raw_env x{rates['raw'] / ref:.2f}, aec env() x{rates['env'] / ref:.2f}"
     )
     return lines
 

@@ -178,11 +178,34 @@ class GameDice:
         """The next rolled square."""
         if self.forced:
             return self.forced.pop(0)
+        rolled = self._seeded()
+        self.counter += 1
+        return rolled
+
+    def peek(self) -> int:
+        """The square :meth:`next` would roll, the dice unchanged (only the cache of rolls ahead may fill);
+        ``ValueError`` for a forced roll that is not a square index 0..35 (one written into ``forced``
+        directly)."""
+        if not self.forced:
+            return self._seeded()
+        rolled = self.forced[0]
+        if isinstance(rolled, bool) or not isinstance(rolled, (int, np.integer)) or not 0 <= rolled < NUM_SQUARES:
+            raise ValueError(f"the next forced roll {rolled!r} is not a square index (0..{NUM_SQUARES - 1})")
+        return int(rolled)
+
+    def advance(self) -> None:
+        """Take the next roll without reading it (the one :meth:`peek` gave)."""
+        if self.forced:
+            del self.forced[0]
+        else:
+            self.counter += 1
+
+    def _seeded(self) -> int:
+        """The seeded roll of the current ``key`` and ``counter`` (from the cache, filled as needed)."""
         counter = self.counter
         offset = counter - self._block_start
         if self._block_key != self.key or not 0 <= offset < len(self._block):
             counters = np.arange(counter, counter + ROLLS_AHEAD, dtype=np.uint64)
             self._block = rolled_square(np.uint64(self.key), counters).tolist()
             self._block_key, self._block_start, offset = self.key, counter, 0
-        self.counter = counter + 1
         return self._block[offset]

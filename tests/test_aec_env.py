@@ -686,3 +686,54 @@ def test_a_start_dict_with_unknown_fields_is_refused():
         raw_env(start={"side": "red"})
     with pytest.raises(ValueError, match=r"start must be a StartPosition, a mapping of its fields or None, got str"):
         raw_env(start="standard")
+
+
+class _StockCheckAction(pettingzoo.utils.wrappers.base.BaseWrapper):
+    """The action check as a plain PettingZoo wrapper (every attribute through ``__getattr__``)."""
+
+    def step(self, action) -> None:
+        super().step(self.env.unwrapped.check_action(action))
+
+
+def _wrapped_trace(e, seed: int, steps: int) -> list:
+    """What a user of a wrapped env sees over ``steps`` seeded steps (about one action in 15 an illegal
+    square, which loses the game), a deep copy taken and continued half-way, resets between games."""
+    rng, trace = np.random.default_rng(seed), []
+    e.reset(seed=seed)
+    for step in range(steps):
+        if step == steps // 2:
+            e = copy.deepcopy(e)
+        if not e.agents:
+            e.reset()
+        observation, reward, terminated, truncated, info = e.last()
+        trace.append((e.agent_selection, list(e.agents), reward, terminated, truncated, repr(info)))
+        trace.append((observation["observation"].tobytes(), dict(e.rewards), dict(e.terminations)))
+        trace.append((dict(e.truncations), dict(e._cumulative_rewards), repr(e.infos)))
+        illegal = np.flatnonzero(observation["action_mask"] == 0)
+        legal = np.flatnonzero(observation["action_mask"])
+        if terminated or truncated:
+            action = None
+        else:
+            action = int(rng.choice(illegal if rng.random() < 1 / 15 and illegal.size else legal))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the illegal move's warning
+            e.step(action)
+    return trace
+
+
+def test_env_wrappers_behave_as_pettingzoos_own():
+    """env()'s wrappers read the step's attributes from the raw env directly: over random play with illegal
+    moves, deep copies and resets, they show what PettingZoo's own wrappers in the same order show, and
+    before reset they raise the same errors."""
+    stock = pettingzoo.utils.wrappers.OrderEnforcingWrapper(
+        _StockCheckAction(pettingzoo.utils.wrappers.TerminateIllegalWrapper(raw_env(), illegal_reward=-1))
+    )
+    fast = env()
+    for name in ("agents", "agent_selection", "rewards", "_cumulative_rewards", "terminations", "infos"):
+        errors = []
+        for e in (stock, fast):
+            with pytest.raises(AttributeError) as caught:
+                getattr(e, name)
+            errors.append(str(caught.value))
+        assert errors[0] == errors[1], name
+    assert _wrapped_trace(fast, 11, 600) == _wrapped_trace(stock, 11, 600)

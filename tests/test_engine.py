@@ -180,6 +180,7 @@ BENCH_LABELS = [  # in bench.COLUMNS: every row's columns start at the same plac
     "engine      B=8     batched numpy arrays",
     "aec env()   1 game  random masked play, public API",
     "aec raw_env 1 game  random masked play, public API",
+    "aec raw_env 1 game  the same, luck_adjusted reward",
     "vector env  8       random vs random",
     "reference   B=1     plain scalar (reference.py)",
 ]
@@ -194,9 +195,13 @@ def test_bench_reports_every_path_and_the_speed_up_of_its_own_figures():
         assert match is not None and match[1] == label, line
         rates[label] = float(match[2].replace(",", ""))
         assert rates[label] > 0, line
-    speed_up = re.fullmatch(r"speed-up vs reference: B=8 x([\d,.]+), single-game path x([\d,.]+)", lines[-1])
+    speed_up = re.fullmatch(
+        r"speed-up vs reference: B=8 x([\d,.]+), single-game path x([\d,.]+), "
+        r"aec raw_env x([\d.]+), aec env\(\) x([\d.]+)",
+        lines[-1],
+    )
     assert speed_up is not None, lines[-1]
     reference = rates[BENCH_LABELS[-1]]
-    for printed, label in zip(speed_up.groups(), (BENCH_LABELS[2], BENCH_LABELS[0]), strict=True):
-        # the printed rates are rounded to whole plies/s, the ratio to one decimal
+    for printed, label in zip(speed_up.groups(), [BENCH_LABELS[i] for i in (2, 0, 4, 3)], strict=True):
+        # the printed rates are rounded to whole plies/s, the ratios to one decimal (the aec ones to two)
         assert float(printed.replace(",", "")) == pytest.approx(rates[label] / reference, abs=0.051)

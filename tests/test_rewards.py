@@ -21,9 +21,11 @@ from strategic_reserve_env.agents.greedy import GreedyAgent
 from strategic_reserve_env.board import RED
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation.tournament import Settings, dice_seeds, play_pairing
+from strategic_reserve_env.game import Game
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
 from strategic_reserve_env.learner import LearnerGames
 from strategic_reserve_env.outcome import (
+    OUTCOME,
     REWARD_SCALE,
     SCORE_SCALE,
     Ledger,
@@ -542,3 +544,60 @@ def test_the_ledger_records_no_roll_for_a_reward_function_that_ignores_them():
     with pytest.raises(ValueError, match="returned shape"):
         Ledger(3, lambda transition: np.zeros(2)).settle()
     assert ledger.settle().tolist() == [0.0, 0.0]
+
+
+# -- the AEC env's outcome step: no trial game, no ledger, the same results ------------------------------------
+
+
+def _random_play_trace(environment, seed: int, games: int) -> list:
+    """Everything the AEC env shows after each step of ``games`` random games (seeded choices), in order."""
+    rng, trace = np.random.default_rng(seed), []
+    environment.reset(seed=seed)
+    for _ in range(games):
+        for agent in environment.agent_iter():
+            observation, reward_now, terminated, truncated, info = environment.last()
+            trace.append((agent, reward_now, terminated, truncated, repr(info), observation["observation"].tobytes()))
+            legal = np.flatnonzero(observation["action_mask"])
+            environment.step(None if terminated or truncated else int(rng.choice(legal)))
+            trace.append((_aec_state(environment), environment.observe(agent)["action_mask"].tobytes()))
+        environment.reset()
+    return trace
+
+
+def test_the_outcome_step_gives_what_the_general_step_gives():
+    """``reward="outcome"`` takes the AEC env's fast step (no trial game, no ledger); a callable giving the
+    same outcome takes the general one (a trial game, the ledger): over many random games, with wins and
+    truncations, both show the same rewards, infos, observations, terminations and dice, step by step."""
+    for start, ply_limit in (({}, 1000), ({"reserves": (3, 2)}, 9)):
+        fast = raw_env(start=start, ply_limit=ply_limit)
+        general = raw_env(start=start, ply_limit=ply_limit, reward=lambda transition: OUTCOME(transition))
+        assert _random_play_trace(fast, 7, 40) == _random_play_trace(general, 7, 40)
+
+
+def test_the_outcome_step_takes_no_copy_of_the_game(monkeypatch):
+    """The built-in outcome cannot fail: its steps copy no game (the general step plays a trial copy)."""
+    environment = raw_env()
+    environment.reset(seed=3)
+    monkeypatch.setattr(Game, "copy", lambda self: pytest.fail("the outcome step copied the game"))
+    for _ in range(30):
+        if not environment.agents:
+            environment.reset()
+        observation, _, terminated, truncated, _ = environment.last()
+        environment.step(None if terminated or truncated else int(np.flatnonzero(observation["action_mask"])[-1]))
+
+
+@pytest.mark.parametrize("reward_spec", ["outcome", "custom"])
+def test_a_bad_forced_roll_raises_before_the_placement(reward_spec):
+    """A forced roll written into the dice directly (not through ``force_rolls``) that is not a square: the
+    step raises, naming it, before the placement, on both steps; the env is as it was."""
+    environment = raw_env() if reward_spec == "outcome" else raw_env(reward=lambda transition: OUTCOME(transition))
+    environment.reset(seed=5)
+    environment.dice.forced.append(36)
+    state = _aec_state(environment)
+    action = int(np.flatnonzero(environment.observe(environment.agent_selection)["action_mask"])[0])
+    with pytest.raises(ValueError, match="forced roll 36 is not a square"):
+        environment.step(action)
+    assert _aec_state(environment) == state
+    environment.dice.forced[0] = 35
+    environment.step(action)
+    assert environment.game.rolled == 35 and environment.dice.forced == []
