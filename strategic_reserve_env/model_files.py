@@ -161,13 +161,6 @@ def check_tensors(
 
 
 def read_bounded(path: str | Path, limit: int, error: type[Exception] = ValueError) -> bytes:
-    """The bytes of ``path``, ``error`` if it is larger than ``limit`` (checked before reading)."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if size > limit:
-                raise error(f"{path}: {size} bytes, at most {limit} are read")
-            return file.read(limit + 1)
-    except OSError as problem:
-        raise error(f"{path}: cannot read it ({problem.strerror or problem})") from None
+    """The bytes of ``path``, ``error`` unless it is a regular file of at most ``limit`` bytes (checked before
+    reading: :func:`strategic_reserve_env.safe_json.read_regular`)."""
+    return safe_json.read_regular(path, limit, str(path), error)
