@@ -12,12 +12,16 @@ actually holds, read from its headers only, before they allocate anything:
 - :func:`npz_headers`: each member of an ``.npz`` archive, read from the zip
   directory and the member's ``.npy`` header, without reading its data
   (object dtypes and sizes that disagree with the directory are refused);
+- :func:`header_description` and :func:`check_description`: the JSON description
+  (under the format's metadata key of a safetensors header, or a file of its
+  own), its ``format``, ``version`` and no field the format does not know;
 - :func:`check_tensors`: the names, shapes and dtypes found against those a
   described network needs (computed from the description, not built).
 
 Only then do the tensors load, so the memory a load adds stays within a small
-multiple of the file's size. Errors are the caller's own type, one line naming
-the file and the field.
+multiple of the file's size; :func:`check_finite` then refuses NaN or infinite
+values, so a broken network never plays. Errors are the caller's own type, one
+line naming the file and the field.
 """
 
 from __future__ import annotations
@@ -140,6 +144,47 @@ def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[s
             raise
         raise error(f"{path}: an .npy header does not parse ({str(problem).splitlines()[0]})") from None
     return found
+
+
+def header_description(
+    path: str | Path, key: str, format_name: str, error: type[Exception] = ValueError
+) -> tuple[object, dict[str, Tensor]]:
+    """``(description, tensors)`` of a safetensors model file: the JSON under metadata ``key`` of its header
+    (parsed by :func:`~strategic_reserve_env.safe_json.loads`, not yet checked: :func:`check_description`) and
+    the tensors its header lists; ``error`` naming ``path`` for a bad header or no description."""
+    metadata, tensors = safetensors_header(path, error)
+    if key not in metadata:
+        raise error(f"{path}: no {key!r} description in the header: not a {format_name} file")
+    return safe_json.loads(metadata[key], f"{path}: the description", error), tensors
+
+
+def check_description(
+    description: object,
+    where: str,
+    format_name: str,
+    version: int,
+    keys: set[str],
+    error: type[Exception] = ValueError,
+) -> dict:
+    """``description`` if it is a JSON object of format ``format_name`` and version ``version`` whose fields
+    are among ``keys``; ``error`` (one line naming ``where`` and the fault) otherwise. What each field holds is
+    the format's own check."""
+    if not isinstance(description, dict) or description.get("format") != format_name:
+        raise error(f"{where}: not a {format_name} description (its 'format' must be {format_name!r})")
+    if description.get("version") != version:
+        raise error(f"{where}: format version {description.get('version')!r}; this code reads {version}")
+    unknown = sorted(set(description) - keys)
+    if unknown:
+        raise error(f"{where}: unknown fields {unknown}")
+    return description
+
+
+def check_finite(tensors: Mapping[str, object], where: str, error: type[Exception] = ValueError) -> None:
+    """``error`` (one line naming ``where`` and the tensor) if a tensor of ``tensors`` (numpy arrays, or CPU
+    tensors numpy reads) holds a NaN or an infinity: such a network would play NaN scores."""
+    for name, tensor in tensors.items():
+        if not np.isfinite(np.asarray(tensor)).all():
+            raise error(f"{where}: tensor {name} holds NaN or infinite values")
 
 
 def check_tensors(
