@@ -254,9 +254,10 @@ def test_one_game_has_the_same_ply_numbers_in_every_view(tmp_path, capsys):
     attempts = iter(squares * 200)
     path = tmp_path / "game.json"
     terminal_game(load_agent("greedy"), seed=2, reserve=2, save=str(path), read=read, say=said.append)
-    screen = {  # ply -> roll, from the screens shown before each of the person's placements
+    screen = {  # ply -> roll, from the screens shown before each of the person's placements (not after them)
         int(match[1]): match[2]
         for text in said
+        if not text.startswith("You place on")
         for match in re.finditer(r"Ply (\d+), \w+ to move\. \w+ rolled (\w\d)", text)
     }
     record = records.load_record(path)
