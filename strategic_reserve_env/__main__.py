@@ -16,13 +16,15 @@ from dataclasses import dataclass
 from strategic_reserve_env.extras import EXIT_MISSING_EXTRA, missing_extra, needs_extra
 
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
+HELP = {"-h", "--help"}  # a command's help: shown without its extras, when its module imports without them
 
 
 @dataclass(frozen=True)
 class Command:
     """A subcommand: what it does (one line of ``--help``), where its ``main(argv, prog) -> int`` is, and the
     optional extras it needs (names of :data:`strategic_reserve_env.extras.EXTRAS`): :func:`main` checks them
-    before it imports ``target``, so a command that lacks one is refused in one line and writes nothing."""
+    before it imports ``target`` (unless the command is asked for its help), so a command that lacks one is
+    refused in one line and writes nothing."""
 
     summary: str
     target: str  # "module:function", imported when the command runs
@@ -122,7 +124,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         return 2  # not reached: every argument list that is not a command ends in the parser
     name, rest = argv[0], argv[1:]
     command, what = COMMANDS[name], f"{prog} {name}"
-    missing = missing_extra(command.extras, what)  # before the command's code: nothing is read or written
+    # before the command's code, so nothing is read or written; its --help is shown without the extra
+    missing = None if HELP & set(rest) else missing_extra(command.extras, what)
     if missing is None:
         try:
             return command.load()(rest, what)

@@ -6,7 +6,8 @@ install, through :func:`needs_extra`, instead of a ``ModuleNotFoundError`` trace
 
 One rule for every command (``strategic_reserve_env.__main__``): a command that declares extras (its
 ``Command.extras`` in the registry: ``train``, ``train-rllib``, ``train-az``) has them checked by
-:func:`missing_extra` before its code is imported, so before it reads or writes anything; a library missing
+:func:`missing_extra` before its code is imported, so before it reads or writes anything (``--help`` aside, which
+writes nothing and shows the options without the extra where the command's module imports); a library missing
 later (an agent spec's, or one a command imports) is named the same way. The hint names the extra that brings
 the missing library for that command (``train-rllib`` without torch: ``[rllib]``, not ``[train]``), and the
 exit status is :data:`EXIT_MISSING_EXTRA` (2, as for any other refusal before a command starts).
