@@ -450,9 +450,16 @@ def test_a_refused_square_says_why():
     assert any(line.startswith("b2 is not a legal placement now: it holds one of your checkers") for line in said)
 
 
-def test_the_person_sees_the_board_after_their_own_placement():
+def test_the_person_sees_the_board_after_their_own_placement(tmp_path):
     said = []
-    terminal_game(load_agent("random"), seat="red", seed=1, read=scripted(legal_moves()), say=said.append)
+    terminal_game(
+        load_agent("random"),
+        seat="red",
+        seed=1,
+        save=str(tmp_path / "game.json"),
+        read=scripted(legal_moves()),
+        say=said.append,
+    )
     mine = [line for line in said if line.startswith("You place on ")]
     assert len(mine) > 3
     for text in mine:  # "You place on c4:", then the board with a red checker on c4
