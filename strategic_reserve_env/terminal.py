@@ -55,6 +55,9 @@ rank.
 Type a square such as c4; help shows this again, ? the legal squares, q quits.
 The rules in full: type {RULES} in a shell
 (docs/RULES.md in a clone of the repository)."""
+SAVE_PROMPT = "Save the game record to (empty to skip): "
+QUIT_WORDS, HELP_WORDS, YES_WORDS = ("q", "quit", "exit"), ("help", "h"), ("y", "yes")
+GAME_WORDS = (*QUIT_WORDS, *HELP_WORDS, *YES_WORDS, "?")  # answers to the game's prompts, never file names
 QUIT_PROMPT = "Quit this game? Type y to quit, anything else to go on: "
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
 SAVE_FAILED = 1  # exit status when the record could not be written where asked (it is printed instead)
@@ -66,12 +69,12 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
     names = names_of(game.legal)
     while True:
         text = read(PROMPT).strip().lower()
-        if text in ("q", "quit", "exit"):
-            if read(QUIT_PROMPT).strip().lower() in ("y", "yes"):
+        if text in QUIT_WORDS:
+            if read(QUIT_PROMPT).strip().lower() in YES_WORDS:
                 return None
             say("The game goes on.")
             continue
-        if text in ("help", "h"):
+        if text in HELP_WORDS:
             say(INTRODUCTION)
             say(legal_line(names, "Legal squares now: "))
             continue
@@ -191,7 +194,7 @@ def _offer_save(
     When the file cannot be written, or the question is interrupted, the record is printed instead."""
     if save is None:
         try:
-            save = read("Save the game record to (empty to skip): ").strip() or None
+            save = _ask_file_name(read, say)
         except EOFError:
             save = None
         except KeyboardInterrupt:
@@ -207,6 +210,24 @@ def _offer_save(
         return SAVE_FAILED
     say(f"Saved {path}; replay it with: strategic-reserve replay {path}")
     return 0
+
+
+def _ask_file_name(read: Callable[[str], str], say: Callable[[str], None]) -> str | None:
+    """The file name typed at the save question (None: empty, skip). An answer the game's own prompt takes (a
+    square such as c4, q, help, ?) is asked again: typed out of habit, it is not meant as a file name."""
+    while True:
+        text = read(SAVE_PROMPT).strip()
+        if text.lower() not in GAME_WORDS and not _is_square(text):
+            return text or None
+        say(f"'{text}' is an answer to the game's question, not a file name: type a file name such as game.json.")
+
+
+def _is_square(text: str) -> bool:
+    try:
+        parse_square(text.lower())
+    except ValueError:
+        return False
+    return True
 
 
 def _print_record(record: records.Record, reason: str, say: Callable[[str], None]) -> None:

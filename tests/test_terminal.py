@@ -467,3 +467,19 @@ def test_the_person_sees_the_board_after_their_own_placement(tmp_path):
         file, rank = "abcdef".index(square[0]), int(square[1])
         row = next(line for line in text.splitlines() if line.startswith(f"{rank} "))
         assert row[2 + 3 * file + 1] == "R", text
+
+
+def test_a_square_or_a_game_word_at_the_save_question_is_asked_again(tmp_path, monkeypatch):
+    """Typed out of habit after the game ends, c4 or q is no file name: the question is asked again."""
+    monkeypatch.chdir(tmp_path)
+    moves, answers, said = iter(legal_moves()), iter(["c4", "q", "game.json"]), []
+    code = terminal_game(
+        load_agent("random"),
+        seat="red",
+        seed=3,
+        read=lambda prompt: next(moves) if prompt == PROMPT else next(answers),
+        say=said.append,
+    )
+    assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["game.json"]
+    assert sum("is an answer to the game's question, not a file name" in line for line in said) == 2
+    assert list(records.replay(records.load_record(tmp_path / "game.json")))[-1]["winner"] in ("red", "blue")
