@@ -390,18 +390,24 @@ def test_a_device_is_never_replaced_by_a_write():
         outputs.check_replaceable("/dev/null")
 
 
-def test_a_fifo_given_at_the_save_question_is_not_replaced(tmp_path):
-    target = tmp_path / "target"
-    os.mkfifo(target)
-    said = []
-    moves = iter(legal_moves())
+def played_then_asked(answers: list[str]) -> tuple[int, list[str]]:
+    """(exit status, what was said) of a game of Red against random (seed 3) played to its end by the first
+    legal squares, ``answers`` given in turn to the questions that are not the placement prompt."""
+    moves, answers_left, said = iter(legal_moves()), iter(answers), []
     code = terminal_game(
         load_agent("random"),
         seat="red",
         seed=3,
-        read=lambda prompt: next(moves) if prompt == PROMPT else str(target),
+        read=lambda prompt: next(moves) if prompt == PROMPT else next(answers_left),
         say=said.append,
     )
+    return code, said
+
+
+def test_a_fifo_given_at_the_save_question_is_not_replaced(tmp_path):
+    target = tmp_path / "target"
+    os.mkfifo(target)
+    code, said = played_then_asked([str(target)])
     assert code == SAVE_FAILED and target.is_fifo()
     assert any(line.startswith(f"Could not write {target} (it is not a regular file") for line in said)
     assert list(records.replay(printed_record(said)))[-1]["winner"] in ("red", "blue")
@@ -472,14 +478,7 @@ def test_the_person_sees_the_board_after_their_own_placement(tmp_path):
 def test_a_square_or_a_game_word_at_the_save_question_is_asked_again(tmp_path, monkeypatch):
     """Typed out of habit after the game ends, c4 or q is no file name: the question is asked again."""
     monkeypatch.chdir(tmp_path)
-    moves, answers, said = iter(legal_moves()), iter(["c4", "q", "game.json"]), []
-    code = terminal_game(
-        load_agent("random"),
-        seat="red",
-        seed=3,
-        read=lambda prompt: next(moves) if prompt == PROMPT else next(answers),
-        say=said.append,
-    )
+    code, said = played_then_asked(["c4", "q", "game.json"])
     assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["game.json"]
     assert sum("is an answer to the game's question, not a file name" in line for line in said) == 2
     assert list(records.replay(records.load_record(tmp_path / "game.json")))[-1]["winner"] in ("red", "blue")
