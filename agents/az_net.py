@@ -9,7 +9,7 @@ twice its win probability minus one). :func:`evaluation` makes it the leaf evalu
 ``value.*``) with a JSON description in its header's metadata under :data:`METADATA_KEY`: ``format``,
 ``version``, ``hidden``, ``about``. :func:`load` checks the header, the description and every tensor's name,
 shape and dtype against the described network (:mod:`strategic_reserve_env.model_files`) before it reads a
-tensor, and never runs code from the file.
+tensor, refuses NaN or infinite weights, and never runs code from the file.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import safe_json
 from strategic_reserve_env.board import NUM_SQUARES
-from strategic_reserve_env.model_files import Tensor, check_tensors, safetensors_header
+from strategic_reserve_env.model_files import Tensor, check_description, check_finite, check_tensors, header_description
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
 FORMAT, VERSION = "strategic-reserve-az-net", 1
@@ -106,17 +105,8 @@ def load(path: str | Path) -> tuple[dict, dict]:
     path = Path(path)
     if not path.is_file():
         raise NetFileError(f"{path}: no such network file")
-    metadata, found = safetensors_header(path, NetFileError)
-    if METADATA_KEY not in metadata:
-        raise NetFileError(f"{path}: no {METADATA_KEY!r} description in the header: not a {FORMAT} file")
-    description = safe_json.loads(metadata[METADATA_KEY], f"{path}: the description", NetFileError)
-    if not isinstance(description, dict) or description.get("format") != FORMAT:
-        raise NetFileError(f"{path}: not a {FORMAT} description")
-    if description.get("version") != VERSION:
-        raise NetFileError(f"{path}: format version {description.get('version')!r}; this code reads {VERSION}")
-    unknown = sorted(set(description) - DESCRIPTION_KEYS)
-    if unknown:
-        raise NetFileError(f"{path}: unknown fields {unknown}")
+    description, found = header_description(path, METADATA_KEY, FORMAT, NetFileError)
+    description = check_description(description, str(path), FORMAT, VERSION, DESCRIPTION_KEYS, NetFileError)
     hidden = description.get("hidden")
     if (
         not isinstance(hidden, list)
@@ -130,4 +120,5 @@ def load(path: str | Path) -> tuple[dict, dict]:
         tensors = from_bytes(path.read_bytes())
     except Exception as error:  # safetensors raises its own error types for malformed data
         raise NetFileError(f"{path}: the tensors do not load ({error})") from None
+    check_finite(tensors, str(path), NetFileError)
     return {name: jnp.asarray(tensors[name]) for name in expected}, description

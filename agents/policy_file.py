@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import outputs, safe_json
+from strategic_reserve_env import outputs
 from strategic_reserve_env.board import NUM_SQUARES
-from strategic_reserve_env.model_files import Tensor, check_tensors, safetensors_header
+from strategic_reserve_env.model_files import Tensor, check_description, check_finite, check_tensors, header_description
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
 FORMAT = "strategic-reserve-ppo-policy"
@@ -94,10 +94,7 @@ def _checked(description: object, where: str) -> dict:
     def fail(what: str):
         raise PolicyFileError(f"{where}: {what}")
 
-    if not isinstance(description, dict) or description.get("format") != FORMAT:
-        fail(f"not a {FORMAT} description")
-    if description.get("version") != VERSION:
-        fail(f"format version {description.get('version')!r}; this code reads version {VERSION}")
+    description = check_description(description, where, FORMAT, VERSION, DESCRIPTION_KEYS, PolicyFileError)
     shape = description.get("observation_shape")
     if (
         not isinstance(shape, list)
@@ -128,9 +125,6 @@ def _checked(description: object, where: str) -> dict:
     for flag in ("share_features_extractor", "normalize_images"):
         if type(description.get(flag)) is not bool:
             fail(f"{flag} must be true or false, got {description.get(flag)!r}")
-    unknown = sorted(set(description) - DESCRIPTION_KEYS)
-    if unknown:
-        fail(f"unknown fields {unknown}")
     return description
 
 
@@ -229,10 +223,7 @@ def save_policy(policy, path: str | Path, about: dict | None = None) -> Path:
 def read_header(path: str | Path) -> tuple[dict, dict[str, Tensor]]:
     """The JSON description in a policy file's header (unchecked) and the tensors the file holds, from its
     header only (:func:`strategic_reserve_env.model_files.safetensors_header`)."""
-    metadata, tensors = safetensors_header(path, PolicyFileError)
-    if METADATA_KEY not in metadata:
-        raise PolicyFileError(f"{path}: no {METADATA_KEY!r} description in the header: not a {FORMAT} file")
-    description = safe_json.loads(metadata[METADATA_KEY], f"{path}: the description", PolicyFileError)
+    description, tensors = header_description(path, METADATA_KEY, FORMAT, PolicyFileError)
     if not isinstance(description, dict):
         raise PolicyFileError(f"{path}: the description is not a JSON object")
     return description, tensors
@@ -272,14 +263,13 @@ def copy_tensors(tensors: dict, expected: dict, where: str, error: type[ValueErr
         raise error(
             f"{where}: the tensors do not fit the described network: missing {missing}, unexpected {unexpected}"
         )
+    check_finite(tensors, where, error)
     for name, target in expected.items():
         if tensors[name].shape != target.shape or tensors[name].dtype != target.dtype:
             raise error(
                 f"{where}: tensor {name} is {tuple(tensors[name].shape)} {tensors[name].dtype}, "
                 f"the described network has {tuple(target.shape)} {target.dtype}"
             )
-        if not torch.isfinite(tensors[name]).all():
-            raise error(f"{where}: tensor {name} holds NaN or infinite values")
         with torch.no_grad():
             target.copy_(tensors[name])
 

@@ -34,7 +34,14 @@ from torch import nn
 
 from strategic_reserve_env import outputs, safe_json
 from strategic_reserve_env.board import NUM_SQUARES
-from strategic_reserve_env.model_files import Tensor, check_tensors, npz_headers, read_bounded
+from strategic_reserve_env.model_files import (
+    Tensor,
+    check_description,
+    check_finite,
+    check_tensors,
+    npz_headers,
+    read_bounded,
+)
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
 MASKED_LOGIT = -1e8  # logit of an illegal square (sb3-contrib's value): probability exactly 0 in float32
@@ -119,9 +126,10 @@ def save(
     module always loads. Returns the directory.
     """
     directory = Path(directory)
-    reference = BoardNet(config).state_dict()
     arrays = {key: np.asarray(value, dtype=np.float32) for key, value in weights.items()}
-    _check_weights(arrays, reference, "weights to save")
+    found = {key: Tensor(str(array.dtype), array.shape) for key, array in arrays.items()}
+    check_tensors(found, expected_weights(config), "weights to save")
+    check_finite(arrays, "weights to save")
     directory.mkdir(parents=True, exist_ok=True)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -160,12 +168,7 @@ def load(directory: str | Path) -> tuple[BoardNet, dict]:
         if not path.is_file():
             raise ValueError(f"rllib module {directory}: {path.name} not found (train one with train_rllib.py)")
     description = safe_json.loads(read_bounded(model_path, MAX_MODEL_JSON_BYTES), str(model_path))
-    if not isinstance(description, dict) or description.get("format") != FORMAT:
-        raise ValueError(f"{model_path}: not a {FORMAT} description (its 'format' must be {FORMAT!r})")
-    if description.get("version") != FORMAT_VERSION:
-        raise ValueError(
-            f"{model_path}: format version {description.get('version')!r}, this code reads {FORMAT_VERSION}"
-        )
+    description = check_description(description, str(model_path), FORMAT, FORMAT_VERSION, DESCRIPTION_KEYS)
     shape, actions = description.get("observation_shape"), description.get("actions")
     if shape != list(OBSERVATION_SHAPE) or actions != NUM_SQUARES:
         raise ValueError(
@@ -178,9 +181,6 @@ def load(directory: str | Path) -> tuple[BoardNet, dict]:
     unknown = sorted(set(network) - {f.name for f in fields(NetworkConfig)})
     if unknown:
         raise ValueError(f"{model_path}: unknown network settings {unknown}")
-    unknown = sorted(set(description) - DESCRIPTION_KEYS)
-    if unknown:
-        raise ValueError(f"{model_path}: unknown fields {unknown}")
     try:
         config = NetworkConfig.from_mapping(network)
     except ValueError as error:
@@ -192,20 +192,6 @@ def load(directory: str | Path) -> tuple[BoardNet, dict]:
             arrays = {key: archive[key] for key in archive.files}
     except (OSError, ValueError, zipfile.BadZipFile) as error:  # not an npz, or an object array (pickle refused)
         raise ValueError(f"{weights_path}: not a readable array archive without pickles ({error})") from None
-    reference = net.state_dict()
-    _check_weights(arrays, reference, str(weights_path))
+    check_finite(arrays, str(weights_path))
     net.load_state_dict({key: torch.from_numpy(np.asarray(value, dtype=np.float32)) for key, value in arrays.items()})
     return net.eval(), description
-
-
-def _check_weights(arrays: dict[str, np.ndarray], reference: dict[str, torch.Tensor], where: str) -> None:
-    """``ValueError`` unless ``arrays`` has exactly ``reference``'s keys, shapes, and finite real values."""
-    missing, extra = sorted(set(reference) - set(arrays)), sorted(set(arrays) - set(reference))
-    if missing or extra:
-        raise ValueError(f"{where}: parameters do not fit the network (missing {missing}, unexpected {extra})")
-    for key, tensor in reference.items():
-        array = arrays[key]
-        if array.shape != tuple(tensor.shape):
-            raise ValueError(f"{where}: {key} has shape {array.shape}, the network needs {tuple(tensor.shape)}")
-        if array.dtype.kind not in "fiu" or not np.isfinite(array).all():
-            raise ValueError(f"{where}: {key} must hold finite real numbers (dtype {array.dtype})")

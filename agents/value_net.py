@@ -53,10 +53,10 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import arena, outputs, safe_json
+from strategic_reserve_env import arena, outputs
 from strategic_reserve_env.board import BOARD_SIZE, NUM_SQUARES, bitboards_to_array
 from strategic_reserve_env.config import Config
-from strategic_reserve_env.model_files import Tensor, check_tensors, safetensors_header
+from strategic_reserve_env.model_files import Tensor, check_description, check_tensors, header_description
 from strategic_reserve_env.sampling import popcount
 
 from .expectimax import win_probability
@@ -237,14 +237,8 @@ def load_value_net(path: str | Path) -> ValueNet:
     path = Path(path)
     if not path.is_file():
         raise ValueFileError(f"{path}: no such value-network file")
-    metadata, found = safetensors_header(path, ValueFileError)
-    if METADATA_KEY not in metadata:
-        raise ValueFileError(f"{path}: no {METADATA_KEY!r} description in the header: not a {FORMAT} file")
-    description = safe_json.loads(metadata[METADATA_KEY], f"{path}: the description", ValueFileError)
-    if not isinstance(description, dict) or description.get("format") != FORMAT:
-        raise ValueFileError(f"{path}: not a {FORMAT} description")
-    if description.get("version") != VERSION:
-        raise ValueFileError(f"{path}: format version {description.get('version')!r}; this code reads {VERSION}")
+    description, found = header_description(path, METADATA_KEY, FORMAT, ValueFileError)
+    description = check_description(description, str(path), FORMAT, VERSION, DESCRIPTION_KEYS, ValueFileError)
     if description.get("features") != list(SQUARE_FEATURES + SCALAR_FEATURES) or (
         description.get("reserve_cap") != RESERVE_CAP
     ):
@@ -263,9 +257,6 @@ def load_value_net(path: str | Path) -> ValueNet:
             f"{path}: hidden must be a list of at most {MAX_HIDDEN_LAYERS} layer sizes in 1..{MAX_WIDTH}, "
             f"got {hidden if len(repr(hidden)) < 200 else repr(hidden)[:200] + '...'}"
         )
-    unknown = sorted(set(description) - DESCRIPTION_KEYS)
-    if unknown:
-        raise ValueFileError(f"{path}: unknown fields {unknown}")
     check_tensors(found, expected_tensors(hidden), str(path), ValueFileError)
     try:
         tensors = load(path.read_bytes())

@@ -13,17 +13,22 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from strategic_reserve_env.extras import needs_extra
+from strategic_reserve_env.extras import EXIT_MISSING_EXTRA, missing_extra, needs_extra
 
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
+HELP = {"-h", "--help"}  # a command's help: shown without its extras, when its module imports without them
 
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: what it does (one line of ``--help``) and where its ``main(argv, prog) -> int`` is."""
+    """A subcommand: what it does (one line of ``--help``), where its ``main(argv, prog) -> int`` is, and the
+    optional extras it needs (names of :data:`strategic_reserve_env.extras.EXTRAS`): :func:`main` checks them
+    before it imports ``target`` (unless the command is asked for its help), so a command that lacks one is
+    refused in one line and writes nothing."""
 
     summary: str
     target: str  # "module:function", imported when the command runs
+    extras: tuple[str, ...] = ()  # e.g. ("mctx",): every library of these extras installed, or a refusal
 
     def load(self) -> Callable[[list[str], str], int]:
         module, _, function = self.target.partition(":")
@@ -40,15 +45,19 @@ COMMANDS: dict[str, Command] = {
         "one agent against the protocol's fixed panel, a score card", "strategic_reserve_env.commands.benchmark:main"
     ),
     "train": Command(
-        "distillation, then optional PPO (the code of train.py)", "strategic_reserve_env.commands.train:cli"
+        "distillation, then optional PPO (the code of train.py)",
+        "strategic_reserve_env.commands.train:cli",
+        extras=("train",),
     ),
     "train-az": Command(
         "AlphaZero-style self-play with chance nodes on the JAX game (needs the mctx extra)",
         "strategic_reserve_env.commands.train_az:main",
+        extras=("mctx",),
     ),
     "train-rllib": Command(
         "Ray RLlib self-play, one machine or a cluster (needs the rllib extra)",
         "strategic_reserve_env.commands.train_rllib:main",
+        extras=("rllib",),
     ),
     "replay": Command(
         "print the trace of a game record (the format: strategic-reserve rules)",
@@ -114,16 +123,20 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
         build_parser(prog).parse_args(argv)  # --help, --version, or a usage error (exit 2)
         return 2  # not reached: every argument list that is not a command ends in the parser
     name, rest = argv[0], argv[1:]
-    try:
-        return COMMANDS[name].load()(rest, f"{prog} {name}")
-    except BrokenPipeError:  # e.g. piped into head
-        return 0
-    except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra
-        missing = needs_extra(error, f"{prog} {name}")
-        if missing is None:
-            raise
-        print(f"error: {missing}", file=sys.stderr)
-        return 1
+    command, what = COMMANDS[name], f"{prog} {name}"
+    # before the command's code, so nothing is read or written; its --help is shown without the extra
+    missing = None if HELP & set(rest) else missing_extra(command.extras, what)
+    if missing is None:
+        try:
+            return command.load()(rest, what)
+        except BrokenPipeError:  # e.g. piped into head
+            return 0
+        except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra
+            missing = needs_extra(error, what, command.extras)
+            if missing is None:
+                raise
+    print(f"error: {missing}", file=sys.stderr)
+    return EXIT_MISSING_EXTRA
 
 
 if __name__ == "__main__":

@@ -3,33 +3,43 @@
 The core needs numpy, Pillow, Gymnasium and PettingZoo only. A command or an agent spec that needs more (scipy for
 the evaluation's intervals, torch for the networks, ray for RLlib) says so in one line naming the extra to
 install, through :func:`needs_extra`, instead of a ``ModuleNotFoundError`` traceback.
+
+One rule for every command (``strategic_reserve_env.__main__``): a command that declares extras (its
+``Command.extras`` in the registry: ``train``, ``train-rllib``, ``train-az``) has them checked by
+:func:`missing_extra` before its code is imported, so before it reads or writes anything (``--help`` aside, which
+writes nothing and shows the options without the extra where the command's module imports); a library missing
+later (an agent spec's, or one a command imports) is named the same way. The hint names the extra that brings
+the missing library for that command (``train-rllib`` without torch: ``[rllib]``, not ``[train]``), and the
+exit status is :data:`EXIT_MISSING_EXTRA` (2, as for any other refusal before a command starts).
 """
 
 from __future__ import annotations
 
+import importlib.util
+
 DISTRIBUTION = "strategic-reserve-env"  # the name pip installs
 
-#: top-level module -> the extra of pyproject.toml that installs it
-EXTRA_OF_MODULE: dict[str, str] = {
-    "scipy": "train",
-    "torch": "train",
-    "stable_baselines3": "train",
-    "sb3_contrib": "train",
-    "safetensors": "train",
-    "tqdm": "train",
-    "matplotlib": "train",
-    "tensorboard": "train",
-    "ray": "rllib",
-    "jax": "jax",
-    "jaxlib": "jax",
-    "pgx": "jax",
-    "mctx": "mctx",
-    "optax": "mctx",
-    "pyspiel": "openspiel",
-    "open_spiel": "openspiel",
-    "pygame": "render",
-    "mkdocs": "docs",
+EXIT_MISSING_EXTRA = 2
+"""The exit status of a command refused because a library of an optional extra is not installed (nothing run,
+nothing written: as a usage error)."""
+
+#: extra of pyproject.toml -> the top-level modules it brings (by import name), in the order they are checked
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "train": ("torch", "stable_baselines3", "sb3_contrib", "safetensors", "tqdm", "scipy", "matplotlib", "tensorboard"),
+    "rllib": ("ray", "torch"),
+    "jax": ("jax", "jaxlib", "pgx"),
+    "mctx": ("jax", "jaxlib", "pgx", "mctx", "optax", "safetensors", "tensorboard"),
+    "openspiel": ("pyspiel", "open_spiel"),
+    "render": ("pygame",),
+    "docs": ("mkdocs",),
 }
+
+#: top-level module -> the extra named for it when the code that needs it declared none that brings it (the
+#: first extra of :data:`EXTRAS` that brings it: torch -> train, jax -> jax)
+EXTRA_OF_MODULE: dict[str, str] = {}
+for _extra, _modules in EXTRAS.items():
+    for _module in _modules:
+        EXTRA_OF_MODULE.setdefault(_module, _extra)
 
 
 class MissingExtraError(ImportError, ValueError):
@@ -46,15 +56,44 @@ def install_line(extra: str) -> str:
     return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
-def needs_extra(error: ModuleNotFoundError, what: str) -> MissingExtraError | None:
-    """A one-line :class:`MissingExtraError` saying that ``what`` (e.g. ``strategic-reserve evaluate`` or
-    ``agent spec 'ppo'``) needs the library ``error`` could not import, and the extra to install; None when
-    that library is not one of an extra's (the error is then someone else's: re-raise it)."""
-    module = (error.name or "").partition(".")[0]
-    extra = EXTRA_OF_MODULE.get(module)
+def _missing(module: str, what: str, declared: tuple[str, ...]) -> MissingExtraError | None:
+    """The error for ``module`` missing in ``what``: the first of ``declared`` that brings it, else the module's
+    own extra; None for a module of no extra."""
+    extra = next((name for name in declared if module in EXTRAS.get(name, ())), EXTRA_OF_MODULE.get(module))
     if extra is None:
         return None
     return MissingExtraError(f"{what} needs {module}, which is not installed: {install_line(extra)}", module, extra)
 
 
-__all__ = ["DISTRIBUTION", "EXTRA_OF_MODULE", "MissingExtraError", "install_line", "needs_extra"]
+def needs_extra(error: ModuleNotFoundError, what: str, declared: tuple[str, ...] = ()) -> MissingExtraError | None:
+    """A one-line :class:`MissingExtraError` saying that ``what`` (e.g. ``strategic-reserve evaluate`` or
+    ``agent spec 'ppo'``) needs the library ``error`` could not import, and the extra to install (the first of
+    ``declared``, the extras ``what`` needs, that brings it); None when that library is not one of an extra's
+    (the error is then someone else's: re-raise it)."""
+    return _missing((error.name or "").partition(".")[0], what, declared)
+
+
+def missing_extra(declared: tuple[str, ...], what: str) -> MissingExtraError | None:
+    """The :class:`MissingExtraError` of the first library of the extras ``declared`` that is not installed
+    (found without importing anything), None when all are."""
+    for extra in declared:
+        for module in EXTRAS[extra]:
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):  # a module entry without a spec, or a broken install
+                found = False
+            if not found:
+                return _missing(module, what, declared)
+    return None
+
+
+__all__ = [
+    "DISTRIBUTION",
+    "EXIT_MISSING_EXTRA",
+    "EXTRAS",
+    "EXTRA_OF_MODULE",
+    "MissingExtraError",
+    "install_line",
+    "missing_extra",
+    "needs_extra",
+]

@@ -395,11 +395,12 @@ class LearnerGames:
         return turns.actions_by_policy(state, acting, self.opponent_id, len(self.opponents), self._opponent_acts)
 
     def _opponent_acts(self, state: engine.State, index: int, games: np.ndarray) -> np.ndarray:
-        """Opponent ``index``'s choices in ``games`` ((k,) indices; its turn, rolled). When it is the
-        opponent of every game, it acts on the whole batch (the other rows are ignored). Its answer is
+        """Opponent ``index``'s choices in ``games`` ((k,) indices; its turn, rolled). It is asked about
+        those games only, as in evaluate (a policy never sees a game with no move due, an empty mask);
+        when they are every game of the batch, it acts on the whole batch without a copy. Its answer is
         checked by :func:`~.policies.checked_actions`; any fault is an :class:`OpponentError`."""
         opponent = self.opponents[index]
-        whole = bool(np.all(self.opponent_id == index))
+        whole = games.size == self.num_games
         chosen = slice(None) if whole else games
         mine = np.zeros(self.num_games, dtype=bool)
         mine[games] = True

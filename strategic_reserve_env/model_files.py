@@ -12,12 +12,16 @@ actually holds, read from its headers only, before they allocate anything:
 - :func:`npz_headers`: each member of an ``.npz`` archive, read from the zip
   directory and the member's ``.npy`` header, without reading its data
   (object dtypes and sizes that disagree with the directory are refused);
+- :func:`header_description` and :func:`check_description`: the JSON description
+  (under the format's metadata key of a safetensors header, or a file of its
+  own), its ``format``, ``version`` and no field the format does not know;
 - :func:`check_tensors`: the names, shapes and dtypes found against those a
   described network needs (computed from the description, not built).
 
 Only then do the tensors load, so the memory a load adds stays within a small
-multiple of the file's size. Errors are the caller's own type, one line naming
-the file and the field.
+multiple of the file's size; :func:`check_finite` then refuses NaN or infinite
+values, so a broken network never plays. Errors are the caller's own type, one
+line naming the file and the field.
 """
 
 from __future__ import annotations
@@ -142,6 +146,47 @@ def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[s
     return found
 
 
+def header_description(
+    path: str | Path, key: str, format_name: str, error: type[Exception] = ValueError
+) -> tuple[object, dict[str, Tensor]]:
+    """``(description, tensors)`` of a safetensors model file: the JSON under metadata ``key`` of its header
+    (parsed by :func:`~strategic_reserve_env.safe_json.loads`, not yet checked: :func:`check_description`) and
+    the tensors its header lists; ``error`` naming ``path`` for a bad header or no description."""
+    metadata, tensors = safetensors_header(path, error)
+    if key not in metadata:
+        raise error(f"{path}: no {key!r} description in the header: not a {format_name} file")
+    return safe_json.loads(metadata[key], f"{path}: the description", error), tensors
+
+
+def check_description(
+    description: object,
+    where: str,
+    format_name: str,
+    version: int,
+    keys: set[str],
+    error: type[Exception] = ValueError,
+) -> dict:
+    """``description`` if it is a JSON object of format ``format_name`` and version ``version`` whose fields
+    are among ``keys``; ``error`` (one line naming ``where`` and the fault) otherwise. What each field holds is
+    the format's own check."""
+    if not isinstance(description, dict) or description.get("format") != format_name:
+        raise error(f"{where}: not a {format_name} description (its 'format' must be {format_name!r})")
+    if description.get("version") != version:
+        raise error(f"{where}: format version {description.get('version')!r}; this code reads {version}")
+    unknown = sorted(set(description) - keys)
+    if unknown:
+        raise error(f"{where}: unknown fields {unknown}")
+    return description
+
+
+def check_finite(tensors: Mapping[str, object], where: str, error: type[Exception] = ValueError) -> None:
+    """``error`` (one line naming ``where`` and the tensor) if a tensor of ``tensors`` (numpy arrays, or CPU
+    tensors numpy reads) holds a NaN or an infinity: such a network would play NaN scores."""
+    for name, tensor in tensors.items():
+        if not np.isfinite(np.asarray(tensor)).all():
+            raise error(f"{where}: tensor {name} holds NaN or infinite values")
+
+
 def check_tensors(
     found: Mapping[str, Tensor], expected: Mapping[str, Tensor], where: str, error: type[Exception] = ValueError
 ) -> None:
@@ -161,13 +206,6 @@ def check_tensors(
 
 
 def read_bounded(path: str | Path, limit: int, error: type[Exception] = ValueError) -> bytes:
-    """The bytes of ``path``, ``error`` if it is larger than ``limit`` (checked before reading)."""
-    path = Path(path)
-    try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if size > limit:
-                raise error(f"{path}: {size} bytes, at most {limit} are read")
-            return file.read(limit + 1)
-    except OSError as problem:
-        raise error(f"{path}: cannot read it ({problem.strerror or problem})") from None
+    """The bytes of ``path``, ``error`` unless it is a regular file of at most ``limit`` bytes (checked before
+    reading: :func:`strategic_reserve_env.safe_json.read_regular`)."""
+    return safe_json.read_regular(path, limit, str(path), error)

@@ -25,6 +25,7 @@ Every command that writes a folder (``train.py``, ``train_rllib.py``,
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -110,12 +111,26 @@ def _check_lock(status: os.stat_result, path: Path, option: str, directory: Path
     )
 
 
+def check_replaceable(path: str | Path) -> None:
+    """``OSError`` (its ``strerror`` one line) if ``path`` exists and is neither a regular file nor a link (the
+    link itself is what a rename replaces): a device such as ``/dev/null``, a FIFO, a socket or a folder is
+    never replaced by a write."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # missing, or its folder is not one: the write itself says why
+        return
+    if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+        raise OSError(errno.EINVAL, "it is not a regular file (a device, a FIFO or a folder is never replaced)")
+
+
 @contextlib.contextmanager
 def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     """A file object whose contents replace ``path`` when the block ends without an exception (a temporary
     file of a unique name beside it, renamed over it; removed if the block fails). The file gets the mode the
-    umask gives a new file."""
+    umask gives a new file. A ``path`` that is not a regular file (:func:`check_replaceable`) is an
+    ``OSError`` before anything is written."""
     path = Path(path)
+    check_replaceable(path)
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     try:
         os.fchmod(descriptor, FILE_MODE & ~_umask())

@@ -163,7 +163,8 @@ MAX_RECORD_BYTES = 4 * 2**20  # 4 MiB: a 1,600-ply record written by write_recor
 def load_record(source: str | Path | BinaryIO, name: str | None = None) -> Record:
     """Read and check a record: a file path, or a binary file object such as ``sys.stdin.buffer``.
 
-    At most :data:`MAX_RECORD_BYTES` are read. The bytes must be UTF-8 JSON
+    At most :data:`MAX_RECORD_BYTES` are read; a path must name a regular file (a FIFO or a device such as
+    ``/dev/zero`` is refused before anything is read). The bytes must be UTF-8 JSON
     (a leading byte-order mark is allowed). Every fault is a
     :class:`RecordError` whose message starts with ``name`` (default: the
     path, or the file object's ``name``), then says what is wrong; values
@@ -172,9 +173,8 @@ def load_record(source: str | Path | BinaryIO, name: str | None = None) -> Recor
     if name is None:
         name = str(getattr(source, "name", source))
     try:
-        if isinstance(source, (str, Path)):
-            with open(source, "rb") as file:
-                data = file.read(MAX_RECORD_BYTES + 1)
+        if isinstance(source, (str, Path)):  # a regular file only: a FIFO or a device is refused, not read
+            data = safe_json.read_regular(source, MAX_RECORD_BYTES, name, RecordError, "a record")
         else:
             data = source.read(MAX_RECORD_BYTES + 1)
     except OSError as error:

@@ -1,4 +1,5 @@
-"""JSON from files we do not trust: bounded nesting, no duplicate keys, no NaN or infinity.
+"""JSON from files we do not trust: bounded nesting, no duplicate keys, no NaN or infinity; and the bytes of
+such a file, read only from a regular file of bounded size (:func:`read_regular`).
 
 Python's :func:`json.loads` recurses once per nested bracket, so a file made of
 100,000 ``[`` ends in a ``RecursionError``; it keeps the last of two equal keys
@@ -11,7 +12,10 @@ linear scan outside strings), so a deep file costs no more than reading it.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
+from pathlib import Path
 
 import numpy as np
 
@@ -57,3 +61,28 @@ def loads(text: str | bytes, where: str, error: type[Exception] = ValueError, ma
         return json.loads(text, object_pairs_hook=unique_keys, parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as problem:  # JSONDecodeError is a ValueError
         raise error(f"{where}: not valid JSON ({problem})") from None
+
+
+def read_regular(
+    path: str | Path, limit: int, what: str, error: type[Exception] = ValueError, limit_of: str = "what is read"
+) -> bytes:
+    """The bytes of the file ``path`` (links followed); ``error`` (one line naming ``what``) unless it is a
+    regular file of at most ``limit`` bytes (``limit_of``: what the message calls that limit). A FIFO, a device
+    (``/dev/zero``) or a folder is refused before anything is read (it is opened without blocking, so a FIFO
+    with no writer does not hang), and the size is checked before reading (at most ``limit + 1`` bytes are
+    read, should the file grow meanwhile)."""
+    too_large = f"{what} is larger than {limit:,} bytes, the limit of {limit_of}"
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(descriptor, "rb") as file:
+            status = os.fstat(descriptor)
+            if not stat.S_ISREG(status.st_mode):
+                raise error(f"cannot read {what}: not a regular file (a FIFO, a device or a folder is never read)")
+            if status.st_size > limit:
+                raise error(too_large)
+            data = file.read(limit + 1)
+    except OSError as problem:
+        raise error(f"cannot read {what}: {problem.strerror or problem}") from None
+    if len(data) > limit:
+        raise error(too_large)
+    return data

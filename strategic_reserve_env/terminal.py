@@ -4,8 +4,10 @@ The caller passes the agent in (the command line loads it from a spec such as ``
 never imports the ``agents`` package). The game opens with :data:`INTRODUCTION` (the goal, the three kinds of
 hit, the board's legend, where the rules are). Each turn shows the board (ANSI text), the roll with how its
 dice name the square, and the legal squares; the person types a square such as ``c4`` (``help`` explains
-again, ``?`` lists the legal squares, ``q`` quits). At the end the game record can be saved and replayed with
-``strategic-reserve replay FILE``.
+again, ``?`` lists the legal squares, ``q`` quits after a confirmation; a square that is not allowed is
+answered with why) and then sees the board after the placement. At the end the game record can be saved and
+replayed with ``strategic-reserve replay FILE`` (``save``: a regular file, checked before the game; the
+seed: 0 .. 2**64 - 1, what a record holds).
 
 The record is never lost: Ctrl-C stops the game as ``q`` does (the exit status
 is then 130), and when the record cannot be written (an unwritable path, or a
@@ -21,12 +23,14 @@ from pathlib import Path
 import numpy as np
 
 from . import records
-from .board import BLUE, COLOURS, DEFAULT_RESERVE, brief, names_of, parse_square, square_name
+from .board import BIT, BLUE, COLOURS, DEFAULT_RESERVE, brief, names_of, parse_square, square_name
 from .config import Config
 from .dice import GameDice
 from .game import Game
+from .outputs import check_replaceable
 from .policies import Policy, choose, policy_name
 from .render import ansi, legal_line
+from .rules import HIT_FRIENDLY
 from .scene import roll_summary
 
 PROMPT = "Your placement (e.g. c4; help explains; ? lists legal squares; q quits): "
@@ -51,6 +55,10 @@ rank.
 Type a square such as c4; help shows this again, ? the legal squares, q quits.
 The rules in full: type {RULES} in a shell
 (docs/RULES.md in a clone of the repository)."""
+SAVE_PROMPT = "Save the game record to (empty to skip): "
+QUIT_WORDS, HELP_WORDS, YES_WORDS = ("q", "quit", "exit"), ("help", "h"), ("y", "yes")
+GAME_WORDS = (*QUIT_WORDS, *HELP_WORDS, *YES_WORDS, "?")  # answers to the game's prompts, never file names
+QUIT_PROMPT = "Quit this game? Type y to quit, anything else to go on: "
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
 SAVE_FAILED = 1  # exit status when the record could not be written where asked (it is printed instead)
 
@@ -61,9 +69,12 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
     names = names_of(game.legal)
     while True:
         text = read(PROMPT).strip().lower()
-        if text in ("q", "quit", "exit"):
-            return None
-        if text in ("help", "h"):
+        if text in QUIT_WORDS:
+            if read(QUIT_PROMPT).strip().lower() in YES_WORDS:
+                return None
+            say("The game goes on.")
+            continue
+        if text in HELP_WORDS:
             say(INTRODUCTION)
             say(legal_line(names, "Legal squares now: "))
             continue
@@ -77,10 +88,25 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
             say(legal_line(names))
             continue
         if square not in legal:
-            say(f"{text} is not a legal placement now.")
+            say(why_not_legal(game, square))
             say(legal_line(names))
             continue
         return square
+
+
+def why_not_legal(game: Game, square: int) -> str:
+    """Why ``square`` is not an allowed placement of the mover of ``game`` (rolled) now (docs/RULES.md, "A
+    turn"): it holds a checker, or, after a friendly hit, it is not next to the group that was hit."""
+    name, rolled = square_name(square), square_name(game.rolled)
+    friendly = (
+        f"you rolled {rolled}, one of your own checkers (a friendly hit), so you place on an empty square "
+        "next to its group"
+    )
+    if (game.me | game.opp) & BIT[square]:
+        whose = "one of your checkers" if game.me & BIT[square] else "an opponent's checker"
+        rule = friendly if game.hit == HIT_FRIENDLY else "you place on an empty square"
+        return f"{name} is not a legal placement now: it holds {whose}; {rule}."
+    return f"{name} is not a legal placement now: {friendly}."
 
 
 def dice_line(game: Game) -> str:
@@ -110,6 +136,13 @@ def terminal_game(
     "red", "blue" or "random"; ``seed`` (None: a fresh one, shown) seeds the dice and the agent."""
     if seat not in (*COLOURS, "random"):
         raise ValueError(f"seat must be 'red', 'blue' or 'random', got {brief(seat)}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < records.MAX_SEED):
+        raise ValueError(f"the seed must be an integer in 0 .. 2**64 - 1 (what a game record holds), got {brief(seed)}")
+    if save is not None:  # before the game: a device, a FIFO or a folder is never replaced by the record
+        try:
+            check_replaceable(save)
+        except OSError as error:
+            raise ValueError(f"cannot save the game record to {save}: {error.strerror}") from None
     name = policy_name(agent)
     seed = int(np.random.SeedSequence().entropy % 2**32) if seed is None else seed
     rng = np.random.default_rng(seed)
@@ -132,10 +165,13 @@ def terminal_game(
                 if square is None:
                     quit_early = True
                     break
+                game.place(square)
+                if not game.done:  # the board after one's own placement (the end shows it anyway)
+                    say(f"You place on {square_name(square)}:\n{ansi(game)}")
             else:
                 square = choose(agent, game, rng)
                 say(f"{roll_summary(game)} {name} places on {square_name(square)}.")
-            game.place(square)
+                game.place(square)
     except EOFError:
         say("\nInput ended; the game stops here.")
         quit_early = True
@@ -158,7 +194,7 @@ def _offer_save(
     When the file cannot be written, or the question is interrupted, the record is printed instead."""
     if save is None:
         try:
-            save = read("Save the game record to (empty to skip): ").strip() or None
+            save = _ask_file_name(read, say)
         except EOFError:
             save = None
         except KeyboardInterrupt:
@@ -176,6 +212,24 @@ def _offer_save(
     return 0
 
 
+def _ask_file_name(read: Callable[[str], str], say: Callable[[str], None]) -> str | None:
+    """The file name typed at the save question (None: empty, skip). An answer the game's own prompt takes (a
+    square such as c4, q, help, ?) is asked again: typed out of habit, it is not meant as a file name."""
+    while True:
+        text = read(SAVE_PROMPT).strip()
+        if text.lower() not in GAME_WORDS and not _is_square(text):
+            return text or None
+        say(f"'{text}' is an answer to the game's question, not a file name: type a file name such as game.json.")
+
+
+def _is_square(text: str) -> bool:
+    try:
+        parse_square(text.lower())
+    except ValueError:
+        return False
+    return True
+
+
 def _print_record(record: records.Record, reason: str, say: Callable[[str], None]) -> None:
     """Print ``record`` as one line of JSON, after a line saying why and how to replay it."""
     say(
@@ -185,4 +239,13 @@ def _print_record(record: records.Record, reason: str, say: Callable[[str], None
     say(json.dumps(record.to_json()))
 
 
-__all__ = ["INTERRUPTED", "INTRODUCTION", "PROMPT", "SAVE_FAILED", "dice_line", "terminal_game"]
+__all__ = [
+    "INTERRUPTED",
+    "INTRODUCTION",
+    "PROMPT",
+    "QUIT_PROMPT",
+    "SAVE_FAILED",
+    "dice_line",
+    "terminal_game",
+    "why_not_legal",
+]

@@ -8,7 +8,10 @@ placement is due), the choice of its mover's policy, and the placement:
 - **who moves**: the caller says which games take a turn (``acting``, (B,)
   bool) and which policy acts in each (``policy_of``, (B,) int64 index into
   its policies); :func:`actions_by_policy` calls each policy once per turn,
-  batched over its own games, in index order;
+  batched over its own games, in index order, and only over the games where
+  a placement is due: a policy is never asked about a game with no move due
+  (its mask would be empty), which a function written for one game cannot
+  answer;
 - **dice** come from explicit streams: any object with ``next(mask) -> (B,)
   int64`` rolled squares, where only the games of ``mask`` advance
   (:class:`~strategic_reserve_env.dice.BatchDice`), so a game's rolls

@@ -244,3 +244,39 @@ def test_a_broken_plugin_names_its_distribution(tmp_path, monkeypatch):
         r"raised AttributeError",
     ):
         load_agent("badbot")
+
+
+# -- agents are asked only about games where a move is due ---------------------------------------------------------
+
+ONE_GAME_AGENT = "import numpy as np\n\ndef act(observation, mask):\n    return int(np.flatnonzero(mask)[0])\n"
+
+
+@pytest.mark.parametrize("where", ["learner-games", "gym-vector", "sb3-vecenv"])
+def test_an_agent_written_for_one_game_is_never_asked_about_a_game_with_no_move_due(tmp_path, where):
+    """A single-game function that reads its mask's first legal square fails on an empty mask: as the only
+    opponent of a batch, it is called only for the games where it is to place, as in evaluate."""
+    from strategic_reserve_env.gym_env import StrategicReserveVectorEnv
+    from strategic_reserve_env.learner import LearnerGames
+    from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
+
+    (tmp_path / "first.py").write_text(ONE_GAME_AGENT)
+    opponent = load_agent(f"{tmp_path / 'first.py'}:act")
+    rng = np.random.default_rng(0)
+    if where == "learner-games":
+        games = LearnerGames(Config(), 16, opponent=opponent, seat="random")
+        games.reset(seeds=list(range(16)))
+        for _ in range(120):
+            masks = games.action_masks()
+            actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+            games.step(actions, autoreset=True)
+        return
+    env = (
+        StrategicReserveVectorEnv(16, opponent=opponent, seat="random")
+        if where == "gym-vector"
+        else StrategicReserveVecEnv(16, opponents=(opponent,))
+    )
+    env.reset(seed=0) if where == "gym-vector" else env.reset()
+    for _ in range(120):
+        masks = env.action_masks()
+        actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
+        env.step(actions)

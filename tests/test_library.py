@@ -16,10 +16,11 @@ import tomllib
 
 import strategic_reserve_env
 from strategic_reserve_env import Game, IllegalActionError, env, records
-from strategic_reserve_env.__main__ import main
+from strategic_reserve_env.__main__ import COMMANDS, main
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import parse_square
 from strategic_reserve_env.commands import rules
+from strategic_reserve_env.extras import EXIT_MISSING_EXTRA, EXTRAS, needs_extra
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
 from strategic_reserve_env.terminal import PROMPT, terminal_game
 
@@ -105,30 +106,56 @@ def hidden(modules: tuple[str, ...], then: str) -> subprocess.CompletedProcess:
     [
         (("scipy",), ["evaluate", "random", "greedy", "--games", "2", "--no-progress"], "scipy", "train"),
         (("torch",), ["train", "--help"], "torch", "train"),
-        (("ray",), ["train-rllib", "--out", "{tmp}/rllib"], "ray", "rllib"),
+        (("tensorboard",), ["train", "--out", "{tmp}/run"], "tensorboard", "train"),
+        (("ray",), ["train-rllib", "--out", "{tmp}/run"], "ray", "rllib"),
         (("torch",), ["play", "--opponent", "ppo", "--seed", "1"], "torch", "train"),
         (("jax",), ["bench", "--jax", "--batch-sizes", "4"], "jax", "jax"),
-        (("mctx",), ["train-az", "--out", "{tmp}/az"], "mctx", "mctx"),
+        (("mctx",), ["train-az", "--out", "{tmp}/run"], "mctx", "mctx"),
+        (("jax",), ["train-az", "--out", "{tmp}/run"], "jax", "mctx"),
         (("mctx",), ["evaluate", "mctx", "random", "--games", "2", "--no-progress"], "mctx", "mctx"),
     ],
     ids=[
         "evaluate-scipy",
         "train-torch",
+        "train-tensorboard",
         "train-rllib-ray",
         "play-ppo-torch",
         "bench-jax",
         "train-az-mctx",
+        "train-az-jax",
         "mctx-agent",
     ],
 )
 def test_a_command_missing_a_library_says_which_extra_in_one_line(modules, argv, library, extra, tmp_path):
+    """One rule (strategic_reserve_env/extras.py): the hint names the extra that brings the library for this
+    command (train-rllib's torch comes with [rllib], train-az's jax with [mctx]), the exit status is one for
+    every command, and a command's declared extras are checked before it writes anything."""
     argv = [arg.format(tmp=tmp_path) for arg in argv]
     done = hidden(modules, f"from strategic_reserve_env.__main__ import main\nsys.exit(main({argv!r}))")
-    assert done.returncode in (1, 2), done.stderr
+    assert done.returncode == EXIT_MISSING_EXTRA == 2, done.stderr
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert f"needs {library}, which is not installed: pip install 'strategic-reserve-env[{extra}]'" in lines[0]
+    assert not (tmp_path / "run").exists()  # refused before anything is written
+
+
+def test_the_hint_names_the_extra_the_command_declares_that_brings_the_library():
+    """torch comes with [train] and with [rllib]: train-rllib (which declares rllib) is told [rllib]."""
+    torch_missing = ModuleNotFoundError("No module named 'torch'", name="torch")
+    assert needs_extra(torch_missing, "train-rllib", ("rllib",)).extra == "rllib"
+    assert needs_extra(torch_missing, "evaluate").extra == "train"
+    assert needs_extra(ModuleNotFoundError("", name="jax.numpy"), "train-az", ("mctx",)).extra == "mctx"
+    assert needs_extra(ModuleNotFoundError("", name="no_such_module"), "train") is None
+
+
+def test_every_extra_of_the_registry_is_one_of_pyproject():
+    """The extras the commands declare and EXTRAS lists are those pyproject.toml defines."""
+    with open(REPO / "pyproject.toml", "rb") as file:
+        defined = set(tomllib.load(file)["project"]["optional-dependencies"])
+    assert set(EXTRAS) <= defined
+    assert {extra for command in COMMANDS.values() for extra in command.extras} <= set(EXTRAS)
+    assert {name for name, command in COMMANDS.items() if command.extras} == {"train", "train-rllib", "train-az"}
 
 
 def test_an_agent_spec_missing_its_library_is_a_missing_extra_error():
@@ -245,9 +272,10 @@ def test_one_game_has_the_same_ply_numbers_in_every_view(tmp_path, capsys):
     attempts = iter(squares * 200)
     path = tmp_path / "game.json"
     terminal_game(load_agent("greedy"), seed=2, reserve=2, save=str(path), read=read, say=said.append)
-    screen = {  # ply -> roll, from the screens shown before each of the person's placements
+    screen = {  # ply -> roll, from the screens shown before each of the person's placements (not after them)
         int(match[1]): match[2]
         for text in said
+        if not text.startswith("You place on")
         for match in re.finditer(r"Ply (\d+), \w+ to move\. \w+ rolled (\w\d)", text)
     }
     record = records.load_record(path)

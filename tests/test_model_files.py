@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import struct
 import subprocess
 import sys
@@ -326,3 +327,112 @@ def test_json_with_duplicate_keys_or_nan_is_refused():
     with pytest.raises(ValueError, match="NaN is not a JSON number"):
         safe_json.loads('{"a": NaN}', "x")
     assert safe_json.loads('{"a": "[[[[{{{"}', "x", max_depth=1) == {"a": "[[[[{{{"}
+
+
+# -- one description check and one finiteness check for the four loaders (model_files) ---------------------------
+
+
+def az_file(path: Path, nan: bool = False, **changes) -> Path:
+    """A small AlphaZero network file (``az_net``), one weight NaN if ``nan``, its description changed."""
+    import jax
+
+    from strategic_reserve_env.agents import az_net
+
+    params = {name: np.array(value) for name, value in az_net.init(jax.random.key(0), [8]).items()}
+    if nan:
+        params["policy.weight"][0, 0] = np.nan
+    az_net.save(path, params)
+    if changes:
+        text = path.read_bytes()
+        length = struct.unpack("<Q", text[:8])[0]
+        header = json.loads(text[8 : 8 + length])
+        header["__metadata__"][az_net.METADATA_KEY] = json.dumps(
+            json.loads(header["__metadata__"][az_net.METADATA_KEY]) | changes
+        )
+        new = json.dumps(header).encode()
+        path.write_bytes(struct.pack("<Q", len(new)) + new + text[8 + length :])
+    return path
+
+
+def value_file(path: Path, nan: bool = False) -> Path:
+    import torch
+
+    net = value_net.ValueNet([8])
+    if nan:
+        with torch.no_grad():
+            next(iter(net.module.parameters())).view(-1)[0] = float("nan")
+    return net.save(path)
+
+
+def policy_nan_file(path: Path) -> Path:
+    import torch
+
+    policy, description = policy_file.load_policy(SHIPPED_POLICY)
+    with torch.no_grad():
+        next(iter(policy.parameters())).view(-1)[0] = float("nan")
+    return policy_file.save_policy(policy, path, description.get("about"))
+
+
+def rllib_nan_directory(directory: Path) -> Path:
+    rllib_directory(directory)
+    with np.load(directory / rllib_model.WEIGHTS_FILE) as archive:
+        arrays = {key: archive[key] for key in archive.files}
+    arrays[next(iter(arrays))].flat[0] = np.inf
+    np.savez(directory / rllib_model.WEIGHTS_FILE, **arrays)
+    return directory
+
+
+def az_load(path: Path):
+    from strategic_reserve_env.agents import az_net
+
+    return az_net.load(path)
+
+
+ALL_LOADERS = LOADERS | {"az": az_load}
+
+
+@pytest.mark.parametrize("loader", sorted(ALL_LOADERS))
+def test_every_loader_refuses_nan_or_infinite_weights_in_one_line(tmp_path, loader):
+    """A network with a NaN or an infinite weight would play NaN scores ("All-NaN slice" in the search): each
+    loader refuses it, through the one check of model_files, naming the file and the tensor."""
+    path = {
+        "az": lambda: az_file(tmp_path / "nan.safetensors", nan=True),
+        "value": lambda: value_file(tmp_path / "nan.safetensors", nan=True),
+        "policy": lambda: policy_nan_file(tmp_path / "nan.safetensors"),
+        "rllib": lambda: rllib_nan_directory(tmp_path / "module"),
+    }[loader]()
+    where = path / rllib_model.WEIGHTS_FILE if loader == "rllib" else path
+    with pytest.raises(ValueError, match=r"^" + re.escape(f"{where}: tensor ") + r"\S+ holds NaN or infinite values$"):
+        ALL_LOADERS[loader](path)
+
+
+def test_a_search_agent_with_nan_weights_is_refused_before_it_plays(tmp_path, capsys):
+    from strategic_reserve_env.__main__ import main
+
+    path = az_file(tmp_path / "nan.safetensors", nan=True)
+    assert main(["evaluate", f"mctx:net={path}", "random", "--games", "2", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds NaN or infinite values" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("loader", sorted(ALL_LOADERS))
+@pytest.mark.parametrize("fault", ["version", "unknown field"])
+def test_every_loader_checks_its_description_in_the_same_words(tmp_path, loader, fault):
+    """The description check (format, version, unknown fields) is one function (model_files.check_description)
+    for the four formats, so each says the same thing in the same words."""
+    change = {"version": 99} if fault == "version" else {"surprise": 1}
+    if loader == "az":
+        path = where = az_file(tmp_path / "net.safetensors", **change)
+    elif loader == "value":
+        path = where = tmp_path / "net.safetensors"
+        path.write_bytes(value_bytes(value_description(**change)))
+    elif loader == "policy":
+        path = where = tmp_path / "net.safetensors"
+        path.write_bytes(policy_bytes(policy_description(**change)))
+    else:
+        path = rllib_directory(tmp_path / "module")
+        where = path / rllib_model.MODEL_FILE
+        where.write_text(json.dumps(json.loads(where.read_text()) | change))
+    message = "format version 99; this code reads " if fault == "version" else "unknown fields ['surprise']"
+    with pytest.raises(ValueError, match=r"^" + re.escape(f"{where}: {message}")):
+        ALL_LOADERS[loader](path)

@@ -196,7 +196,7 @@ def test_a_pickled_weights_file_is_never_unpickled(tmp_path):
 
 def test_saving_checks_the_weights_against_the_network(tmp_path):
     weights = {key: value.numpy() for key, value in BoardNet(SMALL).state_dict().items()}
-    with pytest.raises(ValueError, match="weights to save: parameters do not fit"):
+    with pytest.raises(ValueError, match="weights to save: the tensors do not fit the described network"):
         rllib_model.save(tmp_path, weights, NetworkConfig(channels=4, conv_layers=3, hidden=16))
     assert not (tmp_path / rllib_model.MODEL_FILE).exists()
 

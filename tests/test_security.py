@@ -197,7 +197,7 @@ SHIPPED = REPO / "models" / "ppo_baseline.safetensors"
         ({"features": {"kind": "pickle"}}, "features must be {'kind': one of mlp, cnn, ...}"),
         ({"features": {"kind": "cnn", "channels": "__import__('os')", "features_dim": 8}}, "takes positive ints"),
         ({"format": "sb3"}, "not a strategic-reserve-ppo-policy description"),
-        ({"version": 2}, "format version 2; this code reads version 1"),
+        ({"version": 2}, "format version 2; this code reads 1"),
         ({"observation_shape": [6, 6, 8]}, r"the policy observes \(6, 6, 8\) int8"),
         (
             {"net_arch": [256, 128]},

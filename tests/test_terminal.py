@@ -19,7 +19,15 @@ from strategic_reserve_env import Game, records
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import SQUARE_NAMES, parse_square
 from strategic_reserve_env.render import TEXT_WIDTH, ansi, legal_line
-from strategic_reserve_env.terminal import INTERRUPTED, INTRODUCTION, PROMPT, SAVE_FAILED, dice_line, terminal_game
+from strategic_reserve_env.terminal import (
+    INTERRUPTED,
+    INTRODUCTION,
+    PROMPT,
+    SAVE_FAILED,
+    dice_line,
+    terminal_game,
+    why_not_legal,
+)
 
 from conftest import REPO, as_from_a_shell
 
@@ -81,7 +89,7 @@ def test_the_play_command_and_replay(tmp_path):
 
 def test_terminal_game_quits_and_handles_end_of_input(tmp_path):
     said = []
-    answers = iter(["q", ""])
+    answers = iter(["q", "y", ""])
     assert terminal_game(load_agent("random"), seat="red", seed=1, read=lambda _: next(answers), say=said.append) == 0
     assert not any("won" in line for line in said)
 
@@ -170,9 +178,8 @@ def test_ctrl_c_at_the_save_question_prints_the_record():
     assert list(records.replay(record))[-1]["winner"] in ("red", "blue")
 
 
-@pytest.mark.parametrize("where", ["missing-directory/game.json", "a-directory", "a-file/game.json"])
+@pytest.mark.parametrize("where", ["missing-directory/game.json", "a-file/game.json"])
 def test_an_unwritable_save_path_prints_the_record(tmp_path, where):
-    (tmp_path / "a-directory").mkdir()
     (tmp_path / "a-file").write_text("not a directory")
     said = []
     code = terminal_game(
@@ -292,7 +299,9 @@ def test_the_env_package_imports_neither_agents_nor_evaluation():
 
 def test_the_game_opens_with_the_goal_the_hits_the_legend_and_the_rules(tmp_path):
     said = []
-    terminal_game(load_agent("greedy"), seed=1, save=str(tmp_path / "g.json"), read=scripted(["q"]), say=said.append)
+    terminal_game(
+        load_agent("greedy"), seed=1, save=str(tmp_path / "g.json"), read=scripted(["q", "y"]), say=said.append
+    )
     opening = said[1]
     assert opening == INTRODUCTION
     assert "Goal: empty your reserve." in opening
@@ -309,7 +318,11 @@ def test_the_game_opens_with_the_goal_the_hits_the_legend_and_the_rules(tmp_path
 def test_help_explains_and_question_mark_lists(tmp_path):
     said = []
     terminal_game(
-        load_agent("greedy"), seed=1, save=str(tmp_path / "g.json"), read=scripted(["help", "?", "q"]), say=said.append
+        load_agent("greedy"),
+        seed=1,
+        save=str(tmp_path / "g.json"),
+        read=scripted(["help", "?", "q", "y"]),
+        say=said.append,
     )
     board_at = next(i for i, text in enumerate(said) if "Dice: purple" in text)
     assert said[board_at + 1] == INTRODUCTION and said[board_at + 2].startswith("Legal squares now: ")
@@ -343,3 +356,129 @@ def test_the_legal_line_wraps_between_square_names():
     game = Game()
     game.roll(parse_square("a3"))
     assert "Legal:" not in board and all(len(line) <= TEXT_WIDTH for line in ansi(game).splitlines())
+
+
+# -- play: the save target, the seed, quitting, why a square is refused, the board after one's own move ----------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_save_to_a_fifo_or_a_folder_is_refused_before_the_game(tmp_path, kind):
+    """A record never replaces what is not a regular file (as root, --save /dev/null would have replaced the
+    device): refused in one line before anything is played, the target untouched."""
+    target = tmp_path / "target"
+    os.mkfifo(target) if kind == "fifo" else target.mkdir()
+    said = []
+    with pytest.raises(ValueError, match=f"cannot save the game record to {target}: it is not a regular file"):
+        terminal_game(load_agent("random"), seed=1, save=str(target), read=scripted([]), say=said.append)
+    assert said == [] and (target.is_fifo() if kind == "fifo" else target.is_dir())
+    result = subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", "play", "--seed", "1", "--save", str(target)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2 and result.stdout == "" and result.stderr.count("\n") == 1
+    assert "it is not a regular file" in result.stderr
+
+
+def test_a_device_is_never_replaced_by_a_write():
+    from strategic_reserve_env import outputs
+
+    with pytest.raises(OSError, match="not a regular file"):  # checked before anything is written
+        outputs.check_replaceable("/dev/null")
+
+
+def played_then_asked(answers: list[str]) -> tuple[int, list[str]]:
+    """(exit status, what was said) of a game of Red against random (seed 3) played to its end by the first
+    legal squares, ``answers`` given in turn to the questions that are not the placement prompt."""
+    moves, answers_left, said = iter(legal_moves()), iter(answers), []
+    code = terminal_game(
+        load_agent("random"),
+        seat="red",
+        seed=3,
+        read=lambda prompt: next(moves) if prompt == PROMPT else next(answers_left),
+        say=said.append,
+    )
+    return code, said
+
+
+def test_a_fifo_given_at_the_save_question_is_not_replaced(tmp_path):
+    target = tmp_path / "target"
+    os.mkfifo(target)
+    code, said = played_then_asked([str(target)])
+    assert code == SAVE_FAILED and target.is_fifo()
+    assert any(line.startswith(f"Could not write {target} (it is not a regular file") for line in said)
+    assert list(records.replay(printed_record(said)))[-1]["winner"] in ("red", "blue")
+
+
+def test_a_seed_a_record_cannot_hold_is_refused_before_the_game_and_the_largest_replays(tmp_path):
+    said = []
+    for seed in (2**64, -1):
+        with pytest.raises(ValueError, match=r"the seed must be an integer in 0 \.\. 2\*\*64 - 1"):
+            terminal_game(load_agent("random"), seed=seed, read=scripted([]), say=said.append)
+    assert said == []
+    path = tmp_path / "game.json"
+    terminal_game(load_agent("random"), seed=2**64 - 1, save=str(path), read=scripted(legal_moves()), say=said.append)
+    record = records.load_record(path)
+    assert record.seed == 2**64 - 1 and list(records.replay(record))[-1]["winner"] in ("red", "blue")
+
+
+@pytest.mark.parametrize("word", ["q", "quit", "exit"])
+def test_quitting_asks_first_and_the_answer_is_not_a_file_name(tmp_path, monkeypatch, word):
+    """The answer after ``exit`` goes to a confirmation, not to the save question: a square typed then is no
+    file name, and the game goes on."""
+    monkeypatch.chdir(tmp_path)
+    said = []
+    code = terminal_game(
+        load_agent("random"), seat="red", seed=1, read=scripted([word, "c4", word, "y", ""]), say=said.append
+    )
+    assert code == 0 and list(tmp_path.iterdir()) == []  # no file c4, no record (the save question: empty)
+    assert "The game goes on." in said and not any("won" in line for line in said)
+
+
+def test_a_refused_square_says_why():
+    game = Game()
+    game.roll(parse_square("b2"))  # a friendly hit on Red's b2: Blue's c2 and b3 go; Red places next to b2
+    assert why_not_legal(game, parse_square("c5")) == (
+        "c5 is not a legal placement now: it holds one of your checkers; you rolled b2, one of your own checkers "
+        "(a friendly hit), so you place on an empty square next to its group."
+    )
+    assert why_not_legal(game, parse_square("a1")).endswith("so you place on an empty square next to its group.")
+    game.place(parse_square("a2"))
+    game.roll(parse_square("a6"))  # an empty hit for Blue
+    assert why_not_legal(game, parse_square("b2")) == (
+        "b2 is not a legal placement now: it holds an opponent's checker; you place on an empty square."
+    )
+    said = []
+    terminal_game(load_agent("random"), seat="red", seed=1, read=scripted(["b2", "q", "y", ""]), say=said.append)
+    assert any(line.startswith("b2 is not a legal placement now: it holds one of your checkers") for line in said)
+
+
+def test_the_person_sees_the_board_after_their_own_placement(tmp_path):
+    said = []
+    terminal_game(
+        load_agent("random"),
+        seat="red",
+        seed=1,
+        save=str(tmp_path / "game.json"),
+        read=scripted(legal_moves()),
+        say=said.append,
+    )
+    mine = [line for line in said if line.startswith("You place on ")]
+    assert len(mine) > 3
+    for text in mine:  # "You place on c4:", then the board with a red checker on c4
+        square = text.split()[3].rstrip(":")
+        file, rank = "abcdef".index(square[0]), int(square[1])
+        row = next(line for line in text.splitlines() if line.startswith(f"{rank} "))
+        assert row[2 + 3 * file + 1] == "R", text
+
+
+def test_a_square_or_a_game_word_at_the_save_question_is_asked_again(tmp_path, monkeypatch):
+    """Typed out of habit after the game ends, c4 or q is no file name: the question is asked again."""
+    monkeypatch.chdir(tmp_path)
+    code, said = played_then_asked(["c4", "q", "game.json"])
+    assert code == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["game.json"]
+    assert sum("is an answer to the game's question, not a file name" in line for line in said) == 2
+    assert list(records.replay(records.load_record(tmp_path / "game.json")))[-1]["winner"] in ("red", "blue")

@@ -25,9 +25,11 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         help="agent spec (default greedy), e.g. random, expectimax:depth=2, ppo (the shipped model)",
     )
     parser.add_argument("--seat", choices=["red", "blue", "random"], default="red", help="your colour")
-    parser.add_argument("--seed", type=int, help="seed of the dice and the agent")
+    parser.add_argument("--seed", type=int, help="seed of the dice and the agent, 0 .. 2**64 - 1")
     parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
-    parser.add_argument("--save", help="write the game record here at the end (otherwise you are asked)")
+    parser.add_argument(
+        "--save", help="write the game record here at the end, a regular file (otherwise you are asked)"
+    )
     return parser
 
 
