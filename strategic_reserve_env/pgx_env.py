@@ -188,10 +188,16 @@ def _below(bits: jax.Array, n: jax.Array | int) -> jax.Array:
     return ((high + (low >> 16)) >> 16).astype(jnp.int32)
 
 
+def _two_squares(key: jax.Array) -> jax.Array:
+    """(2,) int32: two independent rolls from ``key``, one threefry block (its two 32-bit words, each scaled
+    to 0..35: each square's probability 1/36 to within 2**-32)."""
+    return _below(jax.random.bits(key, (2,), dtype=jnp.uint32), NUM_SQUARES)
+
+
 def draw_square(key: jax.Array) -> jax.Array:
     """() int32: the square a roll lands on, 0..35, drawn from ``key`` (what ``step`` and ``init`` roll):
-    one 32-bit word scaled to 0..35, each square's probability 1/36 to within 2**-32."""
-    return _below(jax.random.bits(key, (), dtype=jnp.uint32), NUM_SQUARES)
+    a 32-bit word scaled to 0..35, each square's probability 1/36 to within 2**-32."""
+    return _two_squares(key)[0]
 
 
 def uniform_action(state: State, uniform: jax.Array) -> jax.Array:
@@ -309,8 +315,8 @@ def planes(state: State, player_id: jax.Array) -> jax.Array:
         jax_rules.first_squares(own_reserve),
         jax_rules.first_squares(other_reserve),
     ]
-    words = Bits(jnp.stack([b.low for b in bitboards]), jnp.stack([b.high for b in bitboards]))  # (9,) each
-    return jax_rules.squares(words).T.reshape(OBSERVATION_SHAPE)  # (9, 36) -> (36, 9) -> (6, 6, 9)
+    words = Bits(jnp.stack([b.low for b in bitboards], -1), jnp.stack([b.high for b in bitboards], -1))  # (9,)
+    return jax_rules.planes_of(words).reshape(OBSERVATION_SHAPE)  # (36, 9) -> (6, 6, 9)
 
 
 def _finished(state: State, observe: bool) -> State:
@@ -417,10 +423,9 @@ def _step_compiled(
 def _auto_reset_compiled(
     state: State, action: jax.Array, key: jax.Array, start: State, ply_limit: int, penalty: float, observe: bool
 ) -> State:
-    """pgx's ``auto_reset(step, init)`` (pgx.experimental.wrappers) on one roll: a finished game's flags are
-    cleared before the placement (it is a new game already), a game the placement ends gets ``start``'s
-    position, and one roll follows: from the step's half of the key, or the reset's."""
-    step_key, reset_key = jax.random.split(key)
+    """:meth:`StrategicReserve.auto_reset_step`: a finished game's flags are cleared before the placement (it
+    is a new game already), a game the placement ends gets ``start``'s position, and one roll follows: the
+    first word of ``key``'s block (``step``'s roll) or, for a new game, the second."""
     cleared = state.replace(  # type: ignore[attr-defined]
         terminated=jnp.asarray(False), truncated=jnp.asarray(False), rewards=jnp.zeros_like(state.rewards)
     )
@@ -432,8 +437,8 @@ def _auto_reset_compiled(
     restarted = restarted.replace(  # type: ignore[attr-defined]
         terminated=jnp.asarray(False), truncated=jnp.asarray(False)
     )
-    square = jnp.where(over, draw_square(reset_key), draw_square(step_key))
-    rolled = _finished(_roll(restarted, square), observe)
+    step_square, reset_square = _two_squares(key)
+    rolled = _finished(_roll(restarted, jnp.where(over, reset_square, step_square)), observe)
     return rolled.replace(terminated=placed.terminated, truncated=placed.truncated)  # type: ignore[attr-defined]
 
 
@@ -524,10 +529,12 @@ class StrategicReserve(core.Env):
         return _step_compiled(state, square_index(action), key, **self._static)
 
     def auto_reset_step(self, state: State, action: jax.Array, key: jax.Array) -> State:
-        """What ``pgx.experimental.auto_reset(env.step, env.init)(state, action, key)`` returns, for less: a
-        game the step ends comes back as a new game after its first roll (``terminated``, ``truncated`` and
-        ``rewards`` kept from the step, as pgx's wrapper keeps them), with one roll a step instead of a step
-        and an ``init`` selected field by field."""
+        """``step`` with pgx's auto-reset (``pgx.experimental.auto_reset(env.step, env.init)``), for less: a
+        game the step does not end is ``step(state, action, key)``'s; a game it ends comes back as a new
+        game after its first roll (``terminated``, ``truncated`` and ``rewards`` kept from the step, as pgx's
+        wrapper keeps them; the next call plays it). One roll and one threefry block a step, instead of a
+        step, an ``init`` on a split key and a selection over every field: the same games in distribution as
+        pgx's wrapper (whose split key gives other rolls)."""
         return _auto_reset_compiled(state, square_index(action), key, self._start, **self._static)
 
     def observe(self, state: State, player_id: jax.Array | None = None) -> jax.Array:  # type: ignore[override]

@@ -628,14 +628,25 @@ AUTO_RESET_CONFIG = Config(reserve=3, ply_limit=7)  # games end every few plies,
 
 
 def test_auto_reset_step_is_pgx_auto_reset_and_observation_off_changes_only_the_observation():
-    """env.auto_reset_step on an env that does not observe gives pgx.experimental.auto_reset(step, init)'s
-    games on one that does, field for field, the observation aside (all False; observe() builds the same
-    planes), over plies where games end by wins and by the ply limit. One jit for both loops."""
+    """env.auto_reset_step on an env that does not observe gives the games of pgx.experimental.auto_reset
+    (its clearing of flags, its reset, what it keeps) around step and init on an env that does, with the
+    rolls of auto_reset_step's key (step's roll, and for a new game the block's second word), field for
+    field, the observation aside (all False; observe() builds the same planes), over plies where games end
+    by wins and by the ply limit. One jit for both loops."""
     from pgx.experimental import auto_reset
+
+    from strategic_reserve_env.pgx_env import _two_squares
 
     observing = StrategicReserve(config=AUTO_RESET_CONFIG)
     blind = StrategicReserve(config=AUTO_RESET_CONFIG, observation=False)
     size = 32
+
+    def pgx_wrapper(state, action, key):
+        step = auto_reset(
+            lambda state, action, _: observing.step(state, action, key),
+            lambda _: observing.roll(observing.new_game(), _two_squares(key)[1]),
+        )
+        return step(state, action, key)
 
     @jax.jit
     def play(key):
@@ -645,7 +656,7 @@ def test_auto_reset_step_is_pgx_auto_reset_and_observation_off_changes_only_the_
             actions = jax.vmap(random_action)(theirs, jax.random.split(act_key, size))
             keys = jax.random.split(step_key, size)
             ours = jax.vmap(blind.auto_reset_step)(ours, actions, keys)
-            theirs = jax.vmap(auto_reset(observing.step, observing.init))(theirs, actions, keys)
+            theirs = jax.vmap(pgx_wrapper)(theirs, actions, keys)
             return (ours, theirs), (ours, theirs, jax.vmap(blind.observe)(ours))
 
         keys = jax.random.split(key, size)
@@ -657,9 +668,8 @@ def test_auto_reset_step_is_pgx_auto_reset_and_observation_off_changes_only_the_
     assert np.array_equal(np.asarray(observed), np.asarray(theirs.observation))
     for field in dataclasses.fields(theirs):
         if field.name != "observation":
-            assert np.array_equal(np.asarray(getattr(ours, field.name)), np.asarray(getattr(theirs, field.name))), (
-                field.name
-            )
+            got, want = np.asarray(getattr(ours, field.name)), np.asarray(getattr(theirs, field.name))
+            assert np.array_equal(got, want), field.name
     assert int(theirs.terminated.sum()) > 0 and int(theirs.truncated.sum()) > 0
 
 
