@@ -131,13 +131,12 @@ class State(core.State):
         ``color_theme`` is accepted for pgx's signature and ignored (the project has one palette).
         ``ValueError`` for a batch: index one game first (``jax.tree.map(lambda x: x[i], state)``)."""
         del color_theme
-        games = to_engine(self)
         if np.ndim(self.current_player) != 0:
             raise ValueError(
                 f"to_svg draws one game, this State holds a batch of shape {np.shape(self.current_player)}: "
                 "index one game first (jax.tree.map(lambda x: x[i], state))"
             )
-        return _svg(games, 0, scale)
+        return _svg(to_engine(self), 0, scale)
 
     def save_svg(  # type: ignore[override]
         self, filename: str | Path, *, color_theme: str | None = None, scale: float | None = None
