@@ -42,6 +42,7 @@ class Loop(NamedTuple):
     sampler: str  # "categorical" or "random_action"
     observe: bool
     reset: str  # "pgx" (auto_reset by init) or "env" (auto_reset_step)
+    max_batch: int = MAX_BATCH  # larger batches are not measured (a call would take minutes on a CPU)
 
 
 LOOPS = (
@@ -51,7 +52,7 @@ LOOPS = (
     Loop("random_action, obs, env reset", "strategic_reserve", "random_action", True, "env"),
     Loop("random_action, no obs, env reset", "strategic_reserve", "random_action", False, "env"),
     Loop("connect_four, categorical", "connect_four", "categorical", True, "pgx"),
-    Loop("backgammon, categorical", "backgammon", "categorical", True, "pgx"),
+    Loop("backgammon, categorical", "backgammon", "categorical", True, "pgx", max_batch=4096),
 )
 """The loops of ``bench --jax``, in report order."""
 
@@ -184,9 +185,12 @@ def run(
             if numpy_rate is not None:
                 yield row("engine", f"B={batch_size}", "batched numpy arrays", numpy_rate)
             for loop in loops:
+                interface = "pgx_env" if loop.game == "strategic_reserve" else "pgx"
+                if batch_size > loop.max_batch:
+                    yield f"{interface:<12}B={batch_size:<6}{loop.label}: not measured above B={loop.max_batch}"
+                    continue
                 rate, compiled = loop_rate(loop, config, batch_size, seconds)
                 ratio = f"x{rate / numpy_rate:.2f} numpy, " if numpy_rate else ""
-                interface = "pgx_env" if loop.game == "strategic_reserve" else "pgx"
                 yield row(interface, f"B={batch_size}", loop.label, rate) + f"  {ratio}compile {compiled:.1f} s"
         if mctx_batch is not None:
             rate, first = mctx_rate(mctx_batch, mctx_simulations, seconds)
