@@ -13,10 +13,10 @@ jitter, the ties) comes from the generator ``act`` is given, so an evaluation's 
 Batches are padded to a power of two (at least :data:`MIN_BATCH`), and never below the largest size already
 compiled, so that ``jit`` compiles once per size class, not as an evaluation's batch shrinks. The first call of
 each size pays the compile (seconds to tens of seconds on a CPU: tracing mctx's search, and XLA compiling it;
-nothing is compiled when the agent loads). :data:`MIN_BATCH` is as large as the batches an evaluation plays,
-so that the check an evaluation makes before its games (a few test positions) compiles the size that then
-plays, once. The search runs on ``StrategicReserve(observation=False)``: its ``place`` and ``roll`` build no
-observation (a network's leaf evaluation gets one, built for the states it evaluates).
+nothing is compiled when the agent loads). :data:`MIN_BATCH` (32) covers both the check an evaluation makes
+before its games (a few test positions) and its plays of up to 32 games at a time: one compile for both.
+The search runs on ``StrategicReserve(observation=False)``: its ``place`` and ``roll`` build no observation
+(a network's leaf evaluation gets one, built for the states it evaluates).
 
 ``mctx:net=PATH[,simulations=N]`` searches with a network trained by ``strategic-reserve train-az``
 (:mod:`.az_net`) as the leaf evaluation and its priors; ``simulations=0`` plays the network alone (its most

@@ -46,6 +46,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from strategic_reserve_env import pgx_env
 from strategic_reserve_env.board import NUM_SQUARES
 from strategic_reserve_env.luck import race_win_probability
 
@@ -73,9 +74,7 @@ function has an attribute ``reads_observation = False``."""
 def reserves(states) -> tuple[jax.Array, jax.Array]:
     """(B,) int32 reserves of the player to move and of the other player (:func:`strategic_reserve_env.pgx_env.
     reserves`: read from the position, so the env need not build the observation)."""
-    from strategic_reserve_env.pgx_env import reserves as of_states
-
-    return of_states(states)
+    return pgx_env.reserves(states)
 
 
 def race_evaluation(params, states) -> tuple[jax.Array, jax.Array]:

@@ -691,6 +691,9 @@ def test_bench_jax_prints_the_users_loops_beside_numpy(capsys, monkeypatch):
     for line, loop in zip(lines[4:], loops, strict=True):
         assert line.startswith(f"{'pgx_env' if loop.game == 'strategic_reserve' else 'pgx':<12}B=16    {loop.label}")
         assert re.search(r"plies/s  x\d+\.\d\d numpy, compile \d+\.\d s$", line), line
+    assert main(["bench", "--batch-sizes", str(2**20)]) == 2  # above the numpy engine's limit without --jax
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--batch-sizes must be integers in 1..262,144 without --jax" in captured.err
     monkeypatch.setitem(__import__("sys").modules, "pgx", None)  # as if the extra were not installed
     assert main(["bench", "--jax", "--batch-sizes", "16"]) == 2
     captured = capsys.readouterr()

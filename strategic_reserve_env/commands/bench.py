@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
                 seconds=args.seconds, batch_sizes=sizes, config=config, device=args.device, mctx_batch=args.mctx
             )
         elif any(size > bench.MAX_BATCH for size in args.batch_sizes or ()):
-            raise ValueError(f"batch sizes must be integers in 1..{bench.MAX_BATCH:,} without --jax")
+            largest = max(args.batch_sizes)
+            raise ValueError(f"--batch-sizes must be integers in 1..{bench.MAX_BATCH:,} without --jax, got {largest}")
         else:
             lines = _numpy_lines(args.seconds, tuple(args.batch_sizes or (1, 64, 4096)), config)
         print(f"random legal play, reserve {config.reserve}, {args.seconds:g} s per line, one process")
