@@ -11,8 +11,12 @@ measured (README, "Search with chance nodes"). Its randomness (the chance nodes'
 jitter, the ties) comes from the generator ``act`` is given, so an evaluation's ``--seed`` governs it.
 
 Batches are padded to a power of two (at least :data:`MIN_BATCH`), and never below the largest size already
-compiled, so that ``jit`` compiles once per size class, not as an evaluation's batch shrinks; the first call of
-each size compiles (seconds to tens of seconds on a CPU).
+compiled, so that ``jit`` compiles once per size class, not as an evaluation's batch shrinks. The first call of
+each size pays the compile (seconds to tens of seconds on a CPU: tracing mctx's search, and XLA compiling it;
+nothing is compiled when the agent loads). :data:`MIN_BATCH` (32) covers both the check an evaluation makes
+before its games (a few test positions) and its plays of up to 32 games at a time: one compile for both.
+The search runs on ``StrategicReserve(observation=False)``: its ``place`` and ``roll`` build no observation
+(a network's leaf evaluation gets one, built for the states it evaluates).
 
 ``mctx:net=PATH[,simulations=N]`` searches with a network trained by ``strategic-reserve train-az``
 (:mod:`.az_net`) as the leaf evaluation and its priors; ``simulations=0`` plays the network alone (its most
@@ -30,8 +34,9 @@ from strategic_reserve_env.board import NO_PLAYER
 
 from .position import read_position
 
-MIN_BATCH = 8
-"""The smallest batch the search compiles for (a call with fewer games is padded to it)."""
+MIN_BATCH = 32
+"""The smallest batch the search compiles for (a call with fewer games is padded to it): an evaluation's
+check positions and its plays share one compile."""
 PRIOR_TEMPERATURE = 0.02
 """The priors' temperature on the one-ply values (-1 .. 1) of the placements: a placement 0.05 better
 (a 2.5 % higher win probability) gets e^2.5 = 12 times the prior."""
@@ -66,8 +71,8 @@ class MctxAgent:
         from .mctx_search import TrueModel
 
         self.simulations, self.lookahead, self.net = simulations, lookahead and not net, net
-        env = pgx_env.StrategicReserve()
-        self._from_engine = pgx_env.from_engine
+        env = pgx_env.StrategicReserve(observation=False)
+        self._from_engine = functools.partial(pgx_env.from_engine, observe=False)
         if net:
             from . import az_net
 

@@ -30,9 +30,11 @@ priors over the legal placements, so that one simulation of a placement sees the
 roll exactly, as expectimax at depth 1 does.
 
 The env is :class:`strategic_reserve_env.pgx_env.StrategicReserve` (or any object with its chance API:
-``place``, ``roll``, ``chance_probs``, and pgx's State fields ``current_player``, ``observation``,
-``legal_action_mask``, ``rewards``, ``terminated``, ``truncated``). Its illegal-action rule already makes an
-illegal placement lose; the adapter does not rely on it.
+``place``, ``roll``, ``chance_probs``, ``observe``, and pgx's State fields ``current_player``, ``observation``,
+``legal_action_mask``, ``rewards``, ``terminated``, ``truncated``). On an env made with ``observation=False``
+(what the mctx agent searches) no ``place`` or ``roll`` of the search builds an observation: only the leaf
+evaluation's states get one, and only for an evaluation that reads it (the race model does not).
+Its illegal-action rule already makes an illegal placement lose; the adapter does not rely on it.
 """
 
 from __future__ import annotations
@@ -44,15 +46,14 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from strategic_reserve_env import pgx_env
 from strategic_reserve_env.board import NUM_SQUARES
 from strategic_reserve_env.luck import race_win_probability
-from strategic_reserve_env.observation import PLANE_NAMES
 
 CHANCE_JITTER = 0.01
 """Width of the uniform jitter added to each chance node's logits (see the module docstring)."""
 ILLEGAL_REWARD = -1.0
 """What an illegal placement below the root pays its placer: a loss."""
-OWN_RESERVE, OPPONENT_RESERVE = PLANE_NAMES.index("own_reserve"), PLANE_NAMES.index("opponent_reserve")
 
 
 class Afterstate(NamedTuple):
@@ -65,23 +66,26 @@ class Afterstate(NamedTuple):
 
 Evaluation = Callable[[Any, Any], tuple[jax.Array, jax.Array]]
 """``evaluate(params, states) -> (prior_logits (B, 36) float32, value (B,) float32)`` at decision positions:
-priors over the placements (the legal mask is applied after) and the value for the player to move (-1 .. 1)."""
+priors over the placements (the legal mask is applied after) and the value for the player to move (-1 .. 1).
+The states' ``observation`` is built for it (also on an env made with ``observation=False``) unless the
+function has an attribute ``reads_observation = False``."""
 
 
 def reserves(states) -> tuple[jax.Array, jax.Array]:
-    """(B,) int32 reserves of the player to move and of the other player, read from the States' observation
-    planes (from the mover's side; exact up to 36)."""
-    planes = states.observation
-    counts = planes.reshape(planes.shape[0], NUM_SQUARES, -1).sum(axis=1, dtype=jnp.int32)
-    return counts[:, OWN_RESERVE], counts[:, OPPONENT_RESERVE]
+    """(B,) int32 reserves of the player to move and of the other player (:func:`strategic_reserve_env.pgx_env.
+    reserves`: read from the position, so the env need not build the observation)."""
+    return pgx_env.reserves(states)
 
 
 def race_evaluation(params, states) -> tuple[jax.Array, jax.Array]:
     """The cheap :data:`Evaluation`: uniform priors, and ``2 * race_win_probability(reserves) - 1`` for the
-    mover (``params`` unused)."""
+    mover (``params`` unused). It reads no observation."""
     mine, theirs = reserves(states)
     value = 2.0 * race_win_probability(mine, theirs, xp=jnp) - 1.0
     return jnp.zeros((mine.shape[0], NUM_SQUARES), jnp.float32), value.astype(jnp.float32)
+
+
+race_evaluation.reads_observation = False  # type: ignore[attr-defined]
 
 
 def masked_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -126,6 +130,8 @@ class TrueModel:
     def _leaf(self, states, params):
         """Prior logits (legal mask applied) and values of decision positions from ``evaluate``; 0 for a
         finished game."""
+        if getattr(self.evaluate, "reads_observation", True) and not getattr(self.env, "observes", True):
+            states = states.replace(observation=jax.vmap(self.env.observe)(states))
         logits, value = self.evaluate(params, states)
         return masked_logits(logits, states.legal_action_mask), jnp.where(_over(states), 0.0, value)
 

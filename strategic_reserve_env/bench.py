@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import engine, turns
-from .board import NUM_SQUARES, brief
+from .board import brief
 from .config import Config
 from .game import Game
 from .reference import ReferenceGame
@@ -198,93 +198,3 @@ def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), conf
         f"aec raw_env x{rates['raw'] / ref:.2f}, aec env() x{rates['env'] / ref:.2f}"
     )
     return lines
-
-
-def jax_random_play(config: Config, batch_size: int, plies: int, observe: bool, seed: int = 0):
-    """The JAX path's random play, compiled: ``(run, carry)`` where ``run(carry)`` plays ``plies``
-    plies of B games and returns the next carry: each ply :meth:`~strategic_reserve_env.pgx_env.
-    StrategicReserve.place` on a uniformly random legal square (:func:`~strategic_reserve_env.pgx_env.
-    uniform_action`), a restart of the finished games, and the next ``roll`` (the work of
-    :func:`batched`'s turn). The dice and uniforms of a ply are drawn at the end of the ply before
-    and carried: XLA's CPU compiler would otherwise compute the draws again inside each use. Without
-    ``observe`` the loop never reads the observation, so XLA leaves it out. Needs the extra ``jax``."""
-    import jax
-    import jax.numpy as jnp
-
-    from .pgx_env import StrategicReserve, uniform_action
-
-    env = StrategicReserve(config=config)
-    fresh = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (batch_size, *x.shape)), env.new_game())
-    place, roll = jax.vmap(env.place), jax.vmap(env.roll)
-
-    def draw(state, key):
-        """The next ply's actions (a random legal square each) and rolled squares, from two random
-        words a game (threefry's cost is most of a ply's; the 16-bit multiply-shift draws are uniform
-        to within 36 / 2**16 of each probability)."""
-        words = jax.random.bits(key, (2, batch_size), dtype=jnp.uint32) >> 16
-        uniforms = words[0].astype(jnp.float32) / (1 << 16)
-        squares = ((words[1] * NUM_SQUARES) >> 16).astype(jnp.int32)
-        return jax.vmap(uniform_action)(state, uniforms), squares
-
-    def ply(carry, key):
-        state, actions, squares = carry
-        placed = place(state, actions)
-        done = placed.terminated | placed.truncated
-        restarted = jax.tree_util.tree_map(
-            lambda new, old: jnp.where(done.reshape((-1,) + (1,) * (old.ndim - 1)), new, old), fresh, placed
-        )
-        rolled = roll(restarted, squares)
-        if not observe:
-            rolled = rolled.replace(observation=state.observation)
-        return (rolled, *draw(rolled, key)), None
-
-    def run(carry):
-        state, actions, squares, key = carry
-        key, loop = jax.random.split(key)
-        (state, actions, squares), _ = jax.lax.scan(ply, (state, actions, squares), jax.random.split(loop, plies))
-        return state, actions, squares, key
-
-    key, first, then = jax.random.split(jax.random.PRNGKey(seed), 3)
-    state = roll(fresh, jax.random.randint(first, (batch_size,), 0, NUM_SQUARES, dtype=jnp.int32))
-    return jax.jit(run), (state, *draw(state, then), key)
-
-
-def jax_batched(batch_size: int, seconds: float, config: Config, observe: bool, seed: int = 0) -> tuple[float, float]:
-    """``(plies/s, compile seconds)`` of :func:`jax_random_play` with B games, :data:`BLOCK` plies a call;
-    the compile is timed apart (``jit(...).lower(...).compile()``)."""
-    import jax
-
-    run, carry = jax_random_play(config, batch_size, BLOCK, observe, seed)
-    began = time.perf_counter()
-    compiled = run.lower(carry).compile()
-    compile_seconds = time.perf_counter() - began
-
-    def run_block() -> int:
-        nonlocal carry
-        carry = jax.block_until_ready(compiled(carry))
-        return BLOCK * batch_size
-
-    return _timed(run_block, seconds), compile_seconds
-
-
-JAX_BATCH_SIZES = (256, 4096, 65536)
-
-
-def run_jax(seconds: float = 2.0, batch_sizes: tuple[int, ...] = JAX_BATCH_SIZES, config: Config | None = None):
-    """The JAX path's random play beside the numpy engine's, at each batch size: the report lines,
-    yielded as they are measured."""
-    import jax
-
-    config = config if config is not None else Config()
-    device = jax.devices()[0]
-    yield f"jax {jax.__version__} on {device.platform} ({device.device_kind}); numpy engine on the CPU"
-    for batch_size in batch_sizes:
-        numpy_rate = batched(batch_size, seconds, config)
-        yield row("engine", f"B={batch_size}", "batched numpy arrays", numpy_rate)
-        for observe in (False, True):
-            rate, compiled = jax_batched(batch_size, seconds, config, observe)
-            what = "jax, with observation" if observe else "jax, rules and mask"
-            yield (
-                row("pgx_env", f"B={batch_size}", what, rate)
-                + f"  x{rate / numpy_rate:.2f} numpy, compile {compiled:.1f} s"
-            )

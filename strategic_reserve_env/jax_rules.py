@@ -271,6 +271,14 @@ def squares(bits: Bits) -> jax.Array:
     return ((words >> jnp.asarray(SQUARE_SHIFT)) & 1).astype(jnp.bool_)
 
 
+def planes_of(bits: Bits) -> jax.Array:
+    """(36, n) bool: for pairs of (n,) words (one per plane), each square's bit of every plane, squares in
+    index order (:func:`squares` transposed, built in that layout: no transpose)."""
+    low, high = bits.low[None, :], bits.high[None, :]
+    words = jnp.where(jnp.asarray(SQUARE_WORD)[:, None] == 0, low, high)
+    return ((words >> jnp.asarray(SQUARE_SHIFT)[:, None]) & 1).astype(jnp.bool_)
+
+
 def from_side(me, opp, to_move: jax.Array, side: jax.Array):
     """``(side's, the other's)`` of a pair of values held from the mover's side (``rules.from_side``):
     ``me`` belongs to ``to_move``. Arrays or :class:`Bits` alike."""
@@ -290,6 +298,7 @@ __all__ = [
     "adjacent",
     "group",
     "place",
+    "planes_of",
     "resolve_roll",
     "roll",
     "squares",

@@ -22,6 +22,13 @@ nothing; a placement that is not a legal square, or made while a roll is due,
 is an illegal action (pgx's rule); a finished game stays as it is, with zero
 rewards (no transition from it earns anything, as in pgx).
 
+**At a chance node** (after ``new_game`` or ``place``, the game not over: ``state.chance_due`` is True) the
+public fields read: ``current_player`` the player whose roll is due (and who places next),
+``legal_action_mask`` all False (no placement is legal: ``place`` there is an illegal action and loses the
+game), ``observation`` the position from that player's side with an empty legal plane, ``rewards`` what the
+placement just made earned, ``terminated`` and ``truncated`` False. pgx's ``step`` never stops at a chance
+node (it rolls right after the placement); only the chance API does.
+
 Player ids are the colours: player 0 is Red, player 1 Blue (``RED``, ``BLUE``);
 ``current_player`` is the mover's. The observation is the project's
 ``(6, 6, 9)`` planes (:mod:`strategic_reserve_env.observation`) as bool, from
@@ -30,6 +37,22 @@ the 36 squares, all True once the game is over (pgx's convention, so that a
 policy's probabilities can be normalised). Rewards (2,) float32, indexed by
 player id, are +1 and -1 on the winning placement and 0 otherwise, also at the
 ply limit's truncation.
+
+**Stepping without the observation.** ``StrategicReserve(observation=False)`` never builds it: every
+method leaves ``state.observation`` all False, and ``env.observe(state)`` builds it when it is wanted
+(pgx's own envs build it in every ``step``). A loop that reads only the mask and the rewards runs faster.
+
+**Compiles.** The methods are compiled functions, shared by every env of the same ply limit: the first call
+of each (per batch shape under ``vmap``) compiles it, seconds on a CPU, and later calls reuse it. Squares,
+actions and player ids are made int32 before the compiled function sees them, so Python ints, numpy
+integers and jax arrays of any integer dtype share one compile. ``new_game`` and :func:`from_engine`
+compile nothing (they are built with numpy).
+
+**pgx's own tools.** ``pgx.make("strategic_reserve")`` raises ``ValueError`` (pgx makes its own games only:
+construct :class:`StrategicReserve`), and ``pgx.api_test(env)`` fails on ``state.env_id`` not being one of
+pgx's ids; :func:`api_test` runs pgx's checks on this env. States draw themselves (``state.to_svg()``,
+``state.save_svg(path)``, and in a notebook ``_repr_html_``) with the project's SVG board
+(:func:`strategic_reserve_env.render.svg`).
 
 :func:`to_engine` and :func:`from_engine` convert to and from the numpy
 engine's :class:`~strategic_reserve_env.engine.State`, so the project's tools
@@ -41,7 +64,9 @@ jax's CPU build and the pgx version tested).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -49,15 +74,17 @@ import numpy as np
 import pgx.core as core
 from pgx._src.struct import dataclass
 
-from . import engine, jax_rules
-from .board import BOARD_SIZE, DEFAULT_RESERVE, FULL, NO_PLAYER, NUM_SQUARES, RED
+from . import engine, jax_rules, observation
+from .board import BOARD_SIZE, DEFAULT_RESERVE, FULL, NO_PLAYER, NUM_SQUARES
 from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, make_config
 from .jax_rules import Bits
 from .observation import NUM_PLANES, OBSERVATION_SHAPE
-from .rules import HIT_EMPTY, HIT_ENEMY, HIT_FRIENDLY
+from .rules import HIT_ENEMY, HIT_FRIENDLY
 
 ENV_ID = "strategic_reserve"
 NUM_PLAYERS = 2
+HTML_GAMES = 16
+"""The most games of a batched State that ``_repr_html_`` draws."""
 
 
 @dataclass
@@ -66,15 +93,16 @@ class State(core.State):
 
     The position is held from the mover's side, as :class:`strategic_reserve_env.engine.State`
     holds it (the fields of the same names without the underscore), with each bitboard as a
-    (low, high) pair of uint32 words (:mod:`strategic_reserve_env.jax_rules`).
+    (low, high) pair of uint32 words (:mod:`strategic_reserve_env.jax_rules`). Public fields at a
+    chance node: see the module docstring and :attr:`chance_due`.
     """
 
     current_player: jax.Array  # () int32 the mover's colour, RED=0 / BLUE=1 (its player id); engine's to_move
-    observation: jax.Array  # (6, 6, 9) bool planes from current_player's side (observation.py)
+    observation: jax.Array  # (6, 6, 9) bool planes from current_player's side; all False if the env does not observe
     rewards: jax.Array  # (2,) float32 reward of the latest transition, by player id
     terminated: jax.Array  # () bool: a player has won (or the other lost by an illegal action)
     truncated: jax.Array  # () bool: the ply limit ended the game without a winner
-    legal_action_mask: jax.Array  # (36,) bool legal placements; all True once the game is over
+    legal_action_mask: jax.Array  # (36,) bool legal placements; all False at a chance node, all True once over
     _step_count: jax.Array  # () int32 steps (placements, illegal ones included) since new_game
     _me: jax.Array  # (2,) uint32 bitboard pair: checkers of the player to move
     _opp: jax.Array  # (2,) uint32 bitboard pair: checkers of the other player
@@ -91,6 +119,52 @@ class State(core.State):
     def env_id(self) -> str:  # type: ignore[override]  # not one of pgx's own ids
         return ENV_ID
 
+    @property
+    def chance_due(self) -> jax.Array:
+        """bool (one per game): a roll is due, no placement (a chance node: after ``new_game`` or ``place``,
+        the game not over). ``roll`` is the only move that does anything here; ``place`` loses the game."""
+        return ~(self.terminated | self.truncated) & jax_rules.is_zero(_bits(self, "_legal"))
+
+    def to_svg(self, *, color_theme: str | None = None, scale: float | None = None) -> str:  # type: ignore[override]
+        """The board as SVG (the project's :func:`~strategic_reserve_env.render.svg`: checkers, reserves, the
+        rolled and captured squares, the legal placements), for one game; ``scale`` multiplies its size.
+        ``color_theme`` is accepted for pgx's signature and ignored (the project has one palette).
+        ``ValueError`` for a batch: index one game first (``jax.tree.map(lambda x: x[i], state)``)."""
+        del color_theme
+        if np.ndim(self.current_player) != 0:
+            raise ValueError(
+                f"to_svg draws one game, this State holds a batch of shape {np.shape(self.current_player)}: "
+                "index one game first (jax.tree.map(lambda x: x[i], state))"
+            )
+        return _svg(to_engine(self), 0, scale)
+
+    def save_svg(  # type: ignore[override]
+        self, filename: str | Path, *, color_theme: str | None = None, scale: float | None = None
+    ) -> None:
+        """Write :meth:`to_svg` to ``filename`` (atomically)."""
+        from .outputs import write_text
+
+        write_text(filename, self.to_svg(color_theme=color_theme, scale=scale))
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the board of one game, or the first :data:`HTML_GAMES` games of a batch side
+        by side."""
+        games = to_engine(self)
+        shown = min(games.batch_size, HTML_GAMES)
+        boards = "".join(f'<div style="margin:4px">{_svg(games, i, 0.75)}</div>' for i in range(shown))
+        more = f"<p>{games.batch_size - shown} more games not drawn</p>" if games.batch_size > shown else ""
+        return f'<div style="display:flex;flex-wrap:wrap">{boards}</div>{more}'
+
+
+def _svg(games: engine.State, index: int, scale: float | None) -> str:
+    """Game ``index`` of ``games`` drawn by :func:`strategic_reserve_env.render.svg`."""
+    from .game import Game
+    from .render import svg
+
+    game = Game()
+    game.load(games, index)
+    return svg(game, cell=max(8, round(40 * (1.0 if scale is None else scale))))
+
 
 #: the engine's fields and the State's that hold them (bitboards as pairs; to_move is current_player)
 _SCALAR_FIELDS = {
@@ -105,10 +179,24 @@ _SCALAR_FIELDS = {
 _BITBOARD_FIELDS = {"me": "_me", "opp": "_opp", "captured": "_captured", "legal": "_legal"}
 
 
+def _below(bits: jax.Array, n: jax.Array | int) -> jax.Array:
+    """int32 ``floor(bits * n / 2**32)`` for uint32 ``bits`` and ``0 <= n < 2**16``, exactly, in 32-bit
+    words: ``bits`` scaled to 0..n-1, each value taken by ``2**32 / n`` (rounded down or up) of the words."""
+    n = jnp.asarray(n).astype(jnp.uint32)
+    high, low = (bits >> 16) * n, (bits & jnp.uint32(0xFFFF)) * n
+    return ((high + (low >> 16)) >> 16).astype(jnp.int32)
+
+
+def _two_squares(key: jax.Array) -> jax.Array:
+    """(2,) int32: two independent rolls from ``key``, one threefry block (its two 32-bit words, each scaled
+    to 0..35: each square's probability 1/36 to within 2**-32)."""
+    return _below(jax.random.bits(key, (2,), dtype=jnp.uint32), NUM_SQUARES)
+
+
 def draw_square(key: jax.Array) -> jax.Array:
-    """() int32: the square a roll lands on, uniform over 0..35, drawn from ``key`` (what ``step`` and
-    ``init`` roll)."""
-    return jax.random.randint(key, (), 0, NUM_SQUARES, dtype=jnp.int32)
+    """() int32: the square a roll lands on, 0..35, drawn from ``key`` (what ``step`` and ``init`` roll):
+    a 32-bit word scaled to 0..35, each square's probability 1/36 to within 2**-32."""
+    return _two_squares(key)[0]
 
 
 def uniform_action(state: State, uniform: jax.Array) -> jax.Array:
@@ -121,20 +209,51 @@ def uniform_action(state: State, uniform: jax.Array) -> jax.Array:
     return jax_rules.nth_square(legal, k)
 
 
+def random_action(state: State, key: jax.Array) -> jax.Array:
+    """() int32: a uniformly random legal placement drawn from ``key`` (each legal square's probability
+    ``1 / count`` to within 2**-32), some square where no placement is due (a finished game ignores it).
+    One 32-bit draw and a search of the legal bitboard: the cheap sampler for random play, a small
+    fraction of ``jax.random.categorical`` over 36 logits (which draws 36 Gumbel numbers)."""
+    legal = _bits(state, "_legal")
+    return jax_rules.nth_square(legal, _below(jax.random.bits(key, (), dtype=jnp.uint32), jax_rules.count(legal)))
+
+
+def reserves(state: State) -> tuple[jax.Array, jax.Array]:
+    """int32 reserves ``(the player to move's, the other's)``, of one game or of a batch."""
+    return state._reserve_me, state._reserve_opp
+
+
+_NOT_INTEGER = "squares and actions must be integer square indices 0..35, got dtype {}"
+
+
 def _in_range(value: jax.Array) -> jax.Array:
     """bool: an integer ``value`` (any dtype) is a square index 0..35; compared before any cast, so a
-    wide integer cannot wrap into range. ``TypeError`` (when traced) for a value that is not an integer."""
+    wide integer cannot wrap into range. ``TypeError`` for a value that is not an integer."""
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.integer):  # floats and bools: 6.9 is not square 6
-        raise TypeError(f"squares and actions must be integer square indices 0..35, got dtype {value.dtype}")
+        raise TypeError(_NOT_INTEGER.format(value.dtype))
     if jnp.issubdtype(value.dtype, jnp.unsignedinteger):
         return value < NUM_SQUARES
     return (value >= 0) & (value < NUM_SQUARES)
 
 
-def _square_index(value: jax.Array, valid: jax.Array) -> jax.Array:
-    """() int32: ``value`` where ``valid``, else 0 (a safe index)."""
-    return jnp.where(valid, jnp.asarray(value), 0).astype(jnp.int32)
+def square_index(value) -> jax.Array:
+    """int32: ``value`` where it is a square index 0..35, else -1 (out of range: not a square), for an
+    integer of any type (Python, numpy, jax, traced or not); ``TypeError`` for floats and bools. Concrete
+    values are checked on the host, so what a compiled method receives is always int32 (one compile)."""
+    if isinstance(value, jax.core.Tracer):
+        return jnp.where(_in_range(value), value.astype(jnp.int32), jnp.int32(-1))
+    array = np.asarray(value)
+    if array.dtype.kind not in "iu":
+        raise TypeError(_NOT_INTEGER.format(array.dtype))
+    return jnp.asarray(np.where((array >= 0) & (array < NUM_SQUARES), array, -1).astype(np.int32))
+
+
+def _player_index(value) -> jax.Array:
+    """int32 player id (0 or 1), from any integer type (one compile for all)."""
+    if isinstance(value, jax.core.Tracer):
+        return value.astype(jnp.int32)
+    return jnp.asarray(np.asarray(value).astype(np.int32))
 
 
 def _bits(state: State, name: str) -> Bits:
@@ -168,6 +287,8 @@ _PLACE_CHANGES = (
     "rewards",
     "_step_count",
 )
+#: the fields a new game sets before its first roll (the roll sets the rest)
+_RESET_FIELDS = ("_me", "_opp", "_reserve_me", "_reserve_opp", "current_player", "_ply", "_winner", "_step_count")
 
 
 def planes(state: State, player_id: jax.Array) -> jax.Array:
@@ -193,25 +314,24 @@ def planes(state: State, player_id: jax.Array) -> jax.Array:
         jax_rules.first_squares(own_reserve),
         jax_rules.first_squares(other_reserve),
     ]
-    words = Bits(jnp.stack([b.low for b in bitboards]), jnp.stack([b.high for b in bitboards]))  # (9,) each
-    return jax_rules.squares(words).T.reshape(OBSERVATION_SHAPE)  # (9, 36) -> (36, 9) -> (6, 6, 9)
+    words = Bits(jnp.stack([b.low for b in bitboards], -1), jnp.stack([b.high for b in bitboards], -1))  # (9,)
+    return jax_rules.planes_of(words).reshape(OBSERVATION_SHAPE)  # (36, 9) -> (6, 6, 9)
 
 
-def _finished(state: State) -> State:
-    """``state`` with its derived fields set from its position: the observation (current_player's
-    side) and the action mask."""
+def _finished(state: State, observe: bool) -> State:
+    """``state`` with its derived fields set from its position: the action mask, and the observation
+    (current_player's side) if ``observe`` (else it stays as it is: all False)."""
     mask = jax_rules.squares(_bits(state, "_legal")) | _done(state)
+    if not observe:
+        return state.replace(legal_action_mask=mask)  # type: ignore[attr-defined]
     observed = planes(state, state.current_player)
     return state.replace(observation=observed, legal_action_mask=mask)  # type: ignore[attr-defined]
 
 
-_finished_batch = jax.jit(jax.vmap(_finished))  # compiled once per batch size
-
-
 def _roll(state: State, square: jax.Array) -> State:
-    """:meth:`StrategicReserve.roll` without the derived fields."""
-    valid = _in_range(square) & ~_done(state) & jax_rules.is_zero(_bits(state, "_legal"))
-    index = _square_index(square, valid)
+    """:meth:`StrategicReserve.roll` without the derived fields, for an int32 ``square`` (-1: not a square)."""
+    valid = (square >= 0) & ~_done(state) & jax_rules.is_zero(_bits(state, "_legal"))
+    index = jnp.where(valid, square, 0)
     opp, reserve_opp, captured, legal, hit = jax_rules.roll(
         _bits(state, "_me"), _bits(state, "_opp"), state._reserve_opp, jax_rules.square_bits(index)
     )
@@ -234,10 +354,9 @@ def _rewards(winner: jax.Array) -> jax.Array:
 
 
 def _place(state: State, action: jax.Array, ply_limit: int, penalty: float) -> State:
-    """:meth:`StrategicReserve.place` without the derived fields."""
-    in_range = _in_range(action)
-    placed = jax_rules.square_bits(_square_index(action, in_range))
-    legal = in_range & ~jax_rules.is_zero(jax_rules.and_(placed, _bits(state, "_legal")))
+    """:meth:`StrategicReserve.place` without the derived fields, for an int32 ``action`` (-1: not a square)."""
+    placed = jax_rules.square_bits(jnp.maximum(action, 0))
+    legal = (action >= 0) & ~jax_rules.is_zero(jax_rules.and_(placed, _bits(state, "_legal")))
     after = jax_rules.place(
         _bits(state, "_me"),
         _bits(state, "_opp"),
@@ -279,48 +398,71 @@ def _place(state: State, action: jax.Array, ply_limit: int, penalty: float) -> S
     return _select(_done(state), unchanged, played, _PLACE_CHANGES)
 
 
-def _start(config: Config) -> State:
-    """The start position of ``config`` before its first roll, without the derived fields."""
-    start = config.start_position
-    red, blue = start.bitboards
-    mover = start.mover
-    me, opp = (red, blue) if mover == RED else (blue, red)
-    reserve_me, reserve_opp = start.reserves if mover == RED else start.reserves[::-1]
+# -- the compiled methods: one compile per (ply limit, penalty, observation) and argument shapes, shared by envs
 
-    def pair(bits: int) -> jax.Array:
-        return jnp.asarray(jax_rules.split(bits), dtype=jnp.uint32)
 
-    def int32(value: int) -> jax.Array:
-        return jnp.asarray(value, dtype=jnp.int32)
+@functools.partial(jax.jit, static_argnames=("observe",))
+def _roll_compiled(state: State, square: jax.Array, observe: bool) -> State:
+    return _finished(_roll(state, square), observe)
 
-    return State(
-        current_player=int32(mover),
-        observation=jnp.zeros(OBSERVATION_SHAPE, dtype=jnp.bool_),
-        rewards=jnp.zeros(NUM_PLAYERS, dtype=jnp.float32),
-        terminated=jnp.asarray(False),
-        truncated=jnp.asarray(False),
-        legal_action_mask=jnp.zeros(NUM_SQUARES, dtype=jnp.bool_),
-        _step_count=int32(0),
-        _me=pair(me),
-        _opp=pair(opp),
-        _reserve_me=int32(reserve_me),
-        _reserve_opp=int32(reserve_opp),
-        _ply=int32(0),
-        _winner=int32(NO_PLAYER),
-        _rolled=int32(-1),
-        _hit=int32(HIT_EMPTY),
-        _captured=pair(0),
-        _legal=pair(0),
+
+@functools.partial(jax.jit, static_argnames=("ply_limit", "penalty", "observe"))
+def _place_compiled(state: State, action: jax.Array, ply_limit: int, penalty: float, observe: bool) -> State:
+    return _finished(_place(state, action, ply_limit, penalty), observe)
+
+
+@functools.partial(jax.jit, static_argnames=("ply_limit", "penalty", "observe"))
+def _step_compiled(
+    state: State, action: jax.Array, key: jax.Array, ply_limit: int, penalty: float, observe: bool
+) -> State:
+    return _finished(_roll(_place(state, action, ply_limit, penalty), draw_square(key)), observe)
+
+
+@functools.partial(jax.jit, static_argnames=("ply_limit", "penalty", "observe"))
+def _auto_reset_compiled(
+    state: State, action: jax.Array, key: jax.Array, start: State, ply_limit: int, penalty: float, observe: bool
+) -> State:
+    """:meth:`StrategicReserve.auto_reset_step`: a finished game's flags are cleared before the placement (it
+    is a new game already), a game the placement ends gets ``start``'s position, and one roll follows: the
+    first word of ``key``'s block (``step``'s roll) or, for a new game, the second."""
+    cleared = state.replace(  # type: ignore[attr-defined]
+        terminated=jnp.asarray(False), truncated=jnp.asarray(False), rewards=jnp.zeros_like(state.rewards)
     )
+    placed = _place(
+        _select(_done(state), cleared, state, ("terminated", "truncated", "rewards")), action, ply_limit, penalty
+    )
+    over = _done(placed)
+    restarted = _select(over, start, placed, _RESET_FIELDS + ("_legal",))
+    restarted = restarted.replace(  # type: ignore[attr-defined]
+        terminated=jnp.asarray(False), truncated=jnp.asarray(False)
+    )
+    step_square, reset_square = _two_squares(key)
+    rolled = _finished(_roll(restarted, jnp.where(over, reset_square, step_square)), observe)
+    return rolled.replace(terminated=placed.terminated, truncated=placed.truncated)  # type: ignore[attr-defined]
+
+
+@functools.partial(jax.jit, static_argnames=("observe",))
+def _init_compiled(start: State, key: jax.Array, observe: bool) -> State:
+    return _finished(_roll(start, draw_square(key)), observe)
+
+
+_planes_compiled = jax.jit(planes)
+
+
+def _start(config: Config, observe: bool) -> State:
+    """The start position of ``config`` before its first roll, derived fields set (built with numpy)."""
+    one = from_engine(engine.init(config, 1), observe)
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x[0]), one)
 
 
 class StrategicReserve(core.Env):
     """Strategic Reserve as a ``pgx.Env``, constructed like the project's other envs.
 
-    ``StrategicReserve(reserve=7, ply_limit=1000, start=None)`` (``start``: a
+    ``StrategicReserve(reserve=7, ply_limit=1000, start=None, observation=True)`` (``start``: a
     :class:`~strategic_reserve_env.config.StartPosition` or a mapping of its
     fields), or ``StrategicReserve(config=Config(...))``. Every method works on
-    one game; ``jax.vmap`` them for a batch.
+    one game; ``jax.vmap`` them for a batch. ``observation=False``: the methods leave
+    ``state.observation`` all False, and :meth:`observe` builds it when wanted (a faster step).
     """
 
     def __init__(
@@ -330,12 +472,21 @@ class StrategicReserve(core.Env):
         start: StartPosition | Mapping | None = None,
         *,
         config: Config | None = None,
+        observation: bool = True,
     ) -> None:
         super().__init__()
         if config is not None and not isinstance(config, Config):
             raise ValueError(f"config must be a Config, got {type(config).__name__}")
+        if not isinstance(observation, bool):
+            raise ValueError(f"observation must be True or False, got {observation!r}")
         self.config = config if config is not None else make_config(reserve, ply_limit, start)
-        self._start = _start(self.config)
+        self.observes = observation
+        self._start = _start(self.config, observation)
+        self._static = {
+            "ply_limit": self.config.ply_limit,
+            "penalty": float(self._illegal_action_penalty),
+            "observe": observation,
+        }
 
     # -- the chance API ------------------------------------------------------------------------------------
 
@@ -345,48 +496,58 @@ class StrategicReserve(core.Env):
         return jnp.full(NUM_SQUARES, 1.0 / NUM_SQUARES, dtype=jnp.float32)
 
     def new_game(self) -> State:
-        """The start position, its first roll not yet made (no placement is due: the mask is all False)."""
-        return _finished(self._start)
+        """The start position, its first roll not yet made: a chance node (``chance_due``; the mask is all
+        False). Built once, with numpy: nothing is compiled."""
+        return self._start
 
     def roll(self, state: State, square: jax.Array) -> State:
-        """The chance half of a turn: the roll on ``square`` (0..35) resolves its captures and sets the
-        legal placements. A square outside 0..35, a finished game, or a game whose placement is due
-        leaves ``state`` unchanged."""
-        return _finished(_roll(state, square))
+        """The chance half of a turn: the roll on ``square`` (0..35, any integer type) resolves its captures
+        and sets the legal placements. A square outside 0..35, a finished game, or a game whose placement
+        is due (``chance_due`` False) leaves ``state`` unchanged."""
+        return _roll_compiled(state, square_index(square), observe=self.observes)
 
     def place(self, state: State, action: jax.Array) -> State:
-        """The decision half: the mover places on ``action`` (0..35); the game ends (rewards +1 and -1
-        on a win, 0 at the ply limit) or waits for the next roll. An action that is not a legal
-        placement (out of range, not legal, or no placement due) loses the game for the mover (pgx's
-        illegal-action rule); a finished game stays as it is, with zero rewards."""
-        return _finished(_place(state, action, self.config.ply_limit, self._illegal_action_penalty))
+        """The decision half: the mover places on ``action`` (0..35, any integer type); the game ends
+        (rewards +1 and -1 on a win, 0 at the ply limit) or waits for the next roll (a chance node). An
+        action that is not a legal placement (out of range, not legal, or made at a chance node, where no
+        placement is legal) loses the game for the mover (pgx's illegal-action rule: rewards -1 and +1,
+        ``terminated``); a finished game stays as it is, with zero rewards."""
+        return _place_compiled(state, square_index(action), **self._static)
 
     # -- pgx's API ------------------------------------------------------------------------------------------
 
     def init(self, key: jax.Array) -> State:
         """The start position after its first roll, drawn from ``key``: ``roll(new_game(), draw_square(key))``."""
-        return _finished(self._init(key))
+        return _init_compiled(self._start, key, observe=self.observes)
 
     def step(self, state: State, action: jax.Array, key: jax.Array | None = None) -> State:  # type: ignore[override]
         """``place(state, action)``, then the next roll drawn from ``key``: ``roll(place(state, action),
         draw_square(key))``. ``key`` is required (the game has dice)."""
         if key is None:
             raise ValueError("StrategicReserve.step needs a key: the next roll is drawn from it")
-        placed = _place(state, action, self.config.ply_limit, self._illegal_action_penalty)
-        return _finished(_roll(placed, draw_square(key)))
+        return _step_compiled(state, square_index(action), key, **self._static)
+
+    def auto_reset_step(self, state: State, action: jax.Array, key: jax.Array) -> State:
+        """``step`` with pgx's auto-reset (``pgx.experimental.auto_reset(env.step, env.init)``), for less: a
+        game the step does not end is ``step(state, action, key)``'s; a game it ends comes back as a new
+        game after its first roll (``terminated``, ``truncated`` and ``rewards`` kept from the step, as pgx's
+        wrapper keeps them; the next call plays it). One roll and one threefry block a step, instead of a
+        step, an ``init`` on a split key and a selection over every field: the same games in distribution as
+        pgx's wrapper (whose split key gives other rolls)."""
+        return _auto_reset_compiled(state, square_index(action), key, self._start, **self._static)
 
     def observe(self, state: State, player_id: jax.Array | None = None) -> jax.Array:  # type: ignore[override]
         """(6, 6, 9) bool planes from ``player_id``'s side (default: the current player's)."""
         if player_id is None:
             player_id = state.current_player
-        return jax.lax.stop_gradient(self._observe(state, player_id))
+        return jax.lax.stop_gradient(_planes_compiled(state, _player_index(player_id)))
 
     def _init(self, key: jax.Array) -> State:
-        return _roll(self._start, draw_square(key))
+        return self.init(key)
 
     def _step(self, state: core.State, action: jax.Array, key: jax.Array) -> State:
         assert isinstance(state, State)
-        return _roll(_place(state, action, self.config.ply_limit, self._illegal_action_penalty), draw_square(key))
+        return self.step(state, action, key)
 
     def _observe(self, state: core.State, player_id: jax.Array) -> jax.Array:
         assert isinstance(state, State)
@@ -413,6 +574,63 @@ class StrategicReserve(core.Env):
         return OBSERVATION_SHAPE
 
 
+# -- pgx's checks ------------------------------------------------------------------------------------------
+
+_PUBLIC_FIELDS = {"current_player", "observation", "rewards", "terminated", "truncated", "legal_action_mask"}
+
+
+def _check_state(state: State, env: StrategicReserve) -> None:
+    """pgx's per-state checks (``pgx._src.api_test``), the env id checked against this env's."""
+    assert state.env_id == env.id, state.env_id
+    assert state.current_player.dtype == jnp.int32, state.current_player.dtype
+    assert state.terminated.dtype == jnp.bool_, state.terminated.dtype
+    assert state.rewards.dtype == jnp.float32, state.rewards.dtype
+    assert state.legal_action_mask.dtype == jnp.bool_, state.legal_action_mask.dtype
+    public = {name for name in vars(state) if not name.startswith("_")}
+    assert public <= _PUBLIC_FIELDS, f"public fields beyond pgx's: {sorted(public - _PUBLIC_FIELDS)}"
+    assert bool(jnp.all(state.current_player >= 0)), "current_player must be >= 0"
+    over = np.asarray(state.terminated | state.truncated)
+    assert np.asarray(state.legal_action_mask)[over].all(), "the mask of a finished game must be all True"
+
+
+def api_test(env: StrategicReserve | None = None, num: int = 10, batch_size: int = 4) -> None:
+    """``pgx.api_test``'s checks on this env (pgx's own rejects it only because ``env_id`` is not one of
+    pgx's ids): ``num`` games played one by one with pgx's ``act_randomly`` (after ``init``: a non-empty
+    mask, ``_step_count`` 0, zero rewards; after every step: ``current_player`` int32 and >= 0,
+    ``terminated`` bool, ``rewards`` float32, the mask bool, no public field beyond pgx's six,
+    ``_step_count`` up by one, the mask all True once over), the last state drawn as SVG; then ``num``
+    batches of ``batch_size`` games under ``vmap`` until every game is over. ``AssertionError`` on the
+    first check that fails."""
+    from pgx.experimental.utils import act_randomly
+
+    env = env if env is not None else StrategicReserve()
+    init, step, act = jax.jit(env.init), jax.jit(env.step), jax.jit(act_randomly)
+    rng = jax.random.PRNGKey(849020)
+    for _ in range(num):
+        rng, key = jax.random.split(rng)
+        state = init(key)
+        assert bool(state.legal_action_mask.any()), "legal_action_mask at init state cannot be zero"
+        assert int(state._step_count) == 0 and not np.asarray(state.rewards).any()
+        _check_state(state, env)
+        steps = 0
+        while not bool(state.terminated | state.truncated):
+            rng, key, roll_key = jax.random.split(rng, 3)
+            state = step(state, act(key, state.legal_action_mask[None])[0], roll_key)  # act_randomly: batched
+            steps += 1
+            assert int(state._step_count) == steps, (int(state._step_count), steps)
+            _check_state(state, env)
+    assert state.to_svg().startswith("<svg")
+    batch_init, batch_step = jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
+    rng = jax.random.PRNGKey(9999)
+    for _ in range(num):
+        rng, key = jax.random.split(rng)
+        state = batch_init(jax.random.split(key, batch_size))
+        while not bool((state.terminated | state.truncated).all()):
+            rng, key, roll_key = jax.random.split(rng, 3)
+            state = batch_step(state, act(key, state.legal_action_mask), jax.random.split(roll_key, batch_size))
+        _check_state(state, env)
+
+
 # -- converters -------------------------------------------------------------------------------------------
 
 
@@ -434,9 +652,10 @@ def to_engine(state: State) -> engine.State:
     return engine.State(**values)
 
 
-def from_engine(state: engine.State) -> State:
+def from_engine(state: engine.State, observe: bool = True) -> State:
     """The games of an engine State as a State with batch axis (B,): the same position, its
-    observation and mask derived, zero rewards, and ``_step_count`` taken as the plies made."""
+    observation (all False unless ``observe``: for an env built with ``observation=False``) and mask
+    derived, zero rewards, and ``_step_count`` taken as the plies made. Built with numpy (no compile)."""
 
     def int32(name: str) -> jax.Array:
         return jnp.asarray(np.asarray(getattr(state, name), dtype=np.int64).astype(np.int32))
@@ -447,13 +666,14 @@ def from_engine(state: engine.State) -> State:
         return jnp.asarray(words.astype(np.uint32))
 
     size = state.batch_size
-    raw = State(
+    planes_ = observation.planes(state, state.to_move).astype(bool) if observe else None
+    return State(
         current_player=int32("to_move"),
-        observation=jnp.zeros((size, *OBSERVATION_SHAPE), dtype=jnp.bool_),
+        observation=jnp.asarray(planes_) if observe else jnp.zeros((size, *OBSERVATION_SHAPE), dtype=jnp.bool_),
         rewards=jnp.zeros((size, NUM_PLAYERS), dtype=jnp.float32),
         terminated=jnp.asarray(np.asarray(state.winner) != NO_PLAYER),
         truncated=jnp.asarray(np.asarray(state.truncated, dtype=bool)),
-        legal_action_mask=jnp.zeros((size, NUM_SQUARES), dtype=jnp.bool_),
+        legal_action_mask=jnp.asarray(state.legal_mask() | state.done[:, None]),
         _step_count=int32("ply"),
         _me=pair("me"),
         _opp=pair("opp"),
@@ -466,18 +686,22 @@ def from_engine(state: engine.State) -> State:
         _captured=pair("captured"),
         _legal=pair("legal"),
     )
-    return _finished_batch(raw)
 
 
 assert OBSERVATION_SHAPE == (BOARD_SIZE, BOARD_SIZE, NUM_PLANES)
 
 __all__ = [
     "ENV_ID",
+    "HTML_GAMES",
     "State",
     "StrategicReserve",
+    "api_test",
     "draw_square",
     "from_engine",
     "planes",
+    "random_action",
+    "reserves",
+    "square_index",
     "to_engine",
     "uniform_action",
 ]

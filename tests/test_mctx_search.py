@@ -214,6 +214,12 @@ def test_the_agent_plays_legal_placements_and_its_generator_decides(agent):
     values = agent.move_values(observations, masks)  # what the analysis of a game reads
     assert np.array_equal(np.isnan(values), ~masks) and ((values[masks] >= 0) & (values[masks] <= 1)).all()
     assert np.array_equal(values, agent.move_values(observations, masks), equal_nan=True)
+    # an evaluation checks the agent on a few positions, then plays batches of up to 32: one compile for all
+    more = played(Config(), 20, 4, seed=5)
+    more_masks = bitboards_to_array(more.legal)
+    chosen = agent.act(planes(more, more.to_move), more_masks, np.random.default_rng(1))
+    assert more_masks[np.arange(20), chosen].all()
+    assert agent._search._cache_size() == 1
 
 
 @pytest.mark.parametrize("spec", ["mctx:simulations=0", "mctx:simulations=2.5", "mctx:depth=2"])

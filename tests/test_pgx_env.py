@@ -19,9 +19,12 @@ from strategic_reserve_env.board import NUM_SQUARES
 from strategic_reserve_env.config import Config, StartPosition
 from strategic_reserve_env.pgx_env import (
     StrategicReserve,
+    _check_state,
+    api_test,
     draw_square,
     from_engine,
     planes,
+    random_action,
     to_engine,
     uniform_action,
 )
@@ -517,68 +520,181 @@ def test_the_same_games_with_x64_on_and_off():
     assert int(outputs[0][1]) > 0  # games were won on the way
 
 
-def test_pgx_api_checks():
-    """pgx.api_test's checks, which reject our env only for its id (not in pgx's EnvId list) and for
-    save_svg (pgx's visualizer draws pgx's games only): api_test_single's checks on 10 games played
-    with pgx's act_randomly (init: the env id, a non-empty mask, _step_count 0, zero rewards; every
-    state: current_player int32 and >= 0, terminated bool, rewards float32, the mask bool, no public
-    field beyond pgx's six; _step_count up by one a step; at the end the mask all True), and
-    api_test_batch's play of 10 batches of 4 under vmap until every game is over. Games end by a win
-    here (the ply limit, 1000, is far off); a step without a key is refused, as in pgx's backgammon."""
-    from pgx.experimental.utils import act_randomly
+def test_the_projects_api_test_runs_pgx_checks_and_pgx_tools_refuse_the_env():
+    """pgx_env.api_test: pgx.api_test's checks on our env (pgx's own fails on the env id alone), including
+    the drawing pgx's test ends with; it fails on a state pgx's checks reject. pgx.make refuses the id (the
+    README says so)."""
+    import pgx
 
     env = StrategicReserve()
-    init, step, act = jax.jit(env.init), jax.jit(env.step), jax.jit(act_randomly)
-    public = {"current_player", "observation", "rewards", "terminated", "truncated", "legal_action_mask"}
-
-    def validate(state) -> None:
-        assert state.current_player.dtype == jnp.int32 and int(state.current_player) >= 0
-        assert state.terminated.dtype == jnp.bool_ and state.rewards.dtype == jnp.float32
-        assert state.legal_action_mask.dtype == jnp.bool_
-        assert {name for name in vars(state) if not name.startswith("_")} <= public
-        if state.terminated:
-            assert bool(state.legal_action_mask.all())
-
-    rng = jax.random.PRNGKey(849020)
-    for _ in range(10):
-        rng, key = jax.random.split(rng)
-        state = init(key)
-        assert state.env_id == env.id == "strategic_reserve"
-        assert state.legal_action_mask.sum() != 0 and int(state._step_count) == 0
-        assert not np.asarray(state.rewards).any()
-        validate(state)
-        steps = 0
-        while not bool(state.terminated):
-            rng, key, roll_key = jax.random.split(rng, 3)
-            state = step(state, act(key, state.legal_action_mask[None])[0], roll_key)  # act_randomly: batched
-            steps += 1
-            assert int(state._step_count) == steps
-            validate(state)
-        assert sorted(np.asarray(state.rewards).tolist()) == [-1.0, 1.0]
-        assert np.array_equal(env.observe(state, state.current_player), state.observation)
+    api_test(env, num=2)
+    state = env.init(jax.random.PRNGKey(0))
+    over = state.replace(terminated=jnp.asarray(True))  # a finished game whose mask is not all True
+    with pytest.raises(AssertionError, match="all True"):
+        _check_state(over, env)
+    with pytest.raises(AssertionError):
+        pgx.api_test(env, num=1)
+    with pytest.raises(ValueError):
+        pgx.make("strategic_reserve")
     with pytest.raises(ValueError, match="needs a key"):
         env.step(state, 0)
 
-    batch_init, batch_step = jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
-    rng = jax.random.PRNGKey(9999)
-    for _ in range(10):
-        rng, key = jax.random.split(rng)
-        state = batch_init(jax.random.split(key, 4))
-        while not bool(state.terminated.all()):
-            rng, key, roll_key = jax.random.split(rng, 3)
-            state = batch_step(state, act(key, state.legal_action_mask), jax.random.split(roll_key, 4))
-        assert bool(state.legal_action_mask.all())
+
+def test_a_public_chance_flag_and_place_at_a_chance_node(compiled):
+    """chance_due is True exactly where a roll is due (the mask all False, the game not over); the
+    observation's legal plane is empty there; place at a chance node is an illegal action (the mover
+    loses), and a roll there is the only move that does anything."""
+    game = compiled["reserve-7"]
+    waiting, due = mixed_batch(seed=21)
+    finished = np.asarray(waiting.terminated | waiting.truncated)
+    assert np.array_equal(np.asarray(waiting.chance_due), ~finished)
+    assert not np.asarray(due.chance_due).any()
+    assert bool(game.env.new_game().chance_due) and not bool(game.env.init(jax.random.PRNGKey(0)).chance_due)
+    chance = np.asarray(waiting.chance_due)
+    assert not np.asarray(waiting.legal_action_mask)[chance].any()
+    legal_plane = observation.PLANE_NAMES.index("legal")
+    assert not np.asarray(waiting.observation)[chance][..., legal_plane].any()
+    placed = game.place(waiting, jnp.zeros(BATCH, dtype=jnp.int32))  # square 0, what argmax of the mask picks
+    check_forfeit(placed, waiting, finished)
+    assert not np.asarray(placed.chance_due).any()
 
 
-def test_bench_jax_reports_both_paths(capsys):
-    """``strategic-reserve bench --jax``: the numpy engine's line, then the JAX path's without and with
-    the observation, each with its ratio to the engine's and its compile time."""
+def test_states_draw_themselves_with_the_projects_board(tmp_path):
+    """to_svg / save_svg / _repr_html_ draw with render.svg: one legal mark per legal square, the
+    rolled square marked; a batch draws in HTML and is refused by to_svg with a one-line error."""
+    env = StrategicReserve()
+    state = env.init(jax.random.PRNGKey(4))
+    picture = state.to_svg()
+    assert picture.startswith("<svg") and picture.count('class="legal"') == int(state.legal_action_mask.sum())
+    assert picture.count('class="rolled"') == 1
+    assert state.to_svg(scale=2.0) != picture
+    state.save_svg(tmp_path / "board.svg")
+    assert (tmp_path / "board.svg").read_text() == picture
+    batch = jax.tree_util.tree_map(lambda x: jnp.stack([x, x, x]), state)
+    assert batch._repr_html_().count("<svg") == 3 and state._repr_html_().count("<svg") == 1
+    with pytest.raises(ValueError, match="to_svg draws one game"):
+        batch.to_svg()
+
+
+def test_integer_types_share_one_compile():
+    """Python ints, numpy integers and jax integer arrays of any width give the same result and one
+    compile of place (counted by jax's compile events); a ply limit no other test uses makes it fresh."""
+    from jax import monitoring
+
+    env = StrategicReserve(ply_limit=77)
+    state = env.init(jax.random.PRNGKey(2))
+    legal = int(np.flatnonzero(np.asarray(state.legal_action_mask))[0])
+    compiles = []
+
+    def count(event: str, duration: float, **_) -> None:
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(event)
+
+    values = (legal, jnp.int32(legal), np.int64(legal), jnp.uint8(legal))
+    monitoring.register_event_duration_secs_listener(count)
+    try:
+        results = [env.place(state, value) for value in values]
+    finally:
+        monitoring.unregister_event_duration_listener(count)
+    assert len(compiles) == 1
+    for result in results[1:]:
+        assert_trees_equal(result, results[0])
+    assert int(results[0]._ply) == 1 and not bool(results[0].terminated)
+
+
+def test_random_action_and_draw_square_are_uniform():
+    """random_action picks each legal square with probability 1 / count and draw_square each square with
+    1/36 (chi-square over 72,000 keys, p > 1e-4); _below scales a word exactly (against integer arithmetic)."""
+    from scipy.stats import chisquare
+
+    from strategic_reserve_env.pgx_env import _below
+
+    env = StrategicReserve()
+    state = env.init(jax.random.PRNGKey(9))
+    legal = np.flatnonzero(np.asarray(state.legal_action_mask))
+    keys = jax.random.split(jax.random.PRNGKey(10), 72_000)
+    actions = np.asarray(jax.jit(jax.vmap(random_action, in_axes=(None, 0)))(state, keys))
+    assert np.isin(actions, legal).all()
+    assert chisquare(np.bincount(actions, minlength=36)[legal]).pvalue > 1e-4
+    squares = np.asarray(jax.jit(jax.vmap(draw_square))(keys))
+    assert chisquare(np.bincount(squares, minlength=36)).pvalue > 1e-4
+    words = np.concatenate([np.random.default_rng(0).integers(0, 2**32, 4096), [0, 1, 2**32 - 1, 2**31]])
+    for n in (1, 7, 36):
+        got = np.asarray(_below(jnp.asarray(words, dtype=jnp.uint32), n))
+        assert np.array_equal(got, (words.astype(object) * n // 2**32).astype(np.int64))
+
+
+AUTO_RESET_CONFIG = Config(reserve=3, ply_limit=7)  # games end every few plies, by wins and truncations
+
+
+def test_auto_reset_step_is_pgx_auto_reset_and_observation_off_changes_only_the_observation():
+    """env.auto_reset_step on an env that does not observe gives the games of pgx.experimental.auto_reset
+    (its clearing of flags, its reset, what it keeps) around step and init on an env that does, with the
+    rolls of auto_reset_step's key (step's roll, and for a new game the block's second word), field for
+    field, the observation aside (all False; observe() builds the same planes), over plies where games end
+    by wins and by the ply limit. One jit for both loops."""
+    from pgx.experimental import auto_reset
+
+    from strategic_reserve_env.pgx_env import _two_squares
+
+    observing = StrategicReserve(config=AUTO_RESET_CONFIG)
+    blind = StrategicReserve(config=AUTO_RESET_CONFIG, observation=False)
+    size = 32
+
+    def pgx_wrapper(state, action, key):
+        step = auto_reset(
+            lambda state, action, _: observing.step(state, action, key),
+            lambda _: observing.roll(observing.new_game(), _two_squares(key)[1]),
+        )
+        return step(state, action, key)
+
+    @jax.jit
+    def play(key):
+        def ply(carry, key):
+            ours, theirs = carry
+            act_key, step_key = jax.random.split(key)
+            actions = jax.vmap(random_action)(theirs, jax.random.split(act_key, size))
+            keys = jax.random.split(step_key, size)
+            ours = jax.vmap(blind.auto_reset_step)(ours, actions, keys)
+            theirs = jax.vmap(pgx_wrapper)(theirs, actions, keys)
+            return (ours, theirs), (ours, theirs, jax.vmap(blind.observe)(ours))
+
+        keys = jax.random.split(key, size)
+        first = jax.vmap(blind.init)(keys), jax.vmap(observing.init)(keys)
+        return jax.lax.scan(ply, first, jax.random.split(key, 24))[1]
+
+    ours, theirs, observed = play(jax.random.PRNGKey(5))
+    assert not np.asarray(ours.observation).any()
+    assert np.array_equal(np.asarray(observed), np.asarray(theirs.observation))
+    for field in dataclasses.fields(theirs):
+        if field.name != "observation":
+            got, want = np.asarray(getattr(ours, field.name)), np.asarray(getattr(theirs, field.name))
+            assert np.array_equal(got, want), field.name
+    assert int(theirs.terminated.sum()) > 0 and int(theirs.truncated.sum()) > 0
+
+
+def test_bench_jax_prints_the_users_loops_beside_numpy(capsys, monkeypatch):
+    """``strategic-reserve bench --jax``: the header, the numpy engine's line, then each loop with its ratio
+    to the engine and its compile time (two loops here: compiles are slow); a missing extra is one line on
+    stderr and no header."""
+    from strategic_reserve_env import bench_jax
     from strategic_reserve_env.__main__ import main
 
+    loops = (bench_jax.LOOPS[4], bench_jax.LOOPS[5])  # ours without the observation, pgx's connect_four
+    monkeypatch.setattr(bench_jax, "LOOPS", loops)
+    monkeypatch.setattr(bench_jax, "PLIES", 4)
     assert main(["bench", "--jax", "--batch-sizes", "16", "--seconds", "0.05"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].startswith("jax ") and "numpy engine on the CPU" in lines[1]
-    assert lines[2].startswith("engine      B=16    batched numpy arrays") and lines[2].endswith("plies/s")
-    for line, what in zip(lines[3:], ("jax, rules and mask", "jax, with observation"), strict=True):
-        assert line.startswith(f"pgx_env     B=16    {what}")
+    assert lines[0].startswith("random legal play") and lines[1].startswith("jax ")
+    assert lines[3].startswith("engine      B=16    batched numpy arrays") and lines[3].endswith("plies/s")
+    assert len(lines) == 6
+    for line, loop in zip(lines[4:], loops, strict=True):
+        assert line.startswith(f"{'pgx_env' if loop.game == 'strategic_reserve' else 'pgx':<12}B=16    {loop.label}")
         assert re.search(r"plies/s  x\d+\.\d\d numpy, compile \d+\.\d s$", line), line
+    assert main(["bench", "--batch-sizes", str(2**20)]) == 2  # above the numpy engine's limit without --jax
+    captured = capsys.readouterr()
+    assert captured.out == "" and "--batch-sizes must be integers in 1..262,144 without --jax" in captured.err
+    monkeypatch.setitem(__import__("sys").modules, "pgx", None)  # as if the extra were not installed
+    assert main(["bench", "--jax", "--batch-sizes", "16"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "pip install" in captured.err and len(captured.err.splitlines()) == 1

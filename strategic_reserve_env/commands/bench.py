@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 
-from strategic_reserve_env import bench
+from strategic_reserve_env import bench, bench_jax
 from strategic_reserve_env.board import DEFAULT_RESERVE, brief
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.policies import seconds_argument
 
 
 def batch_size(text: str) -> int:
-    """A ``--batch-sizes`` value: an integer in 1..``bench.MAX_BATCH``, checked before anything is allocated."""
+    """A ``--batch-sizes`` value: an integer in 1..``bench_jax.MAX_BATCH`` (the numpy lines' own limit,
+    ``bench.MAX_BATCH``, is checked in :func:`main`), checked before anything is allocated."""
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if not 1 <= value <= bench.MAX_BATCH:
-        raise argparse.ArgumentTypeError(f"must be integers in 1..{bench.MAX_BATCH:,}, got {brief(text)}")
+    if not 1 <= value <= bench_jax.MAX_BATCH:
+        raise argparse.ArgumentTypeError(f"must be integers in 1..{bench_jax.MAX_BATCH:,}, got {brief(text)}")
     return value
 
 
@@ -39,11 +41,29 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--jax",
         action="store_true",
-        help="the JAX path (pgx_env, the extra jax) beside the numpy engine at each batch size, without and "
-        "with the observation, compile times apart",
+        help="the JAX env (pgx_env, the extra jax) in the loop a pgx user writes, beside the numpy engine and "
+        "pgx's connect_four and backgammon at each batch size, compile times apart",
+    )
+    parser.add_argument(
+        "--device",
+        choices=bench_jax.DEVICES,
+        default="cpu",
+        help="with --jax: the jax device the loops run on (default cpu; gpu needs jax's CUDA build)",
+    )
+    parser.add_argument(
+        "--mctx",
+        type=batch_size,
+        default=None,
+        metavar="B",
+        help="with --jax: also the mctx agent's decisions/s at batch B (32 simulations; needs the extra mctx)",
     )
     parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
     return parser
+
+
+def _numpy_lines(seconds: float, sizes: tuple[int, ...], config: Config) -> Iterator[str]:
+    """``bench.run``'s lines, measured when iterated (after the header)."""
+    yield from bench.run(seconds=seconds, batch_sizes=sizes, config=config)
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -53,14 +73,20 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         config = Config(reserve=args.reserve)
         if any(size < 1 for size in args.batch_sizes or ()):
             raise ValueError(f"batch sizes must be positive, got {' '.join(map(str, args.batch_sizes))}")
-        print(f"random legal play, reserve {config.reserve}, {args.seconds:g} s per line, one process")
+        if not args.jax and (args.device != "cpu" or args.mctx is not None):
+            raise ValueError("--device and --mctx measure the JAX env: add --jax")
         if args.jax:
-            sizes = tuple(args.batch_sizes or bench.JAX_BATCH_SIZES)
-            lines = bench.run_jax(seconds=args.seconds, batch_sizes=sizes, config=config)
-        else:
-            lines = iter(
-                bench.run(seconds=args.seconds, batch_sizes=tuple(args.batch_sizes or (1, 64, 4096)), config=config)
+            bench_jax.check_device(args.device)  # the extra and the device, before the header
+            sizes = tuple(args.batch_sizes or bench_jax.BATCH_SIZES)
+            lines = bench_jax.run(
+                seconds=args.seconds, batch_sizes=sizes, config=config, device=args.device, mctx_batch=args.mctx
             )
+        elif any(size > bench.MAX_BATCH for size in args.batch_sizes or ()):
+            largest = max(args.batch_sizes)
+            raise ValueError(f"--batch-sizes must be integers in 1..{bench.MAX_BATCH:,} without --jax, got {largest}")
+        else:
+            lines = _numpy_lines(args.seconds, tuple(args.batch_sizes or (1, 64, 4096)), config)
+        print(f"random legal play, reserve {config.reserve}, {args.seconds:g} s per line, one process")
         for line in lines:
             print(line, flush=True)
     except ValueError as error:

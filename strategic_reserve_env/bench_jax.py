@@ -1,0 +1,212 @@
+"""Throughput of the JAX env in the loop a pgx user writes: ``strategic-reserve bench --jax``.
+
+Every loop is the one pgx's README drives its games with: B games, one key per game per step,
+``jax.vmap(env.step)(state, action, keys)``, finished games replaced by a new game, :data:`PLIES` plies in a
+``lax.fori_loop`` under one ``jit``, timed beside the numpy engine's batched random play
+(:func:`strategic_reserve_env.bench.batched`) in the same process. The loops differ in what a user may choose:
+
+- the action: ``jax.random.categorical`` over the legal mask (pgx's examples), or the env's cheap sampler
+  :func:`~strategic_reserve_env.pgx_env.random_action` (one 32-bit draw a game);
+- the observation: built by every step (``StrategicReserve()``), or not (``StrategicReserve(observation=False)``;
+  ``env.observe(state)`` builds it when wanted);
+- the reset: ``pgx.experimental.auto_reset(env.step, env.init)`` (a step, an ``init`` and a selection over every
+  field), or the env's :meth:`~strategic_reserve_env.pgx_env.StrategicReserve.auto_reset_step` (one roll).
+
+pgx's ``connect_four`` and ``backgammon`` run in the same loop (categorical, auto-reset by ``init``) for scale.
+Compile times are printed apart. Needs the extra ``jax``; this module imports jax only when it measures.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from .bench import _timed, batched, row
+from .config import Config
+
+PLIES = 64
+"""Plies of every game per compiled call (one ``fori_loop``)."""
+BATCH_SIZES = (256, 4096, 65536)
+"""``bench --jax``'s default batch sizes."""
+MAX_BATCH = 1 << 20
+"""The largest batch ``bench --jax`` measures (the numpy engine's line stops at ``bench.MAX_BATCH``)."""
+DEVICES = ("cpu", "gpu")
+
+
+class Loop(NamedTuple):
+    """One user's loop: which game, how actions are drawn, whether steps observe, how games restart."""
+
+    label: str  # what the report line says
+    game: str  # "strategic_reserve" or a pgx env id
+    sampler: str  # "categorical" or "random_action"
+    observe: bool
+    reset: str  # "pgx" (auto_reset by init) or "env" (auto_reset_step)
+    max_batch: int = MAX_BATCH  # larger batches are not measured (a call would take minutes on a CPU)
+
+
+LOOPS = (
+    Loop("categorical, obs, pgx reset", "strategic_reserve", "categorical", True, "pgx"),
+    Loop("categorical, no obs, pgx reset", "strategic_reserve", "categorical", False, "pgx"),
+    Loop("random_action, obs, pgx reset", "strategic_reserve", "random_action", True, "pgx"),
+    Loop("random_action, obs, env reset", "strategic_reserve", "random_action", True, "env"),
+    Loop("random_action, no obs, env reset", "strategic_reserve", "random_action", False, "env"),
+    Loop("connect_four, categorical", "connect_four", "categorical", True, "pgx"),
+    Loop("backgammon, categorical", "backgammon", "categorical", True, "pgx", max_batch=4096),
+)
+"""The loops of ``bench --jax``, in report order."""
+
+
+def user_loop(loop: Loop, config: Config, batch_size: int, plies: int, seed: int = 0):
+    """``(run, carry)``: ``run(carry)`` plays ``plies`` plies of ``batch_size`` games of ``loop`` (jitted) and
+    returns the next carry ``(state, key)``."""
+    import jax
+    import jax.numpy as jnp
+    import pgx
+    from pgx.experimental import auto_reset
+
+    from .pgx_env import StrategicReserve, random_action
+
+    if loop.game == "strategic_reserve":
+        env = StrategicReserve(config=config, observation=loop.observe)
+    else:
+        env = pgx.make(loop.game)
+    step = env.auto_reset_step if loop.reset == "env" else auto_reset(env.step, env.init)
+    batch_step = jax.vmap(step)
+
+    def choose(state, key):
+        if loop.sampler == "random_action":
+            return jax.vmap(random_action)(state, jax.random.split(key, batch_size))
+        logits = jnp.where(state.legal_action_mask, jnp.float32(0.0), jnp.float32(-jnp.inf))
+        return jax.random.categorical(key, logits, axis=-1)
+
+    def ply(_, carry):
+        state, key = carry
+        key, act_key, step_key = jax.random.split(key, 3)
+        actions = choose(state, act_key)
+        return batch_step(state, actions, jax.random.split(step_key, batch_size)), key
+
+    def run(carry):
+        return jax.lax.fori_loop(0, plies, ply, carry)
+
+    key, init_key = jax.random.split(jax.random.PRNGKey(seed))
+    state = jax.vmap(env.init)(jax.random.split(init_key, batch_size))
+    return jax.jit(run), (state, key)
+
+
+def loop_rate(loop: Loop, config: Config, batch_size: int, seconds: float, seed: int = 0) -> tuple[float, float]:
+    """``(plies/s, compile seconds)`` of :func:`user_loop`; the compile is timed apart."""
+    import jax
+
+    plies = PLIES
+    run, carry = user_loop(loop, config, batch_size, plies, seed)
+    began = time.perf_counter()
+    compiled = run.lower(carry).compile()
+    compile_seconds = time.perf_counter() - began
+
+    def run_block() -> int:
+        nonlocal carry
+        carry = jax.block_until_ready(compiled(carry))
+        return plies * batch_size
+
+    return _timed(run_block, seconds), compile_seconds
+
+
+def mctx_rate(batch_size: int, simulations: int, seconds: float, seed: int = 0) -> tuple[float, float]:
+    """``(decisions/s, first call's seconds)`` of the ``mctx:simulations=N`` agent on ``batch_size`` positions
+    after a few random plies (the first call compiles; its time is given apart)."""
+    import numpy as np
+
+    from . import engine
+    from .agents import load_agent
+    from .board import bitboards_to_array
+    from .observation import planes
+    from .sampling import uniform_square
+
+    rng = np.random.default_rng(seed)
+    state = engine.init(Config(), batch_size)
+    for _ in range(6):
+        state = engine.roll(state, engine.draw_rolls(rng, batch_size))
+        state = engine.place(state, uniform_square(state.legal, rng.random(batch_size)), Config())
+    state = engine.roll(state, engine.draw_rolls(rng, batch_size))
+    observations, masks = planes(state, state.to_move), bitboards_to_array(state.legal)
+    agent = load_agent(f"mctx:simulations={simulations}")
+    began = time.perf_counter()
+    agent.act(observations, masks, rng)
+    first = time.perf_counter() - began
+    return _timed(lambda: len(agent.act(observations, masks, rng)), seconds), first
+
+
+def check_device(device: str):
+    """The jax device ``device`` ("cpu" or "gpu") names; ``ValueError`` in one line when jax has none (or the
+    extra ``jax`` is missing: :class:`~strategic_reserve_env.extras.MissingExtraError`)."""
+    from .extras import needs_extra
+
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    try:
+        import jax
+        import pgx  # noqa: F401  # the loops need both
+    except ModuleNotFoundError as error:
+        missing = needs_extra(error, "bench --jax")
+        if missing is None:
+            raise
+        raise missing from error
+    try:
+        return jax.devices(device)[0]
+    except RuntimeError as error:
+        raise ValueError(f"jax sees no {device} device ({error})") from error
+
+
+def run(
+    seconds: float = 2.0,
+    batch_sizes: tuple[int, ...] = BATCH_SIZES,
+    config: Config | None = None,
+    device: str = "cpu",
+    loops: tuple[Loop, ...] | None = None,
+    mctx_batch: int | None = None,
+    mctx_simulations: int = 32,
+) -> Iterator[str]:
+    """The report lines, yielded as they are measured: at each batch size the numpy engine's line (up to
+    ``bench.MAX_BATCH``), then each of ``loops`` on ``device`` with its ratio to the engine and its compile
+    time (``loops`` default: :data:`LOOPS`); then, given ``mctx_batch``, the mctx agent's decisions/s."""
+    import jax
+
+    from .bench import MAX_BATCH as NUMPY_MAX_BATCH
+
+    config = config if config is not None else Config()
+    loops = loops if loops is not None else LOOPS
+    target = check_device(device)
+    yield f"jax {jax.__version__} on {target.platform} ({target.device_kind}); numpy engine on the CPU"
+    yield f"each jax line: {PLIES} plies of B games in one jit (fori_loop), a key per game per step"
+    with jax.default_device(target):
+        for batch_size in batch_sizes:
+            numpy_rate = batched(batch_size, seconds, config) if batch_size <= NUMPY_MAX_BATCH else None
+            if numpy_rate is not None:
+                yield row("engine", f"B={batch_size}", "batched numpy arrays", numpy_rate)
+            for loop in loops:
+                interface = "pgx_env" if loop.game == "strategic_reserve" else "pgx"
+                if batch_size > loop.max_batch:
+                    yield f"{interface:<12}B={batch_size:<6}{loop.label}: not measured above B={loop.max_batch}"
+                    continue
+                rate, compiled = loop_rate(loop, config, batch_size, seconds)
+                ratio = f"x{rate / numpy_rate:.2f} numpy, " if numpy_rate else ""
+                yield row(interface, f"B={batch_size}", loop.label, rate) + f"  {ratio}compile {compiled:.1f} s"
+        if mctx_batch is not None:
+            rate, first = mctx_rate(mctx_batch, mctx_simulations, seconds)
+            line = row("mctx agent", f"B={mctx_batch}", f"mctx:simulations={mctx_simulations}", rate)
+            yield line.replace("plies/s", "decisions/s") + f"  first call {first:.1f} s"
+
+
+__all__ = [
+    "BATCH_SIZES",
+    "LOOPS",
+    "Loop",
+    "MAX_BATCH",
+    "PLIES",
+    "check_device",
+    "loop_rate",
+    "mctx_rate",
+    "run",
+    "user_loop",
+]
