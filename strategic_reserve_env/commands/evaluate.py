@@ -87,7 +87,7 @@ from strategic_reserve_env.evaluation.tournament import (
     text_table,
     write_outputs,
 )
-from strategic_reserve_env.outputs import OutputBusyError, check_out, lock
+from strategic_reserve_env.outputs import OutputBusyError, OutputLost, check_out, lock
 from strategic_reserve_env.policies import InvalidActionsError, TimeLimited, act_seconds_argument
 
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")
@@ -98,11 +98,6 @@ AGENT_FAILED, BAD_INPUT, INTERRUPTED, TERMINATED = 1, 2, 130, 143  # exit status
 
 class Terminated(StopRun):
     """SIGTERM arrived (raised by :func:`stop_signals`' handler, as KeyboardInterrupt is for SIGINT)."""
-
-
-class OutputLost(Exception):
-    """The run's results could not be printed or written (a full disk, standard output on a full device or
-    closed): the message says which and why."""
 
 
 @contextlib.contextmanager
@@ -152,6 +147,8 @@ def written(write, out) -> None:
     :class:`OutputLost` naming the folder."""
     try:
         write()
+    except OutputLost:
+        raise
     except OSError as error:
         raise OutputLost(f"cannot write the results in {out} ({error.strerror or error})") from None
 

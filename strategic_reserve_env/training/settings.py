@@ -19,6 +19,7 @@ from strategic_reserve_env.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.outcome import REWARDS
 
 FEATURES = ("mlp", "cnn")
+DEVICES = ("cpu", "cuda")  # the torch device types a run is tested on (meta holds no data; mps lacks float64)
 MAX_SEED = 2**32 - 1  # SB3 seeds numpy's global generator, which takes 32-bit seeds
 OBSERVATION_SIZE = math.prod(OBSERVATION_SHAPE)  # 324 planes' cells, float32 in SB3's rollout buffer
 ACTIONS = 36
@@ -223,8 +224,8 @@ class TrainSettings:
             games = getattr(self, name)
             if games < 2 or games % 2:
                 raise ValueError(f"{option(name)} must be an even number >= 2 (paired dice), got {games}")
-        if any(size < 1 for size in self.net_arch):
-            raise ValueError(f"--net-arch sizes must be >= 1, got {list(self.net_arch)}")
+        if not self.net_arch or any(size < 1 for size in self.net_arch):
+            raise ValueError(f"--net-arch needs one or more sizes >= 1, got {list(self.net_arch)}")
         if self.features not in FEATURES:
             raise ValueError(f"--features must be one of {', '.join(FEATURES)}, got {self.features!r:.40}")
         check_range("seed", self.seed, 0, MAX_SEED)
@@ -245,6 +246,8 @@ class TrainSettings:
             device = torch.device(self.device)
         except RuntimeError:
             raise ValueError(f"--device {self.device!r:.40} is not a torch device (e.g. cpu, cuda)") from None
+        if device.type not in DEVICES:
+            raise ValueError(f"--device {self.device!r:.40}: training runs on {' or '.join(DEVICES)}")
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"--device {self.device}: this torch build or machine has no CUDA device")
 
@@ -279,6 +282,14 @@ def memory_needed(settings: TrainSettings) -> dict[str, float]:
         "--batch-size (the minibatch's activations)": activations,
         "--distill-games (the labelled decisions)": decisions * (OBSERVATION_SIZE + 3 * 4 * ACTIONS + 16.0),
     }
+
+
+def max_file_bytes(settings: TrainSettings) -> int:
+    """The largest file of a run's state (a checkpoint, the distillation fit's state) read back: what the
+    settings' network, snapshots, games and rollout take (:func:`memory_needed`), and a margin; a larger
+    file is refused before it is read."""
+    parts = memory_needed(settings)
+    return int(sum(value for name, value in parts.items() if not name.startswith("--distill"))) + (64 << 20)
 
 
 def physical_memory() -> float:
