@@ -8,12 +8,14 @@ is imported only when its command runs (``replay`` needs neither torch nor the a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from strategic_reserve_env.extras import needs_extra
+from strategic_reserve_env.training import signals
 
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
 
@@ -108,14 +110,19 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Run ``argv`` (default ``sys.argv[1:]``): ``COMMAND ARGS...``; returns the exit status. ``prog``: the name
-    the help texts give the command."""
+    the help texts give the command. Run as the process's own command (``argv`` None), a signal while the
+    command imports exits 130 / 143 without a traceback, and one after it returned is ignored
+    (:mod:`strategic_reserve_env.training.signals`)."""
+    process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] not in COMMANDS:
         build_parser(prog).parse_args(argv)  # --help, --version, or a usage error (exit 2)
         return 2  # not reached: every argument list that is not a command ends in the parser
     name, rest = argv[0], argv[1:]
     try:
-        return COMMANDS[name].load()(rest, f"{prog} {name}")
+        with signals.quiet_imports() if process else contextlib.nullcontext():
+            command = COMMANDS[name].load()
+        return command(rest, f"{prog} {name}")
     except BrokenPipeError:  # e.g. piped into head
         return 0
     except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra
@@ -124,6 +131,9 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             raise
         print(f"error: {missing}", file=sys.stderr)
         return 1
+    finally:
+        if process:
+            signals.ignore_until_exit()
 
 
 if __name__ == "__main__":

@@ -241,3 +241,124 @@ def test_the_benchmark_keeps_what_was_finished_when_an_agent_exits(tmp_path):
     card = json.loads((out / "benchmark.json").read_text())
     assert card["complete"] is False and "raised SystemExit: 0" in card["error"]
     assert "raised SystemExit: 0" in result.stderr.splitlines()[-1]
+
+
+# -- one signal path for every command (issue 34, item 9) ----------------------------------------------------
+
+
+def _tournament(tmp_path, out) -> subprocess.Popen:
+    spec = agent_file(tmp_path, "slow", "time.sleep(0.05)")
+    return subprocess.Popen(
+        [sys.executable, "evaluate.py", "--no-progress", "random", "greedy", spec, "--games", "200", "--batch", "2"]
+        + ["--out", str(out)],
+        cwd=REPO,
+        preexec_fn=as_from_a_shell,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("delay", [0.005, 0.03])
+def test_a_second_sigint_while_evaluate_shuts_down_changes_nothing(tmp_path, delay):
+    """The second Ctrl-C a few milliseconds after the first, while the stopped run writes its files: no
+    traceback, exit 130, results.json says it stopped (0.3.0: an 82-line traceback, results.json 'going on')."""
+    out = tmp_path / "out"
+    process = _tournament(tmp_path, out)
+    deadline = time.time() + 240
+    while time.time() < deadline and not (out / "results.json").exists():
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.splitlines()[-1].startswith("error: stopped: interrupted (SIGINT")
+    assert results(out)["complete"] is False and results(out)["error"] == "stopped: interrupted (SIGINT, Ctrl-C)"
+
+
+@pytest.mark.parametrize(
+    "command, stop, status",
+    [
+        (["train.py", "--help"], signal.SIGINT, 130),
+        (["train.py", "--help"], signal.SIGTERM, 143),
+        (["-m", "strategic_reserve_env", "evaluate", "--help"], signal.SIGINT, 130),
+    ],
+)
+def test_a_signal_while_the_command_imports_exits_with_its_status_and_no_traceback(command, stop, status):
+    """Ctrl-C or SIGTERM in the seconds torch and SB3 take to import: exit 130 / 143, no traceback (0.3.0: a
+    KeyboardInterrupt traceback, or death by SIGTERM)."""
+    process = subprocess.Popen(
+        [sys.executable, *command],
+        cwd=REPO,
+        preexec_fn=as_from_a_shell,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)  # the package is imported (under a second), the command's modules are not yet
+    process.send_signal(stop)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == status and not stdout and "Traceback" not in stderr, stderr
+
+
+def test_a_second_sigterm_after_trains_stop_line_exits_143(tmp_path):
+    """SIGTERM stops train after its update; a second SIGTERM once the stop line is out (the process shutting
+    down) neither kills it by signal nor changes its status (0.3.0 died by the signal)."""
+    out = tmp_path / "run"
+    tiny = ["--n-envs", "32", "--n-steps", "16", "--batch-size", "256", "--n-epochs", "1", "--net-arch", "32"]
+    process = subprocess.Popen(
+        [sys.executable, "train.py", *tiny, "--distill-games", "0", "--total-steps", "100000", "--no-progress"]
+        + ["--eval-every", "0", "--checkpoint-every", "512", "--out", str(out)],
+        cwd=REPO,
+        preexec_fn=as_from_a_shell,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 240
+    while time.time() < deadline and not list((out / "checkpoints").glob("*.pt")):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    line = process.stderr.readline()
+    while line.strip() == "":
+        line = process.stderr.readline()
+    assert line.startswith("SIGTERM stopped the run at step"), line
+    process.send_signal(signal.SIGTERM)
+    rest = process.stderr.read()
+    process.wait(timeout=120)
+    assert process.returncode == 143 and "Traceback" not in rest, rest
+    assert outputs.read_run(out)["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_distillation_labels_stops_it_in_one_line_and_it_resumes(tmp_path, stop, status):
+    """A signal while the expert's decisions are labelled: one line saying what was kept and how to go on,
+    exit 130 / 143, the run interrupted and resumable by its folder alone."""
+    from strategic_reserve_env.training import folder
+
+    out = tmp_path / "run"
+    args = ["--n-envs", "32", "--n-steps", "16", "--batch-size", "256", "--net-arch", "32", "--no-progress"]
+    args += ["--distill-games", "2000", "--distill-expert", "expectimax:depth=1", "--total-steps", "0"]
+    process = subprocess.Popen(
+        [sys.executable, "train.py", *args, "--distill-opponents", "greedy,random", "--out", str(out)],
+        cwd=REPO,
+        preexec_fn=as_from_a_shell,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.time() + 240
+    while time.time() < deadline and not (out / "distillation").is_dir():
+        time.sleep(0.1)
+    time.sleep(1.0)
+    process.send_signal(stop)
+    _, stderr = process.communicate(timeout=120)
+    name = signal.Signals(stop).name
+    assert process.returncode == status, stderr
+    assert stderr.strip().splitlines() == [
+        f"{name} stopped the run at once (the distillation's labels and fit so far kept); "
+        f"go on with: python train.py --out {out} --resume"
+    ]
+    assert outputs.read_run(out)["status"] == "interrupted"
+    assert folder.resumed_settings(out, {}, command="train.py").distill_games == 2000

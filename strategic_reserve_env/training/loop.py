@@ -253,6 +253,7 @@ def run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, sav
         try:
             return _run(settings, pool, out, run_id, (model, env, schedule), saved is not None, signals)
         except (Stopped, StopNow) as stop:
+            signals.shutting_down = True  # a further signal changes nothing now: the files say how it ended
             steps = checkpoint.checkpoint_steps(out, run_id)
             where = f"at step {stop.steps:,}" if isinstance(stop, Stopped) else "at once"
             if steps:
@@ -265,6 +266,7 @@ def run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, sav
             print(f"\n{stop} stopped the run {where} ({kept}); go on with: {again}", file=sys.stderr, flush=True)
             return 128 + stop.signum
         except BaseException as error:
+            signals.shutting_down = True
             with contextlib.suppress(OSError):  # on a full disk the status is written if it can be
                 set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
             raise

@@ -2,9 +2,10 @@
 
 :class:`TrainSettings` checks itself in ``__post_init__`` (types, ranges, finite floats, the opponent
 mixture, the memory its sizes will allocate), without touching the disk or loading an agent: the command
-loads the agents and checks ``--out`` after it. :func:`check_ppo` holds the PPO hyperparameters' checks
+loads the agents and checks ``--out`` after it. :class:`PPOSettings` declares the PPO hyperparameters
 that ``train`` and ``train-rllib`` share (one name each: ``learning_rate``, ``n_epochs``, ``clip_range``,
-``ent_coef``, ``gamma``, ``gae_lambda``; each library's own names are given at its call).
+``ent_coef``, ``gamma``, ``gae_lambda``; each library's own names are given at its call), :func:`check_ppo`
+their checks.
 """
 
 from __future__ import annotations
@@ -102,8 +103,29 @@ def opponent_mixture(text: str) -> list[tuple[str, float]]:
 
 
 @dataclass(frozen=True)
-class TrainSettings:
-    """Settings of a training run (every field is a command-line option)."""
+class PPOSettings:
+    """The PPO hyperparameters of both training commands (``train``: SB3's MaskablePPO; ``train-rllib``:
+    RLlib's PPO), declared once, under one name each; each library's own names are given at its call.
+    Checked by :func:`check_ppo`."""
+
+    n_epochs: int = 4
+    """Passes over each rollout (or iteration's batch)."""
+    learning_rate: float = 3e-4
+    """Adam learning rate, in (0, 1]."""
+    gamma: float = 0.995
+    """Discount per decision, in (0, 1]; a game ends with +1 or -1 after 13 to 30 decisions per player."""
+    gae_lambda: float = 0.95
+    """GAE lambda, in [0, 1]."""
+    clip_range: float = 0.2
+    """PPO clip range, in (0, 1]."""
+    ent_coef: float = 0.01
+    """Entropy bonus (>= 0)."""
+
+
+@dataclass(frozen=True)
+class TrainSettings(PPOSettings):
+    """Settings of a training run (every field is a command-line option; the PPO ones are
+    :class:`PPOSettings`')."""
 
     total_steps: int = 0
     """PPO: learner decisions to train on (environment steps, summed over the games); 0: no PPO, the
@@ -115,18 +137,6 @@ class TrainSettings:
     """Steps per game between two PPO updates (the rollout is n_envs * n_steps)."""
     batch_size: int = 4096
     """Minibatch size of the PPO update."""
-    n_epochs: int = 4
-    """Passes over each rollout."""
-    learning_rate: float = 3e-4
-    """Adam learning rate, in (0, 1]."""
-    gamma: float = 0.995
-    """Discount, in (0, 1]; games end with +1 or -1 after about 15 learner decisions."""
-    gae_lambda: float = 0.95
-    """GAE lambda, in [0, 1]."""
-    clip_range: float = 0.2
-    """PPO clip range, in (0, 1]."""
-    ent_coef: float = 0.01
-    """Entropy bonus (>= 0)."""
     net_arch: tuple[int, ...] = (256, 256)
     """Hidden layers of the policy and value networks."""
     features: str = "mlp"
