@@ -59,6 +59,25 @@ def evaluate(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     )
 
 
+def start(*arguments: str, stdout=subprocess.PIPE) -> subprocess.Popen:
+    """``python ARGUMENTS`` from the checkout's root, with SIGINT and SIGTERM as a shell leaves them."""
+    return subprocess.Popen(
+        [sys.executable, *arguments],
+        cwd=REPO,
+        preexec_fn=as_from_a_shell,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _tournament(tmp_path, out) -> subprocess.Popen:
+    spec = agent_file(tmp_path, "slow", "time.sleep(0.05)")
+    return start(
+        "evaluate.py", "--no-progress", "random", "greedy", spec, "--games", "200", "--batch", "2", "--out", str(out)
+    )
+
+
 def results(out: Path) -> dict:
     return json.loads((out / "results.json").read_text())
 
@@ -107,29 +126,8 @@ def test_a_bad_act_timeout_is_refused(option):
     [(signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted (SIGINT, Ctrl-C)")],
 )
 def test_a_signal_ends_the_run_with_its_status_and_keeps_what_was_finished(tmp_path, stop, status, reason):
-    spec = agent_file(tmp_path, "slow", "time.sleep(0.05)")
     out = tmp_path / "out"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "evaluate.py",
-            "--no-progress",
-            "random",
-            "greedy",
-            spec,
-            "--games",
-            "200",
-            "--batch",
-            "2",
-            "--out",
-            str(out),
-        ],
-        cwd=REPO,
-        preexec_fn=as_from_a_shell,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = _tournament(tmp_path, out)
     deadline = time.time() + 240
     while time.time() < deadline and not (out / "results.json").exists():
         time.sleep(0.2)
@@ -246,19 +244,6 @@ def test_the_benchmark_keeps_what_was_finished_when_an_agent_exits(tmp_path):
 # -- one signal path for every command (issue 34, item 9) ----------------------------------------------------
 
 
-def _tournament(tmp_path, out) -> subprocess.Popen:
-    spec = agent_file(tmp_path, "slow", "time.sleep(0.05)")
-    return subprocess.Popen(
-        [sys.executable, "evaluate.py", "--no-progress", "random", "greedy", spec, "--games", "200", "--batch", "2"]
-        + ["--out", str(out)],
-        cwd=REPO,
-        preexec_fn=as_from_a_shell,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 @pytest.mark.parametrize("delay", [0.005, 0.03])
 def test_a_second_sigint_while_evaluate_shuts_down_changes_nothing(tmp_path, delay):
     """The second Ctrl-C a few milliseconds after the first, while the stopped run writes its files: no
@@ -288,14 +273,7 @@ def test_a_second_sigint_while_evaluate_shuts_down_changes_nothing(tmp_path, del
 def test_a_signal_while_the_command_imports_exits_with_its_status_and_no_traceback(command, stop, status):
     """Ctrl-C or SIGTERM in the seconds torch and SB3 take to import: exit 130 / 143, no traceback (0.3.0: a
     KeyboardInterrupt traceback, or death by SIGTERM)."""
-    process = subprocess.Popen(
-        [sys.executable, *command],
-        cwd=REPO,
-        preexec_fn=as_from_a_shell,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start(*command)
     time.sleep(1.5)  # the package is imported (under a second), the command's modules are not yet
     process.send_signal(stop)
     stdout, stderr = process.communicate(timeout=120)
@@ -307,15 +285,8 @@ def test_a_second_sigterm_after_trains_stop_line_exits_143(tmp_path):
     down) neither kills it by signal nor changes its status (0.3.0 died by the signal)."""
     out = tmp_path / "run"
     tiny = ["--n-envs", "32", "--n-steps", "16", "--batch-size", "256", "--n-epochs", "1", "--net-arch", "32"]
-    process = subprocess.Popen(
-        [sys.executable, "train.py", *tiny, "--distill-games", "0", "--total-steps", "100000", "--no-progress"]
-        + ["--eval-every", "0", "--checkpoint-every", "512", "--out", str(out)],
-        cwd=REPO,
-        preexec_fn=as_from_a_shell,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    tiny += ["--distill-games", "0", "--total-steps", "100000", "--no-progress", "--eval-every", "0"]
+    process = start("train.py", *tiny, "--checkpoint-every", "512", "--out", str(out), stdout=subprocess.DEVNULL)
     deadline = time.time() + 240
     while time.time() < deadline and not list((out / "checkpoints").glob("*.pt")):
         time.sleep(0.2)
@@ -340,14 +311,8 @@ def test_a_signal_while_the_distillation_labels_stops_it_in_one_line_and_it_resu
     out = tmp_path / "run"
     args = ["--n-envs", "32", "--n-steps", "16", "--batch-size", "256", "--net-arch", "32", "--no-progress"]
     args += ["--distill-games", "2000", "--distill-expert", "expectimax:depth=1", "--total-steps", "0"]
-    process = subprocess.Popen(
-        [sys.executable, "train.py", *args, "--distill-opponents", "greedy,random", "--out", str(out)],
-        cwd=REPO,
-        preexec_fn=as_from_a_shell,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    args += ["--distill-opponents", "greedy,random", "--out", str(out)]
+    process = start("train.py", *args, stdout=subprocess.DEVNULL)
     deadline = time.time() + 240
     while time.time() < deadline and not (out / "distillation").is_dir():
         time.sleep(0.1)
