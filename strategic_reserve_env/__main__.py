@@ -18,6 +18,7 @@ from strategic_reserve_env.extras import needs_extra
 from strategic_reserve_env.training import signals
 
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
+OWN_CTRL_C = ("play",)  # commands that handle Ctrl-C themselves (the terminal game asks before it quits)
 
 
 @dataclass(frozen=True)
@@ -111,18 +112,20 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Run ``argv`` (default ``sys.argv[1:]``): ``COMMAND ARGS...``; returns the exit status. ``prog``: the name
     the help texts give the command. Run as the process's own command (``argv`` None), a signal while the
-    command imports exits 130 / 143 without a traceback, and one after it returned is ignored
-    (:mod:`strategic_reserve_env.training.signals`)."""
+    command imports, or while it runs outside its own handling, exits 130 / 143 without a traceback, and one
+    after it returned is ignored (:mod:`strategic_reserve_env.training.signals`; ``play`` keeps Ctrl-C)."""
     process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] not in COMMANDS:
         build_parser(prog).parse_args(argv)  # --help, --version, or a usage error (exit 2)
         return 2  # not reached: every argument list that is not a command ends in the parser
     name, rest = argv[0], argv[1:]
+    guard = signals.quiet if process else contextlib.nullcontext
     try:
-        with signals.quiet_imports() if process else contextlib.nullcontext():
+        with guard():
             command = COMMANDS[name].load()
-        return command(rest, f"{prog} {name}")
+        with guard() if name not in OWN_CTRL_C else contextlib.nullcontext():
+            return command(rest, f"{prog} {name}")
     except BrokenPipeError:  # e.g. piped into head
         return 0
     except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra

@@ -5,10 +5,11 @@ and ``benchmark``): the first stops the run at its next safe point (after a PPO 
 iteration, with a checkpoint) or, where there is none, at once (:class:`StopNow`); a second stops it at
 once; from then on the run is shutting down (its files say how it ended, one line says so, the exit status
 is 128 + the first signal's number) and further signals change nothing. Around a command run as the
-process's own (:func:`quiet_imports`, :func:`ignore_until_exit`, used by ``strategic_reserve_env.__main__``
-and the repository's scripts): a signal while the command's modules import exits at once with that status
-and no traceback (nothing has been written yet), and one after the command returned no longer kills the
-process by signal. Standard library only (and the arena's :class:`~strategic_reserve_env.arena.StopRun`).
+process's own (:func:`quiet`, :func:`ignore_until_exit`, used by ``strategic_reserve_env.__main__`` and
+the repository's scripts): a signal while the command's modules import, or outside a :class:`Signals` block
+(loading agents, after the stop line), exits at once with that status and no traceback, and one after the
+command returned no longer kills the process by signal.
+Standard library only (and the arena's :class:`~strategic_reserve_env.arena.StopRun`).
 """
 
 from __future__ import annotations
@@ -78,9 +79,10 @@ def _exit_quietly(signum: int, frame) -> None:
 
 
 @contextlib.contextmanager
-def quiet_imports() -> Iterator[None]:
-    """While the block runs (a command's modules importing: torch, SB3, Ray take seconds), SIGINT and SIGTERM
-    exit at once with status 130 / 143 and no traceback; the handlers before it are put back after it."""
+def quiet() -> Iterator[None]:
+    """While the block runs (a command's modules importing: torch, SB3, Ray take seconds; a command outside
+    its :class:`Signals` blocks), SIGINT and SIGTERM exit at once with status 130 / 143 and no traceback
+    (``SystemExit``); the handlers before it are put back after it."""
     before = {signum: signal.signal(signum, _exit_quietly) for signum in HANDLED}
     try:
         yield
@@ -98,14 +100,13 @@ def ignore_until_exit() -> None:
 
 def script(target: str) -> int:
     """Run the command ``module:function`` (a ``main(argv, prog)``) as this process's own, with its script's
-    name (the repository's ``train.py``, ``evaluate.py``, ``train_rllib.py``): imported under
-    :func:`quiet_imports`, run, then :func:`ignore_until_exit`; returns its exit status."""
+    name (the repository's ``train.py``, ``evaluate.py``, ``train_rllib.py``): imported and run under
+    :func:`quiet`, then :func:`ignore_until_exit`; returns its exit status."""
     import importlib
 
     module, _, function = target.partition(":")
-    with quiet_imports():
-        main = getattr(importlib.import_module(module), function)
     try:
-        return main()
+        with quiet():
+            return getattr(importlib.import_module(module), function)()
     finally:
         ignore_until_exit()
