@@ -319,6 +319,7 @@ def _train(settings: Settings, out: Path, signals: Signals, saved: tuple[int, di
     rows = []
     try:
         algorithm = config.build_algo()
+        signals.hold()  # ray.init installed its own SIGTERM handler (one that aborts the process)
         try:
             nodes = runner_nodes(algorithm)
             if nodes:

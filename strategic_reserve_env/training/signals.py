@@ -64,6 +64,12 @@ class Signals:
         for signum, handler in self._before.items():
             signal.signal(signum, handler)
 
+    def hold(self) -> None:
+        """Install this block's handlers again, after a library put its own in their place (``ray.init``
+        installs a SIGTERM handler that aborts the process)."""
+        for signum in HANDLED:
+            signal.signal(signum, self._handle)
+
     def _handle(self, signum: int, frame) -> None:
         if self.shutting_down:
             self.ignored += 1
