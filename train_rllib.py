@@ -2,7 +2,7 @@
 
 import sys
 
-from strategic_reserve_env.commands.train_rllib import main
+from strategic_reserve_env.training.signals import script
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(script("strategic_reserve_env.commands.train_rllib:main"))

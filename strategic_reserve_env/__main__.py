@@ -8,15 +8,18 @@ is imported only when its command runs (``replay`` needs neither torch nor the a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from strategic_reserve_env.extras import EXIT_MISSING_EXTRA, missing_extra, needs_extra
+from strategic_reserve_env.training import signals
 
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
 HELP = {"-h", "--help"}  # a command's help: shown without its extras, when its module imports without them
+OWN_CTRL_C = ("play",)  # commands that handle Ctrl-C themselves (the terminal game asks before it quits)
 
 
 @dataclass(frozen=True)
@@ -117,26 +120,37 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Run ``argv`` (default ``sys.argv[1:]``): ``COMMAND ARGS...``; returns the exit status. ``prog``: the name
-    the help texts give the command."""
+    the help texts give the command. Run as the process's own command (``argv`` None), a signal while the
+    command imports, or while it runs outside its own handling, exits 130 / 143 without a traceback, and one
+    after it returned is ignored (:mod:`strategic_reserve_env.training.signals`; ``play`` keeps Ctrl-C)."""
+    process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] not in COMMANDS:
         build_parser(prog).parse_args(argv)  # --help, --version, or a usage error (exit 2)
         return 2  # not reached: every argument list that is not a command ends in the parser
     name, rest = argv[0], argv[1:]
     command, what = COMMANDS[name], f"{prog} {name}"
-    # before the command's code, so nothing is read or written; its --help is shown without the extra
-    missing = None if HELP & set(rest) else missing_extra(command.extras, what)
-    if missing is None:
-        try:
-            return command.load()(rest, what)
-        except BrokenPipeError:  # e.g. piped into head
-            return 0
-        except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra
-            missing = needs_extra(error, what, command.extras)
-            if missing is None:
-                raise
-    print(f"error: {missing}", file=sys.stderr)
-    return EXIT_MISSING_EXTRA
+    guard = signals.quiet if process else contextlib.nullcontext
+    try:
+        # before the command's code, so nothing is read or written; its --help is shown without the extra
+        missing = None if HELP & set(rest) else missing_extra(command.extras, what)
+        if missing is None:
+            try:
+                with guard():
+                    run = command.load()
+                with guard() if name not in OWN_CTRL_C else contextlib.nullcontext():
+                    return run(rest, what)
+            except BrokenPipeError:  # e.g. piped into head
+                return 0
+            except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra
+                missing = needs_extra(error, what, command.extras)
+                if missing is None:
+                    raise
+        print(f"error: {missing}", file=sys.stderr)
+        return EXIT_MISSING_EXTRA
+    finally:
+        if process:
+            signals.ignore_until_exit()
 
 
 if __name__ == "__main__":

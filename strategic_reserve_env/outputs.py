@@ -29,6 +29,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -39,12 +40,29 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
+from . import safe_json
 from .board import brief, clip
 
 LOCK_FILE = ".lock"
 RUN_FILE = "run.json"
+RUN_ID = re.compile(r"[0-9a-f]{32}")  # what new_run_id() makes: never a path
+MAX_RUN_FILE_BYTES = 1 << 20  # run.json and settings.json hold a few hundred bytes
 TRASH_PREFIX = ".removing-"  # what remove() moves entries into before deleting them
 FILE_MODE = 0o666  # a new file's mode before the umask (what open() gives)
+
+
+class OutputLost(OSError):
+    """A file could not be written (a full disk, a folder gone) or the standard output is lost: the message
+    names the file and says why, in one line (:func:`atomic` raises it for every file written through it)."""
+
+
+TORCH_WRITE_FAILED = "PytorchStreamWriter failed writing"  # torch.save's RuntimeError when the disk is full
+
+
+def _write_failed(error: BaseException) -> bool:
+    if isinstance(error, OutputLost):
+        return False
+    return isinstance(error, OSError) or isinstance(error, RuntimeError) and TORCH_WRITE_FAILED in str(error)
 
 
 class OutputBusyError(ValueError):
@@ -128,18 +146,25 @@ def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     """A file object whose contents replace ``path`` when the block ends without an exception (a temporary
     file of a unique name beside it, renamed over it; removed if the block fails). The file gets the mode the
     umask gives a new file. A ``path`` that is not a regular file (:func:`check_replaceable`) is an
-    ``OSError`` before anything is written."""
+    ``OSError`` before anything is written; a failed write (a full disk: an ``OSError``, or torch's
+    ``RuntimeError`` for it) is :class:`OutputLost`, one line naming ``path``."""
     path = Path(path)
     check_replaceable(path)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    try:
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+    except OSError as error:
+        raise OutputLost(f"cannot write {path} ({error.strerror or error})") from None
     try:
         os.fchmod(descriptor, FILE_MODE & ~_umask())
         with os.fdopen(descriptor, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
             yield handle
         os.replace(temporary, path)
-    except BaseException:
+    except BaseException as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
+        if _write_failed(error):
+            reason = getattr(error, "strerror", None) or clip(str(error).splitlines()[0] if str(error) else "", 120)
+            raise OutputLost(f"cannot write {path} ({reason})") from None
         raise
 
 
@@ -226,17 +251,28 @@ def new_run_id() -> str:
     return uuid.uuid4().hex
 
 
+def open_regular(path: str | Path, limit: int) -> contextlib.AbstractContextManager[IO[bytes]]:
+    """``path`` opened for reading as a regular file of at most ``limit`` bytes, checked before a byte is read,
+    a link never followed (a run folder's files: :func:`strategic_reserve_env.safe_json.open_regular`);
+    ``ValueError`` (one line naming the path) for a link, a FIFO, a device, a folder or a larger file."""
+    return safe_json.open_regular(path, limit, follow_links=False)
+
+
+def read_regular(path: str | Path, limit: int) -> bytes:
+    """The bytes of ``path``: a regular file of at most ``limit`` bytes, no link followed (:func:`open_regular`)."""
+    return safe_json.read_regular(path, limit, follow_links=False)
+
+
 def read_run(directory: str | Path) -> dict | None:
     """The run file of ``directory`` (``{"run_id": ..., ...}``), None if it has none; ``ValueError`` if it is
-    there but unreadable."""
-    from . import safe_json
-
+    there but unreadable, not a regular file of a bounded size (:func:`read_regular`), or its run id is not one
+    :func:`new_run_id` makes (it names files: never a path)."""
     path = Path(directory) / RUN_FILE
-    if not path.exists():
+    if not os.path.lexists(path):
         return None
-    run = safe_json.loads(path.read_bytes(), str(path))
-    if not isinstance(run, dict) or not isinstance(run.get("run_id"), str):
-        raise ValueError(f"{path}: not a run file (an object with a string run_id)")
+    run = safe_json.loads(read_regular(path, MAX_RUN_FILE_BYTES), str(path))
+    if not isinstance(run, dict) or not isinstance(run.get("run_id"), str) or not RUN_ID.fullmatch(run["run_id"]):
+        raise ValueError(f"{path}: not a run file (an object with a run_id of 32 hex digits)")
     return run
 
 

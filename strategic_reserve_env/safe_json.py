@@ -11,11 +11,14 @@ linear scan outside strings), so a deep file costs no more than reading it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 
@@ -63,26 +66,53 @@ def loads(text: str | bytes, where: str, error: type[Exception] = ValueError, ma
         raise error(f"{where}: not valid JSON ({problem})") from None
 
 
-def read_regular(
-    path: str | Path, limit: int, what: str, error: type[Exception] = ValueError, limit_of: str = "what is read"
-) -> bytes:
-    """The bytes of the file ``path`` (links followed); ``error`` (one line naming ``what``) unless it is a
-    regular file of at most ``limit`` bytes (``limit_of``: what the message calls that limit). A FIFO, a device
-    (``/dev/zero``) or a folder is refused before anything is read (it is opened without blocking, so a FIFO
-    with no writer does not hang), and the size is checked before reading (at most ``limit + 1`` bytes are
-    read, should the file grow meanwhile)."""
-    too_large = f"{what} is larger than {limit:,} bytes, the limit of {limit_of}"
+@contextlib.contextmanager
+def open_regular(
+    path: str | Path,
+    limit: int,
+    what: str | None = None,
+    error: type[Exception] = ValueError,
+    limit_of: str = "what is read",
+    follow_links: bool = True,
+) -> Iterator[IO[bytes]]:
+    """``path`` opened for reading, checked before a byte is read: ``error`` (one line naming ``what``, default
+    the path) unless it is a regular file of at most ``limit`` bytes (``limit_of``: what the message calls that
+    limit). It is opened without blocking, so a FIFO with no writer does not hang; a FIFO, a device
+    (``/dev/zero``) or a folder is refused on the open file, and so is a link unless ``follow_links``."""
+    what = str(path) if what is None else what
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(descriptor, "rb") as file:
-            status = os.fstat(descriptor)
-            if not stat.S_ISREG(status.st_mode):
-                raise error(f"cannot read {what}: not a regular file (a FIFO, a device or a folder is never read)")
-            if status.st_size > limit:
-                raise error(too_large)
-            data = file.read(limit + 1)
+        descriptor = os.open(path, flags)
     except OSError as problem:
+        if not follow_links and os.path.islink(path):
+            raise error(f"{what} is a symbolic link; links in a run folder are not followed") from None
         raise error(f"cannot read {what}: {problem.strerror or problem}") from None
+    status = os.fstat(descriptor)
+    if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
+        os.close(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise error(f"cannot read {what}: not a regular file (a FIFO, a device or a folder is never read)")
+        raise error(f"{what} is larger than {limit:,} bytes, the limit of {limit_of}")
+    os.set_blocking(descriptor, True)
+    with os.fdopen(descriptor, "rb") as handle:
+        yield handle
+
+
+def read_regular(
+    path: str | Path,
+    limit: int,
+    what: str | None = None,
+    error: type[Exception] = ValueError,
+    limit_of: str = "what is read",
+    follow_links: bool = True,
+) -> bytes:
+    """The bytes of ``path``, a regular file of at most ``limit`` bytes (:func:`open_regular`, whose checks and
+    arguments these are); at most ``limit + 1`` bytes are read, should the file grow meanwhile."""
+    try:
+        with open_regular(path, limit, what, error, limit_of, follow_links) as handle:
+            data = handle.read(limit + 1)
+    except OSError as problem:
+        raise error(f"cannot read {what or path}: {problem.strerror or problem}") from None
     if len(data) > limit:
-        raise error(too_large)
+        raise error(f"{what or path} is larger than {limit:,} bytes, the limit of {limit_of}")
     return data

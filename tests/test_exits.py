@@ -59,6 +59,25 @@ def evaluate(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     )
 
 
+def start(*arguments: str, stdout=subprocess.PIPE) -> subprocess.Popen:
+    """``python ARGUMENTS`` from the checkout's root, with SIGINT and SIGTERM as a shell leaves them."""
+    return subprocess.Popen(
+        [sys.executable, *arguments],
+        cwd=REPO,
+        preexec_fn=as_from_a_shell,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _tournament(tmp_path, out) -> subprocess.Popen:
+    spec = agent_file(tmp_path, "slow", "time.sleep(0.05)")
+    return start(
+        "evaluate.py", "--no-progress", "random", "greedy", spec, "--games", "200", "--batch", "2", "--out", str(out)
+    )
+
+
 def results(out: Path) -> dict:
     return json.loads((out / "results.json").read_text())
 
@@ -107,29 +126,8 @@ def test_a_bad_act_timeout_is_refused(option):
     [(signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted (SIGINT, Ctrl-C)")],
 )
 def test_a_signal_ends_the_run_with_its_status_and_keeps_what_was_finished(tmp_path, stop, status, reason):
-    spec = agent_file(tmp_path, "slow", "time.sleep(0.05)")
     out = tmp_path / "out"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "evaluate.py",
-            "--no-progress",
-            "random",
-            "greedy",
-            spec,
-            "--games",
-            "200",
-            "--batch",
-            "2",
-            "--out",
-            str(out),
-        ],
-        cwd=REPO,
-        preexec_fn=as_from_a_shell,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = _tournament(tmp_path, out)
     deadline = time.time() + 240
     while time.time() < deadline and not (out / "results.json").exists():
         time.sleep(0.2)
@@ -241,3 +239,99 @@ def test_the_benchmark_keeps_what_was_finished_when_an_agent_exits(tmp_path):
     card = json.loads((out / "benchmark.json").read_text())
     assert card["complete"] is False and "raised SystemExit: 0" in card["error"]
     assert "raised SystemExit: 0" in result.stderr.splitlines()[-1]
+
+
+# -- one signal path for every command (issue 34, item 9) ----------------------------------------------------
+
+
+@pytest.mark.parametrize("delay", [0.005, 0.03])
+def test_a_second_sigint_while_evaluate_shuts_down_changes_nothing(tmp_path, delay):
+    """The second Ctrl-C a few milliseconds after the first, while the stopped run writes its files: no
+    traceback, exit 130, results.json says it stopped (0.3.0: an 82-line traceback, results.json 'going on')."""
+    out = tmp_path / "out"
+    process = _tournament(tmp_path, out)
+    deadline = time.time() + 240
+    while time.time() < deadline and not (out / "results.json").exists():
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and stderr.splitlines()[-1].startswith("error: stopped: interrupted (SIGINT")
+    assert results(out)["complete"] is False and results(out)["error"] == "stopped: interrupted (SIGINT, Ctrl-C)"
+
+
+ENTRIES = {  # a command run as the process's own, the two ways: a repository script, the console command
+    "script": "from strategic_reserve_env.training.signals import script\nsys.exit(script('slow_import:main'))",
+    "console": (
+        "from strategic_reserve_env import __main__ as entry\n"
+        "entry.COMMANDS['slow'] = entry.Command('a command that imports slowly', 'slow_import:main')\n"
+        "sys.argv = ['strategic-reserve', 'slow']\nsys.exit(entry.main())"
+    ),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+@pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_command_imports_exits_with_its_status_and_no_traceback(tmp_path, entry, stop, status):
+    """A signal while a command's modules import (torch, SB3, Ray take seconds; here a module that signals
+    itself while it imports): exit 130 / 143, nothing on either stream (0.3.0: a KeyboardInterrupt traceback,
+    or death by SIGTERM)."""
+    (tmp_path / "slow_import.py").write_text(
+        f"import os, time\nos.kill(os.getpid(), {int(stop)})\ntime.sleep(30)\n\n"
+        "def main(argv=None, prog=None):\n    return 0\n"
+    )
+    code = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n{ENTRIES[entry]}"
+    process = start("-c", code)
+    stdout, stderr = process.communicate(timeout=120)
+    assert (process.returncode, stdout, stderr) == (status, "", "")
+
+
+def test_a_second_sigterm_after_trains_stop_line_exits_143(tmp_path):
+    """SIGTERM stops train after its update; a second SIGTERM once the stop line is out (the process shutting
+    down) neither kills it by signal nor changes its status (0.3.0 died by the signal)."""
+    out = tmp_path / "run"
+    tiny = ["--n-envs", "32", "--n-steps", "16", "--batch-size", "256", "--n-epochs", "1", "--net-arch", "32"]
+    tiny += ["--distill-games", "0", "--total-steps", "100000", "--no-progress", "--eval-every", "0"]
+    process = start("train.py", *tiny, "--checkpoint-every", "512", "--out", str(out), stdout=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and not list((out / "checkpoints").glob("*.pt")):
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    line = process.stderr.readline()
+    while line and not line.startswith("SIGTERM stopped the run"):
+        line = process.stderr.readline()
+    assert line.startswith("SIGTERM stopped the run at step"), line
+    process.send_signal(signal.SIGTERM)
+    rest = process.stderr.read()
+    process.wait(timeout=120)
+    assert process.returncode == 143 and "Traceback" not in rest, rest
+    assert outputs.read_run(out)["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_while_the_distillation_labels_stops_it_in_one_line_and_it_resumes(tmp_path, stop, status):
+    """A signal while the expert's decisions are labelled: one line saying what was kept and how to go on,
+    exit 130 / 143, the run interrupted and resumable by its folder alone."""
+    from strategic_reserve_env.training import folder
+
+    out = tmp_path / "run"
+    args = ["--n-envs", "32", "--n-steps", "16", "--batch-size", "256", "--net-arch", "32", "--no-progress"]
+    args += ["--distill-games", "2000", "--distill-expert", "expectimax:depth=1", "--total-steps", "0"]
+    args += ["--distill-opponents", "greedy,random", "--out", str(out)]
+    process = start("train.py", *args, stdout=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and not (out / "distillation").is_dir():
+        time.sleep(0.1)
+    time.sleep(1.0)
+    process.send_signal(stop)
+    _, stderr = process.communicate(timeout=120)
+    name = signal.Signals(stop).name
+    assert process.returncode == status, stderr
+    assert stderr.strip().splitlines() == [
+        f"{name} stopped the run at once (the distillation's labels and fit so far kept); "
+        f"go on with: python train.py --out {out} --resume"
+    ]
+    assert outputs.read_run(out)["status"] == "interrupted"
+    assert folder.resumed_settings(out, {}, command="train.py").distill_games == 2000

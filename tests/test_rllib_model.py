@@ -256,3 +256,82 @@ def test_the_rllib_extra_installs_every_module_the_rllib_code_imports():
     ):
         missing = third_party_imports(REPO / path) - installed
         assert not missing, f"{path} imports {sorted(missing)}, which the [rllib] extra does not install"
+
+
+def _rllib_run(out, iterations: int = 2, status: str = "complete"):
+    """A train-rllib folder as a run of ``iterations`` leaves it (its settings, a checkpoint per iteration
+    naming its run and settings), made without Ray: what --resume reads before it starts Ray."""
+    import dataclasses
+
+    import torch
+
+    from strategic_reserve_env import outputs
+    from strategic_reserve_env.training import folder
+    from strategic_reserve_env.training.rllib import COMMAND, MAY_CHANGE, Settings
+
+    settings = Settings(iterations=iterations, channels=4, conv_layers=1, hidden=8, out=str(out))
+    out.mkdir()
+    run_id = outputs.write_run(out, outputs.new_run_id(), COMMAND)["run_id"]
+    folder.start(out, settings)
+    folder.set_status(out, status)
+    digest = folder.settings_hash(settings, MAY_CHANGE)
+    weights = {k: v.numpy() for k, v in rllib_model.BoardNet(settings.network()).state_dict().items()}
+    for iteration in range(1, iterations + 1):
+        notes = {"iteration": iteration, "run_id": run_id, "settings_hash": digest}
+        rllib_model.save(out / "checkpoints" / f"iteration_{iteration:06d}", weights, settings.network(), notes)
+    torch.manual_seed(0)
+    return dataclasses.replace(settings, resume=True), run_id
+
+
+def _files(out) -> dict:
+    """Every file of ``out`` but its lock file (which names the last holder) and its bytes."""
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+def test_train_rllib_resume_refusals_write_nothing_and_a_finished_run_stays_complete(tmp_path, capsys):
+    """On the run kit, before Ray starts: --resume alone on a complete run says so and writes nothing;
+    fewer --iterations than done, another --seed, a checkpoint of another run, a link for checkpoints/,
+    another command's folder: each one line, exit 2, the folder byte for byte (0.3.0 marked it failed)."""
+    import json
+
+    from strategic_reserve_env import outputs
+    from strategic_reserve_env.commands import train_rllib
+
+    out = tmp_path / "rllib"
+    _, run_id = _rllib_run(out)
+    before = _files(out)
+    assert train_rllib.main(["--out", str(out), "--resume"]) == 0
+    assert "is complete (2 iterations" in capsys.readouterr().err and _files(out) == before
+    for args, message in (
+        (["--iterations", "1"], "--iterations 1 is below the 2 iterations done"),
+        (["--seed", "5"], "--seed defines the run, which was started with --seed 0, not 5"),
+    ):
+        assert train_rllib.main(["--out", str(out), "--resume", *args]) == 2
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+        assert _files(out) == before
+    model = out / "checkpoints" / "iteration_000002" / rllib_model.MODEL_FILE
+    description = json.loads(model.read_text())
+    description["notes"]["run_id"] = "0" * 32
+    model.write_text(json.dumps(description))
+    assert train_rllib.main(["--out", str(out), "--resume", "--iterations", "3"]) == 2
+    assert f"belongs to run {'0' * 32}, not to run {run_id}" in capsys.readouterr().err
+    assert outputs.read_run(out)["status"] == "complete"
+
+    linked = tmp_path / "linked"
+    _rllib_run(linked)
+    (linked / "checkpoints").rename(tmp_path / "elsewhere")
+    (linked / "checkpoints").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    assert train_rllib.main(["--out", str(linked), "--resume", "--iterations", "3"]) == 2
+    assert "its checkpoints is a symbolic link" in capsys.readouterr().err
+
+    other = tmp_path / "train"
+    other.mkdir()
+    outputs.write_run(other, outputs.new_run_id(), "train.py")
+    for options in ([], ["--restart"], ["--resume"]):
+        assert train_rllib.main(["--out", str(other), *options]) == 2
+        assert "not of train_rllib.py" in capsys.readouterr().err

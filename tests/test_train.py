@@ -266,11 +266,13 @@ BAD_SETTINGS = [
     (["--gae-lambda", "-0.1"], "--gae-lambda must be in [0, 1], got -0.1"),
     (["--clip-range", "0"], "--clip-range must be in (0, 1], got 0.0"),
     (["--ent-coef", "-1"], "--ent-coef must be >= 0, got -1.0"),
-    (["--net-arch", "32", "0"], "--net-arch sizes must be >= 1, got [32, 0]"),
+    (["--net-arch", "32", "0"], "--net-arch needs one or more sizes >= 1, got [32, 0]"),
     (["--features", "rnn"], "--features must be one of mlp, cnn, got 'rnn'"),
     (["--cnn-channels", "0"], "--cnn-channels must be >= 1, got 0"),
     (["--seed", "-1"], "--seed must be in [0, 4294967295], got -1"),
     (["--device", "toaster"], "--device 'toaster' is not a torch device"),
+    (["--device", "meta"], "--device 'meta': training runs on cpu or cuda"),  # a traceback and a failed run before
+    (["--device", "mps"], "--device 'mps': training runs on cpu or cuda"),
     (["--opponents", "random:1,minimax:2"], "unknown agent 'minimax'"),
     (["--opponents", "random:x"], "is not name:weight"),
     (["--opponents", "self:0"], "--opponents needs at least one positive weight"),
@@ -577,7 +579,7 @@ def test_a_killed_restart_leaves_no_old_result_looking_current(old_run, tmp_path
 
 def test_model_zip_is_written_atomically(tmp_path, monkeypatch, capsys):
     """A full disk while SB3 writes model.zip (an injected ENOSPC after part of the file): the previous
-    model.zip stays whole, no temporary file is left, the run says it failed, one line, exit 2."""
+    model.zip stays whole, no temporary file is left, the run says it failed, one line naming the file, exit 2."""
     import errno
 
     from sb3_contrib import MaskablePPO
@@ -595,8 +597,10 @@ def test_model_zip_is_written_atomically(tmp_path, monkeypatch, capsys):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(MaskablePPO, "save", full_disk)
-    assert train.main(["--out", str(out), "--resume"]) == 2
-    assert capsys.readouterr().err.splitlines()[-1] == "error: [Errno 28] No space left on device"
+    assert train.main(["--out", str(out), "--resume", "--total-steps", "1024"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == f"error: cannot write {out / 'model.zip'} (No space left on device)"
+    assert "Traceback" not in err
     assert (out / "model.zip").read_bytes() == before
     assert [p.name for p in out.iterdir() if p.name.endswith(".partial")] == []
     assert outputs.read_run(out)["status"] == "failed"
@@ -650,11 +654,11 @@ def test_a_distillation_stopped_while_labelling_or_fitting_goes_on_where_it_stop
 
     write_chunk, chunks = distillation.write_chunk, []
 
-    def killed_at_the_third(path, positions, cursor):
+    def killed_at_the_third(path, positions, cursor, belongs):
         if len(chunks) == 2:
             raise Killed
         chunks.append(path)
-        write_chunk(path, positions, cursor)
+        write_chunk(path, positions, cursor, belongs)
 
     monkeypatch.setattr(distillation, "write_chunk", killed_at_the_third)
     with pytest.raises(Killed):
@@ -676,7 +680,8 @@ def test_a_distillation_stopped_while_labelling_or_fitting_goes_on_where_it_stop
         train.main(["--out", str(parts), "--resume"])
     monkeypatch.setattr(torch, "save", save)
     assert "distillation: 2 chunk(s) of labelled decisions read back (20 games)" in capsys.readouterr().out
-    assert epochs == [1, 2] and distillation.read_fit(parts / "distillation" / "fit.pt")["epoch"] == 2
+    fit = distillation.read_fit(parts / "distillation" / "fit.pt", *_identity(parts))
+    assert epochs == [1, 2] and fit["epoch"] == 2
 
     assert train.main(["--out", str(parts), "--resume"]) == 0
     assert "distillation: the fit goes on after epoch 2" in capsys.readouterr().out
@@ -687,6 +692,12 @@ def test_a_distillation_stopped_while_labelling_or_fitting_goes_on_where_it_stop
     events = EventAccumulator(str(whole / "tb" / "distillation")).Reload()
     assert {"distill/cross_entropy", "distill/value_mse", "distill/agreement"} <= set(events.Tags()["scalars"])
     assert [event.step for event in events.Scalars("distill/cross_entropy")] == [1, 2, 3]
+
+
+def _identity(out) -> tuple:
+    """The settings of the run in ``out`` and what its files belong to (its run id, its settings' digest)."""
+    settings = folder.resumed_settings(out, {})
+    return settings, (outputs.read_run(out)["run_id"], folder.settings_hash(settings))
 
 
 def test_a_tampered_chunk_of_labels_is_refused_before_it_is_read(tmp_path):
@@ -705,3 +716,200 @@ def test_a_tampered_chunk_of_labels_is_refused_before_it_is_read(tmp_path):
     np.savez(path, **arrays)
     with pytest.raises(ValueError, match=f"{many} decisions, more than"):
         distillation.read_chunk(path, 2, 20)
+
+
+# -- one run kit: refusals write nothing, runs resume alone, folders and files of other runs (issue 34) ---------
+
+
+def _files(out) -> dict:
+    """Every regular file of ``out`` (but its lock file, which names the last holder) and its bytes."""
+    return {
+        p.relative_to(out).as_posix(): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and not p.is_symlink() and p.name != outputs.LOCK_FILE
+    }
+
+
+def _refused(out, capsys, *args: str) -> str:
+    """``train --out OUT --resume ARGS``: exit 2, one line (after a warning per checkpoint skipped), not a byte
+    of the folder changed; what it printed."""
+    before = _files(out)
+    assert train.main(["--out", str(out), "--resume", *args]) == 2
+    err = capsys.readouterr().err
+    *warnings, last = err.splitlines()
+    assert last.startswith("error: ") and all(line.startswith("warning: --resume: skipping") for line in warnings), err
+    assert _files(out) == before
+    return err
+
+
+@pytest.fixture(scope="module")
+def finished_runs(tmp_path_factory):
+    """Two finished runs of 1,024 steps (seeds 0 and 1), checkpoints at 512 and 1,024."""
+    runs = tmp_path_factory.mktemp("finished")
+    for seed in ("0", "1"):
+        args = [*TINY, "--eval-every", "0", "--checkpoint-every", "512", "--seed", seed]
+        assert train.main([*args, "--out", str(runs / seed)]) == 0
+    return runs
+
+
+def test_a_refused_resume_writes_nothing(finished_runs, tmp_path, capsys):
+    """A --total-steps below the steps done, a settings.json changed by hand, a checkpoint of another run
+    under this run's name: each is refused in one line and the folder is left byte for byte (0.3.0 rewrote
+    settings.json and marked the run failed, so that --resume alone then failed too)."""
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(finished_runs / "0", out)
+    assert "--total-steps 512 is below the 1,024 steps already trained" in _refused(out, capsys, "--total-steps", "512")
+    settings = json.loads((out / "settings.json").read_text())
+    (out / "settings.json").write_text(json.dumps(settings | {"reward": "luck_adjusted"}))
+    assert "the checkpoint was trained with --reward outcome, not luck_adjusted" in _refused(
+        out, capsys, "--total-steps", "2048"
+    )
+    (out / "settings.json").write_text(json.dumps(settings))
+    ours, theirs = outputs.read_run(out)["run_id"], outputs.read_run(finished_runs / "1")["run_id"]
+    swapped = checkpoint.checkpoint_path(out, 1024, ours)
+    swapped.write_bytes(checkpoint.checkpoint_path(finished_runs / "1", 1024, theirs).read_bytes())
+    assert f"holds run {theirs}, not run {ours} of this folder" in _refused(out, capsys, "--total-steps", "2048")
+    assert outputs.read_run(out)["status"] == "complete"
+
+
+def test_a_run_past_its_total_steps_resumes_alone_and_a_finished_run_stays_complete(tmp_path, monkeypatch, capsys):
+    """--total-steps 700 ends at 1,024 (two updates of 512); a SIGINT during the last update stops the run
+    trained but without its model; the command its stop line prints (--resume alone) writes the model and
+    completes it; --resume alone on a complete run says so and writes nothing (0.3.0 refused both)."""
+    import os
+
+    from sb3_contrib import MaskablePPO
+
+    out = tmp_path / "run"
+    update, updates = MaskablePPO.train, []
+
+    def interrupted_in_the_last(self):
+        updates.append(self.num_timesteps)
+        if len(updates) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        update(self)
+
+    monkeypatch.setattr(MaskablePPO, "train", interrupted_in_the_last)
+    args = [*TINY, "--eval-every", "0", "--total-steps", "700", "--out", str(out)]
+    assert train.main(args) == 130
+    monkeypatch.setattr(MaskablePPO, "train", update)
+    err = capsys.readouterr().err
+    assert "SIGINT stopped the run at step 1,024 (checkpoint of step 1,024 kept); go on with: " in err
+    assert checkpoint.checkpoint_steps(out) == [1024] and not (out / "model.safetensors").exists()
+    assert train.main(["--out", str(out), "--resume"]) == 0
+    assert outputs.read_run(out)["status"] == "complete" and (out / "model.safetensors").exists()
+    capsys.readouterr()
+    before = _files(out)
+    assert train.main(["--out", str(out), "--resume"]) == 0
+    assert "is complete (1,024 steps" in capsys.readouterr().err
+    assert _files(out) == before
+
+
+def test_another_commands_folder_is_refused_whatever_the_options(tmp_path, capsys):
+    """A folder train-az (or any other command) made is neither resumed nor replaced by train, nor the
+    reverse: one line, nothing written (0.3.0 replaced the other command's model)."""
+    out = tmp_path / "az"
+    out.mkdir()
+    run_id = outputs.write_run(out, outputs.new_run_id(), "train_az.py")["run_id"]
+    (out / "settings.json").write_text("{}")
+    (out / "model.safetensors").write_bytes(b"az")
+    before = _files(out)
+    for options in ([], ["--restart"], ["--resume"]):
+        assert train.main([*TINY, "--out", str(out), *options]) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"error: --out {out} holds run {run_id} of train_az.py, not of train.py; this command neither resumes "
+            "nor replaces another command's run: choose another folder\n"
+        )
+        assert _files(out) == before
+    theirs = tmp_path / "train"
+    theirs.mkdir()
+    outputs.write_run(theirs, outputs.new_run_id(), "train.py")
+    with pytest.raises(ValueError, match="not of train_rllib.py"):
+        folder.claim(theirs, TrainSettings(resume=True), "train_rllib.py")
+
+
+def test_links_and_paths_in_a_resumed_folder_are_refused(finished_runs, tmp_path, capsys):
+    """checkpoints/, tb/ or distillation/ a link out of the folder: --resume refuses it in one line and writes
+    nothing there (0.3.0 wrote 8 checkpoints through the link); a run id that is a path is no run file."""
+    import shutil
+
+    out, outside = tmp_path / "run", tmp_path / "outside"
+    shutil.copytree(finished_runs / "0", out)
+    outside.mkdir()
+    for name in ("checkpoints", "tb"):
+        shutil.move(out / name, outside / name)
+        (out / name).symlink_to(outside / name, target_is_directory=True)
+        seen = _files(outside)
+        assert f"its {name} is a symbolic link" in _refused(out, capsys, "--total-steps", "2048")
+        assert _files(outside) == seen
+        (out / name).unlink()
+        shutil.move(outside / name, out / name)
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps(run | {"run_id": "x/../../../evil"}))
+    assert "not a run file (an object with a run_id of 32 hex digits)" in _refused(out, capsys)
+
+
+def test_special_and_huge_files_are_refused_in_one_line(finished_runs, tmp_path, capsys):
+    """run.json a FIFO (0.3.0 hung holding the lock), settings.json of 2 MB, every checkpoint a FIFO or a
+    link to /dev/zero (a MemoryError): each refused in one line, before a byte of it is read."""
+    import os
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(finished_runs / "0", out)
+    run = (out / "run.json").read_bytes()
+    (out / "run.json").unlink()
+    os.mkfifo(out / "run.json")
+    assert f"cannot read {out / 'run.json'}: not a regular file" in _refused(out, capsys)
+    (out / "run.json").unlink()
+    (out / "run.json").write_bytes(run)
+    settings = (out / "settings.json").read_bytes()
+    (out / "settings.json").write_bytes(settings[:-2] + b" " * (2 << 20) + settings[-2:])
+    assert "settings.json is larger than 1,048,576 bytes" in _refused(out, capsys)
+    (out / "settings.json").write_bytes(settings)
+    first, last = (checkpoint.checkpoint_path(out, steps) for steps in checkpoint.checkpoint_steps(out))
+    first.unlink()
+    os.mkfifo(first)
+    last.unlink()
+    last.symlink_to("/dev/zero")
+    err = _refused(out, capsys, "--total-steps", "2048")
+    assert "none of the 2 checkpoint(s)" in err
+
+
+def test_files_of_another_run_are_refused(tmp_path, capsys):
+    """Labels or the fit's state of a --seed 1 run copied into a --seed 0 run: --resume refuses each in one
+    line naming the file, before anything is written (0.3.0 went on with the other run's tensors)."""
+    import shutil
+
+    from strategic_reserve_env.training import distillation
+
+    runs = {seed: tmp_path / seed for seed in ("0", "1")}
+    for seed, out in runs.items():
+        assert train.main([*DISTILL, "--seed", seed, "--out", str(out)]) == 0
+    out = runs["0"]
+    run = outputs.read_run(out)
+    (out / "run.json").write_text(json.dumps(run | {"status": "interrupted"}))  # as if stopped in the fit
+    capsys.readouterr()
+    for name in ("labels_0000.npz", "fit.pt"):
+        own = (out / "distillation" / name).read_bytes()
+        shutil.copy(runs["1"] / "distillation" / name, out / "distillation" / name)
+        err = _refused(out, capsys)
+        assert f"{out / 'distillation' / name} belongs to run {outputs.read_run(runs['1'])['run_id']}" in err
+        (out / "distillation" / name).write_bytes(own)
+    settings, belongs = _identity(out)
+    with pytest.raises(ValueError, match="was made with other settings"):
+        distillation.read_fit(out / "distillation" / "fit.pt", settings, (belongs[0], "0" * 64))
+
+
+def test_settings_that_pass_the_checks_but_would_crash_are_refused_on_resume(finished_runs, tmp_path, capsys):
+    """settings.json with "net_arch": [] (an IndexError in 0.3.0): one line, nothing written."""
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(finished_runs / "0", out)
+    settings = json.loads((out / "settings.json").read_text())
+    (out / "settings.json").write_text(json.dumps(settings | {"net_arch": []}))
+    assert "--net-arch needs one or more sizes >= 1, got []" in _refused(out, capsys)

@@ -14,11 +14,20 @@ import inspect
 import textwrap
 import types
 import typing
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, is_dataclass
 
 
 def field_docs(cls) -> dict[str, str]:
-    """The docstring under each field of the dataclass ``cls``, as one paragraph (read from its source)."""
+    """The docstring under each field of the dataclass ``cls`` and of the dataclasses it extends, as one
+    paragraph (read from their source)."""
+    docs = {}
+    for klass in reversed(cls.__mro__):
+        if is_dataclass(klass):
+            docs |= _own_field_docs(klass)
+    return docs
+
+
+def _own_field_docs(cls) -> dict[str, str]:
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     body = tree.body[0].body  # type: ignore[attr-defined]
     docs = {}

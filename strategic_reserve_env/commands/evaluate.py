@@ -87,8 +87,9 @@ from strategic_reserve_env.evaluation.tournament import (
     text_table,
     write_outputs,
 )
-from strategic_reserve_env.outputs import OutputBusyError, check_out, lock
+from strategic_reserve_env.outputs import OutputBusyError, OutputLost, check_out, lock
 from strategic_reserve_env.policies import InvalidActionsError, TimeLimited, act_seconds_argument
+from strategic_reserve_env.training.signals import Signals, StopNow
 
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")
 TOURNAMENT_FILES = ("results.json", "results.md", "ratings.png")
@@ -100,9 +101,8 @@ class Terminated(StopRun):
     """SIGTERM arrived (raised by :func:`stop_signals`' handler, as KeyboardInterrupt is for SIGINT)."""
 
 
-class OutputLost(Exception):
-    """The run's results could not be printed or written (a full disk, standard output on a full device or
-    closed): the message says which and why."""
+# evaluate and benchmark stop on the run kit's signals (training.signals.Signals); train-az still uses these
+# two until it moves onto the kit (issue 34), and they go with it
 
 
 @contextlib.contextmanager
@@ -122,9 +122,9 @@ def stop_signals():
 def stop_reason(error: BaseException) -> tuple[str, int]:
     """What stopped a run (for its files and stderr) and its exit status: anything that ends a run early is
     named, with its cause, never left as a run still going."""
-    if isinstance(error, KeyboardInterrupt):
+    if isinstance(error, KeyboardInterrupt) or isinstance(error, StopNow) and error.signum == signal.SIGINT:
         return "stopped: interrupted (SIGINT, Ctrl-C)", INTERRUPTED
-    if isinstance(error, Terminated):
+    if isinstance(error, (Terminated, StopNow)):
         return "stopped: terminated (SIGTERM)", TERMINATED
     if isinstance(error, PairingError):
         return str(error), AGENT_FAILED
@@ -152,6 +152,8 @@ def written(write, out) -> None:
     :class:`OutputLost` naming the folder."""
     try:
         write()
+    except OutputLost:
+        raise
     except OSError as error:
         raise OutputLost(f"cannot write the results in {out} ({error.strerror or error})") from None
 
@@ -292,7 +294,7 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         return fail(str(error), BAD_INPUT)
     settings = replace(settings, agents=[agent.name for agent in agents])  # canonical names from here on
     try:
-        with lock(out) if out is not None else contextlib.nullcontext(), stop_signals():
+        with lock(out) if out is not None else contextlib.nullcontext(), Signals():
             status = play_tournament(settings, agents, out)
     except OutputBusyError as error:
         return fail(str(error), BAD_INPUT)
@@ -375,7 +377,7 @@ def run_benchmark_command(
         print_cause(error)
         return fail(str(error), BAD_INPUT)
     try:
-        with lock(out) if out is not None else contextlib.nullcontext(), stop_signals():
+        with lock(out) if out is not None else contextlib.nullcontext(), Signals():
             return play_benchmark(agent, protocol, games, progress, out)
     except OutputBusyError as error:
         return fail(str(error), BAD_INPUT)

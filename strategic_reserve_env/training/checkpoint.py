@@ -206,11 +206,15 @@ def checkpoint_steps(out: Path, run_id: str | None = None) -> list[int]:
     return sorted(int(m.group(1)) for m in found if m and m.group(2) == run_id)
 
 
-def read(path: Path) -> dict:
+def read(path: Path, limit: int) -> dict:
     """A checkpoint's contents, loaded with ``weights_only=True`` (no code from the file runs) and checked
-    (:func:`check_contents`); ``ValueError`` if the file does not load or is not a checkpoint of this format."""
+    (:func:`check_contents`); ``ValueError`` if the file is not a regular file of at most ``limit`` bytes
+    (checked before a byte is read), does not load or is not a checkpoint of this format."""
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        with outputs.open_regular(path, limit) as handle:
+            payload = torch.load(handle, map_location="cpu", weights_only=True)
+    except ValueError:
+        raise
     except Exception as error:  # torch raises several types for damaged or crafted files
         raise ValueError(f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
@@ -221,9 +225,10 @@ def read(path: Path) -> dict:
     return payload
 
 
-def latest(out: Path, run_id: str) -> dict:
-    """The newest checkpoint of run ``run_id`` in ``out`` that loads, warning on stderr about each newer one
-    that does not; ``ValueError`` when none loads."""
+def latest(out: Path, run_id: str, limit: int) -> dict:
+    """The newest checkpoint of run ``run_id`` in ``out`` that loads (:func:`read`), warning on stderr about
+    each newer one that does not; ``ValueError`` when none loads, or when the newest that loads holds another
+    run (a file renamed into this run's name is refused, not used)."""
     steps = checkpoint_steps(out, run_id)
     if not steps:
         raise ValueError(
@@ -232,7 +237,11 @@ def latest(out: Path, run_id: str) -> dict:
     for last in reversed(steps):
         path = checkpoint_path(out, last, run_id)
         try:
-            return read(path)
+            payload = read(path, limit)
         except ValueError as error:
             print(f"warning: --resume: skipping {path}: it does not load ({error})", file=sys.stderr)
+            continue
+        if payload["run_id"] != run_id:
+            raise ValueError(f"--resume: {path} holds run {payload['run_id']:.32}, not run {run_id} of this folder")
+        return payload
     raise ValueError(f"--resume: none of the {len(steps)} checkpoint(s) in {out / 'checkpoints'} loads")

@@ -7,11 +7,15 @@ it; the fit writes its state after each epoch to ``distillation/fit.pt`` (tensor
 the chunks already labelled are read back (checked from their headers before any array is read: the
 arrays and shapes a chunk holds, its decisions at most what its games can hold), the labelling goes on
 after the last one, and the fit after its last epoch, with the same result as a run that never stopped.
+Each chunk and the fit's state carry the run id and the digest of the run's settings
+(:func:`.folder.settings_hash`): a file of another run, or of other settings, is refused
+(:func:`check_saved`, before the run writes anything).
 The fit's losses per epoch and the final agreement with the expert go to TensorBoard (``tb/distillation``).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -25,12 +29,16 @@ from strategic_reserve_env.model_files import npz_headers
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.progress import Progress
 
-from .settings import TrainSettings
+from .settings import OBSERVATION_SIZE, TrainSettings, max_file_bytes
 
 FOLDER = "distillation"
 FIT_FILE = "fit.pt"
 CHUNK_GAMES = 500  # games labelled per chunk file
 MAX_DECISIONS_PER_GAME = DEFAULT_PLY_LIMIT // 2 + 1  # a player decides at most every other ply
+# a chunk's file is at most its arrays uncompressed (int8 planes, bool masks, float64 values, float32 outcome)
+# and the zip's own bytes
+MAX_CHUNK_BYTES = CHUNK_GAMES * MAX_DECISIONS_PER_GAME * (OBSERVATION_SIZE + 36 + 8 * 36 + 4) + (1 << 20)
+RUN_ID_BYTES, HASH_BYTES = 32, 64  # the run id and the settings' digest, as ASCII hex digits
 
 
 def distill_agents(settings: TrainSettings) -> tuple[object, list]:
@@ -58,11 +66,27 @@ def _expected(decisions: int) -> dict[str, tuple[str, tuple[int, ...]]]:
         "opponent": ("int64", ()),
         "start": ("int64", ()),
         "generators": ("uint64", (2, 6)),
+        "run_id": ("uint8", (RUN_ID_BYTES,)),
+        "settings_hash": ("uint8", (HASH_BYTES,)),
     }
 
 
-def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor) -> None:
-    """One chunk of labelled decisions and the cursor after it, as an .npz of numbers, atomically."""
+def _ascii(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+
+
+def check_belongs(path: Path, found: tuple[str, str], belongs: tuple[str, str]) -> None:
+    """``ValueError`` naming ``path`` unless the (run id, settings digest) it carries, ``found``, are
+    ``belongs``."""
+    if found[0] != belongs[0]:
+        raise ValueError(f"{path} belongs to run {found[0]:.32}, not to run {belongs[0]} of this folder")
+    if found[1] != belongs[1]:
+        raise ValueError(f"{path} was made with other settings than this run's (settings.json changed?)")
+
+
+def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor, belongs: tuple[str, str]) -> None:
+    """One chunk of labelled decisions and the cursor after it, as an .npz of numbers, atomically, with the
+    run id and the settings' digest it ``belongs`` to."""
     with outputs.atomic(path) as handle:
         np.savez_compressed(
             handle,
@@ -73,13 +97,20 @@ def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor
             opponent=np.int64(cursor.opponent),
             start=np.int64(cursor.start),
             generators=cursor.generators.astype(np.uint64),
+            run_id=_ascii(belongs[0]),
+            settings_hash=_ascii(belongs[1]),
         )
 
 
-def read_chunk(path: Path, opponents: int, games: int) -> tuple[distill.Positions, distill.Cursor]:
-    """A chunk of :func:`write_chunk`, checked from its headers before any array is read (``ValueError``
-    naming the file): the arrays and their shapes, at most :data:`MAX_DECISIONS_PER_GAME` decisions per game
-    of a chunk, a cursor within ``opponents`` and ``games``."""
+def read_chunk(
+    path: Path, opponents: int, games: int, belongs: tuple[str, str] | None = None
+) -> tuple[distill.Positions, distill.Cursor]:
+    """A chunk of :func:`write_chunk`, checked before any array is read (``ValueError`` naming the file): a
+    regular file of a bounded size; from its headers, the arrays and their shapes, at most
+    :data:`MAX_DECISIONS_PER_GAME` decisions per game of a chunk; then the run and settings it ``belongs``
+    to (when given), a cursor within ``opponents`` and ``games``."""
+    with outputs.open_regular(path, MAX_CHUNK_BYTES):
+        pass
     headers = npz_headers(path)
     decisions = headers["masks"].shape[0] if "masks" in headers and headers["masks"].shape else -1
     expected = _expected(decisions)
@@ -89,6 +120,8 @@ def read_chunk(path: Path, opponents: int, games: int) -> tuple[distill.Position
         raise ValueError(f"{path}: {decisions} decisions, more than {CHUNK_GAMES} games can hold")
     with np.load(path, allow_pickle=False) as arrays:
         loaded = {name: arrays[name] for name in expected}
+    if belongs is not None:
+        check_belongs(path, (loaded["run_id"].tobytes().decode(), loaded["settings_hash"].tobytes().decode()), belongs)
     cursor = distill.Cursor(int(loaded["opponent"]), int(loaded["start"]), loaded["generators"])
     if not (0 <= cursor.opponent < opponents and 0 < cursor.start <= games):
         raise ValueError(f"{path}: its cursor (opponent {cursor.opponent}, game {cursor.start}) is not of this run")
@@ -96,14 +129,36 @@ def read_chunk(path: Path, opponents: int, games: int) -> tuple[distill.Position
     return positions, cursor
 
 
-def label(expert, opponents: list, settings: TrainSettings, folder: Path) -> distill.Positions:
+def saved_chunks(folder: Path, opponents: int, settings: TrainSettings, belongs: tuple[str, str]):
+    """The chunks of labels in ``folder``, read back in order (:func:`read_chunk`)."""
+    number = 0
+    while os.path.lexists(_chunk_path(folder, number)):
+        yield read_chunk(_chunk_path(folder, number), opponents, settings.distill_games, belongs)
+        number += 1
+
+
+def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) -> None:
+    """``ValueError`` (one line naming the file) for a file of ``out``'s distillation that does not load or
+    belongs to another run or other settings: called before a resumed run writes anything."""
+    folder = out / FOLDER
+    if not folder.is_dir() or folder.is_symlink():
+        return
+    opponents = len(list(filter(None, settings.distill_opponents.split(","))))
+    for _ in saved_chunks(folder, opponents, settings, belongs):
+        pass
+    read_fit(folder / FIT_FILE, settings, belongs)
+
+
+def label(
+    expert, opponents: list, settings: TrainSettings, folder: Path, belongs: tuple[str, str]
+) -> distill.Positions:
     """The expert's labelled decisions: those already in ``folder``, then the rest, each chunk written as it
     is made."""
     folder.mkdir(exist_ok=True)
     parts, cursor = [], None
-    while _chunk_path(folder, len(parts)).exists():
-        positions, cursor = read_chunk(_chunk_path(folder, len(parts)), len(opponents), settings.distill_games)
+    for positions, after in saved_chunks(folder, len(opponents), settings, belongs):
         parts.append(positions)
+        cursor = after
     games = settings.distill_games
     done = 0 if cursor is None else cursor.opponent * games + cursor.start
     if parts:
@@ -113,22 +168,29 @@ def label(expert, opponents: list, settings: TrainSettings, folder: Path) -> dis
         expert, opponents, games, settings.seed, settings.distill_explore, batch=CHUNK_GAMES, after=cursor
     )
     for positions, cursor, played in chunks:
-        write_chunk(_chunk_path(folder, len(parts)), positions, cursor)
+        write_chunk(_chunk_path(folder, len(parts)), positions, cursor, belongs)
         parts.append(positions)
         bar.update(played)
     bar.close()
     return distill.Positions.concatenate(parts)
 
 
-def read_fit(path: Path) -> dict | None:
-    """The fit's state of ``path`` (None if there is none); ``ValueError`` if it does not load or its
-    contents are not what :func:`agents.distill.fit` saves."""
-    if not path.exists():
+def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> dict | None:
+    """The fit's state of ``path`` (None if there is none), as :func:`agents.distill.fit` saved it;
+    ``ValueError`` if it is not a regular file of the size the run's network justifies, does not load, its
+    contents are not what the fit saves, or it ``belongs`` to another run or other settings."""
+    if not os.path.lexists(path):
         return None
     try:
-        saved = torch.load(path, map_location="cpu", weights_only=True)
+        with outputs.open_regular(path, max_file_bytes(settings)) as handle:
+            saved = torch.load(handle, map_location="cpu", weights_only=True)
+    except ValueError:
+        raise
     except Exception as error:  # torch raises several types for damaged or crafted files
         raise ValueError(f"{path}: does not load ({type(error).__name__})") from None
+    if not isinstance(saved, dict) or not all(isinstance(saved.get(key), str) for key in ("run_id", "settings_hash")):
+        raise ValueError(f"{path}: not the state of a distillation fit of this version (no run id)")
+    check_belongs(path, (saved.pop("run_id"), saved.pop("settings_hash")), belongs)
     keys = {"epoch", "history", "policy", "optimizer", "schedule", "generator"}
     epoch = saved.get("epoch") if isinstance(saved, dict) else None
     if (
@@ -143,7 +205,7 @@ def read_fit(path: Path) -> dict | None:
     return saved
 
 
-def distill_policy(policy, settings: TrainSettings, out: Path) -> None:
+def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[str, str]) -> None:
     """Label the expert's decisions and fit ``policy`` (in place) to them, going on from what ``out`` holds
     (see the module docstring); prints what it did and how often the network now agrees with the expert."""
     from torch.utils.tensorboard import SummaryWriter
@@ -151,7 +213,7 @@ def distill_policy(policy, settings: TrainSettings, out: Path) -> None:
     expert, opponents = distill_agents(settings)
     folder = out / FOLDER
     start = time.perf_counter()
-    positions = label(expert, opponents, settings, folder)
+    positions = label(expert, opponents, settings, folder, belongs)
     labelled = time.perf_counter()
     print(
         f"distillation: {len(positions):,} decisions of {expert.name} in {settings.distill_games} games against each "
@@ -166,7 +228,7 @@ def distill_policy(policy, settings: TrainSettings, out: Path) -> None:
         value_weight=settings.distill_value_weight,
         seed=settings.seed,
     )
-    saved = read_fit(folder / FIT_FILE)
+    saved = read_fit(folder / FIT_FILE, settings, belongs)
     if saved is not None:
         print(f"distillation: the fit goes on after epoch {saved['epoch']}", flush=True)
     with SummaryWriter(str(out / "tb" / "distillation")) as writer:
@@ -177,7 +239,7 @@ def distill_policy(policy, settings: TrainSettings, out: Path) -> None:
                 writer.add_scalar(f"distill/{name}", row[name], state["epoch"])
             writer.flush()
             with outputs.atomic(folder / FIT_FILE) as handle:
-                torch.save(state, handle)
+                torch.save(state | {"run_id": belongs[0], "settings_hash": belongs[1]}, handle)
 
         history = distill.fit(
             policy, positions, targets, fit_settings, progress=settings.progress, saved=saved, after_epoch=after_epoch

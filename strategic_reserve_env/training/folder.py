@@ -11,6 +11,7 @@ under its name and nothing half-cleared; :func:`strategic_reserve_env.outputs.re
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from dataclasses import asdict, fields
@@ -39,11 +40,15 @@ NOT_SETTINGS = ("out", "resume", "restart")  # how this process runs, not what t
 
 
 def claim(out: Path, settings, command: str = "train.py", results: tuple = RESULTS, state: tuple = RUN_STATE) -> str:
-    """The run id of this run in ``out`` (whose lock the caller holds): the folder's own with --resume;
-    else a new one, written to run.json, after --restart removed another run's results and
-    state. ``ValueError`` if the folder holds another run and neither option is given."""
+    """The run id of this run in ``out`` (whose lock the caller holds): the folder's own with --resume (nothing
+    written); else a new one, written to run.json, after --restart removed another run's results and
+    state. ``ValueError`` (one line, nothing written) if the folder holds another run and neither option is
+    given, a run of another command (run.json's ``command``) whatever the options, or on --resume a link
+    among its ``results`` and ``state`` (a run never writes through a link)."""
     run = outputs.read_run(out)
+    check_command(out, run, command)
     if settings.resume:
+        refuse_links(out, results + state)
         if run is None:
             raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
         return run["run_id"]
@@ -57,6 +62,34 @@ def claim(out: Path, settings, command: str = "train.py", results: tuple = RESUL
     if settings.restart:
         outputs.remove(out, results + state)
     return outputs.write_run(out, outputs.new_run_id(), command)["run_id"]
+
+
+def check_command(out: Path, run: dict | None, command: str) -> None:
+    """``ValueError`` if ``run`` (the run file of ``out``) is a run of another command than ``command``."""
+    if run is not None and run.get("command") != command:
+        raise ValueError(
+            f"--out {out} holds run {run['run_id']} of {str(run.get('command'))[:40]}, not of {command}; this "
+            "command neither resumes nor replaces another command's run: choose another folder"
+        )
+
+
+def refuse_links(out: Path, names: tuple) -> None:
+    """``ValueError`` naming the first of ``names`` in ``out`` that is a symbolic link (a resumed run would
+    read or write through it, outside its folder)."""
+    for name in names:
+        if (out / name).is_symlink():
+            raise ValueError(
+                f"--out {out}: its {name} is a symbolic link; a run never reads or writes through a link: "
+                "replace it with the folder's own, or --restart (removes the link, not what it points to)"
+            )
+
+
+def settings_hash(settings, may_change: tuple = MAY_CHANGE) -> str:
+    """A digest of the settings that define the run (all but ``may_change`` and how this process runs): each
+    file of a run (a checkpoint, a chunk of labels, the fit's state) carries it with the run id, and a file
+    whose digest is not the run's is refused."""
+    defining = {name: value for name, value in asdict(settings).items() if name not in may_change + NOT_SETTINGS}
+    return hashlib.sha256(json.dumps(defining, sort_keys=True).encode()).hexdigest()
 
 
 def start(out: Path, settings) -> None:
@@ -74,26 +107,32 @@ def set_status(out: Path, status: str, **details) -> None:
     outputs.write_text(out / outputs.RUN_FILE, json.dumps(run, indent=1) + "\n")
 
 
-def saved_settings(out: Path, cls=TrainSettings) -> dict:
-    """The settings a run in ``out`` was started with (its settings.json, read as untrusted JSON);
-    ``ValueError`` if there is none or it is not a settings file of the dataclass ``cls``."""
-    if outputs.read_run(out) is None:
+def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> dict:
+    """The settings a run in ``out`` was started with (its settings.json, a regular file of a bounded size,
+    read as untrusted JSON); ``ValueError`` if there is none, it is not a settings file of the dataclass
+    ``cls``, or (``command`` given) the run is another command's."""
+    run = outputs.read_run(out)
+    if run is None:
         raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
+    if command is not None:
+        check_command(out, run, command)
     path = out / SETTINGS_FILE
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         raise ValueError(f"--resume: {out} holds no {SETTINGS_FILE} (the run's settings)")
-    saved = safe_json.loads(path.read_bytes(), str(path))
+    saved = safe_json.loads(outputs.read_regular(path, outputs.MAX_RUN_FILE_BYTES), str(path))
     names = {field.name for field in fields(cls)}
     if not isinstance(saved, dict) or set(saved) != names:
         raise ValueError(f"--resume: {path} is not a settings file of this command")
     return saved
 
 
-def resumed_settings(out: Path, given: dict, cls=TrainSettings, may_change: tuple = MAY_CHANGE):
+def resumed_settings(
+    out: Path, given: dict, cls=TrainSettings, may_change: tuple = MAY_CHANGE, command: str | None = None
+):
     """The settings of the run in ``out`` (:func:`saved_settings`), with those of ``given`` (the options on the
     command line, by field name) that may change mid-run; ``ValueError`` naming an option given that may not,
-    or a --total-steps below the saved one."""
-    saved = saved_settings(out, cls)
+    or a --total-steps below the saved one; a run of another command than ``command`` (when given)."""
+    saved = saved_settings(out, cls, command)
     for name, value in given.items():
         now = list(value) if isinstance(value, tuple) else value
         if name not in may_change + NOT_SETTINGS and now != saved[name]:

@@ -11,6 +11,7 @@ final paired-dice evaluation.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -31,9 +32,8 @@ from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 
-from . import checkpoint
-from .distillation import distill_policy
-from .folder import MAY_CHANGE, NOT_SETTINGS, set_status, start
+from . import checkpoint, distillation
+from .folder import MAY_CHANGE, NOT_SETTINGS, set_status, settings_hash, start
 from .pool import OpponentPool
 from .settings import TrainSettings, option
 from .signals import Signals, StopNow, Stopped
@@ -176,7 +176,8 @@ def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
 
 def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
     """``ValueError`` naming the first training-defining setting in which ``settings`` differ from the
-    ``saved`` ones of a checkpoint, or a --total-steps below the ``steps`` already trained."""
+    ``saved`` ones of a checkpoint, or a --total-steps below the ``steps`` already trained that is not the
+    run's own (a run whose last update went past its total steps is trained: it resumes to its model)."""
     for name, value in asdict(settings).items():
         now = list(value) if isinstance(value, tuple) else value
         if name not in MAY_CHANGE + NOT_SETTINGS and saved.get(name) != now:
@@ -184,7 +185,7 @@ def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
                 f"--resume: the checkpoint was trained with {option(name)} {saved.get(name)}, not {now} "
                 f"(the run's settings.json was changed)"
             )
-    if settings.total_steps < steps:
+    if settings.total_steps < steps and settings.total_steps != saved.get("total_steps"):
         raise ValueError(f"--resume: --total-steps {settings.total_steps} is below the {steps:,} steps already trained")
 
 
@@ -233,13 +234,26 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
 
 def run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, saved: dict | None, again: str) -> int:
     """The run in ``out`` (locked, owned by run ``run_id``), from the checkpoint ``saved`` if given; ``again``:
-    the command line that resumes it (for the line a signal prints). Returns the exit status: 0, or
-    128 + the signal's number when a signal stopped it."""
+    the command line that resumes it (for the line a signal prints). Everything a resumed run reads is checked
+    first (the checkpoint's settings and its fit into the learner, the distillation's files): a refusal
+    (``ValueError``) writes nothing. Returns the exit status: 0, or 128 + the signal's number when a signal
+    stopped it. A full disk is :class:`~strategic_reserve_env.outputs.OutputLost` (one line naming the file)."""
+    torch.set_num_threads(settings.threads)
+    belongs = (run_id, settings_hash(settings))
+    env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
+    model = build_model(settings, VecMonitor(env), out)
+    schedule = None
+    if saved is not None:
+        schedule = continue_from(saved, settings, model, env, pool)
+    elif settings.resume:
+        distillation.check_saved(out, settings, belongs)
+        print("--resume: no PPO checkpoint yet: the run goes on from its distillation so far", file=sys.stderr)
     start(out, settings)
     with Signals() as signals:
         try:
-            return _run(settings, pool, out, run_id, saved, signals)
+            return _run(settings, pool, out, run_id, (model, env, schedule), saved is not None, signals)
         except (Stopped, StopNow) as stop:
+            signals.shutting_down = True  # a further signal changes nothing now: the files say how it ended
             steps = checkpoint.checkpoint_steps(out, run_id)
             where = f"at step {stop.steps:,}" if isinstance(stop, Stopped) else "at once"
             if steps:
@@ -252,21 +266,19 @@ def run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, sav
             print(f"\n{stop} stopped the run {where} ({kept}); go on with: {again}", file=sys.stderr, flush=True)
             return 128 + stop.signum
         except BaseException as error:
-            set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
+            signals.shutting_down = True
+            with contextlib.suppress(OSError):  # on a full disk the status is written if it can be
+                set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
             raise
 
 
-def _run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, saved: dict | None, signals) -> int:
-    torch.set_num_threads(settings.threads)
-    env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
-    model = build_model(settings, VecMonitor(env), out)
-    schedule = None
-    if saved is not None:
-        schedule = continue_from(saved, settings, model, env, pool)
+def _run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, built, resumed: bool, signals) -> int:
+    model, env, schedule = built
+    if resumed:
         print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
     else:
         if settings.distill_games:
-            distill_policy(model.policy, settings, out)
+            distillation.distill_policy(model.policy, settings, out, (run_id, settings_hash(settings)))
             save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
         if pool.self_weight > 0:
             pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
@@ -278,7 +290,7 @@ def _run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, sa
     if remaining > 0:
         signals.at_once = False  # from here a signal stops the run after the current update
         try:
-            model.learn(remaining, callback=callback, reset_num_timesteps=saved is None, tb_log_name="ppo")
+            model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name="ppo")
         finally:
             signals.at_once = True
             if callback.progress is not None:

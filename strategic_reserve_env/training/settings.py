@@ -2,9 +2,10 @@
 
 :class:`TrainSettings` checks itself in ``__post_init__`` (types, ranges, finite floats, the opponent
 mixture, the memory its sizes will allocate), without touching the disk or loading an agent: the command
-loads the agents and checks ``--out`` after it. :func:`check_ppo` holds the PPO hyperparameters' checks
+loads the agents and checks ``--out`` after it. :class:`PPOSettings` declares the PPO hyperparameters
 that ``train`` and ``train-rllib`` share (one name each: ``learning_rate``, ``n_epochs``, ``clip_range``,
-``ent_coef``, ``gamma``, ``gae_lambda``; each library's own names are given at its call).
+``ent_coef``, ``gamma``, ``gae_lambda``; each library's own names are given at its call), :func:`check_ppo`
+their checks.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from strategic_reserve_env.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.outcome import REWARDS
 
 FEATURES = ("mlp", "cnn")
+DEVICES = ("cpu", "cuda")  # the torch device types a run is tested on (meta holds no data; mps lacks float64)
 MAX_SEED = 2**32 - 1  # SB3 seeds numpy's global generator, which takes 32-bit seeds
 OBSERVATION_SIZE = math.prod(OBSERVATION_SHAPE)  # 324 planes' cells, float32 in SB3's rollout buffer
 ACTIONS = 36
@@ -101,8 +103,29 @@ def opponent_mixture(text: str) -> list[tuple[str, float]]:
 
 
 @dataclass(frozen=True)
-class TrainSettings:
-    """Settings of a training run (every field is a command-line option)."""
+class PPOSettings:
+    """The PPO hyperparameters of both training commands (``train``: SB3's MaskablePPO; ``train-rllib``:
+    RLlib's PPO), declared once, under one name each; each library's own names are given at its call.
+    Checked by :func:`check_ppo`."""
+
+    n_epochs: int = 4
+    """Passes over each rollout (or iteration's batch)."""
+    learning_rate: float = 3e-4
+    """Adam learning rate, in (0, 1]."""
+    gamma: float = 0.995
+    """Discount per decision, in (0, 1]; a game ends with +1 or -1 after 13 to 30 decisions per player."""
+    gae_lambda: float = 0.95
+    """GAE lambda, in [0, 1]."""
+    clip_range: float = 0.2
+    """PPO clip range, in (0, 1]."""
+    ent_coef: float = 0.01
+    """Entropy bonus (>= 0)."""
+
+
+@dataclass(frozen=True)
+class TrainSettings(PPOSettings):
+    """Settings of a training run (every field is a command-line option; the PPO ones are
+    :class:`PPOSettings`')."""
 
     total_steps: int = 0
     """PPO: learner decisions to train on (environment steps, summed over the games); 0: no PPO, the
@@ -114,18 +137,6 @@ class TrainSettings:
     """Steps per game between two PPO updates (the rollout is n_envs * n_steps)."""
     batch_size: int = 4096
     """Minibatch size of the PPO update."""
-    n_epochs: int = 4
-    """Passes over each rollout."""
-    learning_rate: float = 3e-4
-    """Adam learning rate, in (0, 1]."""
-    gamma: float = 0.995
-    """Discount, in (0, 1]; games end with +1 or -1 after about 15 learner decisions."""
-    gae_lambda: float = 0.95
-    """GAE lambda, in [0, 1]."""
-    clip_range: float = 0.2
-    """PPO clip range, in (0, 1]."""
-    ent_coef: float = 0.01
-    """Entropy bonus (>= 0)."""
     net_arch: tuple[int, ...] = (256, 256)
     """Hidden layers of the policy and value networks."""
     features: str = "mlp"
@@ -223,8 +234,8 @@ class TrainSettings:
             games = getattr(self, name)
             if games < 2 or games % 2:
                 raise ValueError(f"{option(name)} must be an even number >= 2 (paired dice), got {games}")
-        if any(size < 1 for size in self.net_arch):
-            raise ValueError(f"--net-arch sizes must be >= 1, got {list(self.net_arch)}")
+        if not self.net_arch or any(size < 1 for size in self.net_arch):
+            raise ValueError(f"--net-arch needs one or more sizes >= 1, got {list(self.net_arch)}")
         if self.features not in FEATURES:
             raise ValueError(f"--features must be one of {', '.join(FEATURES)}, got {self.features!r:.40}")
         check_range("seed", self.seed, 0, MAX_SEED)
@@ -245,6 +256,8 @@ class TrainSettings:
             device = torch.device(self.device)
         except RuntimeError:
             raise ValueError(f"--device {self.device!r:.40} is not a torch device (e.g. cpu, cuda)") from None
+        if device.type not in DEVICES:
+            raise ValueError(f"--device {self.device!r:.40}: training runs on {' or '.join(DEVICES)}")
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"--device {self.device}: this torch build or machine has no CUDA device")
 
@@ -279,6 +292,14 @@ def memory_needed(settings: TrainSettings) -> dict[str, float]:
         "--batch-size (the minibatch's activations)": activations,
         "--distill-games (the labelled decisions)": decisions * (OBSERVATION_SIZE + 3 * 4 * ACTIONS + 16.0),
     }
+
+
+def max_file_bytes(settings: TrainSettings) -> int:
+    """The largest file of a run's state (a checkpoint, the distillation fit's state) read back: what the
+    settings' network, snapshots, games and rollout take (:func:`memory_needed`), and a margin; a larger
+    file is refused before it is read."""
+    parts = memory_needed(settings)
+    return int(sum(value for name, value in parts.items() if not name.startswith("--distill"))) + (64 << 20)
 
 
 def physical_memory() -> float:

@@ -302,11 +302,13 @@ def test_the_run_keeps_a_checkpoint_per_iteration(trained):
     assert all(torch.equal(saved[name], final[name]) for name in final)  # the last checkpoint is the module
 
 
-def test_a_signal_stops_after_the_iteration_and_resume_by_folder_goes_on(tmp_path):
-    """SIGINT after the first checkpoint: the run stops after its current iteration with a checkpoint, one
-    line and exit 130; ``--out DIR --resume`` alone trains the remaining iterations of the run's own
-    --iterations from the checkpoint's weights (with nothing left to train, they are the module it writes;
-    RLlib's optimizer state and counters are not kept: see train_rllib.py)."""
+@pytest.mark.parametrize("signum, status", [(2, 130), (15, 143)], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_stops_after_the_iteration_and_resume_by_folder_goes_on(tmp_path, signum, status):
+    """SIGINT or SIGTERM after the first checkpoint: the run stops after its current iteration with a
+    checkpoint, one line and exit 130 / 143; ``--out DIR --resume`` alone trains the remaining iterations of
+    the run's own --iterations from the checkpoint's weights (with nothing left to train, they are the module
+    it writes; RLlib's optimizer state and counters are not kept: see train_rllib.py); a complete run resumed
+    stays as it is."""
     import signal
     import time
 
@@ -328,13 +330,14 @@ def test_a_signal_stops_after_the_iteration_and_resume_by_folder_goes_on(tmp_pat
     while time.time() < deadline and not first.exists() and process.poll() is None:
         time.sleep(0.2)
     assert first.exists(), process.communicate()[1][-3000:]
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 130, stderr[-3000:]
+    assert process.returncode == status, stderr[-3000:]
     stopped = json.loads((out / "run.json").read_text())["stopped"]["checkpoint_iteration"]
     assert 1 <= stopped < total
     assert stderr.strip().splitlines()[-1] == (
-        f"SIGINT stopped the run after iteration {stopped} (checkpoint of iteration {stopped} kept); "
+        f"{signal.Signals(signum).name} stopped the run after iteration {stopped} (checkpoint of iteration "
+        f"{stopped} kept); "
         f"go on with: python train_rllib.py --out {out} --resume"
     )
     resumed = run(["train_rllib.py", "--out", str(out), "--resume"], timeout=400)
@@ -346,6 +349,7 @@ def test_a_signal_stops_after_the_iteration_and_resume_by_folder_goes_on(tmp_pat
     assert (out / rllib_model.MODEL_FILE).exists()
     again = run(["train_rllib.py", "--out", str(out), "--resume"], timeout=400)
     assert again.returncode == 0, again.stderr[-3000:]  # nothing left to train: the module is the checkpoint's
+    assert f"is complete ({total} iterations" in again.stderr
     saved = rllib_model.load(out / "checkpoints" / f"iteration_{total:06d}")[0].state_dict()
     written = rllib_model.load(out)[0].state_dict()
     assert all(torch.equal(saved[name], written[name]) for name in saved)
