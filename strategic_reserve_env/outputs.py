@@ -16,6 +16,8 @@ Every command that writes a folder (``train.py``, ``train_rllib.py``,
   target: a reader never sees half a file, two writers never share a
   temporary name, and the file gets the permissions the user's umask gives
   a new file (``tempfile`` would leave 0600);
+- :func:`naming` makes an ``OSError`` that names no file (a full disk) name
+  the one it was writing (:func:`atomic` does it for every file it writes);
 - :func:`remove` deletes entries of a folder without following a link out of
   it, and so that a kill leaves each entry whole or gone;
 - :func:`new_run_id`, :func:`read_run` and :func:`write_run`: the run file
@@ -111,21 +113,34 @@ def _check_lock(status: os.stat_result, path: Path, option: str, directory: Path
 
 
 @contextlib.contextmanager
+def naming(path: str | Path) -> Iterator[None]:
+    """An ``OSError`` of the block that names no file (a write on a full disk: ``[Errno 28] No space left on
+    device``) is raised again naming ``path``, so its one line says where."""
+    try:
+        yield
+    except OSError as error:
+        if error.filename is not None or error.errno is None:
+            raise
+        raise OSError(error.errno, error.strerror, str(path)) from None
+
+
+@contextlib.contextmanager
 def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
     """A file object whose contents replace ``path`` when the block ends without an exception (a temporary
-    file of a unique name beside it, renamed over it; removed if the block fails). The file gets the mode the
-    umask gives a new file."""
+    file of a unique name beside it, renamed over it; removed if the block fails; an ``OSError`` names
+    ``path``: :func:`naming`). The file gets the mode the umask gives a new file."""
     path = Path(path)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    try:
-        os.fchmod(descriptor, FILE_MODE & ~_umask())
-        with os.fdopen(descriptor, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
-            yield handle
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+    with naming(path):
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+        try:
+            os.fchmod(descriptor, FILE_MODE & ~_umask())
+            with os.fdopen(descriptor, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+                yield handle
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
 
 
 def remove(directory: str | Path, names: Iterable[str]) -> list[str]:
