@@ -596,7 +596,8 @@ def test_model_zip_is_written_atomically(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(MaskablePPO, "save", full_disk)
     assert train.main(["--out", str(out), "--resume"]) == 2
-    assert capsys.readouterr().err.splitlines()[-1] == "error: [Errno 28] No space left on device"
+    error = f"error: [Errno 28] No space left on device: '{out / 'model.zip'}'"  # the file named (outputs.naming)
+    assert capsys.readouterr().err.splitlines()[-1] == error
     assert (out / "model.zip").read_bytes() == before
     assert [p.name for p in out.iterdir() if p.name.endswith(".partial")] == []
     assert outputs.read_run(out)["status"] == "failed"

@@ -44,14 +44,16 @@ def _main(*argv: str) -> tuple[int, str, str]:
     return status, stdout.getvalue(), stderr.getvalue()
 
 
-def _stopped_by(signum: int, out: Path) -> tuple[int, str, str]:
-    """A run of 2 iterations sent ``signum`` during its first iteration (as a Ctrl-C or a kill would)."""
+def _stopped_by(signum: int, out: Path, at: int = 1, times: int = 1) -> tuple[int, str, str]:
+    """A run of 2 iterations sent ``signum`` ``times`` times during its iteration ``at`` (as a Ctrl-C or a
+    kill would)."""
     iterate = az.Trainer.iterate
 
     def signalled(self):
         stats = iterate(self)
-        if self.iteration == 1:
-            os.kill(os.getpid(), signum)
+        if self.iteration == at:
+            for _ in range(times):
+                os.kill(os.getpid(), signum)
         return stats
 
     with pytest.MonkeyPatch.context() as patch:
@@ -130,6 +132,31 @@ def test_a_signal_stops_after_the_iteration_with_its_checkpoint(runs, signum, ex
     if signum == signal.SIGTERM:
         assert run["stopped"] == {"signal": "SIGTERM", "iteration": 1}
         assert [p.get("iteration") for p in _progress(out)] == [1, 1] and _progress(out)[1]["stopped"] == "SIGTERM"
+
+
+def test_a_second_signal_stops_at_once_and_names_the_iteration_its_checkpoint_holds(tmp_path):
+    """Two Ctrl-C during iteration 2: the run stops inside it, before its writes; the line, run.json and
+    progress.jsonl name iteration 1, whose checkpoint the folder holds, and --resume goes on from there."""
+    out = tmp_path / "run"
+    status, _, stderr = _stopped_by(signal.SIGINT, out, at=2, times=2)
+    assert status == 130
+    assert stderr.strip().splitlines() == [
+        f"SIGINT: interrupted after iteration 1 (the checkpoint holds iteration 1); "
+        f"go on with: {PROG} --out {out} --resume"
+    ]
+    assert outputs.read_run(out)["stopped"] == {"signal": "SIGINT", "iteration": 1}
+    assert [(p["iteration"], "stopped" in p) for p in _progress(out)] == [(1, False), (1, True)]
+    with np.load(out / az.CHECKPOINT) as data:
+        assert int(data["iteration"]) == 1
+
+
+def test_restart_starts_over_in_the_folder_of_a_train_az_run(done):
+    old = outputs.read_run(done)["run_id"]
+    status, stdout, stderr = _main(*TINY, "--iterations", "1", "--out", str(done))
+    assert status == 2 and f"--out {done} holds run {old} (train-az" in stderr
+    status, stdout, stderr = _main(*TINY, "--iterations", "1", "--out", str(done), "--restart")
+    assert status == 0, stderr
+    assert outputs.read_run(done)["run_id"] != old and [p["iteration"] for p in _progress(done)] == [1]
 
 
 def test_resume_by_folder_alone_gives_the_network_of_the_run_that_never_stopped(runs):

@@ -320,8 +320,8 @@ def run(settings: AZSettings, out: Path, again: str, log=say) -> int:
         except StopNow as stop:  # nothing written yet: nothing to keep
             print(f"{stop} stopped the run before it started; nothing written", file=sys.stderr, flush=True)
             return 128 + stop.signum
-        start(out, settings)
         try:
+            start(out, settings)
             _loop(trainer, settings, out, signals, log)
         except (Stopped, StopNow) as stop:
             held = trainer.checkpointed
