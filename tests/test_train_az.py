@@ -150,6 +150,19 @@ def test_a_second_signal_stops_at_once_and_names_the_iteration_its_checkpoint_ho
         assert int(data["iteration"]) == 1
 
 
+def test_a_signal_before_the_run_starts_is_one_line_and_writes_nothing(tmp_path, monkeypatch):
+    check_out = outputs.check_out
+
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # as a Ctrl-C while the command checks its settings and folder
+        return check_out(*args, **kwargs)
+
+    monkeypatch.setattr(outputs, "check_out", signalled)
+    out = tmp_path / "run"
+    assert _main(*TINY, "--out", str(out)) == (130, "", "SIGINT: train-az stopped at once\n")
+    assert not out.exists()
+
+
 def test_restart_starts_over_in_the_folder_of_a_train_az_run(done):
     old = outputs.read_run(done)["run_id"]
     status, stdout, stderr = _main(*TINY, "--iterations", "1", "--out", str(done))

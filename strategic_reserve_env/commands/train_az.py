@@ -29,6 +29,7 @@ from strategic_reserve_env.commands import arguments
 from strategic_reserve_env.training import az
 from strategic_reserve_env.training.az import AZSettings
 from strategic_reserve_env.training.folder import claim, resumed_settings
+from strategic_reserve_env.training.signals import Signals, StopNow
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -36,20 +37,24 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     0, 2 for bad settings or a file that cannot be written (one line), 130 / 143 when SIGINT / SIGTERM
     stopped the run."""
     given = arguments.given(AZSettings, argv, prog, __doc__)
-    import mctx  # noqa: F401  (without the mctx extra: the registry's one line naming it, before any write)
-    import optax  # noqa: F401
-
     out = Path(given.get("out", AZSettings.out))
     again = f"{prog or 'strategic-reserve train-az'} --out {shlex.quote(str(out))} --resume"
-    try:
-        if given.get("resume"):
-            settings = resumed_settings(out, given, AZSettings, az.MAY_CHANGE)
-        else:
-            settings = AZSettings(**given)
-        out = outputs.check_out(settings.out, az.FILES)
-        with outputs.lock(out):
-            claim(out, settings, command=az.COMMAND, results=az.RESULTS, state=az.RUN_STATE)
-            return az.run(settings, out, again)
-    except (ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    with Signals() as signals:  # a signal outside the iterations (imports, checks) stops it at once, in one line
+        try:
+            import mctx  # noqa: F401  (without the mctx extra: the registry's one line naming it, before any write)
+            import optax  # noqa: F401
+
+            if given.get("resume"):
+                settings = resumed_settings(out, given, AZSettings, az.MAY_CHANGE)
+            else:
+                settings = AZSettings(**given)
+            out = outputs.check_out(settings.out, az.FILES)
+            with outputs.lock(out):
+                claim(out, settings, command=az.COMMAND, results=az.RESULTS, state=az.RUN_STATE)
+                return az.run(settings, out, again, signals)
+        except (ValueError, OSError) as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+        except StopNow as stop:
+            print(f"{stop}: train-az stopped at once", file=sys.stderr)
+            return 128 + stop.signum

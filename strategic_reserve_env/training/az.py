@@ -306,37 +306,31 @@ class Trainer:
         self.iteration = self.checkpointed = iteration
 
 
-def run(settings: AZSettings, out: Path, again: str, log=say) -> int:
+def run(settings: AZSettings, out: Path, again: str, signals: Signals, log=say) -> int:
     """The run in ``out`` (locked, claimed for ``train-az``), from its checkpoint with ``settings.resume``;
-    ``again``: the command line that resumes it (for the line a signal prints); ``log``: where the progress
-    lines go. Returns the exit status: 0, or 128 + the signal's number when a signal stopped it. A resume
-    refused (a damaged checkpoint, --iterations below those done) raises ``ValueError`` having written
-    nothing."""
-    with Signals() as signals:
-        try:
-            trainer = Trainer(settings)
-            if settings.resume:
-                _resume(trainer, out, log)
-        except StopNow as stop:  # nothing written yet: nothing to keep
-            print(f"{stop} stopped the run before it started; nothing written", file=sys.stderr, flush=True)
-            return 128 + stop.signum
-        try:
-            start(out, settings)
-            _loop(trainer, settings, out, signals, log)
-        except (Stopped, StopNow) as stop:
-            held = trainer.checkpointed
-            set_status(out, "interrupted", stopped={"signal": str(stop), "iteration": held})
-            _append(out / PROGRESS, {"stopped": str(stop), "iteration": held})
-            kept = f"the checkpoint holds iteration {held}" if held else "no checkpoint yet"
-            print(
-                f"\n{stop}: interrupted after iteration {held} ({kept}); go on with: {again}",
-                file=sys.stderr,
-                flush=True,
-            )
-            return 128 + stop.signum
-        except BaseException as error:
-            set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
-            raise
+    ``again``: the command line that resumes it (for the line a signal prints); ``signals``: the command's
+    (a signal before the run starts raises :class:`StopNow` out of here, nothing trained); ``log``: where
+    the progress lines go. Returns the exit status: 0, or 128 + the signal's number when a signal stopped
+    it. A resume refused (a damaged checkpoint, --iterations below those done) raises ``ValueError`` having
+    written nothing."""
+    trainer = Trainer(settings)
+    if settings.resume:
+        _resume(trainer, out, log)
+    try:
+        start(out, settings)
+        _loop(trainer, settings, out, signals, log)
+    except (Stopped, StopNow) as stop:
+        held = trainer.checkpointed
+        set_status(out, "interrupted", stopped={"signal": str(stop), "iteration": held})
+        _append(out / PROGRESS, {"stopped": str(stop), "iteration": held})
+        kept = f"the checkpoint holds iteration {held}" if held else "no checkpoint yet"
+        print(
+            f"\n{stop}: interrupted after iteration {held} ({kept}); go on with: {again}", file=sys.stderr, flush=True
+        )
+        return 128 + stop.signum
+    except BaseException as error:
+        set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
+        raise
     set_status(out, "complete", iterations=trainer.iteration)
     log(
         f"wrote {out / MODEL} (agent spec mctx:net={out / MODEL}); the run's files: {out} "
