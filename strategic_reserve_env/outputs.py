@@ -16,6 +16,8 @@ Every command that writes a folder (``train.py``, ``train_rllib.py``,
   target: a reader never sees half a file, two writers never share a
   temporary name, and the file gets the permissions the user's umask gives
   a new file (``tempfile`` would leave 0600);
+- :func:`naming` makes an ``OSError`` that names no file (a full disk) name
+  the one it was writing (:func:`atomic` does it for every file it writes);
 - :func:`remove` deletes entries of a folder without following a link out of
   it, and so that a kill leaves each entry whole or gone;
 - :func:`new_run_id`, :func:`read_run` and :func:`write_run`: the run file
@@ -142,30 +144,38 @@ def check_replaceable(path: str | Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
-    """A file object whose contents replace ``path`` when the block ends without an exception (a temporary
-    file of a unique name beside it, renamed over it; removed if the block fails). The file gets the mode the
-    umask gives a new file. A ``path`` that is not a regular file (:func:`check_replaceable`) is an
-    ``OSError`` before anything is written; a failed write (a full disk: an ``OSError``, or torch's
-    ``RuntimeError`` for it) is :class:`OutputLost`, one line naming ``path``."""
-    path = Path(path)
-    check_replaceable(path)
+def naming(path: str | Path) -> Iterator[None]:
+    """A write in the block that fails (a full disk: an ``OSError``, or torch's ``RuntimeError`` for it) is
+    :class:`OutputLost`, one line naming ``path`` and why."""
     try:
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-    except OSError as error:
-        raise OutputLost(f"cannot write {path} ({error.strerror or error})") from None
-    try:
-        os.fchmod(descriptor, FILE_MODE & ~_umask())
-        with os.fdopen(descriptor, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
-            yield handle
-        os.replace(temporary, path)
+        yield
     except BaseException as error:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
         if _write_failed(error):
             reason = getattr(error, "strerror", None) or clip(str(error).splitlines()[0] if str(error) else "", 120)
             raise OutputLost(f"cannot write {path} ({reason})") from None
         raise
+
+
+@contextlib.contextmanager
+def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
+    """A file object whose contents replace ``path`` when the block ends without an exception (a temporary
+    file of a unique name beside it, renamed over it; removed if the block fails). The file gets the mode the
+    umask gives a new file. A ``path`` that is not a regular file (:func:`check_replaceable`) is an
+    ``OSError`` before anything is written; a failed write is :class:`OutputLost` naming ``path``
+    (:func:`naming`)."""
+    path = Path(path)
+    check_replaceable(path)
+    with naming(path):
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+        try:
+            os.fchmod(descriptor, FILE_MODE & ~_umask())
+            with os.fdopen(descriptor, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+                yield handle
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
 
 
 def remove(directory: str | Path, names: Iterable[str]) -> list[str]:

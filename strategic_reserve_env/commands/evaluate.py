@@ -69,7 +69,6 @@ from dataclasses import replace
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents, load_agent
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
-from strategic_reserve_env.arena import StopRun
 from strategic_reserve_env.board import MESSAGE_LIMIT, clip
 from strategic_reserve_env.commands import flush_stdout, named, stdout_lost
 from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
@@ -97,34 +96,12 @@ BENCHMARK_FILES = ("benchmark.json", "benchmark.md")
 AGENT_FAILED, BAD_INPUT, INTERRUPTED, TERMINATED = 1, 2, 130, 143  # exit statuses (128 + the signal's number)
 
 
-class Terminated(StopRun):
-    """SIGTERM arrived (raised by :func:`stop_signals`' handler, as KeyboardInterrupt is for SIGINT)."""
-
-
-# evaluate and benchmark stop on the run kit's signals (training.signals.Signals); train-az still uses these
-# two until it moves onto the kit (issue 34), and they go with it
-
-
-@contextlib.contextmanager
-def stop_signals():
-    """While the block runs, SIGTERM raises :class:`Terminated` (so what was finished gets written)."""
-
-    def terminate(signum, frame):
-        raise Terminated
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def stop_reason(error: BaseException) -> tuple[str, int]:
     """What stopped a run (for its files and stderr) and its exit status: anything that ends a run early is
     named, with its cause, never left as a run still going."""
     if isinstance(error, KeyboardInterrupt) or isinstance(error, StopNow) and error.signum == signal.SIGINT:
         return "stopped: interrupted (SIGINT, Ctrl-C)", INTERRUPTED
-    if isinstance(error, (Terminated, StopNow)):
+    if isinstance(error, StopNow):
         return "stopped: terminated (SIGTERM)", TERMINATED
     if isinstance(error, PairingError):
         return str(error), AGENT_FAILED

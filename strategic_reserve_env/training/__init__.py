@@ -7,7 +7,9 @@
 - :mod:`.checkpoint`: the checkpoint file (what it holds, checked when read) and SB3's private learner fields;
 - :mod:`.folder`: the run folder: who owns it, what ``--restart`` removes, its settings for ``--resume``;
 - :mod:`.loop`: the run itself, top to bottom: build, (distil,) PPO with snapshots, evaluations and
-  checkpoints, stop on a signal after the update, save, evaluate.
+  checkpoints, stop on a signal after the update, save, evaluate;
+- :mod:`.az`: ``train-az``'s run (AlphaZero-style self-play with chance nodes), on the same folder and
+  signals.
 
 Words: a *snapshot* is a frozen copy of the learner in the opponent pool; a *checkpoint* is the file a run
 goes on from; *to resume* is the command-line action (``--resume``) of going on from the last checkpoint;

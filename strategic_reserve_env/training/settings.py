@@ -310,9 +310,10 @@ def physical_memory() -> float:
         return math.inf
 
 
-def check_memory(settings: TrainSettings) -> None:
-    """``ValueError`` naming the setting that takes most when :func:`memory_needed` exceeds the memory."""
-    parts = memory_needed(settings)
+def check_memory(settings, needed=memory_needed) -> None:
+    """``ValueError`` naming the setting that takes most when ``needed(settings)`` (bytes per setting that
+    sizes them: :func:`memory_needed` for ``train``, another for ``train-az``) exceeds the memory."""
+    parts = needed(settings)
     total, available = sum(parts.values()), physical_memory()
     if total > available:
         name, largest = max(parts.items(), key=lambda item: item[1])

@@ -1,0 +1,411 @@
+"""AlphaZero-style self-play with chance nodes (``train-az``), top to bottom: :class:`AZSettings`, :func:`run`.
+
+Stochastic MuZero's search on the true model (agents/mctx_search.py: ``place`` the decision edge, ``roll`` the
+chance edge), a policy-value net (agents/az_net.py) as its leaf evaluation; the shape of pgx's
+examples/alphazero. Each iteration:
+
+1. self-play: ``games`` games in lockstep, ``steps`` decisions each; each decision searches (``simulations``,
+   Dirichlet noise at the root) and plays a placement drawn from the visit counts; finished games start again;
+2. targets: the search's visit distribution (policy) and the game's result for the player to move (value,
+   -1 .. 1; decisions whose game has not ended by the iteration's last step get no value target);
+3. ``updates`` Adam steps on the iteration's decisions (cross-entropy on the legal placements plus squared
+   value error).
+
+The run folder is the run kit's (:mod:`.folder`): run.json (the run id, the command ``train-az``, the
+status), settings.json (what ``--resume`` alone goes on with), ``checkpoint.npz`` (everything a resume needs,
+the games in progress included: a resumed run gives the same network as one that never stopped; checked
+before use), ``model.safetensors`` (the network), ``progress.jsonl`` (one line per iteration; its lines
+after the checkpoint's iteration go on resume) and ``tb/`` (TensorBoard). SIGINT and SIGTERM stop the run
+after the current iteration, with its checkpoint (:class:`~.signals.Signals`); a second signal at once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from strategic_reserve_env import outputs, safe_json
+from strategic_reserve_env.model_files import Tensor, check_tensors, npz_headers
+from strategic_reserve_env.observation import OBSERVATION_SHAPE
+
+from .folder import SETTINGS_FILE, set_status, start
+from .settings import ACTIONS, MAX_SEED, check_memory, check_range, check_types
+from .signals import Signals, StopNow, Stopped
+
+COMMAND = "train-az"  # what run.json records: another command's folder is refused, and this one by the others
+CHECKPOINT, MODEL, PROGRESS, LOGS = "checkpoint.npz", "model.safetensors", "progress.jsonl", "tb"
+FILES = (CHECKPOINT, MODEL, PROGRESS, SETTINGS_FILE, outputs.RUN_FILE)  # regular files of the folder
+RESULTS = (MODEL, PROGRESS, LOGS)  # what --restart removes first
+RUN_STATE = (SETTINGS_FILE, CHECKPOINT, outputs.RUN_FILE)  # what says a folder holds a run (run file last)
+MAY_CHANGE = ("iterations",)  # the run's length: every other setting defines the network it trains
+MAX_WIDTH = 4096
+GAME_BYTES = 4096  # an upper bound of one game's state in pgx_env, its observation and mask included
+NOT_COMPILED = ("iterations", "out", "resume", "restart")  # settings the jitted iteration does not depend on
+_COMPILED: dict = {}  # the other settings' values -> the jitted iteration: a resumed run compiles nothing new
+
+
+@dataclass(frozen=True)
+class AZSettings:
+    """Settings of an AlphaZero-style run (every field is a command-line option)."""
+
+    iterations: int = 100
+    """Iterations of self-play and training; the only setting --resume may change (not below the iterations
+    done)."""
+    games: int = 64
+    """Self-play games played in lockstep."""
+    steps: int = 32
+    """Decisions of each game per iteration."""
+    simulations: int = 32
+    """Search simulations per self-play decision."""
+    hidden: tuple[int, ...] = (128, 128)
+    """The network's hidden layer widths (each 1..4096)."""
+    learning_rate: float = 1e-3
+    """Adam's step size, in (0, 1]."""
+    updates: int = 4
+    """Adam steps per iteration, each on a disjoint random part of the iteration's decisions (it must divide
+    games x steps)."""
+    dirichlet_fraction: float = 0.25
+    """Weight of the Dirichlet noise mixed into the root's priors in self-play, in [0, 1]."""
+    dirichlet_alpha: float = 0.3
+    """Concentration of that noise (> 0)."""
+    seed: int = 0
+    """Seed of everything random in the run (network, search, dice), in 0..4294967295."""
+    out: str = "runs/az"
+    """Folder of the run's files (settings, checkpoint, model, progress, TensorBoard)."""
+    resume: bool = False
+    """Continue the run in --out from its checkpoint, with the settings it was started with (its
+    settings.json); only --iterations may be given again. The resumed run trains the same network as one that
+    never stopped."""
+    restart: bool = False
+    """Start over in an --out that holds another train-az run: its results, settings and checkpoint go first."""
+
+    def __post_init__(self) -> None:
+        """``ValueError`` (one line naming the option) for the first bad setting, before anything is written."""
+        check_types(self)
+        for name in ("iterations", "games", "steps", "simulations", "updates"):
+            check_range(name, getattr(self, name), 1)
+        if not self.hidden or not all(1 <= width <= MAX_WIDTH for width in self.hidden):
+            raise ValueError(f"--hidden needs one or more widths in 1..{MAX_WIDTH}, got {list(self.hidden)}")
+        if (self.games * self.steps) % self.updates:
+            raise ValueError(f"--updates {self.updates} must divide games x steps = {self.games * self.steps}")
+        check_range("learning_rate", self.learning_rate, 0, 1, open_low=True)
+        check_range("dirichlet_fraction", self.dirichlet_fraction, 0, 1)
+        check_range("dirichlet_alpha", self.dirichlet_alpha, 0, open_low=True)
+        check_range("seed", self.seed, 0, MAX_SEED)
+        if self.resume and self.restart:
+            raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
+        if not self.out:
+            raise ValueError("--out must name a folder, got ''")
+        check_memory(self, memory_needed)
+
+
+def memory_needed(settings: AZSettings) -> dict[str, float]:
+    """Bytes the run will allocate, roughly (from above), per setting that sizes it: the network (weights,
+    gradients, Adam's moments and the checkpoint's copies), the iteration's recorded decisions (observations,
+    masks, visit distributions and targets, copied when flattened and split), the search trees of a decision
+    and the games themselves."""
+    sizes = [math.prod(OBSERVATION_SHAPE), *settings.hidden]
+    parameters = sum(a * b + b for a, b in zip(sizes, sizes[1:], strict=False)) + (settings.hidden[-1] + 1) * (
+        ACTIONS + 1
+    )
+    decision = math.prod(OBSERVATION_SHAPE) + ACTIONS + 4.0 * ACTIONS + 16
+    nodes = settings.simulations + 1
+    return {
+        "--hidden": 4.0 * parameters * 8,
+        "--games x --steps (the iteration's decisions)": 4.0 * settings.games * settings.steps * decision,
+        "--games x --simulations (the search trees)": 2.0 * settings.games * nodes * (GAME_BYTES + 8 * 4 * ACTIONS),
+        "--games (the games)": 4.0 * settings.games * GAME_BYTES,
+    }
+
+
+def say(line: str) -> None:
+    """Print one line of the run's progress at once (a pipe or a file sees it when it happens)."""
+    print(line, flush=True)
+
+
+class Trainer:
+    """The run's jitted functions and its state (network, optimiser, games in progress, key)."""
+
+    def __init__(self, settings: AZSettings) -> None:
+        import jax
+        import jax.numpy as jnp
+        import optax
+
+        from strategic_reserve_env import pgx_env
+        from strategic_reserve_env.agents import az_net
+        from strategic_reserve_env.agents.mctx_search import TrueModel
+
+        self.settings = settings
+        self.env = pgx_env.StrategicReserve()
+        self.model = TrueModel(self.env, evaluate=az_net.evaluation)
+        self.optimiser = optax.adam(settings.learning_rate)
+        key, init_key, roll_key = jax.random.split(jax.random.key(settings.seed), 3)
+        self.params = az_net.init(init_key, list(settings.hidden))
+        self.opt_state = self.optimiser.init(self.params)
+        squares = jax.random.randint(roll_key, (settings.games,), 0, 36)
+        fresh = self.env.new_game()
+        self.start = jax.tree.map(lambda x: jnp.broadcast_to(x, (settings.games,) + x.shape), fresh)
+        self.games = jax.vmap(self.env.roll)(self.start, squares)
+        self.key = key
+        self.iteration = 0
+        self.checkpointed = 0  # the iteration the folder's checkpoint holds (0: none yet)
+        shared = tuple(v for k, v in dataclasses.asdict(settings).items() if k not in NOT_COMPILED)
+        if shared not in _COMPILED:
+            _COMPILED[shared] = jax.jit(self._iteration)
+        self._iterate = _COMPILED[shared]
+
+    def _selfplay(self, params, key, games):
+        import jax
+        import jax.numpy as jnp
+
+        s = self.settings
+
+        def step(games, key):
+            search_key, roll_key = jax.random.split(key)
+            output = self.model.search(
+                params,
+                search_key,
+                games,
+                s.simulations,
+                dirichlet_fraction=s.dirichlet_fraction,
+                dirichlet_alpha=s.dirichlet_alpha,
+            )
+            player = games.current_player
+            after = jax.vmap(self.env.place)(games, output.action)
+            reward = jnp.take_along_axis(after.rewards, player[:, None], axis=-1)[:, 0]
+            done = after.terminated | after.truncated
+            squares = jax.random.randint(roll_key, done.shape, 0, 36)
+            rolled, fresh = jax.vmap(self.env.roll)(after, squares), jax.vmap(self.env.roll)(self.start, squares)
+            restart = jax.tree.map(
+                lambda a, b: jnp.where(done.reshape(done.shape + (1,) * (a.ndim - 1)), a, b), fresh, rolled
+            )
+            record = (games.observation, games.legal_action_mask, output.action_weights, reward, done)
+            return restart, record
+
+        games, (observation, mask, policy, reward, done) = jax.lax.scan(step, games, jax.random.split(key, s.steps))
+
+        def back(carry, row):  # the result for the player to move, from the game's end backwards
+            value, known = carry
+            reward, done = row
+            value = jnp.where(done, reward, -value)
+            known = done | known
+            return (value, known), (value, known)
+
+        start = (jnp.zeros(done.shape[1]), jnp.zeros(done.shape[1], dtype=bool))
+        _, (target, known) = jax.lax.scan(back, start, (reward, done), reverse=True)
+        return games, (observation, mask, policy, target, known), done
+
+    def _loss(self, params, batch):
+        import jax
+        import jax.numpy as jnp
+
+        from strategic_reserve_env.agents import az_net
+        from strategic_reserve_env.agents.mctx_search import masked_logits
+
+        observation, mask, policy, target, known = batch
+        logits, value = az_net.apply(params, observation)
+        log_probs = jax.nn.log_softmax(masked_logits(logits, mask))
+        policy_loss = -jnp.mean(jnp.sum(jnp.where(mask, policy * log_probs, 0.0), axis=-1))
+        value_loss = jnp.sum(known * (value - target) ** 2) / jnp.maximum(jnp.sum(known), 1)
+        return policy_loss + value_loss, (policy_loss, value_loss)
+
+    def _iteration(self, params, opt_state, key, games):
+        import jax
+        import optax
+
+        s = self.settings
+        play_key, order_key = jax.random.split(key)
+        games, batch, done = self._selfplay(params, play_key, games)
+        flat = jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), batch)
+        order = jax.random.permutation(order_key, s.games * s.steps).reshape(s.updates, -1)
+
+        def update(carry, rows):
+            params, opt_state = carry
+            part = jax.tree.map(lambda x: x[rows], flat)
+            (_, (policy_loss, value_loss)), grads = jax.value_and_grad(self._loss, has_aux=True)(params, part)
+            updates, opt_state = self.optimiser.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), (policy_loss, value_loss)
+
+        (params, opt_state), (policy_loss, value_loss) = jax.lax.scan(update, (params, opt_state), order)
+        stats = {
+            "policy_loss": policy_loss.mean(),
+            "value_loss": value_loss.mean(),
+            "games_finished": done.sum(),
+            "value_targets": batch[4].mean(),
+        }
+        return params, opt_state, games, stats
+
+    def iterate(self) -> dict:
+        """One iteration: self-play, targets, updates; returns its statistics (floats; ``value_loss`` None
+        when no decision of the iteration had a value target: no game ended)."""
+        import jax
+
+        self.key, key = jax.random.split(self.key)
+        self.params, self.opt_state, self.games, stats = self._iterate(self.params, self.opt_state, key, self.games)
+        self.iteration += 1
+        numbers: dict = {name: float(value) for name, value in stats.items()}
+        if not numbers["value_targets"]:
+            numbers["value_loss"] = None
+        return numbers
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def _leaves(self) -> dict[str, np.ndarray]:
+        import jax
+
+        arrays = {f"params/{name}": np.asarray(value) for name, value in self.params.items()}
+        for group, tree in (("opt", self.opt_state), ("games", self.games)):
+            for i, leaf in enumerate(jax.tree.leaves(tree)):
+                arrays[f"{group}/{i}"] = np.asarray(leaf)
+        arrays["key"] = np.asarray(jax.random.key_data(self.key))
+        arrays["iteration"] = np.asarray(self.iteration, dtype=np.int64)
+        return arrays
+
+    def save_checkpoint(self, path: Path) -> None:
+        """Everything a resume needs, atomically."""
+        with outputs.atomic(path) as handle:
+            np.savez(handle, **self._leaves())
+        self.checkpointed = self.iteration
+
+    def load_checkpoint(self, path: Path) -> None:
+        """Continue from ``path`` (written by a run with the same settings): its arrays' names, shapes and types
+        are checked against this run's before any is read, and their values (an iteration in 1..--iterations,
+        finite network and optimiser numbers) before any is used; ``ValueError`` naming the file otherwise."""
+        import jax
+        import jax.numpy as jnp
+
+        expected = {name: Tensor(str(a.dtype), a.shape) for name, a in self._leaves().items()}
+        check_tensors(npz_headers(path), expected, f"{path} (a run with other settings?)")
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in expected}
+        iteration = int(arrays["iteration"])
+        if iteration < 1:
+            raise ValueError(f"{path}: iteration {iteration} is not a count of iterations done (damaged?)")
+        if iteration > self.settings.iterations:
+            raise ValueError(
+                f"--resume: --iterations {self.settings.iterations} is below the {iteration} iterations already done"
+            )
+        for name, array in arrays.items():
+            if name.startswith(("params/", "opt/")) and array.dtype.kind == "f" and not np.isfinite(array).all():
+                raise ValueError(f"{path}: {name} holds NaN or infinite numbers (damaged?); it is not used")
+
+        def rebuilt(group: str, tree):
+            leaves = [jnp.asarray(arrays[f"{group}/{i}"]) for i in range(len(jax.tree.leaves(tree)))]
+            return jax.tree.unflatten(jax.tree.structure(tree), leaves)
+
+        self.params = {name: jnp.asarray(arrays[f"params/{name}"]) for name in self.params}
+        self.opt_state, self.games = rebuilt("opt", self.opt_state), rebuilt("games", self.games)
+        self.key = jax.random.wrap_key_data(jnp.asarray(arrays["key"]))
+        self.iteration = self.checkpointed = iteration
+
+
+def run(settings: AZSettings, out: Path, again: str, signals: Signals, log=say) -> int:
+    """The run in ``out`` (locked, claimed for ``train-az``), from its checkpoint with ``settings.resume``;
+    ``again``: the command line that resumes it (for the line a signal prints); ``signals``: the command's
+    (a signal before the run starts raises :class:`StopNow` out of here, nothing trained); ``log``: where
+    the progress lines go. Returns the exit status: 0, or 128 + the signal's number when a signal stopped
+    it. A resume refused (a damaged checkpoint, --iterations below those done) raises ``ValueError`` having
+    written nothing."""
+    trainer = Trainer(settings)
+    if settings.resume:
+        _resume(trainer, out, log)
+    try:
+        start(out, settings)
+        _loop(trainer, settings, out, signals, log)
+    except (Stopped, StopNow) as stop:
+        held = trainer.checkpointed
+        set_status(out, "interrupted", stopped={"signal": str(stop), "iteration": held})
+        _append(out / PROGRESS, {"stopped": str(stop), "iteration": held})
+        kept = f"the checkpoint holds iteration {held}" if held else "no checkpoint yet"
+        print(
+            f"\n{stop}: interrupted after iteration {held} ({kept}); go on with: {again}", file=sys.stderr, flush=True
+        )
+        return 128 + stop.signum
+    except BaseException as error:
+        set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
+        raise
+    set_status(out, "complete", iterations=trainer.iteration)
+    log(
+        f"wrote {out / MODEL} (agent spec mctx:net={out / MODEL}); the run's files: {out} "
+        f"({CHECKPOINT}, {PROGRESS}, {LOGS}/)"
+    )
+    return 0
+
+
+def _resume(trainer: Trainer, out: Path, log) -> None:
+    """Load the folder's checkpoint into ``trainer`` (checked) and drop the progress lines of iterations after
+    it (a run stopped between writing them and its checkpoint redoes those iterations)."""
+    if (out / CHECKPOINT).is_file():
+        trainer.load_checkpoint(out / CHECKPOINT)
+    else:
+        log(f"--resume: {out} holds no checkpoint yet: the run starts from iteration 0")
+    path = out / PROGRESS
+    if path.is_file():
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        kept = [line for line in lines if _iteration_of(line, str(path)) <= trainer.iteration]
+        if kept != lines:
+            outputs.write_text(path, "".join(line + "\n" for line in kept))
+    if trainer.iteration:
+        log(f"resumed at iteration {trainer.iteration}")
+
+
+def _iteration_of(line: str, where: str) -> float:
+    """The iteration a progress line is about (``inf`` for a line that names none: it goes)."""
+    try:
+        record = safe_json.loads(line.encode("utf-8"), where)
+    except ValueError:
+        return math.inf
+    iteration = record.get("iteration") if isinstance(record, dict) else None
+    return iteration if isinstance(iteration, int) else math.inf
+
+
+def _append(path: Path, record: dict) -> None:
+    """Append ``record`` as a line of the progress file; an OSError (a full disk) names the file."""
+    with outputs.naming(path), open(path, "a", encoding="utf-8") as progress:
+        progress.write(json.dumps(record) + "\n")
+
+
+def _loop(trainer: Trainer, settings: AZSettings, out: Path, signals: Signals, log) -> None:
+    """Iterate up to ``settings.iterations``; after each: its progress line, the checkpoint, the model and the
+    logs; a signal noted meanwhile stops the run there (:class:`Stopped`), with that iteration's checkpoint."""
+    from tensorboard.summary import Writer
+
+    from strategic_reserve_env.agents import az_net
+
+    about = {k: v for k, v in dataclasses.asdict(settings).items() if k not in ("out", "resume", "restart")}
+    writer = Writer(str(out / LOGS))
+    signals.at_once = False  # from here a signal stops the run after the current iteration
+    try:
+        first = True
+        while trainer.iteration < settings.iterations:
+            if first:
+                log(f"iteration {trainer.iteration + 1}: compiling self-play and the update first (the slow one)")
+                first = False
+            started = time.perf_counter()
+            stats = trainer.iterate()
+            stats["seconds"] = time.perf_counter() - started
+            _append(out / PROGRESS, {"iteration": trainer.iteration} | stats)
+            trainer.save_checkpoint(out / CHECKPOINT)
+            az_net.save(out / MODEL, trainer.params, {"settings": about, "iteration": trainer.iteration})
+            with outputs.naming(out / LOGS):
+                for name, value in stats.items():
+                    if value is not None:
+                        writer.add_scalar(f"az/{name}", value, step=trainer.iteration)
+                writer.flush()
+            value = "no value targets" if stats["value_loss"] is None else f"value loss {stats['value_loss']:.4f}"
+            log(
+                f"iteration {trainer.iteration}/{settings.iterations}: policy loss {stats['policy_loss']:.4f}, "
+                f"{value}, {stats['games_finished']:.0f} games finished, {stats['seconds']:.1f} s"
+            )
+            if signals.requested is not None:
+                raise Stopped(signals.requested, trainer.iteration)
+    finally:
+        signals.at_once = True
+        writer.close()
