@@ -1,4 +1,4 @@
-"""Evaluate agents: ``python evaluate.py --help`` (the code: strategic_reserve_env/commands/evaluate.py)."""
+"""Evaluate agents: `python evaluate.py --help` (the code: strategic_reserve_env/commands/evaluate.py)."""
 
 import sys
 

@@ -1,4 +1,4 @@
-"""Train the default agent: ``python train.py --help`` (the code: strategic_reserve_env/commands/train.py)."""
+"""Train the default agent: `python train.py --help` (the code: strategic_reserve_env/commands/train.py)."""
 
 import sys
 

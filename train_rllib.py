@@ -1,4 +1,4 @@
-"""Ray RLlib self-play: ``python train_rllib.py --help`` (the code: strategic_reserve_env/commands/train_rllib.py)."""
+"""Ray RLlib self-play: `python train_rllib.py --help` (the code: strategic_reserve_env/commands/train_rllib.py)."""
 
 import sys
 

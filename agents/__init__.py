@@ -1,49 +1,23 @@
 """Baseline agents for Strategic Reserve, and agents of your own, named by spec strings.
 
-==========================  ==============================================
-spec                       agent
-==========================  ==============================================
-``random``                 uniform over the legal squares
-``greedy``                 one-ply lookahead: fewest own checkers expected
-                           to be sent back by the opponent's next roll
-``expectimax:depth=2``     search through both players' next rolls with a
-                           reserve-race win probability (``depth`` 1 or 2,
-                           ``width`` candidate placements searched deeper)
-``rollout[:rollouts=64]``   one step of rollout improvement of greedy: the
-                           ``width`` best placements by greedy, each scored by
-                           luck-adjusted greedy rollouts with common dice
-                           (:mod:`strategic_reserve_env.agents.rollout`);
-                           ``base=ppo`` improves the shipped network instead
-``value[:PATH][,depth=2]``  expectimax over own placements (the shipped network
-                           without PATH) and the
-                           opponent's roll with a learned value network
-                           at the leaves (:mod:`strategic_reserve_env.agents.value_search`)
-``ppo[:PATH.safetensors]`` a MaskablePPO policy file, the shipped one without
-                           PATH (``,deterministic=false``
-                           to sample from it); an SB3 ``.zip`` holds pickles
-                           that can run code, so it needs ``,trust=pickle``
-                           (see :mod:`strategic_reserve_env.agents.ppo`)
-``mctx[:simulations=64]``   Stochastic MuZero search (mctx) on the true
-                           model inside jit, chance nodes for the rolls,
-                           one ply of exact lookahead over reserve-race
-                           values at the root (``lookahead=true``: at
-                           every decision); ``net=PATH``: a network
-                           of ``train-az`` at the leaves (``simulations=0``:
-                           the network alone); the ``mctx`` extra:
-                           :mod:`.mctx_agent`
-``openspiel-mcts[:...]``    OpenSpiel's MCTS with random rollouts
-                           (``simulations=100,rollouts=1,uct=2.0``; the
-                           ``openspiel`` extra: :mod:`.openspiel_mcts`)
-``NAME[:options]``         an agent an installed package registers under
-                           ``NAME`` (entry-point group
-                           ``strategic_reserve_env.agents``)
-``pkg.module:attr[:opts]``  an agent of your own from a module
-``path/file.py:attr``      ... or from a Python file (see :mod:`strategic_reserve_env.agents.custom`)
-==========================  =======================================
-Every agent is a :class:`strategic_reserve_env.policies.Policy` (it acts on a
-batch: ``agent.act(observations, masks, rng) -> actions``). ``load_agent(spec).name``
-is the canonical spelling of the spec (``expectimax`` ->
-``expectimax:depth=2``): two specs with the same name are the same agent.
+| spec | agent |
+| --- | --- |
+| `random` | uniform over the legal squares |
+| `greedy` | one-ply lookahead: fewest own checkers expected to be sent back by the opponent's next roll |
+| `expectimax:depth=2` | search through both players' next rolls with a reserve-race win probability (`depth` 1 or 2, `width` candidate placements searched deeper) |
+| `rollout[:rollouts=64]` | one step of rollout improvement of greedy: the `width` best placements by greedy, each scored by luck-adjusted greedy rollouts with common dice (`strategic_reserve_env.agents.rollout`); `base=ppo` improves the shipped network instead |
+| `value[:PATH][,depth=2]` | expectimax over own placements (the shipped network without PATH) and the opponent's roll with a learned value network at the leaves (`strategic_reserve_env.agents.value_search`) |
+| `ppo[:PATH.safetensors]` | a MaskablePPO policy file, the shipped one without PATH (`,deterministic=false` to sample from it); an SB3 `.zip` holds pickles that can run code, so it needs `,trust=pickle` (see `strategic_reserve_env.agents.ppo`) |
+| `mctx[:simulations=64]` | Stochastic MuZero search (mctx) on the true model inside jit, chance nodes for the rolls, one ply of exact lookahead over reserve-race values at the root (`lookahead=true`: at every decision); `net=PATH`: a network of `train-az` at the leaves (`simulations=0`: the network alone); the `mctx` extra: `mctx_agent` |
+| `openspiel-mcts[:...]` | OpenSpiel's MCTS with random rollouts (`simulations=100,rollouts=1,uct=2.0`; the `openspiel` extra: `openspiel_mcts`) |
+| `NAME[:options]` | an agent an installed package registers under `NAME` (entry-point group `strategic_reserve_env.agents`) |
+| `pkg.module:attr[:opts]` | an agent of your own from a module |
+| `path/file.py:attr` | ... or from a Python file (see `strategic_reserve_env.agents.custom`) |
+
+Every agent is a `strategic_reserve_env.policies.Policy` (it acts on a
+batch: `agent.act(observations, masks, rng) -> actions`). `load_agent(spec).name`
+is the canonical spelling of the spec (`expectimax` ->
+`expectimax:depth=2`): two specs with the same name are the same agent.
 """
 
 from __future__ import annotations
@@ -80,9 +54,9 @@ class RandomAgent(UniformRandomPolicy):
 
 
 def _options(spec: str, text: str, allowed: dict[str, type]) -> dict[str, object]:
-    """The options of a built-in agent: ``key=value,...`` read by :func:`.custom.parse_options` (the one
+    """The options of a built-in agent: `key=value,...` read by `custom.parse_options` (the one
     option grammar: each key at most once, values read as bool, int, float or text), each key one of
-    ``allowed`` ({key: type}) and its value of exactly that type (``true`` is no int, ``2`` no text)."""
+    `allowed` ({key: type}) and its value of exactly that type (`true` is no int, `2` no text)."""
     options = parse_options(spec, text)
     for key, value in options.items():
         if key not in allowed:
@@ -101,7 +75,7 @@ class BuiltIn:
     summary: str
     """What it is, in a few words."""
     load: Callable[[str, str], NamedPolicy]
-    """``load(spec, options)``: the agent, from the whole spec and the text after ``name:``."""
+    """`load(spec, options)`: the agent, from the whole spec and the text after `name:`."""
 
 
 def _without_options(agent_class: type[NamedPolicy]) -> Callable[[str, str], NamedPolicy]:
@@ -125,7 +99,7 @@ def _rollout(spec: str, options: str):
 
 
 def _model_and_options(rest: str) -> tuple[str, str]:
-    """``PATH[,options]`` or ``options`` alone (the shipped model): (path or "", options)."""
+    """`PATH[,options]` or `options` alone (the shipped model): (path or "", options)."""
     path, _, more = rest.partition(",")
     return ("", rest) if "=" in path else (path, more)
 
@@ -218,11 +192,11 @@ KNOWN_AGENTS = ", ".join(entry.usage for entry in BUILT_IN.values())
 
 
 def load_agent(spec: str) -> NamedPolicy:
-    """The agent named by ``spec`` (see the module docstring and :mod:`.custom` for the grammar);
-    ``ValueError`` saying what is wrong (unknown name, bad option, module or file not found, missing
+    """The agent named by `spec` (see the module docstring and `custom` for the grammar);
+    `ValueError` saying what is wrong (unknown name, bad option, module or file not found, missing
     attribute, wrong signature), listing the known agents for an unknown name; for a built-in agent whose
-    library is not installed, :class:`~strategic_reserve_env.extras.MissingExtraError` (a ``ValueError`` and an
-    ``ImportError``) naming the extra to install."""
+    library is not installed, `MissingExtraError` (a `ValueError` and an
+    `ImportError`) naming the extra to install."""
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(
             f"an agent spec must be a non-empty string; known agents: {KNOWN_AGENTS}; your own agent: {USER_SPEC_FORMS}"

@@ -1,14 +1,14 @@
-"""The policy-value network of AlphaZero-style training (``strategic-reserve train-az``), in plain JAX, and its file.
+"""The policy-value network of AlphaZero-style training (`strategic-reserve train-az`), in plain JAX, and its file.
 
-The network reads a decision's ``(6, 6, 9)`` observation planes (from the mover's side, flattened to 324 inputs)
-through ``hidden`` ReLU layers into 36 policy logits and a value ``tanh`` (-1 .. 1, the mover's result:
-twice its win probability minus one). :func:`evaluation` makes it the leaf evaluation of the search
-(:data:`.mctx_search.Evaluation`).
+The network reads a decision's `(6, 6, 9)` observation planes (from the mover's side, flattened to 324 inputs)
+through `hidden` ReLU layers into 36 policy logits and a value `tanh` (-1 .. 1, the mover's result:
+twice its win probability minus one). `evaluation` makes it the leaf evaluation of the search
+(`mctx_search.Evaluation`).
 
-**The file** is safetensors (``F32`` tensors ``layer{i}.weight`` (in, out) and ``layer{i}.bias``, ``policy.*``,
-``value.*``) with a JSON description in its header's metadata under :data:`METADATA_KEY`: ``format``,
-``version``, ``hidden``, ``about``. :func:`load` checks the header, the description and every tensor's name,
-shape and dtype against the described network (:mod:`strategic_reserve_env.model_files`) before it reads a
+**The file** is safetensors (`F32` tensors `layer{i}.weight` (in, out) and `layer{i}.bias`, `policy.*`,
+`value.*`) with a JSON description in its header's metadata under `METADATA_KEY`: `format`,
+`version`, `hidden`, `about`. `load` checks the header, the description and every tensor's name,
+shape and dtype against the described network (`strategic_reserve_env.model_files`) before it reads a
 tensor, refuses NaN or infinite weights, and never runs code from the file.
 """
 
@@ -35,7 +35,7 @@ class NetFileError(ValueError):
 
 
 def layer_shapes(hidden: list[int]) -> dict[str, tuple[int, ...]]:
-    """The tensors' names and shapes of the network with ``hidden`` layer widths."""
+    """The tensors' names and shapes of the network with `hidden` layer widths."""
     shapes: dict[str, tuple[int, ...]] = {}
     width = INPUTS
     for i, size in enumerate(hidden):
@@ -64,12 +64,12 @@ def init(key, hidden: list[int]) -> dict:
 
 
 def hidden_of(params: dict) -> list[int]:
-    """The hidden layer widths of ``params``."""
+    """The hidden layer widths of `params`."""
     return [params[f"layer{i}.bias"].shape[0] for i in range(sum(name.startswith("layer") for name in params) // 2)]
 
 
 def apply(params: dict, observations):
-    """``(logits (B, 36), value (B,))`` of (B, 6, 6, 9) observations (bool or 0/1 ints)."""
+    """`(logits (B, 36), value (B,))` of (B, 6, 6, 9) observations (bool or 0/1 ints)."""
     import jax
     import jax.numpy as jnp
 
@@ -82,12 +82,12 @@ def apply(params: dict, observations):
 
 
 def evaluation(params: dict, states):
-    """The network as the search's leaf evaluation: ``apply`` on the States' observations."""
+    """The network as the search's leaf evaluation: `apply` on the States' observations."""
     return apply(params, states.observation)
 
 
 def save(path: str | Path, params: dict, about: dict | None = None) -> None:
-    """Write ``params`` as a network file at ``path``, atomically."""
+    """Write `params` as a network file at `path`, atomically."""
     from safetensors.numpy import save as to_bytes
 
     from strategic_reserve_env.outputs import write_bytes
@@ -98,7 +98,7 @@ def save(path: str | Path, params: dict, about: dict | None = None) -> None:
 
 
 def load(path: str | Path) -> tuple[dict, dict]:
-    """``(params, description)`` of a network file; :class:`NetFileError` says what is wrong with a bad one."""
+    """`(params, description)` of a network file; `NetFileError` says what is wrong with a bad one."""
     import jax.numpy as jnp
     from safetensors.numpy import load as from_bytes
 

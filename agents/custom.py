@@ -1,38 +1,40 @@
 """Agents of your own: from an importable module, a Python file, or an installed package's entry point.
 
-Spec grammar (all forms go through :func:`strategic_reserve_env.agents.load_agent`)::
+Spec grammar (all forms go through `strategic_reserve_env.agents.load_agent`):
 
-    name[:options]                          a built-in agent, or one an installed package registers
-                                            under ``name`` in the entry-point group
-                                            ``strategic_reserve_env.agents``
-    package.module:attribute[:options]      ``attribute`` of an importable module
-    path/to/file.py:attribute[:options]     ``attribute`` of a Python file
+```text
+name[:options]                          a built-in agent, or one an installed package registers
+                                        under ``name`` in the entry-point group
+                                        ``strategic_reserve_env.agents``
+package.module:attribute[:options]      ``attribute`` of an importable module
+path/to/file.py:attribute[:options]     ``attribute`` of a Python file
+```
 
 A name has no dot and no slash, a module path has a dot, a file path ends in
-``.py``: the three forms never overlap (a top-level module ``mybot`` is given
-as the file ``mybot.py:attribute``). ``attribute`` may be dotted
-(``Class.method``). ``options`` are ``key=value,key=value``; a value reads as
-a bool (``true``/``false``), an int, a float, or else stays text.
+`.py`: the three forms never overlap (a top-level module `mybot` is given
+as the file `mybot.py:attribute`). `attribute` may be dotted
+(`Class.method`). `options` are `key=value,key=value`; a value reads as
+a bool (`true`/`false`), an int, a float, or else stays text.
 
-What ``attribute`` may be, by the first rule that fits:
+What `attribute` may be, by the first rule that fits:
 
-- an **agent**: an object with ``act(observations, masks, rng)`` acting on a
-  batch, as every agent of :mod:`agents` does
-  (:class:`strategic_reserve_env.policies.Policy`);
+- an **agent**: an object with `act(observations, masks, rng)` acting on a
+  batch, as every agent of `agents` does
+  (`strategic_reserve_env.policies.Policy`);
 - a **class**, or a **factory** (a function whose parameters all have
   defaults): called with the options as keyword arguments, it must return
   an agent or one of the functions below;
-- a **single-game function** ``f(observation, mask) -> square`` (two
-  required parameters): ``observation`` the ``(6, 6, 9)`` int8 planes of one
-  game from the mover's side, ``mask`` its ``(36,)`` bool legal squares; it
+- a **single-game function** `f(observation, mask) -> square` (two
+  required parameters): `observation` the `(6, 6, 9)` int8 planes of one
+  game from the mover's side, `mask` its `(36,)` bool legal squares; it
   returns a square index 0..35. It is called once per game of a batch;
-- a **batch function** ``f(observations, masks, rng) -> squares`` (three
+- a **batch function** `f(observations, masks, rng) -> squares` (three
   required parameters): the agent protocol without a class.
 
-Agents and functions take no options. The agent returned has ``name`` set to
+Agents and functions take no options. The agent returned has `name` set to
 the canonical form of the spec (the file path made relative to the working
 directory when it lies below it, options sorted), which the evaluation uses
-as its key; the user's object is left untouched, as ``agent.agent``.
+as its key; the user's object is left untouched, as `agent.agent`.
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ _NUMBER = re.compile(r"[+-]?\d+")
 
 
 def canonical_path(path: str) -> str:
-    """``path`` normalised: relative to the working directory (POSIX separators) when it lies below it,
-    else absolute; ``./a/../b.py`` and ``b.py`` give the same text."""
+    """`path` normalised: relative to the working directory (POSIX separators) when it lies below it,
+    else absolute; `./a/../b.py` and `b.py` give the same text."""
     absolute = Path(os.path.abspath(os.path.expanduser(path)))
     try:
         return absolute.relative_to(Path(os.path.abspath(os.getcwd()))).as_posix()
@@ -70,12 +72,12 @@ def canonical_path(path: str) -> str:
 
 
 def is_user_spec(head: str) -> bool:
-    """Whether the part of a spec before its first ``:`` names a module or a file (not a registered name)."""
+    """Whether the part of a spec before its first `:` names a module or a file (not a registered name)."""
     return "." in head or "/" in head or os.sep in head
 
 
 def parse_options(spec: str, text: str) -> dict[str, object]:
-    """``key=value,key=value`` -> {key: value}, each value read as bool, int, float or text; a key given twice
+    """`key=value,key=value` -> {key: value}, each value read as bool, int, float or text; a key given twice
     is an error. The one option parser of every agent spec (the built-ins then check each value's type)."""
     options: dict[str, object] = {}
     for item in filter(None, text.split(",")):
@@ -100,7 +102,7 @@ def _read_value(text: str) -> object:
 
 
 def _option_text(options: dict[str, object]) -> str:
-    """Canonical ``key=value,...`` (sorted by key) of parsed options."""
+    """Canonical `key=value,...` (sorted by key) of parsed options."""
 
     def show(value: object) -> str:
         return (
@@ -111,16 +113,16 @@ def _option_text(options: dict[str, object]) -> str:
 
 
 def spec_name(kind: str, path, label: str | None, options: str) -> str:
-    """The canonical spec of an agent read from a model file: ``kind:PATH,options``, or ``label:options`` for a
-    shipped model named ``label`` (``ppo:deterministic=false``, ``value:depth=1``), so the name loads again.
-    ``options``: the canonical option text, each option after a comma (``,depth=1``), or empty."""
+    """The canonical spec of an agent read from a model file: `kind:PATH,options`, or `label:options` for a
+    shipped model named `label` (`ppo:deterministic=false`, `value:depth=1`), so the name loads again.
+    `options`: the canonical option text, each option after a comma (`,depth=1`), or empty."""
     if label is None:
         return f"{kind}:{path}{options}"
     return f"{label}:{options[1:]}" if options else label
 
 
 class NamedAgent:
-    """A user's agent (``agent``, untouched) under the canonical name of its spec."""
+    """A user's agent (`agent`, untouched) under the canonical name of its spec."""
 
     def __init__(self, agent, name: str, uses_observation: bool = True) -> None:
         self.agent = agent
@@ -135,7 +137,7 @@ class NamedAgent:
 
 
 class SingleGameAgent:
-    """Plays a single-game function ``f(observation, mask) -> square`` on a batch, one call per game."""
+    """Plays a single-game function `f(observation, mask) -> square` on a batch, one call per game."""
 
     uses_observation = True
 
@@ -143,7 +145,7 @@ class SingleGameAgent:
         self.function = function
 
     def act(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """(B,) int64: ``function(observations[i], masks[i])`` for each game ``i``."""
+        """(B,) int64: `function(observations[i], masks[i])` for each game `i`."""
         squares = np.empty(len(masks), dtype=np.int64)
         for row, (observation, mask) in enumerate(zip(observations, masks, strict=True)):
             answer = self.function(observation, mask)
@@ -160,7 +162,7 @@ class SingleGameAgent:
 
 
 def _required_positional(function: Callable) -> int | None:
-    """Number of parameters of ``function`` that need a value (None if it has no readable signature)."""
+    """Number of parameters of `function` that need a value (None if it has no readable signature)."""
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
@@ -173,7 +175,7 @@ _MISSING, _REQUIRED = object(), object()
 
 
 def _read(spec: str, what: str, value, attribute: str, default=_REQUIRED):
-    """``value.attribute`` (``default`` if it has none and one is given); ``ValueError``, the load error, if
+    """`value.attribute` (`default` if it has none and one is given); `ValueError`, the load error, if
     reading it raises (a property of the user's that fails): the user's code fails the load, not the program."""
     try:
         return getattr(value, attribute) if default is _REQUIRED else getattr(value, attribute, default)
@@ -185,7 +187,7 @@ def _read(spec: str, what: str, value, attribute: str, default=_REQUIRED):
 
 
 def _uses_observation(spec: str, what: str, agent) -> bool:
-    """The agent's ``uses_observation`` (True if it has none), read once, at load (:func:`_read`)."""
+    """The agent's `uses_observation` (True if it has none), read once, at load (`_read`)."""
     flag = _read(spec, what, agent, "uses_observation", True)
     try:
         return bool(flag)
@@ -196,7 +198,7 @@ def _uses_observation(spec: str, what: str, agent) -> bool:
 
 
 def _check_act(spec: str, what: str, agent) -> None:
-    """``agent.act`` must take (observations, masks, rng)."""
+    """`agent.act` must take (observations, masks, rng)."""
     act = _read(spec, what, agent, "act")
     if not callable(act):
         raise ValueError(f"agent spec {brief(spec)}: the act of {what} is not callable")
@@ -218,7 +220,7 @@ SIGNATURES = (
 
 
 def adapt(spec: str, what: str, value, options: dict[str, object], build: bool = True):
-    """The agent ``value`` stands for (see the module docstring); ``what`` names it in errors."""
+    """The agent `value` stands for (see the module docstring); `what` names it in errors."""
     if not inspect.isclass(value) and _read(spec, what, value, "act", _MISSING) is not _MISSING:
         if options:
             raise ValueError(f"agent spec {brief(spec)}: {what} is an agent object, which takes no options")
@@ -283,7 +285,7 @@ def _import_module(spec: str, name: str):
 
 
 def _load_file(spec: str, path: str):
-    """The module of the Python file ``path`` (run once per file and process)."""
+    """The module of the Python file `path` (run once per file and process)."""
     file = Path(path)
     if not file.is_file():
         raise ValueError(f"agent spec {brief(spec)}: file {clip(path)} not found")
@@ -321,7 +323,7 @@ def _attribute(spec: str, module, source: str, attribute: str):
 
 
 def load_user_agent(spec: str):
-    """The agent of a ``package.module:attribute[:options]`` or ``path/to/file.py:attribute[:options]`` spec."""
+    """The agent of a `package.module:attribute[:options]` or `path/to/file.py:attribute[:options]` spec."""
     head, _, rest = spec.partition(":")
     attribute, _, option_text = rest.partition(":")
     options = parse_options(spec, option_text)
@@ -341,7 +343,7 @@ def load_user_agent(spec: str):
 
 
 def registered_agents() -> dict[str, list[importlib.metadata.EntryPoint]]:
-    """Entry points of the group ``strategic_reserve_env.agents`` by name (several when packages clash)."""
+    """Entry points of the group `strategic_reserve_env.agents` by name (several when packages clash)."""
     found: dict[str, list[importlib.metadata.EntryPoint]] = {}
     for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         same = found.setdefault(entry.name, [])
@@ -356,7 +358,7 @@ def _distribution(entry: importlib.metadata.EntryPoint) -> str:
 
 
 def load_registered_agent(spec: str, name: str, option_text: str, known: str):
-    """The agent an installed package registers as ``name`` (``known`` lists the built-ins for the error)."""
+    """The agent an installed package registers as `name` (`known` lists the built-ins for the error)."""
     entries = registered_agents().get(name)
     if not entries:
         registered = sorted(n for n in registered_agents() if not is_user_spec(n))
@@ -387,8 +389,8 @@ def load_registered_agent(spec: str, name: str, option_text: str, known: str):
 
 
 def _top_level_hint(name: str) -> str:
-    """If ``name`` is a Python file in the working directory or an importable top-level module (a likely
-    slip for ``name.py:attribute``), how to name it; else nothing. Nothing is imported to find out."""
+    """If `name` is a Python file in the working directory or an importable top-level module (a likely
+    slip for `name.py:attribute`), how to name it; else nothing. Nothing is imported to find out."""
     if name.isidentifier() and Path(f"{name}.py").is_file():
         return f" (there is a file {name}.py here: name it as {name}.py:attribute)"
     try:

@@ -2,24 +2,24 @@
 
 Three steps, each a function:
 
-1. :func:`collect_positions` plays games between given agents (one engine
+1. `collect_positions` plays games between given agents (one engine
    batch per pairing, both seats) and keeps every decision: the mover's
    observation planes, its legal squares and whether the mover went on to
    win the game.
-2. :func:`expert_targets` labels each decision with the expert's choice, as
-   a distribution over the 36 squares: ``temperature=0`` puts all of it on
+2. `expert_targets` labels each decision with the expert's choice, as
+   a distribution over the 36 squares: `temperature=0` puts all of it on
    the square the expert plays (its top move value, ties shared); a positive
-   temperature gives ``softmax(values / temperature)`` over the squares the
-   expert searched (``expert.move_values(observations, masks, rng)``: expectimax's, or the rollout agent's
-   for expert iteration, :meth:`strategic_reserve_env.agents.rollout.RolloutAgent.move_values`).
-3. :func:`fit` trains an SB3 ``MaskableActorCriticPolicy`` on them with plain
+   temperature gives `softmax(values / temperature)` over the squares the
+   expert searched (`expert.move_values(observations, masks, rng)`: expectimax's, or the rollout agent's
+   for expert iteration, `strategic_reserve_env.agents.rollout.RolloutAgent.move_values`).
+3. `fit` trains an SB3 `MaskableActorCriticPolicy` on them with plain
    torch: cross-entropy of the masked action distribution against the
-   targets, plus ``value_weight`` times the squared error of the value head
+   targets, plus `value_weight` times the squared error of the value head
    against the outcome (+1 the mover won, -1 it lost, 0 truncated).
 
-The fitted policy is an ordinary MaskablePPO policy: ``train.py`` continues
-it with PPO, :func:`strategic_reserve_env.agents.policy_file.save_policy` writes it, and
-``ppo:FILE`` plays it.
+The fitted policy is an ordinary MaskablePPO policy: `train.py` continues
+it with PPO, `strategic_reserve_env.agents.policy_file.save_policy` writes it, and
+`ppo:FILE` plays it.
 """
 
 from __future__ import annotations
@@ -53,17 +53,17 @@ class Positions:
         return len(self.masks)
 
     def take(self, rows) -> Positions:
-        """The positions of ``rows`` (indices or a bool mask)."""
+        """The positions of `rows` (indices or a bool mask)."""
         return Positions(self.observations[rows], self.masks[rows], self.values[rows], self.outcomes[rows])
 
     @staticmethod
     def concatenate(parts: list[Positions]) -> Positions:
-        """The positions of ``parts``, in order."""
+        """The positions of `parts`, in order."""
         return Positions(*(np.concatenate([getattr(p, name) for p in parts]) for name in Positions.__annotations__))
 
 
 class LabellingExpert:
-    """Plays as ``expert`` (the best of its move values, ties at random), or with probability ``explore`` a
+    """Plays as `expert` (the best of its move values, ties at random), or with probability `explore` a
     uniformly random legal square, and keeps each decision's planes, legal squares and move values."""
 
     uses_observation = True
@@ -86,9 +86,9 @@ class LabellingExpert:
 
 @dataclass(frozen=True)
 class Cursor:
-    """Where the labelling stands after a chunk of games: the next chunk is game ``start`` against opponent
-    number ``opponent``, the players' generators in the states ``generators`` ((2, 6) uint64, PCG64 states
-    as :func:`generator_words` writes them)."""
+    """Where the labelling stands after a chunk of games: the next chunk is game `start` against opponent
+    number `opponent`, the players' generators in the states `generators` ((2, 6) uint64, PCG64 states
+    as `generator_words` writes them)."""
 
     opponent: int
     start: int
@@ -97,7 +97,7 @@ class Cursor:
 
 def generator_words(rng: np.random.Generator) -> np.ndarray:
     """(6,) uint64: a PCG64 generator's state (its 128-bit state and increment in halves, then its buffered
-    32-bit draw), the inverse of :func:`set_generator_words`."""
+    32-bit draw), the inverse of `set_generator_words`."""
     state = rng.bit_generator.state
     if state["bit_generator"] != "PCG64":
         raise ValueError(f"only PCG64 generators are saved, not {state['bit_generator']}")
@@ -107,7 +107,7 @@ def generator_words(rng: np.random.Generator) -> np.ndarray:
 
 
 def set_generator_words(rng: np.random.Generator, words: np.ndarray) -> None:
-    """Put ``rng`` (PCG64) in the state :func:`generator_words` gave."""
+    """Put `rng` (PCG64) in the state `generator_words` gave."""
     high, low, inc_high, inc_low, has_uint32, uinteger = (int(word) for word in words)
     rng.bit_generator.state = {
         "bit_generator": "PCG64",
@@ -127,8 +127,8 @@ def labelled_chunks(
     batch: int = 500,
     after: Cursor | None = None,
 ) -> Iterator[tuple[Positions, Cursor, int]]:
-    """The expert's decisions of :func:`collect_positions`, a chunk of ``batch`` games at a time: yields each
-    chunk's positions, the :class:`Cursor` after it and its number of games. ``after``: go on after that
+    """The expert's decisions of `collect_positions`, a chunk of `batch` games at a time: yields each
+    chunk's positions, the `Cursor` after it and its number of games. `after`: go on after that
     cursor (the chunks that follow are those an uninterrupted run makes)."""
     if games < 2 or games % 2:
         raise ValueError(f"games per opponent must be an even number >= 2, got {games}")
@@ -164,9 +164,9 @@ def collect_positions(
     progress: bool = False,
     batch: int = 500,
 ) -> Positions:
-    """The expert's decisions in ``games`` games (even) against each of ``opponents`` (agents with ``act``;
-    the expert itself is a fine opponent), half of them as Red, exploring with probability ``explore``
-    (:class:`LabellingExpert`), ``batch`` games at a time; dice and generators come from ``seed``."""
+    """The expert's decisions in `games` games (even) against each of `opponents` (agents with `act`;
+    the expert itself is a fine opponent), half of them as Red, exploring with probability `explore`
+    (`LabellingExpert`), `batch` games at a time; dice and generators come from `seed`."""
     parts: list[Positions] = []
     bar = Progress(games * len(opponents), "game", description="expert games", enabled=progress)
     for positions, _, played in labelled_chunks(expert, opponents, games, seed, explore, config, batch):
@@ -177,7 +177,7 @@ def collect_positions(
 
 
 def _labelled_games(expert, opponent, dice: np.ndarray, rngs: list, explore: float, config: Config) -> Positions:
-    """The expert's decisions in the games of ``dice`` ((G,) seeds, G even) against ``opponent``, as Red in
+    """The expert's decisions in the games of `dice` ((G,) seeds, G even) against `opponent`, as Red in
     the even-numbered ones."""
     labeller = LabellingExpert(expert, explore)
     red_agent = np.tile([0, 1], len(dice) // 2)  # agent 0 (the labeller) is Red in the even games
@@ -214,7 +214,7 @@ def expert_targets(positions: Positions, temperature: float = 0.0) -> np.ndarray
 
 @dataclass(frozen=True)
 class FitSettings:
-    """Settings of :func:`fit`."""
+    """Settings of `fit`."""
 
     epochs: int = 10
     """Passes over the training positions."""
@@ -236,7 +236,7 @@ def _heads(policy, observations):
 
 
 def agreement(policy, positions: Positions, targets: np.ndarray, batch: int = 8192) -> float:
-    """Share of ``positions`` where the policy's most likely legal square is one the targets rate highest."""
+    """Share of `positions` where the policy's most likely legal square is one the targets rate highest."""
     import torch
 
     hits = 0
@@ -260,12 +260,12 @@ def fit(
     saved: dict | None = None,
     after_epoch: Callable[[dict], None] | None = None,
 ) -> list[dict[str, float]]:
-    """Train ``policy`` (an SB3 ``MaskableActorCriticPolicy``, in place) on ``targets`` ((N, 36)
-    distributions) and the outcomes of ``positions``; returns the mean losses of each epoch.
+    """Train `policy` (an SB3 `MaskableActorCriticPolicy`, in place) on `targets` ((N, 36)
+    distributions) and the outcomes of `positions`; returns the mean losses of each epoch.
 
-    ``after_epoch`` is called after each epoch with the fit's state (tensors, numbers and lists: ``epoch``,
-    ``history``, the ``policy``'s, ``optimizer``'s and ``schedule``'s state dicts and the minibatch
-    ``generator``'s state); given back as ``saved``, the fit goes on after that epoch exactly as if it had
+    `after_epoch` is called after each epoch with the fit's state (tensors, numbers and lists: `epoch`,
+    `history`, the `policy`'s, `optimizer`'s and `schedule`'s state dicts and the minibatch
+    `generator`'s state); given back as `saved`, the fit goes on after that epoch exactly as if it had
     never stopped."""
     import torch
 

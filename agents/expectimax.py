@@ -1,32 +1,34 @@
 """The expectimax agent: search through the opponent's roll and the agent's own next roll.
 
-Value of placing on ``p`` (every chance node enumerated exactly, 36 rolls):
+Value of placing on `p` (every chance node enumerated exactly, 36 rolls):
 
-- ``depth=1``: the average, over the opponent's roll ``r1``, of the win
+- `depth=1`: the average, over the opponent's roll `r1`, of the win
   probability at the opponent's decision that follows;
-- ``depth=2``: the average over ``r1`` and over the agent's own next roll
-  ``r2`` of the win probability at the agent's next decision.
+- `depth=2`: the average over `r1` and over the agent's own next roll
+  `r2` of the win probability at the agent's next decision.
 
 **Evaluation function.** A win probability from the two reserves at a
-decision, the reserve race being what decides the game::
+decision, the reserve race being what decides the game:
 
-    P(mover wins | mover reserve m, opponent reserve o) =
-        1                                   if m == 1 (the mover places its last checker)
-        0                                   if o == 1 < m (the opponent does so next)
-        sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise
+```text
+P(mover wins | mover reserve m, opponent reserve o) =
+    1                                   if m == 1 (the mover places its last checker)
+    0                                   if o == 1 < m (the opponent does so next)
+    sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise
+```
 
-with ``A = 1.553`` and ``B = 0.368`` (:func:`strategic_reserve_env.luck.race_win_probability`,
-``RACE_A`` and ``RACE_B``), fitted by logistic regression to the
+with `A = 1.553` and `B = 0.368` (`strategic_reserve_env.luck.race_win_probability`,
+`RACE_A` and `RACE_B`), fitted by logistic regression to the
 96,661 decisions of 4,000 greedy self-play games (``python -m
 experiments.fit_race_model`` reproduces the fit). Reserves at the next decision
-come from exact captures: ``r1`` sends the agent's checkers back to its
-reserve, ``r2`` the opponent's. The opponent's placement between the two
+come from exact captures: `r1` sends the agent's checkers back to its
+reserve, `r2` the opponent's. The opponent's placement between the two
 rolls is not modelled except for its reserve (it adds one checker and
 cannot capture).
 
-Depth 2 searches the ``width`` best placements of the depth-1 search; ties
+Depth 2 searches the `width` best placements of the depth-1 search; ties
 are broken at random. Everything is vectorised over games, placements and
-rolls with the engine's own ``resolve_roll``.
+rolls with the engine's own `resolve_roll`.
 """
 
 from __future__ import annotations
@@ -63,10 +65,10 @@ class ExpectimaxAgent:
         self.name = f"expectimax:depth={depth}" + (f",width={width}" if width != 6 else "")
 
     def _search(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, ...]:
-        """The search of :meth:`act`: ``(legal, value, candidates, deep)`` with ``legal`` (B, 36) bool,
-        ``value`` (B, 36) the depth-1 values, and at depth 2 ``candidates`` (B, k) the squares searched
-        deeper and ``deep`` (B, k) their depth-2 values (both None at depth 1). Games are searched
-        :data:`SEARCH_CHUNK` at a time (each game's search is its own, so the result is the same)."""
+        """The search of `act`: `(legal, value, candidates, deep)` with `legal` (B, 36) bool,
+        `value` (B, 36) the depth-1 values, and at depth 2 `candidates` (B, k) the squares searched
+        deeper and `deep` (B, k) their depth-2 values (both None at depth 1). Games are searched
+        `SEARCH_CHUNK` at a time (each game's search is its own, so the result is the same)."""
         if len(masks) <= SEARCH_CHUNK:
             return self._search_chunk(observations, masks)
         parts = [
@@ -76,7 +78,7 @@ class ExpectimaxAgent:
         return tuple(None if part[0] is None else np.concatenate(part) for part in zip(*parts, strict=True))
 
     def _search_chunk(self, observations: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, ...]:
-        """:meth:`_search` of at most :data:`SEARCH_CHUNK` games."""
+        """`_search` of at most `SEARCH_CHUNK` games."""
         position = read_position(observations, masks)
         legal = np.asarray(masks, dtype=bool)
         m, o = position.reserve_me, position.reserve_opp
@@ -100,10 +102,10 @@ class ExpectimaxAgent:
     def move_values(
         self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator | None = None
     ) -> np.ndarray:
-        """(B, 36) float64: the value :meth:`act` maximises for each searched square (at depth 2 the
-        ``width`` squares searched deeper; at depth 1 every legal one), NaN for the others. ``rng`` is not
+        """(B, 36) float64: the value `act` maximises for each searched square (at depth 2 the
+        `width` squares searched deeper; at depth 1 every legal one), NaN for the others. `rng` is not
         used (the search has no chance of its own); searches that have, like the rollout agent's, draw it
-        from ``rng``, so distillation passes one to every expert."""
+        from `rng`, so distillation passes one to every expert."""
         legal, value, candidates, deep = self._search(observations, masks)
         if candidates is None:
             return np.where(legal, value, np.nan)

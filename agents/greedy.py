@@ -1,17 +1,19 @@
 """The greedy agent: the placement that minimises the checkers the opponent's next roll sends back.
 
-For each legal placement ``p`` the expected loss over the opponent's 36
+For each legal placement `p` the expected loss over the opponent's 36
 equally likely rolls is computed exactly from the groups of both colours.
-With ``me' = me + {p}`` (``p`` joins the mover's groups ``N(p)`` that touch
-it, making a group of size ``1 + sum of their sizes``), the total loss over
-the 36 rolls is::
+With `me' = me + {p}` (`p` joins the mover's groups `N(p)` that touch
+it, making a group of size `1 + sum of their sizes`), the total loss over
+the 36 rolls is:
 
-    sum over the mover's groups g of |g|**2              (the roll hits g: g goes)
-  + sum over the opponent's groups H of |H| * S_H        (the roll hits H: every
-                                                           mover group touching H goes)
+```text
+  sum over the mover's groups g of |g|**2              (the roll hits g: g goes)
++ sum over the opponent's groups H of |H| * S_H        (the roll hits H: every
+                                                         mover group touching H goes)
+```
 
-where ``S_H`` is the size of the mover's groups touching ``H``. Both sums are
-the position's values before ``p``, corrected for the groups ``p`` merges, so
+where `S_H` is the size of the mover's groups touching `H`. Both sums are
+the position's values before `p`, corrected for the groups `p` merges, so
 no capture has to be simulated per roll: the work is a few (B, 36, groups)
 array operations. The tests check the result against the plain reference
 implementation of the rules, roll by roll.
@@ -49,8 +51,8 @@ def _neighbour_squares(groups: np.ndarray) -> np.ndarray:
 def expected_losses(me: np.ndarray, opp: np.ndarray, legal: np.ndarray | None = None) -> np.ndarray:
     """(B, 36) total over the opponent's 36 rolls of the mover's checkers lost, if the mover places on each square.
 
-    Divide by 36 for the expectation. Only squares where ``legal`` ((B, 36) bool; default: every
-    empty square) are given; the others hold ``NOT_COMPUTED``.
+    Divide by 36 for the expectation. Only squares where `legal` ((B, 36) bool; default: every
+    empty square) are given; the others hold `NOT_COMPUTED`.
     """
     if legal is None:
         legal = ~bitboards_to_array(me | opp)

@@ -1,23 +1,23 @@
 """Agents as value functions: the win probability of every legal placement, and the luck of a roll from it.
 
-The luck of a roll (:mod:`strategic_reserve_env.luck`) needs ``V``, the roller's win probability just
-after a roll, before its placement. The core's default is the reserve-race model (``race``); an agent that
-gives a win probability for each of its placements serves too, through :class:`AgentValue`: ``V`` of a
+The luck of a roll (`strategic_reserve_env.luck`) needs `V`, the roller's win probability just
+after a roll, before its placement. The core's default is the reserve-race model (`race`); an agent that
+gives a win probability for each of its placements serves too, through `AgentValue`: `V` of a
 position is the agent's value of its best legal placement there.
 
-:func:`placement_values` gives that value for **every** legal placement, also those a pruned search would
+`placement_values` gives that value for **every** legal placement, also those a pruned search would
 skip (the analysis of a game needs the value of the placement played, whatever it was):
 
-- ``expectimax:depth=1|2``: :meth:`ExpectimaxAgent.move_values` with ``width=36`` (every legal square
+- `expectimax:depth=1|2`: `ExpectimaxAgent.move_values` with `width=36` (every legal square
   searched to the agent's depth);
-- ``value[...]``: the value-search agent. The shipped value network is a *pre-roll* value (the win
+- `value[...]`: the value-search agent. The shipped value network is a *pre-roll* value (the win
   probability of the player about to roll), so it is adapted through one placement: the value of placing
-  on ``p`` is ``1 - V_pre`` of the position the opponent is then about to roll (depth 1), or at depth 2
-  the mean over the opponent's 36 rolls of ``V_pre`` of the agent about to roll again, every legal square
+  on `p` is `1 - V_pre` of the position the opponent is then about to roll (depth 1), or at depth 2
+  the mean over the opponent's 36 rolls of `V_pre` of the agent about to roll again, every legal square
   a candidate.
 
 Other agents (random, greedy, PPO) choose placements without win probabilities and are refused with a
-``ValueError`` saying so.
+`ValueError` saying so.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ NO_HIT = 0  # the ``hit`` code of a position with no roll shown (the agents read
 
 
 def placement_values(agent, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
-    """(B, 36) float64: ``agent``'s win probability after placing on each legal square (every one of them
-    valued, none pruned), NaN on the illegal ones; ``ValueError`` for an agent that gives none."""
+    """(B, 36) float64: `agent`'s win probability after placing on each legal square (every one of them
+    valued, none pruned), NaN on the illegal ones; `ValueError` for an agent that gives none."""
     legal = np.asarray(masks, dtype=bool)
     if isinstance(agent, ExpectimaxAgent):
         values = ExpectimaxAgent(depth=agent.depth, width=NUM_SQUARES).move_values(observations, masks)
@@ -71,8 +71,8 @@ def observe(after: AfterRoll) -> tuple[np.ndarray, np.ndarray]:
 
 
 class AgentValue:
-    """A :class:`~strategic_reserve_env.luck.ValueFunction` from an agent: the roller's win probability just
-    after a roll is the agent's value of its best legal placement (:func:`placement_values`)."""
+    """A `ValueFunction` from an agent: the roller's win probability just
+    after a roll is the agent's value of its best legal placement (`placement_values`)."""
 
     def __init__(self, agent) -> None:
         placement_values(agent, *observe(_one_position()))  # refuses an agent without values, now
@@ -94,10 +94,10 @@ def _one_position() -> AfterRoll:
 
 
 def load_luck_value(spec: str) -> ValueFunction:
-    """The value function named ``spec``: ``race`` (the reserve-race model, the default), ``race-random`` (the
+    """The value function named `spec`: `race` (the reserve-race model, the default), `race-random` (the
     same fitted on random self-play, for scoring random players) or the spec of an
-    agent that values its placements (``expectimax:depth=1``, ``value``, ...: :class:`AgentValue`);
-    ``ValueError`` saying what is wrong."""
+    agent that values its placements (`expectimax:depth=1`, `value`, ...: `AgentValue`);
+    `ValueError` saying what is wrong."""
     if spec == RACE:
         return DEFAULT_VALUE
     if spec == RANDOM_RACE_VALUE.name:

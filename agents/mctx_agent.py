@@ -1,26 +1,26 @@
-"""The ``mctx`` agent: Stochastic MuZero search on the true model of the game (:mod:`.mctx_search`), in ``jit``.
+"""The `mctx` agent: Stochastic MuZero search on the true model of the game (`mctx_search`), in `jit`.
 
-``mctx:simulations=N`` searches every game of a call at once with ``N`` simulations from the position after
-the roll, on :class:`~strategic_reserve_env.pgx_env.StrategicReserve`, and plays the most visited placement
-(ties at random). Its root priors are a softmax (at :data:`PRIOR_TEMPERATURE`) of the exact one-ply values of
+`mctx:simulations=N` searches every game of a call at once with `N` simulations from the position after
+the roll, on `StrategicReserve`, and plays the most visited placement
+(ties at random). Its root priors are a softmax (at `PRIOR_TEMPERATURE`) of the exact one-ply values of
 every placement (each averaged over the 36 rolls that follow it, the reserve-race model of
-:mod:`strategic_reserve_env.luck` after them), and the other decision nodes are evaluated by the race model
-alone. ``lookahead=true`` evaluates every decision node by that one ply (:class:`.mctx_search.TrueModel` with
-``lookahead``: its value is its best placement's), five times the CPU time of the same games and no stronger as
+`strategic_reserve_env.luck` after them), and the other decision nodes are evaluated by the race model
+alone. `lookahead=true` evaluates every decision node by that one ply (`mctx_search.TrueModel` with
+`lookahead`: its value is its best placement's), five times the CPU time of the same games and no stronger as
 measured (README, "Search with chance nodes"). Its randomness (the chance nodes'
-jitter, the ties) comes from the generator ``act`` is given, so an evaluation's ``--seed`` governs it.
+jitter, the ties) comes from the generator `act` is given, so an evaluation's `--seed` governs it.
 
-Batches are padded to a power of two (at least :data:`MIN_BATCH`), and never below the largest size already
-compiled, so that ``jit`` compiles once per size class, not as an evaluation's batch shrinks. The first call of
+Batches are padded to a power of two (at least `MIN_BATCH`), and never below the largest size already
+compiled, so that `jit` compiles once per size class, not as an evaluation's batch shrinks. The first call of
 each size pays the compile (seconds to tens of seconds on a CPU: tracing mctx's search, and XLA compiling it;
-nothing is compiled when the agent loads). :data:`MIN_BATCH` (32) covers both the check an evaluation makes
+nothing is compiled when the agent loads). `MIN_BATCH` (32) covers both the check an evaluation makes
 before its games (a few test positions) and its plays of up to 32 games at a time: one compile for both.
-The search runs on ``StrategicReserve(observation=False)``: its ``place`` and ``roll`` build no observation
+The search runs on `StrategicReserve(observation=False)`: its `place` and `roll` build no observation
 (a network's leaf evaluation gets one, built for the states it evaluates).
 
-``mctx:net=PATH[,simulations=N]`` searches with a network trained by ``strategic-reserve train-az``
-(:mod:`.az_net`) as the leaf evaluation and its priors; ``simulations=0`` plays the network alone (its most
-probable legal placement). Needs the ``mctx`` extra (jax, pgx, mctx).
+`mctx:net=PATH[,simulations=N]` searches with a network trained by `strategic-reserve train-az`
+(`az_net`) as the leaf evaluation and its priors; `simulations=0` plays the network alone (its most
+probable legal placement). Needs the `mctx` extra (jax, pgx, mctx).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _padded_size(batch: int) -> int:
 
 
 class MctxAgent:
-    """Stochastic MuZero search with ``simulations`` simulations per decision (see the module docstring)."""
+    """Stochastic MuZero search with `simulations` simulations per decision (see the module docstring)."""
 
     uses_observation = True
     values_every_placement = True
@@ -106,7 +106,7 @@ class MctxAgent:
         return actions, (values + 1.0) / 2.0  # values -1 .. 1 -> win probabilities
 
     def _run(self, observations, masks, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """(actions (B,) int64, win probabilities (B, 36) float64) of the search from ``act``'s inputs."""
+        """(actions (B,) int64, win probabilities (B, 36) float64) of the search from `act`'s inputs."""
         import jax
 
         observations, masks = np.asarray(observations), np.asarray(masks, dtype=bool)
@@ -120,7 +120,7 @@ class MctxAgent:
         return np.asarray(actions, dtype=np.int64)[:batch], np.asarray(values, dtype=np.float64)[:batch]
 
     def states(self, observations: np.ndarray, masks: np.ndarray):
-        """The env's batched States of the decisions in ``observations`` and ``masks`` (colour and ply are not
+        """The env's batched States of the decisions in `observations` and `masks` (colour and ply are not
         in an observation: the mover is called Red at ply 0; the rules treat both colours alike)."""
         position = read_position(observations, masks)
         batch = len(position.me)
@@ -147,7 +147,7 @@ class MctxAgent:
     def move_values(self, observations, masks, rng: np.random.Generator | None = None) -> np.ndarray:
         """(B, 36) float64: the mover's win probability (0..1) after each placement, from a search: a searched
         placement's value at the root (the mean of its simulations), an unsearched one's one-ply value; NaN on
-        the illegal squares. ``rng`` defaults to a fixed seed, so that an analysis is reproducible."""
+        the illegal squares. `rng` defaults to a fixed seed, so that an analysis is reproducible."""
         rng = np.random.default_rng(0) if rng is None else rng
         values = self._run(observations, masks, rng)[1]
         return np.where(np.asarray(masks, dtype=bool), values, np.nan)

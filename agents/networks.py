@@ -1,10 +1,10 @@
 """Network parts for training on the observation planes.
 
-:class:`BoardCNN` is a features extractor for SB3 policies: three 3x3
-convolutions over the ``(6, 6, 9)`` planes (channels last in the
+`BoardCNN` is a features extractor for SB3 policies: three 3x3
+convolutions over the `(6, 6, 9)` planes (channels last in the
 observation, moved first here) keep the board's locality, which is what
 captures depend on (groups and their neighbours); a linear layer maps the
-feature map to ``features_dim``.
+feature map to `features_dim`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
-"""OpenSpiel's MCTS as an agent: the spec ``openspiel-mcts[:simulations=N,rollouts=K,uct=C]``.
+"""OpenSpiel's MCTS as an agent: the spec `openspiel-mcts[:simulations=N,rollouts=K,uct=C]`.
 
-The search is OpenSpiel's own (:func:`strategic_reserve_env.openspiel.mcts_bot`: ``MCTSBot`` with random
-rollouts) on the game ``python_strategic_reserve``, which handles the dice as explicit chance nodes. For each
-game of the batch it reads the position from the observation (:func:`.position.read_position`) and searches
-from :meth:`~strategic_reserve_env.openspiel.StrategicReserveGame.decision_state`, that position at ply 0 of a
+The search is OpenSpiel's own (`strategic_reserve_env.openspiel.mcts_bot`: `MCTSBot` with random
+rollouts) on the game `python_strategic_reserve`, which handles the dice as explicit chance nodes. For each
+game of the batch it reads the position from the observation (`position.read_position`) and searches
+from `decision_state`, that position at ply 0 of a
 game with the default ply limit (an observation holds no ply count: its rollouts score a game still unfinished
 that many placements later as a draw). Its randomness (the tree's chance samples and tie-breaks, the
-rollouts) is drawn from the generator given to :meth:`MCTSAgent.act`, so ``evaluate.py --seed`` governs it.
-Needs the ``openspiel`` extra (Python 3.11 or newer).
+rollouts) is drawn from the generator given to `MCTSAgent.act`, so `evaluate.py --seed` governs it.
+Needs the `openspiel` extra (Python 3.11 or newer).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ _SEED_BOUND = 2**32  # numpy.random.RandomState takes seeds below this
 
 
 class MCTSAgent:
-    """OpenSpiel's MCTS: ``simulations`` searches per placement, each new leaf valued by ``rollouts``
-    uniformly random games, ``uct`` the exploration constant (OpenSpiel's examples use 2)."""
+    """OpenSpiel's MCTS: `simulations` searches per placement, each new leaf valued by `rollouts`
+    uniformly random games, `uct` the exploration constant (OpenSpiel's examples use 2)."""
 
     uses_observation = True
 

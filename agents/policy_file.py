@@ -1,30 +1,32 @@
 """The policy file of a PPO agent: weights in safetensors, the architecture as JSON in its header.
 
-An SB3 ``.zip`` stores the model's settings as pickles: loading one runs any
+An SB3 `.zip` stores the model's settings as pickles: loading one runs any
 code a crafted file holds. A policy file cannot run code. It is one
-`safetensors <https://huggingface.co/docs/safetensors>`_ file:
+[safetensors](https://huggingface.co/docs/safetensors) file:
 
 - the tensors: the parameters and buffers of sb3-contrib's
-  ``MaskableActorCriticPolicy`` (float32), each once under its first name
-  (a shared features extractor also appears as ``pi_``/``vf_features_extractor``
-  in the ``state_dict``);
-- the header metadata ``"strategic_reserve"``: a JSON object describing the
-  network, read by our own code (no class is imported by a name from the file)::
+  `MaskableActorCriticPolicy` (float32), each once under its first name
+  (a shared features extractor also appears as `pi_`/`vf_features_extractor`
+  in the `state_dict`);
+- the header metadata `"strategic_reserve"`: a JSON object describing the
+  network, read by our own code (no class is imported by a name from the file):
 
-    {"format": "strategic-reserve-ppo-policy", "version": 1,
-     "observation_shape": [6, 6, 9], "observation_dtype": "int8", "actions": 36,
-     "net_arch": [256, 256],                    # or {"pi": [...], "vf": [...]}
-     "activation": "Tanh",                      # one of ACTIVATIONS
-     "features": {"kind": "mlp"},               # or {"kind": "cnn", "channels": 32, "features_dim": 256}
-     "share_features_extractor": true, "normalize_images": true,
-     "about": {...}}                            # free-form: training settings, where it came from
+  ```python
+  {"format": "strategic-reserve-ppo-policy", "version": 1,
+   "observation_shape": [6, 6, 9], "observation_dtype": "int8", "actions": 36,
+   "net_arch": [256, 256],                    # or {"pi": [...], "vf": [...]}
+   "activation": "Tanh",                      # one of ACTIVATIONS
+   "features": {"kind": "mlp"},               # or {"kind": "cnn", "channels": 32, "features_dim": 256}
+   "share_features_extractor": true, "normalize_images": true,
+   "about": {...}}                            # free-form: training settings, where it came from
+  ```
 
-:func:`load_policy` rebuilds the policy from that description and loads the
+`load_policy` rebuilds the policy from that description and loads the
 tensors, requiring exactly the names and shapes of that network, so its action
 probabilities are bit-identical to those of the model that was saved.
-``strategic-reserve policy-file convert MODEL.zip`` turns
+`strategic-reserve policy-file convert MODEL.zip` turns
 an SB3 zip that you trust into a policy file (it unpickles the zip: that is
-the one step that trusts it); ``show FILE`` prints the description.
+the one step that trusts it); `show FILE` prints the description.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class PolicyFileError(ValueError):
 
 
 def architecture_of(policy) -> dict:
-    """The JSON description (see the module docstring) of a ``MaskableActorCriticPolicy``."""
+    """The JSON description (see the module docstring) of a `MaskableActorCriticPolicy`."""
     from stable_baselines3.common.torch_layers import FlattenExtractor
 
     from .networks import BoardCNN
@@ -89,7 +91,7 @@ def architecture_of(policy) -> dict:
 
 
 def _checked(description: object, where: str) -> dict:
-    """``description`` if it is a policy description this code builds, else :class:`PolicyFileError`."""
+    """`description` if it is a policy description this code builds, else `PolicyFileError`."""
 
     def fail(what: str):
         raise PolicyFileError(f"{where}: {what}")
@@ -148,9 +150,9 @@ def _linear(name: str, inputs: int, outputs: int) -> dict[str, Tensor]:
 
 
 def expected_tensors(description: dict, where: str = "policy description") -> dict[str, Tensor]:
-    """The tensors (names as :func:`save_policy` writes them, shapes, dtypes) of the network ``description``
+    """The tensors (names as `save_policy` writes them, shapes, dtypes) of the network `description`
     describes, computed from the description alone: nothing is built or allocated, so a file can be checked
-    against it before its network is (``tests/test_model_files.py`` checks this against built networks)."""
+    against it before its network is (`tests/test_model_files.py` checks this against built networks)."""
     description = _checked(description, where)
     features = description["features"]
     flat = int(np.prod(OBSERVATION_SHAPE))
@@ -179,7 +181,7 @@ def expected_tensors(description: dict, where: str = "policy description") -> di
 
 
 def build_policy(description: dict, where: str = "policy description"):
-    """A fresh ``MaskableActorCriticPolicy`` (CPU, eval mode) with the architecture of ``description``."""
+    """A fresh `MaskableActorCriticPolicy` (CPU, eval mode) with the architecture of `description`."""
     from gymnasium import spaces
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
     from stable_baselines3.common.torch_layers import FlattenExtractor
@@ -205,12 +207,12 @@ def build_policy(description: dict, where: str = "policy description"):
 
 
 def _tensors_of(policy) -> dict:
-    """The parameters and buffers of ``policy`` by name, each shared tensor once (under its first name)."""
+    """The parameters and buffers of `policy` by name, each shared tensor once (under its first name)."""
     return dict(policy.named_parameters()) | dict(policy.named_buffers())
 
 
 def save_policy(policy, path: str | Path, about: dict | None = None) -> Path:
-    """Write ``policy`` as a policy file (written under a temporary name, then renamed); returns the path."""
+    """Write `policy` as a policy file (written under a temporary name, then renamed); returns the path."""
     from safetensors.torch import save
 
     path = Path(path)
@@ -222,7 +224,7 @@ def save_policy(policy, path: str | Path, about: dict | None = None) -> Path:
 
 def read_header(path: str | Path) -> tuple[dict, dict[str, Tensor]]:
     """The JSON description in a policy file's header (unchecked) and the tensors the file holds, from its
-    header only (:func:`strategic_reserve_env.model_files.safetensors_header`)."""
+    header only (`strategic_reserve_env.model_files.safetensors_header`)."""
     description, tensors = header_description(path, METADATA_KEY, FORMAT, PolicyFileError)
     if not isinstance(description, dict):
         raise PolicyFileError(f"{path}: the description is not a JSON object")
@@ -235,7 +237,7 @@ def read_description(path: str | Path) -> dict:
 
 
 def load_policy(path: str | Path):
-    """``(policy, description)`` of a policy file; :class:`PolicyFileError` says what is wrong with a bad one
+    """`(policy, description)` of a policy file; `PolicyFileError` says what is wrong with a bad one
     (not a policy file, a description this code does not build, tensors of the wrong names, shapes or dtypes,
     or NaN/infinite values). The description is checked against the tensors the header lists before anything
     is built, so the memory a load takes is a small multiple of the file's size."""
@@ -254,8 +256,8 @@ def load_policy(path: str | Path):
 
 
 def copy_tensors(tensors: dict, expected: dict, where: str, error: type[ValueError] = PolicyFileError) -> None:
-    """Copy ``tensors`` ({name: tensor} read from a file) into a network's ``expected`` tensors, requiring
-    exactly their names, shapes and dtypes, and finite values; ``error`` naming ``where`` and the fault if not."""
+    """Copy `tensors` ({name: tensor} read from a file) into a network's `expected` tensors, requiring
+    exactly their names, shapes and dtypes, and finite values; `error` naming `where` and the fault if not."""
     import torch
 
     if set(tensors) != set(expected):
@@ -275,7 +277,7 @@ def copy_tensors(tensors: dict, expected: dict, where: str, error: type[ValueErr
 
 
 def convert(zip_path: str | Path, out: str | Path | None = None, about: dict | None = None) -> Path:
-    """Write the policy file of an SB3 MaskablePPO ``.zip`` (``about`` added to its description);
+    """Write the policy file of an SB3 MaskablePPO `.zip` (`about` added to its description);
     this UNPICKLES the zip: only for files you trust."""
     from sb3_contrib import MaskablePPO
 

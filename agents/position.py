@@ -1,11 +1,11 @@
 """What the agents share: a position read back from observations, the captures of each roll, tie-breaking.
 
 An agent acts on a batch of games (the interface is
-:class:`strategic_reserve_env.policies.Policy`); the search agents read each
-game's position from its ``(B, 6, 6, 9)`` planes and ``(B, 36)`` masks
-(:func:`read_position`), look at what each of the 36 rolls would capture
-(:func:`captures_by_roll`), and pick among equal choices at random
-(:func:`argmin_random_ties`).
+`strategic_reserve_env.policies.Policy`); the search agents read each
+game's position from its `(B, 6, 6, 9)` planes and `(B, 36)` masks
+(`read_position`), look at what each of the 36 rolls would capture
+(`captures_by_roll`), and pick among equal choices at random
+(`argmin_random_ties`).
 """
 
 from __future__ import annotations
@@ -48,11 +48,11 @@ def read_position(observations: np.ndarray, masks: np.ndarray) -> Position:
 
 
 def captures_by_roll(roller: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each position (``roller``/``target`` bitboard arrays, broadcast together) and each of
-    the 36 rolls of ``roller``: ``target``'s checkers left and how many were captured.
+    """For each position (`roller`/`target` bitboard arrays, broadcast together) and each of
+    the 36 rolls of `roller`: `target`'s checkers left and how many were captured.
 
-    Returns two arrays of shape ``(..., 36)``; the rules are the engine's ``resolve_roll`` (whose
-    ``me`` is the roller, ``opp`` the target).
+    Returns two arrays of shape `(..., 36)`; the rules are the engine's `resolve_roll` (whose
+    `me` is the roller, `opp` the target).
     A roll on an empty square captures nothing, so only rolls on occupied squares are computed.
     """
     shape = np.broadcast_shapes(np.shape(roller), np.shape(target)) + (NUM_SQUARES,)
@@ -70,7 +70,7 @@ def captures_by_roll(roller: np.ndarray, target: np.ndarray) -> tuple[np.ndarray
 def argmin_random_ties(values: np.ndarray, legal: np.ndarray, rng: np.random.Generator, step: float) -> np.ndarray:
     """Row-wise argmin over legal entries, ties broken uniformly at random.
 
-    ``step`` is the smallest gap between two different values (noise below it cannot reorder them).
+    `step` is the smallest gap between two different values (noise below it cannot reorder them).
     """
     noisy = np.where(legal, values + rng.random(values.shape) * (step / 2), np.inf)
     return np.argmin(noisy, axis=-1)

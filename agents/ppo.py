@@ -1,17 +1,17 @@
 """An agent backed by a MaskablePPO policy (sb3-contrib).
 
-Its model is a policy file (``.safetensors``, :mod:`strategic_reserve_env.agents.policy_file`),
-which cannot run code when loaded; ``train.py`` writes one beside its SB3
-``model.zip``. An SB3 ``.zip`` stores its settings as pickles, so loading
+Its model is a policy file (`.safetensors`, `strategic_reserve_env.agents.policy_file`),
+which cannot run code when loaded; `train.py` writes one beside its SB3
+`model.zip`. An SB3 `.zip` stores its settings as pickles, so loading
 one runs whatever code a crafted file holds: it loads only with the
-explicit opt-in ``trust="pickle"`` (agent spec ``ppo:PATH.zip,trust=pickle``),
-for files you made or trust. ``trust`` is an error on a policy file, where
+explicit opt-in `trust="pickle"` (agent spec `ppo:PATH.zip,trust=pickle`),
+for files you made or trust. `trust` is an error on a policy file, where
 it would change nothing: each model has one spelling, so one agent name
 (evaluate.py and the tournament reject an agent named twice). The policy
-must observe the planes of :mod:`strategic_reserve_env.observation`
-(``Box(0, 1, (6, 6, 9), int8)``) and choose among ``Discrete(36)``
+must observe the planes of `strategic_reserve_env.observation`
+(`Box(0, 1, (6, 6, 9), int8)`) and choose among `Discrete(36)`
 squares. Actions are the masked policy's most likely square
-(``deterministic=True``, the default) or a sample from it drawn with the
+(`deterministic=True`, the default) or a sample from it drawn with the
 caller's generator, so sampled play is reproducible by seed.
 """
 
@@ -31,7 +31,7 @@ TRUST_PICKLE = "pickle"  # the opt-in that lets an SB3 .zip (pickles: it can run
 
 
 class PPOAgent:
-    """Acts with a MaskablePPO policy (``policy`` is the model's ``.policy``), masking illegal squares."""
+    """Acts with a MaskablePPO policy (`policy` is the model's `.policy`), masking illegal squares."""
 
     uses_observation = True
 
@@ -44,8 +44,8 @@ class PPOAgent:
     def load(
         cls, path: str | Path, deterministic: bool = True, trust: str | None = None, label: str | None = None
     ) -> PPOAgent:
-        """The agent of a policy file (``.safetensors``), or of an SB3 ``.zip`` with ``trust="pickle"``;
-        ``label`` names it in place of ``ppo:PATH`` (``ppo`` for the shipped model)."""
+        """The agent of a policy file (`.safetensors`), or of an SB3 `.zip` with `trust="pickle"`;
+        `label` names it in place of `ppo:PATH` (`ppo` for the shipped model)."""
         path = Path(path)
         if trust not in (None, TRUST_PICKLE):
             raise ValueError(f"ppo: trust must be {TRUST_PICKLE!r} (to unpickle an SB3 .zip), got {brief(trust)}")
@@ -111,7 +111,7 @@ class PPOAgent:
 
 
 def masked_probabilities(logits, legal):
-    """(B, 36) softmax of torch ``logits`` over the squares ``legal`` (bool) allows: an illegal square's
+    """(B, 36) softmax of torch `logits` over the squares `legal` (bool) allows: an illegal square's
     probability is exactly 0 whatever the logits (they are excluded, not pushed down to a large negative
     value, which huge finite logits would overtake)."""
     import torch
@@ -120,7 +120,7 @@ def masked_probabilities(logits, legal):
 
 
 def _load_pickled_zip(path: Path, trust: str | None):
-    """The policy of an SB3 MaskablePPO ``.zip``: unpickled, so only with ``trust="pickle"``."""
+    """The policy of an SB3 MaskablePPO `.zip`: unpickled, so only with `trust="pickle"`."""
     if trust != TRUST_PICKLE:
         raise ValueError(
             f"{path} is an SB3 .zip: loading it unpickles its contents, which can run any code a crafted file "

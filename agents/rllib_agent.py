@@ -1,11 +1,11 @@
-"""An agent backed by a module trained with Ray RLlib (``train_rllib.py``), spec ``rllib:PATH``.
+"""An agent backed by a module trained with Ray RLlib (`train_rllib.py`), spec `rllib:PATH`.
 
-``PATH`` is the directory ``train_rllib.py`` writes (``model.json`` +
-``weights.npz``, see :mod:`strategic_reserve_env.agents.rllib_model`): loading it
+`PATH` is the directory `train_rllib.py` writes (`model.json` +
+`weights.npz`, see `strategic_reserve_env.agents.rllib_model`): loading it
 reads arrays and JSON only, never pickles, and needs torch but not ray.
-Actions are the masked policy's most likely square (``deterministic=True``,
+Actions are the masked policy's most likely square (`deterministic=True`,
 the default) or a sample from it drawn with the caller's generator, exactly
-as :class:`~strategic_reserve_env.agents.ppo.PPOAgent` does for MaskablePPO models.
+as `PPOAgent` does for MaskablePPO models.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from .ppo import PPOAgent, masked_probabilities
 
 
 class RLlibAgent(PPOAgent):
-    """Acts with a :class:`~strategic_reserve_env.agents.rllib_model.BoardNet` (``policy``), masking illegal squares."""
+    """Acts with a `BoardNet` (`policy`), masking illegal squares."""
 
     uses_observation = True
 
     @classmethod
     def load(cls, path: str | Path, deterministic: bool = True) -> RLlibAgent:
-        """The agent of a module directory written by ``train_rllib.py``; ``ValueError`` if it cannot be read."""
+        """The agent of a module directory written by `train_rllib.py`; `ValueError` if it cannot be read."""
         from . import rllib_model
 
         if not str(path):

@@ -1,19 +1,19 @@
 """The network of the RLlib module, in plain torch, and its file format (no pickle anywhere).
 
-:class:`BoardNet` is what :mod:`strategic_reserve_env.rllib` trains with
-Ray RLlib and what ``strategic_reserve_env.agents.rllib_agent`` plays with: 3x3 convolutions over
-the ``(6, 6, 9)`` observation planes (channels last in the observation,
+`BoardNet` is what `strategic_reserve_env.rllib` trains with
+Ray RLlib and what `strategic_reserve_env.agents.rllib_agent` plays with: 3x3 convolutions over
+the `(6, 6, 9)` observation planes (channels last in the observation,
 moved first here), a linear layer, then a policy head (36 logits, one per
 square) and a value head, both on the same features. Illegal squares are
-masked with :func:`masked_logits` in training, exploration and play alike.
+masked with `masked_logits` in training, exploration and play alike.
 
 A saved module is a directory:
 
-- ``model.json``: the format tag and version, the network's settings
-  (:class:`NetworkConfig`), the spaces it was trained on and free-form
+- `model.json`: the format tag and version, the network's settings
+  (`NetworkConfig`), the spaces it was trained on and free-form
   training notes;
-- ``weights.npz``: one float32 array per parameter, read with
-  ``numpy.load(allow_pickle=False)``, so loading a model never executes code
+- `weights.npz`: one float32 array per parameter, read with
+  `numpy.load(allow_pickle=False)`, so loading a model never executes code
   from its files.
 
 This module needs torch but not ray: a trained module plays (``evaluate.py
@@ -57,7 +57,7 @@ DESCRIPTION_KEYS = {"format", "version", "network", "observation_shape", "action
 
 @dataclass(frozen=True)
 class NetworkConfig:
-    """Settings of :class:`BoardNet`."""
+    """Settings of `BoardNet`."""
 
     channels: int = 32  # channels of every 3x3 convolution
     conv_layers: int = 3  # number of 3x3 convolutions (padding keeps the 6x6 board)
@@ -71,7 +71,7 @@ class NetworkConfig:
 
     @classmethod
     def from_mapping(cls, mapping) -> NetworkConfig:
-        """The settings named in ``mapping`` (other keys are ignored: RLlib adds its own to a model config)."""
+        """The settings named in `mapping` (other keys are ignored: RLlib adds its own to a model config)."""
         return cls(**{f.name: mapping[f.name] for f in fields(cls) if f.name in mapping})
 
 
@@ -109,7 +109,7 @@ class BoardNet(nn.Module):
 
 
 def masked_logits(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
-    """``logits`` with every square whose mask entry is 0 set to :data:`MASKED_LOGIT`.
+    """`logits` with every square whose mask entry is 0 set to `MASKED_LOGIT`.
 
     A row with no legal square (an observation of a finished game, never acted
     on) becomes uniform, which keeps every loss term finite.
@@ -120,9 +120,9 @@ def masked_logits(logits: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
 def save(
     directory: str | Path, weights: dict[str, np.ndarray], config: NetworkConfig, notes: dict | None = None
 ) -> Path:
-    """Write a module (``weights`` = a :class:`BoardNet` state dict as arrays) to ``directory``.
+    """Write a module (`weights` = a `BoardNet` state dict as arrays) to `directory`.
 
-    The weights are checked against ``config``'s network first, so a saved
+    The weights are checked against `config`'s network first, so a saved
     module always loads. Returns the directory.
     """
     directory = Path(directory)
@@ -147,7 +147,7 @@ def save(
 
 
 def expected_weights(config: NetworkConfig) -> dict[str, Tensor]:
-    """The arrays ``weights.npz`` holds for ``config``'s network (built on torch's meta device: nothing is
+    """The arrays `weights.npz` holds for `config`'s network (built on torch's meta device: nothing is
     allocated)."""
     with torch.device("meta"):
         net = BoardNet(config)
@@ -155,9 +155,9 @@ def expected_weights(config: NetworkConfig) -> dict[str, Tensor]:
 
 
 def load(directory: str | Path) -> tuple[BoardNet, dict]:
-    """The :class:`BoardNet` saved in ``directory`` (in eval mode) and its ``model.json`` contents.
+    """The `BoardNet` saved in `directory` (in eval mode) and its `model.json` contents.
 
-    ``ValueError`` naming the file and the fault for a missing or malformed
+    `ValueError` naming the file and the fault for a missing or malformed
     file, another format, other spaces, or weights that do not fit the network. Every array's name, shape
     and dtype is read from the archive's headers and checked against the described network before anything
     is built or read, so a load takes memory in proportion to the files' sizes.

@@ -1,44 +1,44 @@
-"""The rollout agent: one step of rollout improvement of greedy, on the batched engine (spec ``rollout``).
+"""The rollout agent: one step of rollout improvement of greedy, on the batched engine (spec `rollout`).
 
 For each decision of a batch:
 
-1. **Candidates.** The ``width`` legal placements with the fewest expected losses by greedy
-   (:func:`~strategic_reserve_env.agents.greedy.expected_losses`, the cheap filter); fewer when fewer are legal.
-2. **Rollouts.** From the position after each candidate, ``rollouts`` games are played to the end with
+1. **Candidates.** The `width` legal placements with the fewest expected losses by greedy
+   (`expected_losses`, the cheap filter); fewer when fewer are legal.
+2. **Rollouts.** From the position after each candidate, `rollouts` games are played to the end with
    greedy for both players (ties at random), all of them (every decision, candidate and rollout of the
-   batch) in one engine batch advanced by the one turn loop (:func:`strategic_reserve_env.turns.play_out`).
-   **Common dice**: rollout ``n`` of a decision rolls the same squares whichever candidate was placed
+   batch) in one engine batch advanced by the one turn loop (`strategic_reserve_env.turns.play_out`).
+   **Common dice**: rollout `n` of a decision rolls the same squares whichever candidate was placed
    (one dice stream per decision and rollout, shared by the candidates), so the candidates are compared
    on the same luck.
 3. **Luck-adjusted results.** A rollout's result is a score (1 if the decider won, 0 if it lost, 0.5 at
    the ply limit), minus the decider's luck in the rollout's rolls plus the opponent's, on the score's
-   scale (:class:`strategic_reserve_env.outcome.Ledger` and ``SCORE_SCALE``; the luck of
-   :mod:`strategic_reserve_env.luck` under ``value``, by default the reserve-race model): each luck term
+   scale (`strategic_reserve_env.outcome.Ledger` and `SCORE_SCALE`; the luck of
+   `strategic_reserve_env.luck` under `value`, by default the reserve-race model): each luck term
    has mean zero, so the mean result estimates the same win probability with much less noise
-   (``luck=false`` keeps the raw results).
-   With ``horizon=H`` (H > 0) a rollout stops after H turns (placements) of the players: a game still
-   going then scores ``value``'s expectation of the decider's win probability over the next roll (the
+   (`luck=false` keeps the raw results).
+   With `horizon=H` (H > 0) a rollout stops after H turns (placements) of the players: a game still
+   going then scores `value`'s expectation of the decider's win probability over the next roll (the
    mean over the 36 rolls of the roller's value after each, from the decider's side), minus the same luck
-   terms: cheaper, and biased only as far as ``value`` is wrong at the horizon.
+   terms: cheaper, and biased only as far as `value` is wrong at the horizon.
 4. The candidate with the best mean result is played (ties: the lower greedy loss, then the lower square).
 
-Options (``rollout:rollouts=64,width=6,luck=true,horizon=0,base=greedy``): ``rollouts`` per candidate
-(1..4096), ``width`` candidates (1..36), ``luck``, ``horizon`` (0..1000 turns; 0: to the end of the game),
-``base``: the policy improved, ``greedy`` (above) or ``ppo``, the shipped network, which then picks the
+Options (`rollout:rollouts=64,width=6,luck=true,horizon=0,base=greedy`): `rollouts` per candidate
+(1..4096), `width` candidates (1..36), `luck`, `horizon` (0..1000 turns; 0: to the end of the game),
+`base`: the policy improved, `greedy` (above) or `ppo`, the shipped network, which then picks the
 candidates (its most probable legal squares) and plays both sides of the rollouts (its most probable
-square; about 1.3 times greedy's cost a decision). The agent is deterministic given the ``rng`` of
-:meth:`RolloutAgent.act` (the rollouts' dice seeds and greedy's tie-breaks come from it).
+square; about 1.3 times greedy's cost a decision). The agent is deterministic given the `rng` of
+`RolloutAgent.act` (the rollouts' dice seeds and greedy's tie-breaks come from it).
 
-Measured (2-core machine shared with other jobs): ``rollout:rollouts=64`` scored 0.510 ± 0.013 against greedy
+Measured (2-core machine shared with other jobs): `rollout:rollouts=64` scored 0.510 ± 0.013 against greedy
 (luck-adjusted, 120 pairs of paired dice, seed 2), at about 0.1 CPU seconds a decision (about 0.75 games/s on
 an idle core against greedy). How much one step can give, on the headroom decisions
-(``strategic-reserve headroom --positions 60 --seed 1 --rollouts 2048 --luck``: 43
+(`strategic-reserve headroom --positions 60 --seed 1 --rollouts 2048 --luck`: 43
 decisions, every legal placement, 1,024 + 1,024 luck-adjusted rollouts each, about 30,000 raw ones): the
 split-sample gain over greedy is +0.0051 ± 0.0017 win probability a decision (in-sample +0.0061), so the
 one-step improvement is about +0.005 a decision, +0.06 a game at greedy's 12 to 13 decisions a player.
 With 200 + 200 rollouts the split-sample figure was +0.0027 ± 0.0021: the gain is there, but choosing
 well enough to take it needs about a thousand luck-adjusted rollouts of every legal placement, some 5 CPU
-seconds a decision here (``rollouts=64,width=6`` takes 0.1).
+seconds a decision here (`rollouts=64,width=6` takes 0.1).
 """
 
 from __future__ import annotations
@@ -106,9 +106,9 @@ class RolloutAgent:
     def candidates(
         self, me: np.ndarray, opp: np.ndarray, legal: np.ndarray, observations: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``(squares, valid)``, both (B, width): the base policy's best legal squares, best first (greedy: the
-        fewest expected losses; ppo: the network's most probable, from ``observations``), ties to the lower
-        square; ``valid`` False where fewer squares are legal."""
+        """`(squares, valid)`, both (B, width): the base policy's best legal squares, best first (greedy: the
+        fewest expected losses; ppo: the network's most probable, from `observations`), ties to the lower
+        square; `valid` False where fewer squares are legal."""
         if self.network is None:
             cost = expected_losses(me, opp, legal).astype(np.float64)  # (B, 36), NOT_COMPUTED where illegal
         else:
@@ -118,8 +118,8 @@ class RolloutAgent:
         return ranked, valid
 
     def move_values(self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """(B, 36) float64: each candidate's mean rollout result (:meth:`candidate_values`), NaN on the squares
-        not searched: the form of :meth:`ExpectimaxAgent.move_values`, which distillation labels with."""
+        """(B, 36) float64: each candidate's mean rollout result (`candidate_values`), NaN on the squares
+        not searched: the form of `ExpectimaxAgent.move_values`, which distillation labels with."""
         squares, valid, values = self.candidate_values(observations, masks, rng)
         every = np.full((len(squares), NUM_SQUARES), np.nan)
         rows = np.broadcast_to(np.arange(len(squares))[:, None], squares.shape)
@@ -129,9 +129,9 @@ class RolloutAgent:
     def candidate_values(
         self, observations: np.ndarray, masks: np.ndarray, rng: np.random.Generator
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(squares, valid, values)``, each (B, width): the candidates, whether each is one, and its mean
+        """`(squares, valid, values)`, each (B, width): the candidates, whether each is one, and its mean
         (luck-adjusted) rollout result, the decider's win probability estimate (NaN where not valid).
-        The decisions are searched in chunks of at most :data:`ENGINE_BATCH` rollout games."""
+        The decisions are searched in chunks of at most `ENGINE_BATCH` rollout games."""
         position = read_position(observations, masks)
         squares, valid = self.candidates(position.me, position.opp, np.asarray(masks, dtype=bool), observations)
         values = np.full(squares.shape, np.nan)
@@ -145,7 +145,7 @@ class RolloutAgent:
     def _rollout_values(
         self, position: Position, squares: np.ndarray, valid: np.ndarray, rng: np.random.Generator
     ) -> np.ndarray:
-        """(b, width) mean rollout results of the candidates ``squares`` of the b decisions of ``position``."""
+        """(b, width) mean rollout results of the candidates `squares` of the b decisions of `position`."""
         batch, width, rollouts = len(squares), self.width, self.rollouts
         shape = (batch, width, rollouts)
 

@@ -1,27 +1,23 @@
 """A learned value of a position about to be rolled: the win probability of the player who rolls next.
 
 The value is a function of the *pre-roll* position, seen from the player about
-to roll (the *roller*): its checkers ``me``, the other player's ``opp`` and both
+to roll (the *roller*): its checkers `me`, the other player's `opp` and both
 reserves. The roll that comes next is a uniformly random square among 36,
 so the network is shown what each of those rolls does, square by square:
 
-========================  =====================================================
-per-square feature        value at square ``s``
-========================  =====================================================
-``own``, ``opponent``     1 where the roller's / the other player's checker is
-``own_group``             size of the roller's group on ``s`` (0 if none)
-``opponent_group``        size of the other player's group on ``s``
-``gain``                  the other player's checkers the roller captures if
-                          it rolls ``s`` now
-``threat``                the roller's checkers the other player would capture
-                          if it rolled ``s`` on this board (its next roll)
-========================  =====================================================
+| per-square feature | value at square `s` |
+| --- | --- |
+| `own`, `opponent` | 1 where the roller's / the other player's checker is |
+| `own_group` | size of the roller's group on `s` (0 if none) |
+| `opponent_group` | size of the other player's group on `s` |
+| `gain` | the other player's checkers the roller captures if it rolls `s` now |
+| `threat` | the roller's checkers the other player would capture if it rolled `s` on this board (its next roll) |
 
-plus both reserves one-hot (``0 .. RESERVE_CAP - 1``, larger ones in the last
-slot) and ``race``: the logit of expectimax's evaluation of the position (the
-reserve-race win probability of :func:`strategic_reserve_env.agents.expectimax.win_probability` at the
-roller's decision, averaged over its 36 rolls), divided by ``LOGIT_SCALE``.
-Sizes and counts are divided by ``COUNT_SCALE``. Two positions are
+plus both reserves one-hot (`0 .. RESERVE_CAP - 1`, larger ones in the last
+slot) and `race`: the logit of expectimax's evaluation of the position (the
+reserve-race win probability of `strategic_reserve_env.agents.expectimax.win_probability` at the
+roller's decision, averaged over its 36 rolls), divided by `LOGIT_SCALE`.
+Sizes and counts are divided by `COUNT_SCALE`. Two positions are
 decided without the network and never reach it: a roller whose opponent's
 reserve is empty has lost (the game is over), and otherwise a roller with
 one checker in reserve wins (it places it after any roll). (An opponent with
@@ -32,16 +28,18 @@ The network is a small MLP (ReLU hidden layers, one output) that learns a
 correction to that evaluation: the value's logit is the race logit plus the
 MLP's output, so an untrained network (output 0) is expectimax's leaf. It is fitted
 on positions of played games labelled with the game's outcome for the
-roller (or lambda-returns bootstrapped from a network, ``--lam``), each
+roller (or lambda-returns bootstrapped from a network, `--lam`), each
 position shown in one of the board's 8 symmetries at random in each epoch
 (the rules do not change under rotations and mirrors, and every roll is
-equally likely)::
+equally likely):
 
-    strategic-reserve value-net data --games 100000 --agents greedy greedy --out /tmp/values.npz
-    strategic-reserve value-net fit /tmp/values.npz --out models/value_net.safetensors
+```text
+strategic-reserve value-net data --games 100000 --agents greedy greedy --out /tmp/values.npz
+strategic-reserve value-net fit /tmp/values.npz --out models/value_net.safetensors
+```
 
 The file is safetensors: the tensors, and the architecture as JSON in the
-header (``"strategic_reserve_value"``); loading it runs no code from it.
+header (`"strategic_reserve_value"`); loading it runs no code from it.
 """
 
 from __future__ import annotations
@@ -85,7 +83,7 @@ class ValueFileError(ValueError):
 
 
 def _group_sizes(bits: np.ndarray) -> np.ndarray:
-    """(N, 36) size of the group on each square of (N,) bitboards ``bits`` (0 on squares not in ``bits``)."""
+    """(N, 36) size of the group on each square of (N,) bitboards `bits` (0 on squares not in `bits`)."""
     groups = groups_of(bits)  # (N, K)
     sizes = popcount(groups).astype(np.float32)  # (N, K)
     members = bitboards_to_array(groups.reshape(-1)).reshape(groups.shape + (NUM_SQUARES,))  # (N, K, 36)
@@ -93,7 +91,7 @@ def _group_sizes(bits: np.ndarray) -> np.ndarray:
 
 
 def square_features(me: np.ndarray, opp: np.ndarray) -> np.ndarray:
-    """(N, 36, 6) float32 per-square features (``SQUARE_FEATURES``) of (N,) roller/other bitboards."""
+    """(N, 36, 6) float32 per-square features (`SQUARE_FEATURES`) of (N,) roller/other bitboards."""
     _, gain = captures_by_roll(me, opp)  # (N, 36): opp's checkers lost if the roller rolls s
     return _square_features(me, opp, gain)
 
@@ -177,7 +175,7 @@ def _network(hidden: list[int]):
 
 
 class ValueNet:
-    """The fitted network: ``value(me, opp, reserve_me, reserve_opp)`` -> (N,) win probabilities of the roller."""
+    """The fitted network: `value(me, opp, reserve_me, reserve_opp)` -> (N,) win probabilities of the roller."""
 
     def __init__(self, hidden: list[int], about: dict | None = None) -> None:
         import torch
@@ -193,7 +191,7 @@ class ValueNet:
             return _logits(self.module, torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))).double().numpy()
 
     def value(self, me, opp, reserve_me, reserve_opp) -> np.ndarray:
-        """(N,) float64 P(the roller wins) of N pre-roll positions (exact where :func:`decided`)."""
+        """(N,) float64 P(the roller wins) of N pre-roll positions (exact where `decided`)."""
         known, exact = decided(reserve_me, reserve_opp)
         out = exact.astype(np.float64)
         rows = np.flatnonzero(~known)
@@ -222,7 +220,7 @@ class ValueNet:
 
 
 def expected_tensors(hidden: list[int]) -> dict[str, Tensor]:
-    """The tensors of the network with ``hidden`` layers (built on torch's meta device: nothing allocated)."""
+    """The tensors of the network with `hidden` layers (built on torch's meta device: nothing allocated)."""
     import torch
 
     with torch.device("meta"):
@@ -231,7 +229,7 @@ def expected_tensors(hidden: list[int]) -> dict[str, Tensor]:
 
 
 def load_value_net(path: str | Path) -> ValueNet:
-    """The :class:`ValueNet` of a value file; :class:`ValueFileError` says what is wrong with a bad one."""
+    """The `ValueNet` of a value file; `ValueFileError` says what is wrong with a bad one."""
     from safetensors.torch import load
 
     path = Path(path)
@@ -271,7 +269,7 @@ def load_value_net(path: str | Path) -> ValueNet:
 
 
 class Exploring:
-    """``agent``, except that each decision is, with probability ``epsilon``, a uniformly random legal square
+    """`agent`, except that each decision is, with probability `epsilon`, a uniformly random legal square
     (so the data holds the positions a search compares, not only those the agent's own choices lead to)."""
 
     uses_observation = True
@@ -288,8 +286,8 @@ class Exploring:
 
 
 def play_positions(agents: list, games: int, seed: int, config: Config) -> dict[str, np.ndarray]:
-    """Pre-roll positions of ``games`` games of ``agents[0]`` against ``agents[1]`` (seats alternating), seen
-    from the roller, with ``won`` (the roller won the game) and ``game`` (its number); truncated games dropped."""
+    """Pre-roll positions of `games` games of `agents[0]` against `agents[1]` (seats alternating), seen
+    from the roller, with `won` (the roller won the game) and `game` (its number); truncated games dropped."""
     found: dict[str, list] = {key: [] for key in ("me", "opp", "reserve_me", "reserve_opp", "game", "roller")}
 
     def keep(state) -> None:
@@ -320,11 +318,11 @@ _print = functools.partial(print, flush=True)  # progress lines appear at once i
 
 
 def td_targets(game: np.ndarray, won: np.ndarray, value: np.ndarray, lam: float) -> np.ndarray:
-    """(N,) float64 lambda-returns of N positions for their rollers: ``game`` (N,) game numbers, positions of
-    a game in the order played; ``won`` (N,) bool outcomes; ``value`` (N,) the bootstrap values.
+    """(N,) float64 lambda-returns of N positions for their rollers: `game` (N,) game numbers, positions of
+    a game in the order played; `won` (N,) bool outcomes; `value` (N,) the bootstrap values.
 
-    Along each game, ``G_t = (1 - lam) * (1 - value_{t+1}) + lam * (1 - G_{t+1})`` (the next position
-    belongs to the other player), and ``G = won`` at a game's last position: ``lam = 1`` is the outcome.
+    Along each game, `G_t = (1 - lam) * (1 - value_{t+1}) + lam * (1 - G_{t+1})` (the next position
+    belongs to the other player), and `G = won` at a game's last position: `lam = 1` is the outcome.
     """
     order = np.argsort(game, kind="stable")
     ends = np.append(game[order][1:] != game[order][:-1], True).tolist()
@@ -351,10 +349,10 @@ def fit(
     bootstrap: ValueNet | None = None,
     lam: float = 1.0,
 ) -> tuple[ValueNet, dict]:
-    """Fit a :class:`ValueNet` on ``data`` (from :func:`play_positions`), holding out ``holdout`` of the games;
+    """Fit a `ValueNet` on `data` (from `play_positions`), holding out `holdout` of the games;
     returns the net and its figures (held-out log-loss against the outcomes, of the net, of always predicting
-    the mean and of the race evaluation). The targets are the outcomes, or with ``bootstrap`` (a net, or
-    ``None`` for the race evaluation) and ``lam < 1`` the lambda-returns of :func:`td_targets`."""
+    the mean and of the race evaluation). The targets are the outcomes, or with `bootstrap` (a net, or
+    `None` for the race evaluation) and `lam < 1` the lambda-returns of `td_targets`."""
     import torch
 
     torch.manual_seed(seed)

@@ -1,26 +1,26 @@
 """The value-search agent: expectimax over the agent's placements (and the opponent's roll) with a learned leaf.
 
-The leaf is :mod:`strategic_reserve_env.agents.value_net`'s ``V``: the win probability of the player
+The leaf is `strategic_reserve_env.agents.value_net`'s `V`: the win probability of the player
 about to roll, from the board and both reserves (the network is shown what
 each of the 36 equally likely rolls would capture, so that chance node is in
 its input rather than enumerated).
 
-- ``depth=1``: placing on ``p`` leaves a position the opponent is about to
-  roll; its value for the agent is ``1 - V`` of that position.
-- ``depth=2``: the ``width`` best placements of depth 1 are searched through
+- `depth=1`: placing on `p` leaves a position the opponent is about to
+  roll; its value for the agent is `1 - V` of that position.
+- `depth=2`: the `width` best placements of depth 1 are searched through
   the opponent's 36 rolls (exactly, with the engine's rules); after each, the
-  leaf is ``V`` of the agent about to roll, with the opponent's reserve one
-  checker smaller (as in :mod:`strategic_reserve_env.agents.expectimax`, the opponent's placement
-  is not modelled except for its reserve). With an untrained network (``V``
+  leaf is `V` of the agent about to roll, with the opponent's reserve one
+  checker smaller (as in `strategic_reserve_env.agents.expectimax`, the opponent's placement
+  is not modelled except for its reserve). With an untrained network (`V`
   equal to the race evaluation averaged over the roll) this is
-  ``expectimax:depth=2``.
+  `expectimax:depth=2`.
 
 The agent places where the value is largest, ties broken at random;
 placing its last checker wins at once. All leaves of all games of a batch
 go through the network in one call, each distinct position once.
 
-Spec: ``value[:PATH.safetensors][,depth=1|2,width=K]`` (default
-the shipped network, ``strategic_reserve_env.models.VALUE_NET``, depth 2, width 6).
+Spec: `value[:PATH.safetensors][,depth=1|2,width=K]` (default
+the shipped network, `strategic_reserve_env.models.VALUE_NET`, depth 2, width 6).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ DEPTHS = (1, 2)
 
 
 def _unique_values(value_net, me, opp, reserve_me, reserve_opp) -> np.ndarray:
-    """``value_net.value`` of positions given as arrays of one shape, each distinct position computed once."""
+    """`value_net.value` of positions given as arrays of one shape, each distinct position computed once."""
     shape = np.shape(me)
     keys = np.stack([np.broadcast_to(a, shape).reshape(-1) for a in (me, opp, reserve_me, reserve_opp)], axis=1)
     distinct, inverse = np.unique(keys, axis=0, return_inverse=True)
@@ -53,7 +53,7 @@ def _check(depth: int, width: int) -> None:
 
 
 class ValueSearchAgent:
-    """Expectimax to ``depth`` 1 or 2 over the agent's placements, a learned value at the leaves."""
+    """Expectimax to `depth` 1 or 2 over the agent's placements, a learned value at the leaves."""
 
     uses_observation = True
 
@@ -63,7 +63,7 @@ class ValueSearchAgent:
 
     @classmethod
     def load(cls, path: str | Path, depth: int = 2, width: int = 6, label: str | None = None) -> ValueSearchAgent:
-        """The agent of a value network file; ``label`` names it in place of ``value:PATH``."""
+        """The agent of a value network file; `label` names it in place of `value:PATH`."""
         from .value_net import load_value_net
 
         _check(depth, width)  # before reading the file
@@ -83,7 +83,7 @@ class ValueSearchAgent:
         return values
 
     def candidate_values(self, observations: np.ndarray, masks: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-        """(B, k) float64 the agent's depth-2 win probability after placing on each of ``candidates`` ((B, k))."""
+        """(B, k) float64 the agent's depth-2 win probability after placing on each of `candidates` ((B, k))."""
         position = read_position(observations, masks)
         m, o = position.reserve_me[:, None, None], position.reserve_opp[:, None, None]
         placed = position.me[:, None] | BIT_ARRAY[candidates]  # (B, k)

@@ -5,16 +5,16 @@ placement, and per player the total luck, the error rate and the luck-adjusted r
 
 For each ply of a record (docs/RULES.md):
 
-- **luck** of the roll, for the roller: :func:`strategic_reserve_env.luck.luck_of_latest_roll` with the
-  value function ``--luck-value`` (default ``race``, the one the evaluation uses);
+- **luck** of the roll, for the roller: `strategic_reserve_env.luck.luck_of_latest_roll` with the
+  value function `--luck-value` (default `race`, the one the evaluation uses);
 - **error** of the placement: the analysing agent's win probability after its best legal placement minus
   that after the placement played (0 when the played one is best), every legal placement valued
-  (:func:`strategic_reserve_env.agents.luck_values.placement_values`: a pruned search is widened), so any
+  (`strategic_reserve_env.agents.luck_values.placement_values`: a pruned search is widened), so any
   square played gets a value.
 
 Per player: total luck (its rolls' luck minus nothing else: the luck of its opponent's rolls counts against
 it in the adjusted result), the error rate (mean error per placement), the count of errors above
-:data:`MISTAKE` and the luck-adjusted result: its outcome (1 won, 0 lost, 1/2 unfinished) minus its own
+`MISTAKE` and the luck-adjusted result: its outcome (1 won, 0 lost, 1/2 unfinished) minus its own
 rolls' luck plus its opponent's. The two players' adjusted results add up to 1.
 """
 
@@ -87,7 +87,7 @@ class GameAnalysis:
         return asdict(self)
 
     def json(self) -> str:
-        """:meth:`as_json` as indented text."""
+        """`as_json` as indented text."""
         return json.dumps(self.as_json(), indent=1)
 
     def luck_by_ply(self) -> tuple[np.ndarray, np.ndarray]:
@@ -120,11 +120,11 @@ class GameAnalysis:
 def analyse(
     record: Record, agent_spec: str = DEFAULT_AGENT, luck_value: str = RACE, chunk: int = CHUNK
 ) -> GameAnalysis:
-    """The analysis of ``record`` by the agent ``agent_spec`` (one that values its placements), the luck from
-    the value function ``luck_value``; ``ValueError`` for an agent or value function that cannot serve,
-    :class:`~strategic_reserve_env.records.RecordError` for a bad record.
+    """The analysis of `record` by the agent `agent_spec` (one that values its placements), the luck from
+    the value function `luck_value`; `ValueError` for an agent or value function that cannot serve,
+    `RecordError` for a bad record.
 
-    The record is replayed once; its positions are analysed ``chunk`` plies at a time (the luck of the rolls
+    The record is replayed once; its positions are analysed `chunk` plies at a time (the luck of the rolls
     and the values of the placements, each one batched call), so the time grows with the plies as the replay's
     does, and the memory holds one chunk's positions besides the results."""
     agent = load_agent(agent_spec)
@@ -155,8 +155,8 @@ def analyse(
 def _analyse_chunk(
     agent, value, positions: list, observations: list[np.ndarray], entries: list[dict]
 ) -> list[PlyAnalysis]:
-    """The analysis of consecutive plies: ``positions`` (each just after its roll: me, opp, reserve_me,
-    reserve_opp, captured, rolled, from the mover's side), their ``observations`` and trace ``entries``."""
+    """The analysis of consecutive plies: `positions` (each just after its roll: me, opp, reserve_me,
+    reserve_opp, captured, rolled, from the mover's side), their `observations` and trace `entries`."""
     me, opp, reserve_me, reserve_opp, captured, rolled = np.array(positions, dtype=np.int64).T  # each (n,) int64
     luck = roll_luck(value, *before_roll(me, opp, reserve_me, reserve_opp, captured), rolled)  # (n,) float64
     stacked = np.stack(observations)  # (n, 6, 6, 9) int8

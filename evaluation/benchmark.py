@@ -1,8 +1,8 @@
 """A versioned benchmark protocol: any agent against a fixed panel, with a score card.
 
-``python evaluate.py --benchmark SPEC`` plays the agent SPEC against each
-member of the panel of :data:`PROTOCOL_V2` (the default; ``--protocol 1`` for
-:data:`PROTOCOL_V1`): random, greedy, expectimax:depth=2 and the frozen PPO
+`python evaluate.py --benchmark SPEC` plays the agent SPEC against each
+member of the panel of `PROTOCOL_V2` (the default; `--protocol 1` for
+`PROTOCOL_V1`): random, greedy, expectimax:depth=2 and the frozen PPO
 baseline, with everything else fixed by the
 protocol: games per opponent, paired dice from a fixed seed, reserve 7,
 the ply limit and the engine batch (the agents' generators are consumed
@@ -15,8 +15,8 @@ what the protocol fixes, the panel's agents included, makes a new version;
 scores are comparable only within one version. docs/BENCHMARK.md describes
 the protocol, the JSON schema of a score card and the reference scores.
 
-Protocol v2 is v1's panel and rules scored luck-adjusted (:mod:`strategic_reserve_env.luck`, value function
-``race``): the scores, their intervals and the rating come from the luck-adjusted results, which have the
+Protocol v2 is v1's panel and rules scored luck-adjusted (`strategic_reserve_env.luck`, value function
+`race`): the scores, their intervals and the rating come from the luck-adjusted results, which have the
 raw results' expectation and about a tenth of their variance, so fewer games give intervals of at most
 0.005. v1 scores raw results.
 """
@@ -55,7 +55,7 @@ from .tournament import (
 )
 
 SHIPPED_PPO = "ppo"
-"""The spec of the shipped PPO model (what ``make train`` makes; it changes when a better one ships)."""
+"""The spec of the shipped PPO model (what `make train` makes; it changes when a better one ships)."""
 PANEL_PPO = "ppo:" + models.path(models.PANEL_V1_POLICY).as_posix()
 """The spec of protocol v1's PPO panel member: the model shipped when v1 was fixed, frozen in its own
 file so that replacing the shipped model leaves the protocol's panel, and so its ratings, unchanged."""
@@ -111,7 +111,7 @@ class Protocol:
         )
 
     def as_json(self, panel_names: list[str] | None = None) -> dict:
-        """The protocol; ``panel_names`` (the loaded agents' canonical names) replace the specs if given."""
+        """The protocol; `panel_names` (the loaded agents' canonical names) replace the specs if given."""
         names = panel_names or [m.spec for m in self.panel]
         return {
             "version": self.version,
@@ -129,11 +129,11 @@ class Protocol:
 
     @property
     def scoring(self) -> str:
-        """``luck-adjusted`` or ``raw``: which results the card's scores and rating come from."""
+        """`luck-adjusted` or `raw`: which results the card's scores and rating come from."""
         return "luck-adjusted" if self.adjusted else "raw"
 
     def summary(self, games_override: int | None = None) -> str:
-        """One line: what the protocol fixes, with the games played per opponent (``games_override`` if given,
+        """One line: what the protocol fixes, with the games played per opponent (`games_override` if given,
         the protocol's own in parentheses then)."""
         games = ", ".join(f"{m.games:,} vs {m.label}" for m in self.panel)
         if games_override is not None:
@@ -190,7 +190,7 @@ PROTOCOL_V2 = Protocol(
     luck_value=RACE,
 )
 PROTOCOLS = {"1": PROTOCOL_V1, "2": PROTOCOL_V2}
-"""The protocols by number (``evaluate.py --benchmark SPEC --protocol N``)."""
+"""The protocols by number (`evaluate.py --benchmark SPEC --protocol N`)."""
 DEFAULT_PROTOCOL = PROTOCOL_V2
 
 
@@ -241,7 +241,7 @@ class ScoreCard:
 
     @property
     def unfinished(self) -> str | None:
-        """What keeps the card from being complete: its error, or :data:`~.tournament.UNFINISHED` while the run
+        """What keeps the card from being complete: its error, or `UNFINISHED` while the run
         goes on; None when complete."""
         return None if self.complete else self.error or UNFINISHED
 
@@ -262,7 +262,7 @@ class ScoreCard:
         )
 
     def rows(self) -> list[list[str]]:
-        """Table rows (:data:`CARD_HEADER`): one per opponent played."""
+        """Table rows (`CARD_HEADER`): one per opponent played."""
         return [[member.label, f"{p.games:,}", *result_cells(p), speed_cell(p)] for member, p in self.results]
 
     def rating_line(self) -> str:
@@ -306,7 +306,7 @@ class ScoreCard:
         return "\n".join(lines + ([f"- **unfinished**: {self.unfinished}"] if self.unfinished else [])) + "\n"
 
     def as_json(self) -> dict:
-        """The score card in the layout :data:`SCHEMA` (docs/BENCHMARK.md)."""
+        """The score card in the layout `SCHEMA` (docs/BENCHMARK.md)."""
         return {
             "schema": SCHEMA,
             "agent": self.agent,
@@ -331,7 +331,7 @@ class ScoreCard:
         }
 
     def write(self, directory: Path, stem: str = "benchmark") -> None:
-        """``{stem}.json`` and ``{stem}.md`` in ``directory`` (created if missing)."""
+        """`{stem}.json` and `{stem}.md` in `directory` (created if missing)."""
         directory.mkdir(parents=True, exist_ok=True)
         write_text(directory / f"{stem}.json", json_text(self.as_json()))
         write_text(directory / f"{stem}.md", self.markdown())
@@ -354,11 +354,11 @@ def run_benchmark(
     on_opponent: Callable[[ScoreCard], None] | None = None,
     on_start: Callable[[ScoreCard], None] | None = None,
 ) -> ScoreCard:
-    """Benchmark the agent ``spec`` (a spec string or an agent object) under ``protocol``; ``games`` overrides
+    """Benchmark the agent `spec` (a spec string or an agent object) under `protocol`; `games` overrides
     the games per opponent (the card is then marked not conformant). The agent and the panel are loaded and
-    checked before the first game (``ValueError``). ``on_start(card)`` is called with the empty card before the
-    first game, ``on_opponent(card)`` after each opponent.
-    :class:`~.tournament.PairingError` if an agent fails; its ``card`` holds what was played."""
+    checked before the first game (`ValueError`). `on_start(card)` is called with the empty card before the
+    first game, `on_opponent(card)` after each opponent.
+    `PairingError` if an agent fails; its `card` holds what was played."""
     start = time.perf_counter()
     if games is not None:
         Settings(agents=[], games=games)  # checks the override

@@ -1,9 +1,9 @@
 """How much better than greedy can a placement be? Rollout values of every legal placement.
 
-``strategic-reserve headroom [--positions 300] [--rollouts 2000] [--seed 0]``
+`strategic-reserve headroom [--positions 300] [--rollouts 2000] [--seed 0]`
 samples decisions from greedy self-play (each game stopped at a random
 decision), and for each decision plays every legal placement out
-``--rollouts`` times, greedy against greedy, with the same dice streams for
+`--rollouts` times, greedy against greedy, with the same dice streams for
 every placement (common random numbers). It reports, averaged over the
 decisions, the mover's win probability gained by a placement chosen by
 rollouts over greedy's own choice:
@@ -11,14 +11,14 @@ rollouts over greedy's own choice:
 - **split-sample gain**: the placement is chosen on one half of the rollouts
   and scored on the other half (and vice versa), so the noise that makes a
   placement look best is not counted as gain. It is what a one-step rollout
-  improvement of greedy achieves with ``--rollouts / 2`` rollouts per
+  improvement of greedy achieves with `--rollouts / 2` rollouts per
   placement, a lower bound of the best one-step improvement;
 - **in-sample gain**: best mean minus greedy's mean on all rollouts, biased
   upwards by the noise (an upper-side figure);
 - **spread**: best minus worst placement, how much the decision matters at all.
 
-``--luck`` scores each rollout luck-adjusted: the mover's result minus the mover's net luck over the
-rollout's rolls (:mod:`strategic_reserve_env.luck`, reserve-race value), which has the same expectation
+`--luck` scores each rollout luck-adjusted: the mover's result minus the mover's net luck over the
+rollout's rolls (`strategic_reserve_env.luck`, reserve-race value), which has the same expectation
 and about a fifteenth of the variance, so a rollout is then worth about 15 raw ones (``--rollouts 2048
 --luck`` is about 30,000 raw rollouts per placement).
 
@@ -65,7 +65,7 @@ class Decision:
 
 
 def sample_decisions(count: int, seed: int, config: Config) -> engine.State:
-    """Up to ``count`` decisions of greedy self-play, one per game, at a random decision of each game."""
+    """Up to `count` decisions of greedy self-play, one per game, at a random decision of each game."""
     rng = np.random.default_rng([seed, 1])
     stop = rng.integers(0, 24, size=count)  # greedy self-play games last 24 plies on average
     found = {}
@@ -94,8 +94,8 @@ def rollouts(
     rng: np.random.Generator,
     luck: ValueFunction | None = None,
 ) -> Decision:
-    """Every legal placement of one decision (a State of 1 game), played out ``count`` times by greedy; with
-    ``luck`` (a value function) each result is luck-adjusted (the mover's outcome minus its net luck)."""
+    """Every legal placement of one decision (a State of 1 game), played out `count` times by greedy; with
+    `luck` (a value function) each result is luck-adjusted (the mover's outcome minus its net luck)."""
     squares = np.flatnonzero(bitboards_to_array(decision.legal)[0])
     mover = int(decision.to_move[0])
     games = engine.place(decision[np.zeros(len(squares) * count, dtype=np.int64)], np.repeat(squares, count), config)
@@ -117,8 +117,8 @@ def rollouts(
 
 
 def measure(positions: int = 300, rollouts_per_placement: int = 2000, seed: int = 0, luck: bool = False) -> list[str]:
-    """The headroom measurement (see the module docstring): the lines of its summary. ``ValueError`` unless
-    ``positions`` >= 1 and ``rollouts_per_placement`` is an even number >= 2."""
+    """The headroom measurement (see the module docstring): the lines of its summary. `ValueError` unless
+    `positions` >= 1 and `rollouts_per_placement` is an even number >= 2."""
     if positions < 1 or rollouts_per_placement < 2 or rollouts_per_placement % 2:
         raise ValueError("--positions must be >= 1 and --rollouts an even number >= 2")
     config, rng = Config(), np.random.default_rng([seed, 3])

@@ -2,11 +2,11 @@
 
     strategic-reserve reference
 
-benchmarks each agent of :data:`REFERENCE_AGENTS` under
-:data:`~strategic_reserve_env.evaluation.benchmark.DEFAULT_PROTOCOL` (``--protocol N`` for another),
-writes its score card to ``docs/benchmark/<agent>.json`` and ``.md``, the table of all of them to
-``docs/benchmark/reference.md`` and into docs/BENCHMARK.md between its
-reference-table markers, deletes the cards in ``docs/benchmark/`` of agents
+benchmarks each agent of `REFERENCE_AGENTS` under
+`DEFAULT_PROTOCOL` (`--protocol N` for another),
+writes its score card to `docs/benchmark/<agent>.json` and `.md`, the table of all of them to
+`docs/benchmark/reference.md` and into docs/BENCHMARK.md between its
+reference-table markers, deletes the cards in `docs/benchmark/` of agents
 not in the run (a renamed model file leaves no old card behind), and prints
 the cards with their wall times. It runs from the repository root whatever
 the working directory, so the names of model files read the same on every
@@ -38,7 +38,7 @@ RATING_TOLERANCE = 1.0  # Elo points a panel rating may move (float noise across
 
 
 def file_stem(name: str) -> str:
-    """A file name for an agent's canonical name (``expectimax:depth=2`` -> ``expectimax-depth-2``)."""
+    """A file name for an agent's canonical name (`expectimax:depth=2` -> `expectimax-depth-2`)."""
     return re.sub(r"[^A-Za-z0-9_]+", "-", name).strip("-")
 
 
@@ -64,7 +64,7 @@ def reference_table(cards: list[ScoreCard]) -> str:
 def panel_ratings(protocol: Protocol, cards: list[ScoreCard]) -> dict[str, tuple[float, float]]:
     """The panel's ratings (label -> (Elo, half-width)) fitted on the games among its members, each pair
     of members taken once (from the card of the one earlier in the panel), the first member fixed at its
-    protocol rating. ``ValueError`` if a panel member has no card."""
+    protocol rating. `ValueError` if a panel member has no card."""
     labels = [m.label for m in protocol.panel]
     by_member = {}
     for card in cards:
@@ -83,8 +83,8 @@ def panel_ratings(protocol: Protocol, cards: list[ScoreCard]) -> dict[str, tuple
 
 
 def remove_stale_cards(directory: Path, stems: set[str]) -> list[Path]:
-    """Delete the score cards (``*.json``, ``*.md``) in ``directory`` whose stem is not in ``stems`` (the cards
-    of this run), keeping ``reference.md``: a card of an agent no longer benchmarked (a renamed model file,
+    """Delete the score cards (`*.json`, `*.md`) in `directory` whose stem is not in `stems` (the cards
+    of this run), keeping `reference.md`: a card of an agent no longer benchmarked (a renamed model file,
     say) must not linger beside the new ones. Returns the files deleted."""
     stale = sorted(
         path
@@ -98,7 +98,7 @@ def remove_stale_cards(directory: Path, stems: set[str]) -> list[Path]:
 
 
 def replace_block(text: str, block: str) -> str:
-    """``text`` with what lies between the reference-table markers replaced by ``block``."""
+    """`text` with what lies between the reference-table markers replaced by `block`."""
     if START not in text or END not in text:
         raise ValueError(f"docs/BENCHMARK.md lacks the markers {START!r} and {END!r}")
     before, rest = text.split(START, 1)
@@ -106,7 +106,7 @@ def replace_block(text: str, block: str) -> str:
 
 
 def regenerate(docs: Path, agents: list[str], protocol: Protocol, progress: bool = True) -> int:
-    """Benchmark ``agents`` under ``protocol``, write their cards and the reference table into ``docs`` (see the
+    """Benchmark `agents` under `protocol`, write their cards and the reference table into `docs` (see the
     module docstring), print them, and check the panel's ratings; returns the exit status (1: they moved)."""
     out = check_out(docs / "benchmark")
     cards = []

@@ -4,36 +4,36 @@
     strategic-reserve skill --best SPEC   # a new best agent joins the ladder
     strategic-reserve skill --games 200 --variants 5=100 --out /tmp/skill   # a quick look
 
-Every game is played by evaluate.py's round robin (:func:`.tournament.run`: paired dice, seats
+Every game is played by evaluate.py's round robin (`tournament.run`: paired dice, seats
 swapped, one dice stream per pair of games, the same streams in every pairing; Bradley-Terry ratings with
 95 % intervals, random at 0). The report has four parts:
 
-1. **The ladder**: the round robin of ``--agents`` (plus ``--best`` when it is not among them) at the
-   standard reserve of 7, ``--games`` games per pairing, seed ``--seed``.
+1. **The ladder**: the round robin of `--agents` (plus `--best` when it is not among them) at the
+   standard reserve of 7, `--games` games per pairing, seed `--seed`.
 2. **First-player advantage**: Red's score (win 1, truncated game 1/2) in every pairing, with a t-interval
    over the dice pairs (each pair holds one game with each agent as Red; its Red score is the mean of the
    two). Pooled over the pairings among agents other than random, Red's score per dice pair is averaged
    over those pairings first (they all share the dice streams, so they are not independent samples), then
    the t-interval is taken over the pairs. Among random players: one more pairing of the same machinery,
    random against random, with the same games and seed.
-3. **Headroom** (``strategic-reserve headroom``, :mod:`strategic_reserve_env.evaluation.headroom`): its full run takes
+3. **Headroom** (`strategic-reserve headroom`, `strategic_reserve_env.evaluation.headroom`): its full run takes
    longer than this whole report, so by default its figures are quoted from the run named in
-   :func:`quoted_headroom`; ``--headroom-positions N`` runs it here instead (as a command, its output read).
-4. **Variants**: the same round robin at each reserve of ``--variants`` (``RESERVE=GAMES``; fewer games
-   than the ladder, as games get long with big reserves), seed ``--seed``. The shipped PPO model was trained
+   `quoted_headroom`; `--headroom-positions N` runs it here instead (as a command, its output read).
+4. **Variants**: the same round robin at each reserve of `--variants` (`RESERVE=GAMES`; fewer games
+   than the ladder, as games get long with big reserves), seed `--seed`. The shipped PPO model was trained
    at reserve 7; its observation (reserve counts on (6, 6) planes) has the same shape at every reserve, so it
    plays every variant, outside the positions it was trained on.
 
 **Separation** of a variant: the spread of its Bradley-Terry ratings (highest minus lowest) over the whole
-ladder, over the agents above random and over the search agents (``--search-agents``: those that play every
+ladder, over the agents above random and over the search agents (`--search-agents`: those that play every
 reserve by one rule, unlike a model trained at reserve 7), with 95 % intervals from the ratings' half-widths
 (taken as independent: conservative). The games needed to tell two agents apart go as one over their
 squared log-odds gap, and each game costs its plies; the report recommends for a benchmark the variant whose
-whole ladder has the largest squared spread per ply played (:meth:`Ladder.per_ply`), and names the one that
+whole ladder has the largest squared spread per ply played (`Ladder.per_ply`), and names the one that
 spreads widest outright with its game length and truncations.
 
-Writes ``OUT/SKILL.md``, ``OUT/skill/skill.json`` (counts, scores and intervals of every pairing) and
-``OUT/skill/ladder.png``, ``variants.png``, ``first_player.png``.
+Writes `OUT/SKILL.md`, `OUT/skill/skill.json` (counts, scores and intervals of every pairing) and
+`OUT/skill/ladder.png`, `variants.png`, `first_player.png`.
 """
 
 from __future__ import annotations
@@ -97,8 +97,8 @@ class Headroom:
     source: str
 
     def figure(self, label: str) -> float | None:
-        """The first number after ``label`` in the output (``split-sample gain``, ``in-sample gain``,
-        ``best - worst placement``), None if no line has it."""
+        """The first number after `label` in the output (`split-sample gain`, `in-sample gain`,
+        `best - worst placement`), None if no line has it."""
         for line in self.lines:
             found = re.search(re.escape(label) + r"[^+\-0-9]*([+-]?[0-9.]+)", line)
             if found:
@@ -117,7 +117,7 @@ HEADROOM_QUOTED_LINES = (
 
 
 def quoted_headroom() -> Headroom:
-    """The full run's figures (:data:`HEADROOM_QUOTED_LINES`), its command naming the module where it is now."""
+    """The full run's figures (`HEADROOM_QUOTED_LINES`), its command naming the module where it is now."""
     return Headroom(
         f"{HEADROOM_COMMAND} {HEADROOM_QUOTED_OPTIONS}",
         HEADROOM_QUOTED_LINES,
@@ -126,7 +126,7 @@ def quoted_headroom() -> Headroom:
 
 
 def parse_variant(text: str) -> tuple[int, int]:
-    """``RESERVE=GAMES`` as a pair of ints; ``ValueError`` naming the text otherwise."""
+    """`RESERVE=GAMES` as a pair of ints; `ValueError` naming the text otherwise."""
     reserve, sep, games = text.partition("=")
     try:
         if not sep:
@@ -138,12 +138,12 @@ def parse_variant(text: str) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class SkillSettings:
-    """What the report plays; ``ValueError`` on construction if a setting is out of range."""
+    """What the report plays; `ValueError` on construction if a setting is out of range."""
 
     agents: tuple[str, ...] = DEFAULT_AGENTS
     """Agent specs of the ladder (evaluate.py's grammar)."""
     best: str = DEFAULT_BEST
-    """The spec of the best agent: added to the ladder if not in ``agents``, named "best" in the report."""
+    """The spec of the best agent: added to the ladder if not in `agents`, named "best" in the report."""
     games: int = DEFAULT_GAMES
     """Games per pairing of the ladder at reserve 7 (even)."""
     variants: tuple[tuple[int, int], ...] = DEFAULT_VARIANTS
@@ -156,7 +156,7 @@ class SkillSettings:
     """Canonical names of the ladder's agents that play every reserve by the same rule (no model trained at one
     reserve size): the spread of their ratings compares the variants without a learned agent's transfer."""
     headroom_positions: int = 0
-    """Run the headroom measurement on this many greedy self-play games (0: quote :func:`quoted_headroom`)."""
+    """Run the headroom measurement on this many greedy self-play games (0: quote `quoted_headroom`)."""
     headroom_rollouts: int = 2000
     """Rollouts per placement of that run (even)."""
     headroom_seed: int = 0
@@ -164,7 +164,7 @@ class SkillSettings:
     progress: bool = True
     """Progress bars (or plain lines when not on a terminal) on stderr."""
     specs: tuple[str, ...] = field(init=False)
-    """The ladder's specs: ``agents``, then ``best`` unless it is one of them (same text)."""
+    """The ladder's specs: `agents`, then `best` unless it is one of them (same text)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "agents", tuple(self.agents))
@@ -216,7 +216,7 @@ class SkillSettings:
 
 def red_pair_scores(red_agent: np.ndarray, winning_agent: np.ndarray) -> np.ndarray:
     """(pairs,) Red's score in each dice pair from a pairing's (games,) arrays (who was Red, who won, -1 for a
-    truncated game; games ``2 k`` and ``2 k + 1`` are pair ``k``): 1 a win, 1/2 a truncated game, averaged."""
+    truncated game; games `2 k` and `2 k + 1` are pair `k`): 1 a win, 1/2 a truncated game, averaged."""
     points = np.where(winning_agent < 0, 0.5, (winning_agent == red_agent).astype(np.float64))
     return points.reshape(-1, 2).mean(axis=1)
 
@@ -267,7 +267,7 @@ class Ladder:
         return None if red is None else FirstPlayer.of(red)
 
     def pairing(self, a: str, b: str) -> tuple[float, tuple[float, float] | None] | None:
-        """``a``'s luck-adjusted score against ``b`` (the raw one where no luck was kept) and its interval, from
+        """`a`'s luck-adjusted score against `b` (the raw one where no luck was kept) and its interval, from
         whichever side the pairing was played."""
         for p in self.pairings:
             score = p.score if p.score_adjusted is None else p.score_adjusted
@@ -279,7 +279,7 @@ class Ladder:
         return None
 
     def spread(self, names: Sequence[str]) -> tuple[float, float] | None:
-        """Highest minus lowest rating among ``names`` and the 95 % half-width of that difference (the two
+        """Highest minus lowest rating among `names` and the 95 % half-width of that difference (the two
         half-widths combined as if independent); None with fewer than two."""
         rated = [self.ratings[name] for name in names if name in self.ratings]
         if len(rated) < 2:
@@ -291,7 +291,7 @@ class Ladder:
         return sum(p.total_plies for p in self.pairings) / sum(p.games for p in self.pairings)
 
     def per_ply(self, names: Sequence[str]) -> float | None:
-        """The squared rating spread of ``names`` (Elo²) per ply played: the games a benchmark needs to tell two
+        """The squared rating spread of `names` (Elo²) per ply played: the games a benchmark needs to tell two
         agents apart go as one over their squared log-odds gap, each game costing its plies, so a variant that
         separates more per ply separates for less play (None with fewer than two rated)."""
         spread = self.spread(names)
@@ -320,7 +320,7 @@ class Ladder:
 
 
 def play_ladder(settings: SkillSettings, agents: list[NamedPolicy], reserve: int, games: int) -> Ladder:
-    """The round robin of ``agents`` (loaded and checked) at ``reserve``, then random against random."""
+    """The round robin of `agents` (loaded and checked) at `reserve`, then random against random."""
     tournament = settings.tournament(reserve, games, [agent.name for agent in agents])
     red: list[np.ndarray] = []
     pairings, ratings = run(
@@ -380,7 +380,7 @@ class Report:
         return [name for name in self.names if name in self.settings.search_agents]
 
     def ranked(self, names: Sequence[str], per_ply: bool = False) -> list[Ladder]:
-        """The ladders by the rating spread of ``names`` (or by it squared per ply played), widest first; empty
+        """The ladders by the rating spread of `names` (or by it squared per ply played), widest first; empty
         without two of them rated."""
         measured = [
             (ladder.per_ply(names) if per_ply else (ladder.spread(names) or (None,))[0], ladder)
@@ -822,7 +822,7 @@ def _interval(ci95: list[float] | None) -> tuple[float, float] | None:
 
 
 def write_report(report: Report, out: Path) -> None:
-    """``out/SKILL.md`` and ``out/skill/`` (skill.json and the plots)."""
+    """`out/SKILL.md` and `out/skill/` (skill.json and the plots)."""
     figures = out / FIGURES
     figures.mkdir(parents=True, exist_ok=True)
     data = report.as_json()

@@ -3,15 +3,15 @@
 **Score interval.** A pairing's score is the mean of its per-pair scores
 (each pair of games shares one dice stream, seats swapped; a pair scores 0,
 1/4, ..., 1). Its 95 % interval is Student's t-interval over those pair
-scores (``scipy.stats.t``), clipped to [0, 1]. It is undefined (``None``)
+scores (`scipy.stats.t`), clipped to [0, 1]. It is undefined (`None`)
 with fewer than two pairs, and has zero width when every pair scored the
 same.
 
 **Bradley-Terry ratings.** P(i beats j) = 1 / (1 + exp(s_j - s_i)), fitted
-by maximum likelihood (``scipy.optimize.minimize``) on win counts, a
+by maximum likelihood (`scipy.optimize.minimize`) on win counts, a
 truncated game counting half a win for each side. A luck-adjusted score
-enters as ``(score n, n)`` with ``n`` the effective games of
-:func:`effective_games`: the binomial count whose variance is the adjusted
+enters as `(score n, n)` with `n` the effective games of
+`effective_games`: the binomial count whose variance is the adjusted
 score's measured per-pair variance, so the ratings and their intervals
 follow the adjusted scores. Some ratings are held
 fixed (a round robin fixes one agent at 0; the benchmark fixes the whole
@@ -41,7 +41,7 @@ SCORE_FLOOR = 1e-3  # effective_games keeps a score this far from 0 and 1 (a sur
 
 
 def score_interval(pair_scores: Sequence[float]) -> tuple[float, float] | None:
-    """95 % t-interval of the mean of ``pair_scores`` (each in [0, 1]), clipped to [0, 1];
+    """95 % t-interval of the mean of `pair_scores` (each in [0, 1]), clipped to [0, 1];
     None with fewer than two pairs (no spread can be estimated)."""
     scores = np.asarray(pair_scores, dtype=np.float64)
     if scores.size < 2:
@@ -54,8 +54,8 @@ def score_interval(pair_scores: Sequence[float]) -> tuple[float, float] | None:
 
 
 def variance_ratio(raw: Sequence[float], adjusted: Sequence[float]) -> float | None:
-    """The sample variance of ``raw`` over that of ``adjusted`` (two per-pair score lists); None with fewer
-    than two pairs or an adjusted variance of 0 (at most :data:`VARIANCE_FLOOR`)."""
+    """The sample variance of `raw` over that of `adjusted` (two per-pair score lists); None with fewer
+    than two pairs or an adjusted variance of 0 (at most `VARIANCE_FLOOR`)."""
     if len(raw) < 2 or len(adjusted) < 2:
         return None
     denominator = float(np.var(adjusted, ddof=1))
@@ -63,10 +63,10 @@ def variance_ratio(raw: Sequence[float], adjusted: Sequence[float]) -> float | N
 
 
 def effective_games(pair_scores: Sequence[float]) -> float | None:
-    """The number of independent games ``n`` whose binomial variance ``p (1 - p) / n`` equals the measured
-    variance of the mean of ``pair_scores`` (``p`` their mean, clipped into [1/1000, 999/1000]); None with
-    fewer than two pairs or no spread (a variance of at most :data:`VARIANCE_FLOOR`: the caller falls back on
-    the games played). Feeding ``(p n, n)`` to :func:`fit_ratings` gives a rating whose
+    """The number of independent games `n` whose binomial variance `p (1 - p) / n` equals the measured
+    variance of the mean of `pair_scores` (`p` their mean, clipped into [1/1000, 999/1000]); None with
+    fewer than two pairs or no spread (a variance of at most `VARIANCE_FLOOR`: the caller falls back on
+    the games played). Feeding `(p n, n)` to `fit_ratings` gives a rating whose
     interval follows that measured variance (by the delta method), e.g. of luck-adjusted scores."""
     scores = np.asarray(pair_scores, dtype=np.float64)
     if scores.size < 2:
@@ -81,8 +81,8 @@ def effective_games(pair_scores: Sequence[float]) -> float | None:
 
 @dataclass(frozen=True)
 class Duel:
-    """Results between players ``i`` and ``j`` (indices): ``wins`` of ``i`` (a truncated game counts
-    1/2) out of ``games`` (a float: effective games of a luck-adjusted score, :func:`effective_games`)."""
+    """Results between players `i` and `j` (indices): `wins` of `i` (a truncated game counts
+    1/2) out of `games` (a float: effective games of a luck-adjusted score, `effective_games`)."""
 
     i: int
     j: int
@@ -91,10 +91,10 @@ class Duel:
 
 
 def fit_ratings(players: int, duels: Sequence[Duel], fixed: dict[int, float]) -> tuple[np.ndarray, np.ndarray]:
-    """Bradley-Terry ratings of ``players`` players (Elo scale) by maximum likelihood, with the
-    ratings of ``fixed`` ({index: Elo}) held and the others fitted; returns ``(ratings, half_widths)``,
+    """Bradley-Terry ratings of `players` players (Elo scale) by maximum likelihood, with the
+    ratings of `fixed` ({index: Elo}) held and the others fitted; returns `(ratings, half_widths)`,
     two (players,) arrays, the half-widths of the 95 % intervals (0 for the fixed players).
-    ``ValueError`` if a fitted player is not linked to a fixed one by duels (its rating is undefined)."""
+    `ValueError` if a fitted player is not linked to a fixed one by duels (its rating is undefined)."""
     if not fixed:
         raise ValueError("fix at least one rating (the scale has no origin otherwise)")
     free = [k for k in range(players) if k not in fixed]

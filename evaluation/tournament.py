@@ -10,24 +10,24 @@ Reported per pairing: score of the first agent (win 1, truncated game 1/2)
 with a 95 % t-interval over the per-pair scores, its win rate as Red and as
 Blue, mean game length, truncations and games per second.
 
-Luck-adjusted score: every roll's luck (:mod:`strategic_reserve_env.luck`: the roller's win probability
-after the roll minus its mean over the 36 rolls, from the value function ``Settings.luck_value``, fixed
+Luck-adjusted score: every roll's luck (`strategic_reserve_env.luck`: the roller's win probability
+after the roll minus its mean over the 36 rolls, from the value function `Settings.luck_value`, fixed
 before the games) is taken out of each game's result: the first agent's adjusted result is its score
 minus its own rolls' luck plus its opponent's, on the score's scale
-(:meth:`strategic_reserve_env.outcome.Scale.adjusted` with ``SCORE_SCALE``: luck is a difference of win
+(`strategic_reserve_env.outcome.Scale.adjusted` with `SCORE_SCALE`: luck is a difference of win
 probabilities, which a score of 1 for a win and 0 for a loss counts once). Each luck term has mean zero
 given the game so far, so the adjusted score has the raw score's expectation; it is reported with its own
 t-interval over the adjusted per-pair scores and the variance ratio (raw per-pair variance over adjusted).
 
-Ratings: Bradley-Terry on the whole table (Elo scale, ``random`` anchored at 0 when present, else the
+Ratings: Bradley-Terry on the whole table (Elo scale, `random` anchored at 0 when present, else the
 first agent), fitted on the adjusted scores with the adjusted per-pair variance
-(:func:`duel_of`); see :mod:`strategic_reserve_env.evaluation.statistics`.
+(`duel_of`); see `strategic_reserve_env.evaluation.statistics`.
 
 Before the first game every agent is loaded once, under its canonical name
-(``load_agent(spec).name``; two specs naming the same agent are refused),
+(`load_agent(spec).name`; two specs naming the same agent are refused),
 and asked for a move on a few test positions, so a broken agent fails
 before anything is played. An agent that fails later stops the tournament
-with a :class:`PairingError` naming the agent, the game and the position;
+with a `PairingError` naming the agent, the game and the position;
 the pairings finished before it are kept on the error (and written by
 evaluate.py).
 """
@@ -71,13 +71,13 @@ UNFINISHED = (
     "the run was going on when this was written; a later write replaces this, so if no process holds the "
     "folder's .lock now, the run ended without a final word (killed)"
 )
-"""The ``error`` of results written while a run goes on: true whether the run then ends, fails or is killed."""
+"""The `error` of results written while a run goes on: true whether the run then ends, fails or is killed."""
 DICE_SALT = 0xD1CE  # mixed into the seed of the dice streams, apart from the agents' generators
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What to play; ``ValueError`` on construction if a setting is out of range."""
+    """What to play; `ValueError` on construction if a setting is out of range."""
 
     agents: list[str]
     """Agent specs (at least two): random, greedy, expectimax:depth=2, ppo:PATH.safetensors ..."""
@@ -96,8 +96,8 @@ class Settings:
     progress: bool = True
     """Show a progress bar."""
     luck_value: str = RACE
-    """The value function of the luck of a roll (``race``, or an agent valuing its placements, e.g.
-    ``expectimax:depth=1``: :func:`strategic_reserve_env.agents.luck_values.load_luck_value`)."""
+    """The value function of the luck of a roll (`race`, or an agent valuing its placements, e.g.
+    `expectimax:depth=1`: `strategic_reserve_env.agents.luck_values.load_luck_value`)."""
 
     def __post_init__(self) -> None:
         for name, most in (("games", MAX_GAMES), ("batch", MAX_BATCH)):
@@ -119,7 +119,7 @@ class Settings:
 
 @dataclass
 class Pairing:
-    """Raw counts of one pairing (agent ``a`` against agent ``b``), from ``a``'s side."""
+    """Raw counts of one pairing (agent `a` against agent `b`), from `a`'s side."""
 
     a: str
     b: str
@@ -135,7 +135,7 @@ class Pairing:
     luck_value: str | None = None
     """The value function of the luck terms (None: no luck kept, no adjusted score)."""
     adjusted_pair_scores: list[float] | None = field(default=None, repr=False)
-    """Per pair, the mean of ``a``'s two luck-adjusted results (outcome minus ``a``'s net luck)."""
+    """Per pair, the mean of `a`'s two luck-adjusted results (outcome minus `a`'s net luck)."""
     red_pair_scores: list[float] | None = field(default=None, repr=False)
     """Per pair, the mean of Red's two results (whoever played Red): the first player's score."""
     red_adjusted_pair_scores: list[float] | None = field(default=None, repr=False)
@@ -147,12 +147,12 @@ class Pairing:
 
     def interval(self) -> tuple[float, float] | None:
         """95 % t-interval of the mean per-pair score; None with a single pair (see
-        :func:`strategic_reserve_env.evaluation.statistics.score_interval`)."""
+        `strategic_reserve_env.evaluation.statistics.score_interval`)."""
         return score_interval(self.pair_scores)
 
     @property
     def score_adjusted(self) -> float | None:
-        """The luck-adjusted score (same expectation as :attr:`score`); None when no luck was kept."""
+        """The luck-adjusted score (same expectation as `score`); None when no luck was kept."""
         return None if self.adjusted_pair_scores is None else float(np.mean(self.adjusted_pair_scores))
 
     def interval_adjusted(self) -> tuple[float, float] | None:
@@ -174,7 +174,7 @@ class Pairing:
         return None if scores is None else (float(np.mean(scores)), score_interval(scores))
 
     def as_json(self) -> dict:
-        """The raw counts, the score and its interval (``ci95`` null when undefined), the adjusted score, its
+        """The raw counts, the score and its interval (`ci95` null when undefined), the adjusted score, its
         interval and the variance ratio (null when undefined), Red's raw and adjusted scores with intervals."""
         interval, adjusted = self.interval(), self.interval_adjusted()
         red, red_adjusted = self.red(False), self.red(True)
@@ -192,9 +192,9 @@ class Pairing:
 
 
 class PairingError(RuntimeError):
-    """An agent failed during a pairing; the :class:`~strategic_reserve_env.arena.AgentError` is the cause.
-    ``pairings`` holds the pairings finished before (set by :func:`run`), ``card`` the benchmark's score
-    card so far (set by :func:`strategic_reserve_env.evaluation.benchmark.run_benchmark`)."""
+    """An agent failed during a pairing; the `AgentError` is the cause.
+    `pairings` holds the pairings finished before (set by `run`), `card` the benchmark's score
+    card so far (set by `strategic_reserve_env.evaluation.benchmark.run_benchmark`)."""
 
     def __init__(self, message: str, pairings: list[Pairing] | None = None) -> None:
         super().__init__(message)
@@ -203,14 +203,14 @@ class PairingError(RuntimeError):
 
 
 def dice_seeds(seed: int, pairs: int) -> np.ndarray:
-    """One dice stream per pair of games, the same two games in a row; derived from ``seed`` only."""
+    """One dice stream per pair of games, the same two games in a row; derived from `seed` only."""
     per_pair = np.random.SeedSequence([seed, DICE_SALT]).generate_state(pairs, dtype=np.uint64) >> np.uint64(1)
     return np.repeat(per_pair.astype(np.int64), 2)
 
 
 def load_agents(specs: Sequence[str | NamedPolicy]) -> list[NamedPolicy]:
-    """The agents of ``specs`` (spec strings, or agent objects with a ``name``), each loaded once;
-    ``ValueError`` if fewer than two are given or two of them are the same agent (same canonical
+    """The agents of `specs` (spec strings, or agent objects with a `name`), each loaded once;
+    `ValueError` if fewer than two are given or two of them are the same agent (same canonical
     name), naming the spellings."""
     agents = [load_agent(spec) if isinstance(spec, str) else spec for spec in specs]
     spellings: dict[str, list[str]] = {}
@@ -233,8 +233,8 @@ def load_agents(specs: Sequence[str | NamedPolicy]) -> list[NamedPolicy]:
 
 
 def probe_positions(config: Config, seed: int = 0) -> engine.State:
-    """Up to ``PROBE_POSITIONS`` positions awaiting a placement, game ``k`` after ``2 k`` uniformly random
-    plies (games already over are left out); random dice and placements from ``seed``."""
+    """Up to `PROBE_POSITIONS` positions awaiting a placement, game `k` after `2 k` uniformly random
+    plies (games already over are left out); random dice and placements from `seed`."""
     rng = np.random.default_rng([seed, DICE_SALT, 1])
     state = engine.roll(engine.init(config, PROBE_POSITIONS), engine.draw_rolls(rng, PROBE_POSITIONS))
     stop_at = 2 * np.arange(PROBE_POSITIONS)
@@ -246,7 +246,7 @@ def probe_positions(config: Config, seed: int = 0) -> engine.State:
 
 
 def check_agent(agent: NamedPolicy, config: Config, seed: int = 0) -> None:
-    """Ask ``agent`` for a placement on the test positions of :func:`probe_positions`; ``ValueError``
+    """Ask `agent` for a placement on the test positions of `probe_positions`; `ValueError`
     naming the agent, what it did wrong and the position if it raises or answers with anything but
     one legal square per position. Its own generator for this is seeded apart from the games'."""
     positions = probe_positions(config, seed)
@@ -264,7 +264,7 @@ def check_agent(agent: NamedPolicy, config: Config, seed: int = 0) -> None:
 def one_torch_thread():
     """While games are played, torch (if an agent imported it) computes on one thread; restored after.
 
-    The agents' batches are small (at most ``Settings.batch`` positions), and on a busy machine torch's
+    The agents' batches are small (at most `Settings.batch` positions), and on a busy machine torch's
     thread pool waits for cores instead of computing: the shipped PPO against random ran 2,600 games/s
     on one thread and 170 on two, with two cores shared by several processes."""
     torch = sys.modules.get("torch")
@@ -288,10 +288,10 @@ def play_pairing(
     luck: ValueFunction | None = None,
 ) -> Pairing:
     """All games of one pairing (agent specs or agent objects), in engine batches, with paired
-    dice and swapped seats, each roll's luck from ``luck`` (default: ``settings.luck_value`` loaded).
-    :class:`PairingError` if an agent fails. ``on_games(red_agent, winning_agent)``,
-    if given, receives the games one by one: two (games,) int64 arrays, who played Red (0 ``a``, 1 ``b``) and
-    who won (0, 1, or -1 truncated), game ``2 k`` and ``2 k + 1`` being dice pair ``k``."""
+    dice and swapped seats, each roll's luck from `luck` (default: `settings.luck_value` loaded).
+    `PairingError` if an agent fails. `on_games(red_agent, winning_agent)`,
+    if given, receives the games one by one: two (games,) int64 arrays, who played Red (0 `a`, 1 `b`) and
+    who won (0, 1, or -1 truncated), game `2 k` and `2 k + 1` being dice pair `k`."""
     agents = tuple(load_agent(x) if isinstance(x, str) else x for x in (a, b))
     luck = load_luck_value(settings.luck_value) if luck is None else luck
     config = settings.config()
@@ -362,11 +362,11 @@ def play_pairing(
 
 
 def duel_of(pairing: Pairing, i: int, j: int, adjusted: bool = True) -> Duel:
-    """The pairing's result as a :class:`~.statistics.Duel` between players ``i`` (its ``a``) and ``j``.
+    """The pairing's result as a `Duel` between players `i` (its `a`) and `j`.
 
-    ``adjusted`` (and the pairing kept its luck): the luck-adjusted score, over the *effective* number of
+    `adjusted` (and the pairing kept its luck): the luck-adjusted score, over the *effective* number of
     games whose binomial variance equals the adjusted score's measured variance
-    (:func:`~.statistics.effective_games`), so the ratings' intervals come from the adjusted per-pair
+    (`effective_games`), so the ratings' intervals come from the adjusted per-pair
     variance; otherwise the raw score over the games played (protocol v1)."""
     if adjusted and pairing.adjusted_pair_scores is not None:
         games = effective_games(pairing.adjusted_pair_scores)
@@ -378,7 +378,7 @@ def duel_of(pairing: Pairing, i: int, j: int, adjusted: bool = True) -> Duel:
 
 def bradley_terry(names: list[str], pairings: list[Pairing]) -> dict[str, tuple[float, float]]:
     """Elo-scale ratings and 95 % half-widths, fitted by maximum likelihood on all pairings
-    (``random`` fixed at 0 when present, else the first agent); names must be distinct."""
+    (`random` fixed at 0 when present, else the first agent); names must be distinct."""
     if len(set(names)) != len(names):
         raise ValueError(f"agent names must be distinct, got {names}")
     index = {name: i for i, name in enumerate(names)}
@@ -391,12 +391,12 @@ def bradley_terry(names: list[str], pairings: list[Pairing]) -> dict[str, tuple[
 
 
 def format_interval(interval: tuple[float, float] | None, digits: int = 3) -> str:
-    """``[low, high]`` with ``digits`` decimals, ``n/a`` when undefined."""
+    """`[low, high]` with `digits` decimals, `n/a` when undefined."""
     return "n/a" if interval is None else f"[{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
 
 
 def result_cells(p: Pairing) -> list[str]:
-    """The table cells of a pairing's result, from ``a``'s side: score, 95 % interval, win rates as Red and as
+    """The table cells of a pairing's result, from `a`'s side: score, 95 % interval, win rates as Red and as
     Blue, mean plies, truncated games (the tournament's and the benchmark card's tables both show them)."""
     return [
         f"{p.score:.3f}",
@@ -410,7 +410,7 @@ def result_cells(p: Pairing) -> list[str]:
 
 
 def adjusted_cells(p: Pairing) -> list[str]:
-    """The luck-adjusted score, its 95 % interval and the variance ratio as table cells (``n/a`` if undefined)."""
+    """The luck-adjusted score, its 95 % interval and the variance ratio as table cells (`n/a` if undefined)."""
     ratio = p.variance_ratio
     score = p.score_adjusted
     return [
@@ -448,7 +448,7 @@ def speed_cell(p: Pairing) -> str:
 
 
 def pairing_rows(pairings: list[Pairing]) -> list[list[str]]:
-    """Table rows (:data:`PAIRING_HEADER`): one per pairing."""
+    """Table rows (`PAIRING_HEADER`): one per pairing."""
     return [[p.a, p.b, *result_cells(p), str(p.games), speed_cell(p)] for p in pairings]
 
 
@@ -493,8 +493,8 @@ _NUMBER_LIST = re.compile(r"\[\n\s*((?:-?[0-9][0-9.e+-]*,\n\s*)*-?[0-9][0-9.e+-]
 
 
 def json_text(payload: dict) -> str:
-    """``payload`` as indented JSON with each list of numbers on one line (per-pair scores stay readable
-    and small); NaN or infinity raise ``ValueError`` (JSON has neither)."""
+    """`payload` as indented JSON with each list of numbers on one line (per-pair scores stay readable
+    and small); NaN or infinity raise `ValueError` (JSON has neither)."""
     text = json.dumps(payload, indent=1, allow_nan=False)
     return _NUMBER_LIST.sub(lambda match: "[" + re.sub(r",\n\s*", ", ", match.group(1)) + "]", text) + "\n"
 
@@ -509,10 +509,10 @@ def write_outputs(
     extra: dict | None = None,
     error: str | None = None,
 ) -> None:
-    """``{stem}.json`` (raw counts and settings, plus ``extra``), ``{stem}.md`` and, if ``plot`` and the
-    ratings are there, ratings.png. ``ratings`` None and ``error`` describe an unfinished tournament:
-    the files then hold the pairings finished so far, with ``"complete": false`` and ``error`` (default
-    :data:`UNFINISHED`: written while the run goes on)."""
+    """`{stem}.json` (raw counts and settings, plus `extra`), `{stem}.md` and, if `plot` and the
+    ratings are there, ratings.png. `ratings` None and `error` describe an unfinished tournament:
+    the files then hold the pairings finished so far, with `"complete": false` and `error` (default
+    `UNFINISHED`: written while the run goes on)."""
     if ratings is None and error is None:
         error = UNFINISHED
     directory.mkdir(parents=True, exist_ok=True)
@@ -573,7 +573,7 @@ def plot_ratings(path: Path, settings: Settings, ratings) -> None:
 
 
 def prepare_agents(specs: Sequence[str | NamedPolicy], config: Config, seed: int = 0) -> list[NamedPolicy]:
-    """:func:`load_agents`, then :func:`check_agent` on each: ``ValueError`` before any game is played."""
+    """`load_agents`, then `check_agent` on each: `ValueError` before any game is played."""
     agents = load_agents(specs)
     for agent in agents:
         check_agent(agent, config, seed)
@@ -587,11 +587,11 @@ def run(
     checked: bool = False,
     on_games: Callable[[np.ndarray, np.ndarray], None] | None = None,
 ) -> tuple[list[Pairing], dict[str, tuple[float, float]]]:
-    """Play the round robin of ``agents`` (default: ``settings.agents``), loaded and checked first by
-    :func:`prepare_agents` unless ``checked`` says the caller did, and fit the ratings.
-    ``on_pairing(pairings)`` is called after each pairing with those finished so far, ``on_games`` (see
-    :func:`play_pairing`) just before it, once per pairing, in the order of the pairings.
-    :class:`PairingError` (carrying them) if an agent fails."""
+    """Play the round robin of `agents` (default: `settings.agents`), loaded and checked first by
+    `prepare_agents` unless `checked` says the caller did, and fit the ratings.
+    `on_pairing(pairings)` is called after each pairing with those finished so far, `on_games` (see
+    `play_pairing`) just before it, once per pairing, in the order of the pairings.
+    `PairingError` (carrying them) if an agent fails."""
     agents = (
         list(agents)
         if checked

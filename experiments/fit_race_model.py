@@ -1,12 +1,12 @@
 """Refit the reserve-race win probability used by the expectimax agent.
 
-``python -m experiments.fit_race_model [--games 4000] [--seed 0] [--random]`` plays greedy
-(or, with ``--random``, uniformly random) self-play games in one batch, records (mover reserve, opponent reserve, did
+`python -m experiments.fit_race_model [--games 4000] [--seed 0] [--random]` plays greedy
+(or, with `--random`, uniformly random) self-play games in one batch, records (mover reserve, opponent reserve, did
 the mover win) at every decision, and fits
-``P = sigmoid((A * (o - m) + B) / sqrt(m + o))`` by maximum likelihood on the
+`P = sigmoid((A * (o - m) + B) / sqrt(m + o))` by maximum likelihood on the
 decisions with both reserves above 1 (the others are certain). It prints A
-and B; strategic_reserve_env/luck.py holds the values of the default run (``RACE_A``, ``RACE_B``) and of
-``--random`` (``RANDOM_RACE_A``, ``RANDOM_RACE_B``).
+and B; strategic_reserve_env/luck.py holds the values of the default run (`RACE_A`, `RACE_B`) and of
+`--random` (`RANDOM_RACE_A`, `RANDOM_RACE_B`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """How much of a game's variance the luck-adjusted reward removes: the variance of a game's return with
-``reward="luck_adjusted"`` divided by the plain outcome's, on the same games.
+`reward="luck_adjusted"` divided by the plain outcome's, on the same games.
 
-``python -m experiments.reward_variance [--games 3000] [--seed 0]`` prints one line a pairing:
+`python -m experiments.reward_variance [--games 3000] [--seed 0]` prints one line a pairing:
 
-- ``env``: a greedy learner against greedy in :class:`~strategic_reserve_env.learner.LearnerGames` (the
+- `env`: a greedy learner against greedy in `LearnerGames` (the
   single-agent envs' engine), each game's first episode played with both rewards on the same dice (the
   learner's ties broken by the same generator), under the race value (the default);
-- ``env-random``: the same with uniformly random players under the race-random value;
-- ``arena``: uniformly random self-play in :func:`strategic_reserve_env.arena.play` under the race-random
+- `env-random`: the same with uniformly random players under the race-random value;
+- `arena`: uniformly random self-play in `strategic_reserve_env.arena.play` under the race-random
   value, Red's return on the reward's scale (+-1) from the arena's kept luck.
 
 A line gives both returns' means with their 95 % intervals (the luck-adjusted mean must match the outcome's)
@@ -54,8 +54,8 @@ class Returns:
 
 
 def first_returns(learner, opponent, reward_spec, games: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each game's first episode of ``learner`` (a policy, acting on the batch) against ``opponent`` in
-    LearnerGames with ``reward_spec``: (N,) returns and (N,) outcomes (+-1, 0 truncated), float64."""
+    """Each game's first episode of `learner` (a policy, acting on the batch) against `opponent` in
+    LearnerGames with `reward_spec`: (N,) returns and (N,) outcomes (+-1, 0 truncated), float64."""
     play = LearnerGames(Config(), games, opponent, reward=reward_spec)
     play.reset(seed * games + np.arange(games), rng=np.random.default_rng([seed, 1]))
     rng = np.random.default_rng([seed, 2])
@@ -72,7 +72,7 @@ def first_returns(learner, opponent, reward_spec, games: int, seed: int) -> tupl
 
 
 def env_returns(learner, opponent, value: luck.ValueFunction, games: int, seed: int) -> Returns:
-    """:func:`first_returns` under the outcome and under ``LuckAdjusted(value)``, on the same games."""
+    """`first_returns` under the outcome and under `LuckAdjusted(value)`, on the same games."""
     outcome, outcomes = first_returns(learner, opponent, "outcome", games, seed)
     adjusted, adjusted_outcomes = first_returns(learner, opponent, LuckAdjusted(value), games, seed)
     if not (np.array_equal(outcome, outcomes) and np.array_equal(outcomes, adjusted_outcomes)):
@@ -81,7 +81,7 @@ def env_returns(learner, opponent, value: luck.ValueFunction, games: int, seed: 
 
 
 def arena_returns(agent, value: luck.ValueFunction, games: int, seed: int) -> Returns:
-    """Self-play of ``agent`` in the arena with ``value``'s luck kept: Red's return, +-1 scale."""
+    """Self-play of `agent` in the arena with `value`'s luck kept: Red's return, +-1 scale."""
     games_played = arena.play(
         [agent, agent],
         np.zeros(games, dtype=np.int64),

@@ -2,8 +2,8 @@
 
 Strategic Reserve is a two-player dice and placement game designed by Mark
 Steere. This package implements his rules (see docs/RULES.md) as a batched numpy
-engine (:mod:`.engine`), a single-game fast path (:class:`Game`), game records
-and traces (:mod:`.records`).
+engine (`engine`), a single-game fast path (`Game`), game records
+and traces (`records`).
 """
 
 from __future__ import annotations

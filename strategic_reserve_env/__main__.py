@@ -1,8 +1,8 @@
-"""The ``strategic-reserve`` command (also ``python -m strategic_reserve_env``): one subcommand per task.
+"""The `strategic-reserve` command (also `python -m strategic_reserve_env`): one subcommand per task.
 
-``strategic-reserve COMMAND --help`` describes each. The commands live in
-``strategic_reserve_env.commands``; :data:`COMMANDS` lists them, and a module
-is imported only when its command runs (``replay`` needs neither torch nor the agents).
+`strategic-reserve COMMAND --help` describes each. The commands live in
+`strategic_reserve_env.commands`; `COMMANDS` lists them, and a module
+is imported only when its command runs (`replay` needs neither torch nor the agents).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ OWN_CTRL_C = ("play",)  # commands that handle Ctrl-C themselves (the terminal g
 
 @dataclass(frozen=True)
 class Command:
-    """A subcommand: what it does (one line of ``--help``), where its ``main(argv, prog) -> int`` is, and the
-    optional extras it needs (names of :data:`strategic_reserve_env.extras.EXTRAS`): :func:`main` checks them
-    before it imports ``target`` (unless the command is asked for its help), so a command that lacks one is
+    """A subcommand: what it does (one line of `--help`), where its `main(argv, prog) -> int` is, and the
+    optional extras it needs (names of `strategic_reserve_env.extras.EXTRAS`): `main` checks them
+    before it imports `target` (unless the command is asked for its help), so a command that lacks one is
     refused in one line and writes nothing."""
 
     summary: str
@@ -100,7 +100,7 @@ COMMANDS: dict[str, Command] = {
 
 
 def build_parser(prog: str) -> argparse.ArgumentParser:
-    """The top-level parser: ``--help``, ``--version`` and the list of commands."""
+    """The top-level parser: `--help`, `--version` and the list of commands."""
     from strategic_reserve_env import __version__
 
     width = max(map(len, COMMANDS))
@@ -119,10 +119,10 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
-    """Run ``argv`` (default ``sys.argv[1:]``): ``COMMAND ARGS...``; returns the exit status. ``prog``: the name
-    the help texts give the command. Run as the process's own command (``argv`` None), a signal while the
+    """Run `argv` (default `sys.argv[1:]`): `COMMAND ARGS...`; returns the exit status. `prog`: the name
+    the help texts give the command. Run as the process's own command (`argv` None), a signal while the
     command imports, or while it runs outside its own handling, exits 130 / 143 without a traceback, and one
-    after it returned is ignored (:mod:`strategic_reserve_env.training.signals`; ``play`` keeps Ctrl-C)."""
+    after it returned is ignored (`strategic_reserve_env.training.signals`; `play` keeps Ctrl-C)."""
     process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] not in COMMANDS:

@@ -1,35 +1,35 @@
-"""# Strategic Reserve (PettingZoo AEC) - ``strategic_reserve_v2``
+"""# Strategic Reserve (PettingZoo AEC) - `strategic_reserve_v2`
 
 Strategic Reserve is a two-player dice and placement game designed by Mark
 Steere. Rules: docs/RULES.md; all game logic comes from the engine.
 
-| Import             | ``from strategic_reserve_env import env`` (wrapped) / ``raw_env``     |
+| Import             | `from strategic_reserve_env import env` (wrapped) / `raw_env`     |
 |--------------------|-----------------------------------------------------------------------|
-| Creation           | ``pettingzoo.make("aec", "strategic_reserve_v2")`` (PettingZoo >= 1.26) |
+| Creation           | `pettingzoo.make("aec", "strategic_reserve_v2")` (PettingZoo >= 1.26) |
 | Actions            | Discrete                                                              |
 | Parallel API       | No                                                                    |
-| Agents             | ``["player_0", "player_1"]``: player_0 is Red, player_1 is Blue      |
-| Action space       | ``Discrete(36)``: the square to place on, ``(rank - 1) * 6 + file``  |
-| Observation shape  | ``(6, 6, 9)`` int8 in {0, 1}, plus ``action_mask`` ``(36,)`` int8     |
-| Info keys          | ``roll``, ``roller``, ``dice``, ``hit``, ``captured`` (fixed shapes)  |
+| Agents             | `["player_0", "player_1"]`: player_0 is Red, player_1 is Blue      |
+| Action space       | `Discrete(36)`: the square to place on, `(rank - 1) * 6 + file`  |
+| Observation shape  | `(6, 6, 9)` int8 in {0, 1}, plus `action_mask` `(36,)` int8     |
+| Info keys          | `roll`, `roller`, `dice`, `hit`, `captured` (fixed shapes)  |
 
-**Turn order.** Red (``player_0``) moves first from the standard start; a
-custom ``start`` may give the move to Blue. Each turn's roll is made
-automatically when the turn begins (the first one in ``reset``): the dice
-come from the env's seeded stream (:mod:`strategic_reserve_env.dice`), or
+**Turn order.** Red (`player_0`) moves first from the standard start; a
+custom `start` may give the move to Blue. Each turn's roll is made
+automatically when the turn begins (the first one in `reset`): the dice
+come from the env's seeded stream (`strategic_reserve_env.dice`), or
 from forced rolls (below). The agent to move then places one checker.
 
-**Observation** (``observe(agent)``, from that agent's side; never changes
-the state): a dict ``{"observation": (6, 6, 9) int8, "action_mask": (36,) int8}``.
-Planes, cell ``[rank_index, file_index]`` = square ``6 * rank_index + file_index``:
+**Observation** (`observe(agent)`, from that agent's side; never changes
+the state): a dict `{"observation": (6, 6, 9) int8, "action_mask": (36,) int8}`.
+Planes, cell `[rank_index, file_index]` = square `6 * rank_index + file_index`:
 0 own checkers, 1 opponent checkers, 2 legal placements, 3 the rolled square,
 4 squares the roll emptied, 5 all ones on an enemy hit, 6 all ones on a
-friendly hit, 7 own reserve (the first ``min(reserve, 36)`` squares set),
+friendly hit, 7 own reserve (the first `min(reserve, 36)` squares set),
 8 opponent reserve (the same). The mask is all zeros for the agent not on move
 and once a player has won or the game is truncated.
 
 **Infos.** Every agent's info has the same five keys at every step (after
-``reset``, after each ``step``, at the end of the game), with numbers of fixed
+`reset`, after each `step`, at the end of the game), with numbers of fixed
 shape, so that libraries can stack them. Both agents' infos describe the
 latest roll, which is also what observation planes 3 to 6 show: during a turn
 the roll the agent on move answers, once the game is over the roll before the
@@ -37,88 +37,88 @@ last placement.
 
 | key        | value                | meaning                                                          |
 |------------|----------------------|------------------------------------------------------------------|
-| ``roll``     | int                  | the rolled square, 0..35                                       |
-| ``roller``   | int                  | who rolled it: 0 ``player_0`` (Red), 1 ``player_1`` (Blue)      |
-| ``dice``     | (2,) int8            | (purple, green) as the roller read them, from its seat          |
-| ``hit``      | int                  | 0 empty, 1 enemy, 2 friendly (index into ``rules.HIT_NAMES``)   |
-| ``captured`` | (36,) int8           | 1 on each square the roll emptied                               |
+| `roll`     | int                  | the rolled square, 0..35                                       |
+| `roller`   | int                  | who rolled it: 0 `player_0` (Red), 1 `player_1` (Blue)      |
+| `dice`     | (2,) int8            | (purple, green) as the roller read them, from its seat          |
+| `hit`      | int                  | 0 empty, 1 enemy, 2 friendly (index into `rules.HIT_NAMES`)   |
+| `captured` | (36,) int8           | 1 on each square the roll emptied                               |
 
-Each info holds its own arrays. :func:`describe` gives the readable form
+Each info holds its own arrays. `describe` gives the readable form
 (``{"roll": "e5", "roller": "player_0", "dice": (5, 5), "hit": "friendly",
-"captured": ["e4", "d5"]}``). :func:`roll_info` of a game with no roll yet
-gives ``roll``, ``roller`` and ``hit`` ``-1`` (:data:`NO_ROLL`) and zero
-arrays; the env never shows that, as ``reset`` makes the first roll.
+"captured": ["e4", "d5"]}``). `roll_info` of a game with no roll yet
+gives `roll`, `roller` and `hit` `-1` (`NO_ROLL`) and zero
+arrays; the env never shows that, as `reset` makes the first roll.
 
-**Rewards.** ``reward="outcome"`` (the default): +1 to the winner and -1 to
+**Rewards.** `reward="outcome"` (the default): +1 to the winner and -1 to
 the loser when the placement that empties the winner's reserve is made; 0
-otherwise. ``reward="luck_adjusted"``: that outcome, and in each step whose
+otherwise. `reward="luck_adjusted"`: that outcome, and in each step whose
 placement is followed by the next roll, that roll's luck
-(:func:`strategic_reserve_env.luck.roll_luck`, a difference of win
-probabilities, under :data:`~strategic_reserve_env.luck.DEFAULT_VALUE` or the
-``value`` of a :class:`~strategic_reserve_env.outcome.LuckAdjusted` given as
-``reward``) on the reward's scale, where a win and a loss are 2 apart
-(:data:`~strategic_reserve_env.outcome.REWARD_SCALE`): the roller's reward is
-``-2 * luck``, the other agent's ``+2 * luck`` (the luck is taken out of the
+(`strategic_reserve_env.luck.roll_luck`, a difference of win
+probabilities, under `DEFAULT_VALUE` or the
+`value` of a `LuckAdjusted` given as
+`reward`) on the reward's scale, where a win and a loss are 2 apart
+(`REWARD_SCALE`): the roller's reward is
+`-2 * luck`, the other agent's `+2 * luck` (the luck is taken out of the
 return of the agent it favoured). So an agent's return is its outcome minus
 twice its own rolls' luck plus twice its opponent's. Each luck term has mean zero
 given the action before it (the 36 rolls are equally likely, whatever the
 value function), so every policy's expected return is unchanged and policy
 gradients stay unbiased, while most of the dice's variance goes
-(``tests/test_rewards.py`` measures both). The first roll, made in
-``reset``, follows no action and is in no reward. ``reward`` may also be
-any callable of a :class:`~strategic_reserve_env.outcome.Transition` with
-one row per agent (``player_0``, ``player_1``): the step's roll (``own``
+(`tests/test_rewards.py` measures both). The first roll, made in
+`reset`, follows no action and is in no reward. `reward` may also be
+any callable of a `Transition` with
+one row per agent (`player_0`, `player_1`): the step's roll (`own`
 for the roller) and the outcome; it must return two finite real numbers.
 The rewards are worked out before the step is committed (the built-in
 outcome's directly; any other reward function's by a
-:class:`~strategic_reserve_env.outcome.Ledger` over a trial copy of the
+`Ledger` over a trial copy of the
 step): a reward function that raises or returns
 anything else (another shape, strings, NaN, an infinity, complex numbers)
 raises and changes nothing, and one that cannot be called with one argument
-is refused when the env is made. Through ``env()`` an
+is refused when the env is made. Through `env()` an
 illegal action ends the game with -1 for the agent that made it (PettingZoo's
-TerminateIllegalWrapper) and a warning; ``raw_env`` raises
-:class:`~strategic_reserve_env.engine.IllegalActionError` instead.
+TerminateIllegalWrapper) and a warning; `raw_env` raises
+`IllegalActionError` instead.
 
 **Termination / truncation.** Both agents are terminated when a player wins.
-Both are truncated (reward 0) when ``ply_limit`` placements have been made
+Both are truncated (reward 0) when `ply_limit` placements have been made
 (default 1000; the rules themselves have no limit).
 
 **Actions and errors.** An action is a square index: a Python int, a numpy
 integer or a 0-d integer array (bools are not actions). A done agent's only
-action is ``None``. Every bad call raises and changes nothing, so the env goes
+action is `None`. Every bad call raises and changes nothing, so the env goes
 on as before:
 
-- a non-integer action: ``TypeError`` naming its type;
-- a number outside 0..35: :class:`~strategic_reserve_env.engine.IllegalActionError`
-  (an illegal square of the board too on ``raw_env``; through ``env()`` that one
+- a non-integer action: `TypeError` naming its type;
+- a number outside 0..35: `IllegalActionError`
+  (an illegal square of the board too on `raw_env`; through `env()` that one
   loses the game, as above);
-- an action other than ``None`` for a done agent, an unknown agent name
-  (``ValueError``; the second lists the agents);
-- ``step`` before ``reset``, or once every agent has left a finished game:
-  ``RuntimeError`` saying to call ``reset`` (``env()`` keeps PettingZoo's
-  behaviour there: its own error before ``reset``, a warning after the game);
-- a bad ``seed``, ``options`` or forced roll in ``reset``: ``ValueError`` or
-  ``TypeError``; the old game and its dice stay.
+- an action other than `None` for a done agent, an unknown agent name
+  (`ValueError`; the second lists the agents);
+- `step` before `reset`, or once every agent has left a finished game:
+  `RuntimeError` saying to call `reset` (`env()` keeps PettingZoo's
+  behaviour there: its own error before `reset`, a warning after the game);
+- a bad `seed`, `options` or forced roll in `reset`: `ValueError` or
+  `TypeError`; the old game and its dice stay.
 
-:meth:`raw_env.check_action` holds the step checks; ``env()`` runs it before
+`raw_env.check_action` holds the step checks; `env()` runs it before
 PettingZoo's wrappers, in place of AssertOutOfBoundsWrapper.
 
-**Copies.** ``copy.deepcopy`` and pickling (of ``raw_env`` and ``env()``)
+**Copies.** `copy.deepcopy` and pickling (of `raw_env` and `env()`)
 keep the game: the copy continues it with the same board, dice stream,
 rewards, terminations, infos and agent to act, independently of the original
-(a ``"human"`` window is not copied; the copy opens its own).
+(a `"human"` window is not copied; the copy opens its own).
 
-**Arguments.** ``reserve`` (1..12, default 7), ``ply_limit`` (default 1000),
-``start`` (a :class:`~strategic_reserve_env.config.StartPosition` or a dict
-``{"board", "reserves": (red, blue), "to_move"}`` whose absent fields are the
-standard board, ``(reserve, reserve)`` and Red, as in a record), ``render_mode``
-(``"human"``, ``"ansi"``, ``"rgb_array"``), ``reward`` (above).
+**Arguments.** `reserve` (1..12, default 7), `ply_limit` (default 1000),
+`start` (a `StartPosition` or a dict
+`{"board", "reserves": (red, blue), "to_move"}` whose absent fields are the
+standard board, `(reserve, reserve)` and Red, as in a record), `render_mode`
+(`"human"`, `"ansi"`, `"rgb_array"`), `reward` (above).
 
-**Forcing the dice** (replay and analysis): ``reset(seed, options={"rolls": [...]})``
-takes rolled squares (indices or names such as ``"e5"``) used in order, the
-first for the roll made in ``reset``; when they run out the seeded stream
-takes over. ``env.unwrapped.force_rolls([...])`` queues more at any time.
+**Forcing the dice** (replay and analysis): `reset(seed, options={"rolls": [...]})`
+takes rolled squares (indices or names such as `"e5"`) used in order, the
+first for the roll made in `reset`; when they run out the seeded stream
+takes over. `env.unwrapped.force_rolls([...])` queues more at any time.
 
 **Version history.**
 v2: the luck-adjusted reward's luck is on the reward's scale: 2 x luck
@@ -127,14 +127,14 @@ apart in the rewards); v1 subtracted 1 x luck, which kept the expected
 return but removed only part of the dice's variance (for greedy against
 greedy under the race value, 3,000 games: the return's variance 0.30 of the
 outcome's in v1, 0.09 in v2). The outcome reward and everything else are as
-in v1. The Gymnasium envs moved from ``StrategicReserve-v0`` to
-``StrategicReserve-v1`` for the same reason. ``strategic_reserve_v1`` is no
-longer registered: ``pettingzoo.make`` names v2.
-v1: fixed infos for every agent at every step (``roll``, ``roller``, ``dice``
-as a (2,) int8 array, ``hit`` as a code, ``captured`` as a (36,) int8 mask;
-no strings or lists: :func:`describe` gives the names); numpy integer actions;
+in v1. The Gymnasium envs moved from `StrategicReserve-v0` to
+`StrategicReserve-v1` for the same reason. `strategic_reserve_v1` is no
+longer registered: `pettingzoo.make` names v2.
+v1: fixed infos for every agent at every step (`roll`, `roller`, `dice`
+as a (2,) int8 array, `hit` as a code, `captured` as a (36,) int8 mask;
+no strings or lists: `describe` gives the names); numpy integer actions;
 copies and pickles keep the game; clear errors that change nothing.
-``strategic_reserve_v0`` is no longer registered.
+`strategic_reserve_v0` is no longer registered.
 v0: first release (the mover's info held names and lists, the other agent's
 info was empty).
 """
@@ -184,7 +184,7 @@ DICE_SHAPE = (2,)  # (purple, green)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
-    """``array``, no longer writeable (a template that is copied, never handed out)."""
+    """`array`, no longer writeable (a template that is copied, never handed out)."""
     array.flags.writeable = False
     return array
 
@@ -201,9 +201,9 @@ CAPTURED_MASKS_CACHED = 4096  # captured bitboards whose info mask is kept (most
 
 def env(**kwargs: Any) -> AECEnv:
     """The AEC env in PettingZoo's standard wrappers: an illegal move loses (TerminateIllegalWrapper),
-    actions are checked by :meth:`raw_env.check_action` (in place of AssertOutOfBoundsWrapper), and
+    actions are checked by `raw_env.check_action` (in place of AssertOutOfBoundsWrapper), and
     the call order is enforced (OrderEnforcingWrapper). The two PettingZoo wrappers are subclasses that read
-    the attributes of every step from the raw env directly (:class:`_RawAttributes`), not layer by layer."""
+    the attributes of every step from the raw env directly (`_RawAttributes`), not layer by layer."""
     environment = raw_env(**kwargs)
     environment = TerminateIllegalWrapper(environment, illegal_reward=-1)
     environment = CheckActionWrapper(environment)
@@ -211,7 +211,7 @@ def env(**kwargs: Any) -> AECEnv:
 
 
 def parse_rolls(rolls) -> list[int]:
-    """Forced rolls as square indices; names like ``"e5"`` or indices 0..35."""
+    """Forced rolls as square indices; names like `"e5"` or indices 0..35."""
     if isinstance(rolls, (str, bytes)) or not hasattr(rolls, "__iter__"):
         raise ValueError(f"rolls must be a sequence of squares, got {rolls!r}")
     if isinstance(rolls, (AbstractSet, Mapping)):  # their order is not the caller's (it can follow PYTHONHASHSEED)
@@ -232,10 +232,10 @@ def parse_rolls(rolls) -> list[int]:
 
 def as_square(action) -> int:
     """An action as a square index: a Python int, a numpy integer or a 0-d integer array (anything
-    :func:`~.engine.integers` reads as one integer).
+    `integers` reads as one integer).
 
-    ``TypeError`` for anything else (bools included), naming its type;
-    :class:`IllegalActionError` for a number outside 0..35.
+    `TypeError` for anything else (bools included), naming its type;
+    `IllegalActionError` for a number outside 0..35.
     """
     if type(action) is int:  # the usual action: an integer already
         value = action
@@ -258,7 +258,7 @@ def as_square(action) -> int:
 
 
 def agent_index(agent) -> int:
-    """The colour of an agent name (0 Red for ``player_0``, 1 Blue); ``ValueError`` naming the agents."""
+    """The colour of an agent name (0 Red for `player_0`, 1 Blue); `ValueError` naming the agents."""
     try:
         return AGENT_INDEX[agent]
     except (KeyError, TypeError):  # TypeError: not hashable
@@ -266,17 +266,17 @@ def agent_index(agent) -> int:
 
 
 def roll_info(game: Game) -> dict:
-    """An agent's info: the latest roll of ``game``, made by :attr:`Game.roller` (0 Red, 1 Blue); fresh arrays.
+    """An agent's info: the latest roll of `game`, made by `Game.roller` (0 Red, 1 Blue); fresh arrays.
 
-    ``{"roll": int, "roller": int, "dice": (2,) int8, "hit": int, "captured": (36,) int8}``;
-    with no roll yet ``roll``, ``roller`` and ``hit`` are :data:`NO_ROLL` and the arrays zeros.
+    `{"roll": int, "roller": int, "dice": (2,) int8, "hit": int, "captured": (36,) int8}`;
+    with no roll yet `roll`, `roller` and `hit` are `NO_ROLL` and the arrays zeros.
     """
     return _own_copy(_roll_template(game))
 
 
 def _roll_template(game: Game) -> tuple:
-    """The parts of :func:`roll_info` ``(roll, roller, dice, hit, captured)``, the arrays read-only
-    templates (:func:`_own_copy` makes an info of them)."""
+    """The parts of `roll_info` `(roll, roller, dice, hit, captured)`, the arrays read-only
+    templates (`_own_copy` makes an info of them)."""
     rolled = game.rolled
     if rolled == NO_ROLL:
         return NO_ROLL, NO_ROLL, _NO_DICE, NO_ROLL, _NOTHING_CAPTURED
@@ -285,7 +285,7 @@ def _roll_template(game: Game) -> tuple:
 
 
 def _own_copy(template: tuple) -> dict:
-    """An info of :func:`_roll_template`'s parts, holding its own copies of the arrays."""
+    """An info of `_roll_template`'s parts, holding its own copies of the arrays."""
     rolled, roller, dice, hit, captured = template
     return {"roll": rolled, "roller": roller, "dice": dice.copy(), "hit": hit, "captured": captured.copy()}
 
@@ -298,7 +298,7 @@ def _captured_mask(captured: int) -> np.ndarray:
 
 def describe(info: dict) -> dict:
     """The readable form of an info: square and agent names, the dice as a tuple, the hit's name,
-    the captured squares' names in index order; ``None`` for the parts of a missing roll.
+    the captured squares' names in index order; `None` for the parts of a missing roll.
 
     >>> describe({"roll": 28, "roller": 0, "dice": np.array([5, 5]), "hit": 2,
     ...           "captured": np.eye(36, dtype=np.int8)[[22, 27]].sum(0)})
@@ -393,7 +393,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     # -- AEC API ----------------------------------------------------------------------
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        """A new game; ``options={"rolls": [...]}`` forces the first rolls (other keys are ignored, as in
+        """A new game; `options={"rolls": [...]}` forces the first rolls (other keys are ignored, as in
         PettingZoo's classic envs). A bad seed or roll raises before anything changes."""
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
@@ -419,13 +419,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         return {"observation": view, "action_mask": mask_from_planes(view)}
 
     def check_action(self, action) -> int | None:
-        """``action`` for the agent to act, checked: its square index, or ``None`` for a done agent.
+        """`action` for the agent to act, checked: its square index, or `None` for a done agent.
 
-        The one place where a step is validated (``step`` and ``env()``'s action check call it).
-        Raises, changing nothing: ``RuntimeError`` before ``reset`` or once every agent has left a
-        finished game; ``ValueError`` for a done agent's action other than ``None``; ``TypeError`` or
-        :class:`IllegalActionError` from :func:`as_square`. Whether the square is legal now is the
-        engine's to say (``step``).
+        The one place where a step is validated (`step` and `env()`'s action check call it).
+        Raises, changing nothing: `RuntimeError` before `reset` or once every agent has left a
+        finished game; `ValueError` for a done agent's action other than `None`; `TypeError` or
+        `IllegalActionError` from `as_square`. Whether the square is legal now is the
+        engine's to say (`step`).
         """
         if "terminations" not in self.__dict__:
             raise RuntimeError("step() before reset(): call reset() to start a game")
@@ -468,13 +468,13 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     @property
     def _outcome_only(self) -> bool:
-        """The reward is the built-in outcome (:class:`~.outcome.OutcomeReward`): it cannot fail and reads no
-        roll, so a step needs no trial game and no ledger (:meth:`_outcome_step`)."""
+        """The reward is the built-in outcome (`OutcomeReward`): it cannot fail and reads no
+        roll, so a step needs no trial game and no ledger (`_outcome_step`)."""
         return type(self.reward_function) is OutcomeReward
 
     def _outcome_step(self, square: int) -> dict[str, float]:
-        """Place on ``square`` and roll for the next turn, in the env's game; the outcome's rewards
-        (:data:`_OUTCOME_REWARDS`, :class:`~.outcome.OutcomeReward`'s values). The next roll is read
+        """Place on `square` and roll for the next turn, in the env's game; the outcome's rewards
+        (`_OUTCOME_REWARDS`, `OutcomeReward`'s values). The next roll is read
         (and checked) before the placement, and nothing after the placement can raise."""
         game, dice = self.game, self.dice
         rolled = dice.peek()  # ValueError for a bad forced roll, changing nothing
@@ -487,7 +487,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def _ledger_step(self, square: int) -> dict[str, float]:
         """The step played on a trial copy of the game, its rewards worked out by the reward function
-        (:class:`~.outcome.Ledger`, one row an agent: its colour), then committed to the env's game and dice;
+        (`Ledger`, one row an agent: its colour), then committed to the env's game and dice;
         the reward function raising or answering badly raises with nothing committed."""
         game, dice = self.game, self.dice
         rolled = dice.peek()
@@ -526,16 +526,16 @@ _STEP_ATTRIBUTES = (
 
 
 class _RawAttributes:
-    """A wrapper of :func:`env` that reads :data:`_STEP_ATTRIBUTES` from ``_raw`` (the raw env) directly, not
-    through PettingZoo's ``__getattr__`` of every layer in between. Where ``_raw`` is not set yet, or the raw
-    env lacks the attribute (before ``reset``), the read falls back to the wrapper's own ``__getattr__``, which
+    """A wrapper of `env` that reads `_STEP_ATTRIBUTES` from `_raw` (the raw env) directly, not
+    through PettingZoo's `__getattr__` of every layer in between. Where `_raw` is not set yet, or the raw
+    env lacks the attribute (before `reset`), the read falls back to the wrapper's own `__getattr__`, which
     raises as PettingZoo's wrappers do."""
 
     _raw: raw_env
 
 
 def _read_from_raw(name: str) -> property:
-    """The property reading ``name`` of the raw env (an AttributeError falls back to ``__getattr__``)."""
+    """The property reading `name` of the raw env (an AttributeError falls back to `__getattr__`)."""
     return property(lambda wrapper: getattr(wrapper._raw, name), doc=f"the raw env's ``{name}``")
 
 
@@ -552,8 +552,8 @@ class TerminateIllegalWrapper(_RawAttributes, wrappers.TerminateIllegalWrapper):
 
 
 class CheckActionWrapper(_RawAttributes, BaseWrapper):
-    """Runs :meth:`raw_env.check_action` before the wrappers inside it, which then get a plain int
-    (or ``None`` for a done agent); bad actions raise its clear errors and change nothing."""
+    """Runs `raw_env.check_action` before the wrappers inside it, which then get a plain int
+    (or `None` for a done agent); bad actions raise its clear errors and change nothing."""
 
     def __init__(self, env: AECEnv) -> None:
         super().__init__(env)
@@ -564,7 +564,7 @@ class CheckActionWrapper(_RawAttributes, BaseWrapper):
 
 
 class OrderEnforcingWrapper(_RawAttributes, wrappers.OrderEnforcingWrapper):
-    """PettingZoo's OrderEnforcingWrapper, reading the step's attributes directly once ``reset`` was called
+    """PettingZoo's OrderEnforcingWrapper, reading the step's attributes directly once `reset` was called
     (before it, its errors as PettingZoo words them)."""
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:

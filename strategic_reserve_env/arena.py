@@ -1,21 +1,21 @@
 """Play two agents against each other in one engine batch, with paired dice.
 
-Game slot ``i`` rolls from dice stream ``dice_seeds[i]``
-(:class:`~strategic_reserve_env.dice.BatchDice`): roll ``t`` of a game is
-roll ``t`` of its stream, whatever the agents do. Give both games of a pair
+Game slot `i` rolls from dice stream `dice_seeds[i]`
+(`BatchDice`): roll `t` of a game is
+roll `t` of its stream, whatever the agents do. Give both games of a pair
 the same seed and swap the seats, and they see the same rolls for as long as
 their positions allow. The agents' own randomness comes from generators of
 their own, apart from the dice.
 
 An agent that raises, or answers with anything but one legal square per
-game, stops the play with an :class:`AgentError` naming the agent, the game
+game, stops the play with an `AgentError` naming the agent, the game
 and its position.
 
-Given a value function (:mod:`strategic_reserve_env.luck`), :func:`play` also keeps each game's luck in a
-:class:`~strategic_reserve_env.outcome.Ledger` whose rows are Red in each game: the sum over its rolls of the
-roller's luck, counted for Red when Red rolled and against Red when Blue did (``Games.red_luck``, a
-difference of win probabilities). :meth:`Games.adjusted` takes it out of a result on any scale
-(:class:`~strategic_reserve_env.outcome.Scale`: 1 x luck from a score, 2 x from a +-1 reward): the
+Given a value function (`strategic_reserve_env.luck`), `play` also keeps each game's luck in a
+`Ledger` whose rows are Red in each game: the sum over its rolls of the
+roller's luck, counted for Red when Red rolled and against Red when Blue did (`Games.red_luck`, a
+difference of win probabilities). `Games.adjusted` takes it out of a result on any scale
+(`Scale`: 1 x luck from a score, 2 x from a +-1 reward): the
 luck-adjusted result, with the same expectation as the outcome.
 """
 
@@ -39,11 +39,11 @@ from .policies import InvalidActionsError, choose
 class AgentError(RuntimeError):
     """An agent failed while playing: it raised, or its answer was not one legal square per game.
 
-    ``agent`` is its index in the agents played (0 or 1), ``name`` its name,
-    ``game`` the number of the game concerned (when the failure concerns the
+    `agent` is its index in the agents played (0 or 1), `name` its name,
+    `game` the number of the game concerned (when the failure concerns the
     whole call, e.g. an exception or a wrong shape: the first game of the
-    call, and ``detail`` says so), ``detail`` what went wrong and
-    ``position`` that game's position. The cause is chained.
+    call, and `detail` says so), `detail` what went wrong and
+    `position` that game's position. The cause is chained.
     """
 
     def __init__(self, agent: int, name: str, game: int, detail: str, position: str) -> None:
@@ -53,12 +53,12 @@ class AgentError(RuntimeError):
 
 class StopRun(BaseException):
     """A request to stop the whole run from outside the agents (a signal handler raises one, as SIGINT raises
-    ``KeyboardInterrupt``): :func:`choose_checked` lets it through instead of blaming the agent that was
+    `KeyboardInterrupt`): `choose_checked` lets it through instead of blaming the agent that was
     running when it came."""
 
 
 def describe(state: engine.State, game: int) -> str:
-    """One line on game ``game`` of ``state`` awaiting a placement: board, reserves, mover and roll."""
+    """One line on game `game` of `state` awaiting a placement: board, reserves, mover and roll."""
     one = state[game]
     red, blue = (int(n) for n in one.reserves()[0])
     roll = int(one.rolled[0])
@@ -71,11 +71,11 @@ def describe(state: engine.State, game: int) -> str:
 def choose_checked(
     agent, index: int, state: engine.State, games: np.ndarray, rng: np.random.Generator, game_numbers: np.ndarray
 ) -> np.ndarray:
-    """``choose`` for games ``games`` of ``state`` ((k,) indices), turning any failure of the agent into an
-    :class:`AgentError` (``game_numbers``: (N,) numbers of the state's games for the message). Whatever the
-    agent raises is its failure, ``BaseException`` included (``sys.exit()``, ``GeneratorExit``, a class of its
-    own, the time budget's ``ActTimeoutError``): it does not end the program. Only a stop of the whole run
-    passes through: ``KeyboardInterrupt`` (Ctrl-C) and :class:`StopRun`."""
+    """`choose` for games `games` of `state` ((k,) indices), turning any failure of the agent into an
+    `AgentError` (`game_numbers`: (N,) numbers of the state's games for the message). Whatever the
+    agent raises is its failure, `BaseException` included (`sys.exit()`, `GeneratorExit`, a class of its
+    own, the time budget's `ActTimeoutError`): it does not end the program. Only a stop of the whole run
+    passes through: `KeyboardInterrupt` (Ctrl-C) and `StopRun`."""
     try:
         return choose(agent, state[games], rng)
     except (KeyboardInterrupt, StopRun):
@@ -110,9 +110,9 @@ class Games:
         return np.where(self.winner < 0, -1, np.where(self.winner == RED, self.red_agent, 1 - self.red_agent))
 
     def adjusted(self, scale: Scale, results: np.ndarray, agent) -> np.ndarray:
-        """(N,) float64: ``results`` of ``agent`` ((N,) or scalar 0/1: whose results they are, in each game) on
-        ``scale``, less that agent's net luck (Red's where it played Red, its negative elsewhere) on the
-        same scale (:meth:`~strategic_reserve_env.outcome.Scale.adjusted`). ``ValueError`` without kept luck."""
+        """(N,) float64: `results` of `agent` ((N,) or scalar 0/1: whose results they are, in each game) on
+        `scale`, less that agent's net luck (Red's where it played Red, its negative elsewhere) on the
+        same scale (`adjusted`). `ValueError` without kept luck."""
         if self.red_luck is None:
             raise ValueError("these games were played without a value function: no luck was kept")
         return scale.adjusted(results, np.where(self.red_agent == agent, self.red_luck, -self.red_luck))
@@ -129,18 +129,18 @@ def play(
     game_numbers: np.ndarray | None = None,
     luck: ValueFunction | None = None,
 ) -> Games:
-    """Play ``len(red_agent)`` games of ``agents[0]`` against ``agents[1]`` to the end (or the ply limit).
+    """Play `len(red_agent)` games of `agents[0]` against `agents[1]` to the end (or the ply limit).
 
-    ``red_agent`` ((N,) 0/1) says who plays Red in each game, ``dice_seeds``
-    ((N,) ints) the dice stream of each game, ``rngs`` one generator per
-    agent. ``on_ply(state)`` is called with the state after the first roll
+    `red_agent` ((N,) 0/1) says who plays Red in each game, `dice_seeds`
+    ((N,) ints) the dice stream of each game, `rngs` one generator per
+    agent. `on_ply(state)` is called with the state after the first roll
     and after every ply (for a progress bar, or to record the games).
-    ``start`` (N games, each awaiting its next roll) continues given games
+    `start` (N games, each awaiting its next roll) continues given games
     instead of starting from the configured position. An agent's failure
-    raises :class:`AgentError`, numbering the games by ``game_numbers``
-    ((N,) ints, default 0..N-1). With ``luck`` (a value function), every roll's luck is recorded just
-    after it in a :class:`~strategic_reserve_env.outcome.Ledger` (one row a game: Red) and summed into
-    ``Games.red_luck``.
+    raises `AgentError`, numbering the games by `game_numbers`
+    ((N,) ints, default 0..N-1). With `luck` (a value function), every roll's luck is recorded just
+    after it in a `Ledger` (one row a game: Red) and summed into
+    `Games.red_luck`.
     """
     red_agent = np.asarray(red_agent, dtype=np.int64)
     game_numbers = np.arange(len(red_agent)) if game_numbers is None else np.asarray(game_numbers)
@@ -187,8 +187,8 @@ class Decision:
 def play_logged(
     agents, red_agent: int, dice_seed: int, config: Config | None = None, rng: np.random.Generator | None = None
 ) -> tuple[list[Decision], Game]:
-    """One game, kept decision by decision, for inspection (same dice as game slot ``dice_seed`` of
-    :func:`play`). Returns the decisions and the finished game (``records.record_of(game)`` is its record)."""
+    """One game, kept decision by decision, for inspection (same dice as game slot `dice_seed` of
+    `play`). Returns the decisions and the finished game (`records.record_of(game)` is its record)."""
     rng = rng if rng is not None else np.random.default_rng(dice_seed)
     game, dice = Game(config if config is not None else Config()), GameDice(dice_seed)
     decisions = []

@@ -1,4 +1,4 @@
-"""Throughput of uniformly random legal play: ``python -m strategic_reserve_env bench``.
+"""Throughput of uniformly random legal play: `python -m strategic_reserve_env bench`.
 
 Every ply is counted; the time includes the roll, captures, the random choice
 of a legal square, the placement, win detection and auto-reset of finished
@@ -21,12 +21,12 @@ from .sampling import uniform_square
 
 BLOCK = 256  # plies of dice and uniforms drawn per generator call
 MAX_BATCH = 262_144
-"""The largest batch measured: each game draws :data:`BLOCK` dice and uniforms at a time (4 KiB a game, 1 GiB
+"""The largest batch measured: each game draws `BLOCK` dice and uniforms at a time (4 KiB a game, 1 GiB
 at this size), and the vector env plays as many games as the largest batch."""
 
 
 def _timed(run_block: Callable[[], int], seconds: float) -> float:
-    """Plies per second of ``run_block`` (returns plies played) repeated for about ``seconds``."""
+    """Plies per second of `run_block` (returns plies played) repeated for about `seconds`."""
     run_block()  # warm-up
     plies, start = 0, time.perf_counter()
     while True:
@@ -44,14 +44,14 @@ class _BlockDice:
         self.row = 0
 
     def next(self, mask: np.ndarray) -> np.ndarray:
-        """The next row (every game of the benchmark rolls at every turn, so ``mask`` is all True)."""
+        """The next row (every game of the benchmark rolls at every turn, so `mask` is all True)."""
         self.row += 1
         return self.rolls[self.row - 1]
 
 
 def batched(batch_size: int, seconds: float, config: Config, seed: int = 0) -> float:
     """Plies/s of the batched engine with B games in lockstep, through the turn loop
-    (:func:`~strategic_reserve_env.turns.turn`), finished games reset after each ply."""
+    (`turn`), finished games reset after each ply."""
     rng = np.random.default_rng(seed)
     state = engine.init(config, batch_size)
     everyone = np.ones(batch_size, dtype=bool)
@@ -70,7 +70,7 @@ def batched(batch_size: int, seconds: float, config: Config, seed: int = 0) -> f
 
 
 def single(seconds: float, config: Config, seed: int = 0) -> float:
-    """Plies/s of one game on the Python-int path (:class:`Game`)."""
+    """Plies/s of one game on the Python-int path (`Game`)."""
     rng = np.random.default_rng(seed)
     game = Game(config)
 
@@ -88,8 +88,8 @@ def single(seconds: float, config: Config, seed: int = 0) -> float:
 
 
 def aec(seconds: float, config: Config, seed: int = 0, wrapped: bool = True, reward: str = "outcome") -> float:
-    """Plies/s of the PettingZoo env (``env()``, or ``raw_env`` if not ``wrapped``) with the reward
-    ``reward`` under random masked play through the public API (``last``/``step``)."""
+    """Plies/s of the PettingZoo env (`env()`, or `raw_env` if not `wrapped`) with the reward
+    `reward` under random masked play through the public API (`last`/`step`)."""
     from .aec_env import env as make_env
     from .aec_env import raw_env
 
@@ -141,7 +141,7 @@ def vector(num_envs: int, seconds: float, config: Config, seed: int = 0) -> floa
 
 
 def reference(seconds: float, config: Config, seed: int = 0) -> float:
-    """Plies/s of the plain scalar reference (:mod:`strategic_reserve_env.reference`)."""
+    """Plies/s of the plain scalar reference (`strategic_reserve_env.reference`)."""
     rng = np.random.default_rng(seed)
     game = ReferenceGame.from_config(config)
 
@@ -163,14 +163,14 @@ COLUMNS = (12, 8, 32, 12)  # widths of a report row's interface, size, what and 
 
 
 def row(interface: str, size: str, what: str, rate: float) -> str:
-    """One report line, its columns aligned with every other's (:data:`COLUMNS`)."""
+    """One report line, its columns aligned with every other's (`COLUMNS`)."""
     first, second, third, fourth = COLUMNS
     return f"{interface:<{first}}{size:<{second}}{what:<{third}}{rate:>{fourth},.0f} plies/s"
 
 
 def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), config: Config | None = None) -> list[str]:
-    """Measure and return the report lines; ``ValueError`` before any work for a batch size outside
-    1..:data:`MAX_BATCH`."""
+    """Measure and return the report lines; `ValueError` before any work for a batch size outside
+    1..`MAX_BATCH`."""
     for batch_size in batch_sizes:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
             raise ValueError(f"batch sizes must be integers in 1..{MAX_BATCH:,}, got {brief(batch_size)}")

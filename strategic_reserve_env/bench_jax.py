@@ -1,19 +1,19 @@
-"""Throughput of the JAX env in the loop a pgx user writes: ``strategic-reserve bench --jax``.
+"""Throughput of the JAX env in the loop a pgx user writes: `strategic-reserve bench --jax`.
 
 Every loop is the one pgx's README drives its games with: B games, one key per game per step,
-``jax.vmap(env.step)(state, action, keys)``, finished games replaced by a new game, :data:`PLIES` plies in a
-``lax.fori_loop`` under one ``jit``, timed beside the numpy engine's batched random play
-(:func:`strategic_reserve_env.bench.batched`) in the same process. The loops differ in what a user may choose:
+`jax.vmap(env.step)(state, action, keys)`, finished games replaced by a new game, `PLIES` plies in a
+`lax.fori_loop` under one `jit`, timed beside the numpy engine's batched random play
+(`strategic_reserve_env.bench.batched`) in the same process. The loops differ in what a user may choose:
 
-- the action: ``jax.random.categorical`` over the legal mask (pgx's examples), or the env's cheap sampler
-  :func:`~strategic_reserve_env.pgx_env.random_action` (one 32-bit draw a game);
-- the observation: built by every step (``StrategicReserve()``), or not (``StrategicReserve(observation=False)``;
-  ``env.observe(state)`` builds it when wanted);
-- the reset: ``pgx.experimental.auto_reset(env.step, env.init)`` (a step, an ``init`` and a selection over every
-  field), or the env's :meth:`~strategic_reserve_env.pgx_env.StrategicReserve.auto_reset_step` (one roll).
+- the action: `jax.random.categorical` over the legal mask (pgx's examples), or the env's cheap sampler
+  `random_action` (one 32-bit draw a game);
+- the observation: built by every step (`StrategicReserve()`), or not (`StrategicReserve(observation=False)`;
+  `env.observe(state)` builds it when wanted);
+- the reset: `pgx.experimental.auto_reset(env.step, env.init)` (a step, an `init` and a selection over every
+  field), or the env's `auto_reset_step` (one roll).
 
-pgx's ``connect_four`` and ``backgammon`` run in the same loop (categorical, auto-reset by ``init``) for scale.
-Compile times are printed apart. Needs the extra ``jax``; this module imports jax only when it measures.
+pgx's `connect_four` and `backgammon` run in the same loop (categorical, auto-reset by `init`) for scale.
+Compile times are printed apart. Needs the extra `jax`; this module imports jax only when it measures.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from .bench import _timed, batched, row
 from .config import Config
 
 PLIES = 64
-"""Plies of every game per compiled call (one ``fori_loop``)."""
+"""Plies of every game per compiled call (one `fori_loop`)."""
 BATCH_SIZES = (256, 4096, 65536)
-"""``bench --jax``'s default batch sizes."""
+"""`bench --jax`'s default batch sizes."""
 MAX_BATCH = 1 << 20
-"""The largest batch ``bench --jax`` measures (the numpy engine's line stops at ``bench.MAX_BATCH``)."""
+"""The largest batch `bench --jax` measures (the numpy engine's line stops at `bench.MAX_BATCH`)."""
 DEVICES = ("cpu", "gpu")
 
 
@@ -54,12 +54,12 @@ LOOPS = (
     Loop("connect_four, categorical", "connect_four", "categorical", True, "pgx"),
     Loop("backgammon, categorical", "backgammon", "categorical", True, "pgx", max_batch=4096),
 )
-"""The loops of ``bench --jax``, in report order."""
+"""The loops of `bench --jax`, in report order."""
 
 
 def user_loop(loop: Loop, config: Config, batch_size: int, plies: int, seed: int = 0):
-    """``(run, carry)``: ``run(carry)`` plays ``plies`` plies of ``batch_size`` games of ``loop`` (jitted) and
-    returns the next carry ``(state, key)``."""
+    """`(run, carry)`: `run(carry)` plays `plies` plies of `batch_size` games of `loop` (jitted) and
+    returns the next carry `(state, key)`."""
     import jax
     import jax.numpy as jnp
     import pgx
@@ -95,7 +95,7 @@ def user_loop(loop: Loop, config: Config, batch_size: int, plies: int, seed: int
 
 
 def loop_rate(loop: Loop, config: Config, batch_size: int, seconds: float, seed: int = 0) -> tuple[float, float]:
-    """``(plies/s, compile seconds)`` of :func:`user_loop`; the compile is timed apart."""
+    """`(plies/s, compile seconds)` of `user_loop`; the compile is timed apart."""
     import jax
 
     plies = PLIES
@@ -113,7 +113,7 @@ def loop_rate(loop: Loop, config: Config, batch_size: int, seconds: float, seed:
 
 
 def mctx_rate(batch_size: int, simulations: int, seconds: float, seed: int = 0) -> tuple[float, float]:
-    """``(decisions/s, first call's seconds)`` of the ``mctx:simulations=N`` agent on ``batch_size`` positions
+    """`(decisions/s, first call's seconds)` of the `mctx:simulations=N` agent on `batch_size` positions
     after a few random plies (the first call compiles; its time is given apart)."""
     import numpy as np
 
@@ -138,8 +138,8 @@ def mctx_rate(batch_size: int, simulations: int, seconds: float, seed: int = 0) 
 
 
 def check_device(device: str):
-    """The jax device ``device`` ("cpu" or "gpu") names; ``ValueError`` in one line when jax has none (or the
-    extra ``jax`` is missing: :class:`~strategic_reserve_env.extras.MissingExtraError`)."""
+    """The jax device `device` ("cpu" or "gpu") names; `ValueError` in one line when jax has none (or the
+    extra `jax` is missing: `MissingExtraError`)."""
     from .extras import needs_extra
 
     if device not in DEVICES:
@@ -168,8 +168,8 @@ def run(
     mctx_simulations: int = 32,
 ) -> Iterator[str]:
     """The report lines, yielded as they are measured: at each batch size the numpy engine's line (up to
-    ``bench.MAX_BATCH``), then each of ``loops`` on ``device`` with its ratio to the engine and its compile
-    time (``loops`` default: :data:`LOOPS`); then, given ``mctx_batch``, the mctx agent's decisions/s."""
+    `bench.MAX_BATCH`), then each of `loops` on `device` with its ratio to the engine and its compile
+    time (`loops` default: `LOOPS`); then, given `mctx_batch`, the mctx agent's decisions/s."""
     import jax
 
     from .bench import MAX_BATCH as NUMPY_MAX_BATCH

@@ -1,15 +1,15 @@
 """Board geometry, notation and the bitboard layout.
 
-Squares are numbered as in docs/RULES.md: ``index = (rank - 1) * 6 + file_index``
-(``a1`` = 0, ``f1`` = 5, ``f6`` = 35). Actions use these indices.
+Squares are numbered as in docs/RULES.md: `index = (rank - 1) * 6 + file_index`
+(`a1` = 0, `f1` = 5, `f6` = 35). Actions use these indices.
 
 Bitboards pack one colour's checkers into an integer. Each rank takes
-``STRIDE = 7`` bits: six for the files and one *guard bit* that is always
+`STRIDE = 7` bits: six for the files and one *guard bit* that is always
 zero, so that shifting by one or adding a carry can never spill from one rank
-into the next. Square ``s`` lives at bit ``s + s // 6``; the highest used bit
+into the next. Square `s` lives at bit `s + s // 6`; the highest used bit
 is 40, so a bitboard fits a signed int64 with room to spare. The same value is
-either a Python ``int`` (one game) or an ``np.int64`` array (a batch), and the
-rule functions in :mod:`strategic_reserve_env.rules` work on both.
+either a Python `int` (one game) or an `np.int64` array (a batch), and the
+rule functions in `strategic_reserve_env.rules` work on both.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ MESSAGE_LIMIT = 200  # characters of a message from user code (an agent's except
 
 
 def clip(text: str, limit: int = ECHO_LIMIT) -> str:
-    """``text`` cut to ``limit`` characters, ending in ``...`` when it was cut."""
+    """`text` cut to `limit` characters, ending in `...` when it was cut."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -57,7 +57,7 @@ _ECHO.maxstring = _ECHO.maxlong = _ECHO.maxother = ECHO_LIMIT
 
 
 def brief(value: object, limit: int = ECHO_LIMIT) -> str:
-    """``repr(value)`` cut to ``limit`` characters, for echoing untrusted input in an error message."""
+    """`repr(value)` cut to `limit` characters, for echoing untrusted input in an error message."""
     try:
         return clip(_ECHO.repr(value), limit)
     except Exception:  # e.g. an int past Python's 4300-digit conversion limit
@@ -65,19 +65,19 @@ def brief(value: object, limit: int = ECHO_LIMIT) -> str:
 
 
 def square_name(square: int) -> str:
-    """Name of a square index, e.g. ``0 -> 'a1'``."""
+    """Name of a square index, e.g. `0 -> 'a1'`."""
     return SQUARE_NAMES[square]
 
 
 def parse_square(name: object) -> int:
-    """Index of a square name such as ``'c4'``; ``ValueError`` if it is not one."""
+    """Index of a square name such as `'c4'`; `ValueError` if it is not one."""
     if not isinstance(name, str) or name not in SQUARE_INDEX:
         raise ValueError(f"{brief(name)} is not a square (a1 .. f6)")
     return SQUARE_INDEX[name]
 
 
 def bit_to_square(position):
-    """Square index of a bit position (inverse of ``BIT_POSITION``); ints or arrays."""
+    """Square index of a bit position (inverse of `BIT_POSITION`); ints or arrays."""
     return position - position // STRIDE
 
 
@@ -95,7 +95,7 @@ def squares_of(bits: int) -> list[int]:
 
 
 def names_of(bits: int) -> str:
-    """The squares of a bitboard as text in index order, e.g. ``'e4, d5, f5'``."""
+    """The squares of a bitboard as text in index order, e.g. `'e4, d5, f5'`."""
     return ", ".join(SQUARE_NAMES[s] for s in squares_of(bits))
 
 
@@ -108,24 +108,24 @@ def bits_of(squares) -> int:
 
 
 def square_mask(bits: int) -> np.ndarray:
-    """One bitboard (a Python int) -> a fresh ``(36,) bool`` square mask."""
+    """One bitboard (a Python int) -> a fresh `(36,) bool` square mask."""
     return (bits & BIT_ARRAY) != 0
 
 
 def bitboards_to_array(bits: np.ndarray) -> np.ndarray:
-    """``(B,) int64`` bitboards -> ``(B, 36) bool`` square masks."""
+    """`(B,) int64` bitboards -> `(B, 36) bool` square masks."""
     by = np.ascontiguousarray(bits, dtype=np.int64).view(np.uint8).reshape(-1, 8)[:, :BITBOARD_BYTES]
     unpacked = np.unpackbits(by, axis=1, bitorder="little")[:, : BOARD_SIZE * STRIDE]  # bit positions
     return unpacked.reshape(-1, BOARD_SIZE, STRIDE)[:, :, :BOARD_SIZE].reshape(-1, NUM_SQUARES).view(bool)
 
 
 def array_to_bitboards(mask: np.ndarray) -> np.ndarray:
-    """``(B, 36)`` truthy square masks -> ``(B,) int64`` bitboards."""
+    """`(B, 36)` truthy square masks -> `(B,) int64` bitboards."""
     return (np.asarray(mask, dtype=bool).astype(np.int64) << BIT_POSITION_ARRAY).sum(axis=1)
 
 
 def parse_board(board: object) -> tuple[int, int]:
-    """Board string (36 of ``R``, ``B``, ``.``) -> (red, blue) bitboards; ``ValueError`` if malformed."""
+    """Board string (36 of `R`, `B`, `.`) -> (red, blue) bitboards; `ValueError` if malformed."""
     if not isinstance(board, str):
         raise ValueError(f"board must be a string of {NUM_SQUARES} characters, got {type(board).__name__}")
     if len(board) != NUM_SQUARES:
@@ -144,18 +144,18 @@ def board_string(red: int, blue: int) -> str:
 
 
 def dice_for(square, mover):
-    """(purple, green) dice that roll ``square`` from the mover's seat (docs/RULES.md, A turn, 1).
+    """(purple, green) dice that roll `square` from the mover's seat (docs/RULES.md, A turn, 1).
 
-    Ints, or arrays (``square`` and ``mover`` broadcast together; two arrays are
+    Ints, or arrays (`square` and `mover` broadcast together; two arrays are
     returned). Blue sits opposite Red, so Blue reads the board turned half round:
-    square ``s`` is square ``35 - s`` from Blue's seat.
+    square `s` is square `35 - s` from Blue's seat.
     """
     seat_square = square + mover * (NUM_SQUARES - 1 - 2 * square)  # mover is RED = 0 or BLUE = 1
     return seat_square % BOARD_SIZE + 1, seat_square // BOARD_SIZE + 1
 
 
 def square_for_dice(purple: int, green: int, mover: int) -> int:
-    """Square rolled by (purple, green) from the mover's seat; inverse of :func:`dice_for`."""
+    """Square rolled by (purple, green) from the mover's seat; inverse of `dice_for`."""
     if not (1 <= purple <= BOARD_SIZE and 1 <= green <= BOARD_SIZE):
         raise ValueError(f"dice must be 1..{BOARD_SIZE}, got ({purple}, {green})")
     if mover == RED:

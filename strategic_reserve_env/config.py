@@ -14,7 +14,7 @@ DEFAULT_PLY_LIMIT = 1000  # plies after which an unfinished game is truncated, u
 
 
 def _check_int(name: str, value: object, low: int, high: int) -> int:
-    """``value`` as an int in ``[low, high]``, or ``ValueError`` naming the field and range."""
+    """`value` as an int in `[low, high]`, or `ValueError` naming the field and range."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an integer in {low}..{high}, got {brief(value)}")
     if not low <= value <= high:
@@ -26,10 +26,10 @@ def _check_int(name: str, value: object, low: int, high: int) -> int:
 class StartPosition:
     """A position to start games from.
 
-    ``board`` is a 36-character board string (``R``, ``B``, ``.``; at least one
-    empty square), ``reserves`` the (red, blue) checkers off the board
-    (1..36 each: 0 would mean the game is already won), ``to_move`` ``"red"``
-    or ``"blue"``.
+    `board` is a 36-character board string (`R`, `B`, `.`; at least one
+    empty square), `reserves` the (red, blue) checkers off the board
+    (1..36 each: 0 would mean the game is already won), `to_move` `"red"`
+    or `"blue"`.
     """
 
     board: str = STANDARD_BOARD
@@ -53,7 +53,7 @@ class StartPosition:
 
     @property
     def mover(self) -> int:
-        """``RED`` or ``BLUE``."""
+        """`RED` or `BLUE`."""
         return RED if self.to_move == "red" else BLUE
 
     @property
@@ -66,12 +66,12 @@ class StartPosition:
 class Config:
     """Settings of a game.
 
-    ``reserve``: checkers each player starts with off the board (1..12,
-    default 7). ``ply_limit``: plies after which an unfinished game is
+    `reserve`: checkers each player starts with off the board (1..12,
+    default 7). `ply_limit`: plies after which an unfinished game is
     truncated (1..2**31-1, default 1000; not a rule of the game: records replay
     without one, see docs/RULES.md).
-    ``start``: a custom start position; ``None`` means the standard setup with
-    ``reserve`` checkers each and Red to move.
+    `start`: a custom start position; `None` means the standard setup with
+    `reserve` checkers each and Red to move.
     """
 
     reserve: int = DEFAULT_RESERVE
@@ -86,7 +86,7 @@ class Config:
 
     @property
     def start_position(self) -> StartPosition:
-        """The position games start from (the standard setup unless ``start`` is set)."""
+        """The position games start from (the standard setup unless `start` is set)."""
         if self.start is not None:
             return self.start
         return StartPosition(STANDARD_BOARD, (self.reserve, self.reserve), "red")
@@ -96,12 +96,12 @@ START_FIELDS = ("board", "reserves", "to_move")
 
 
 def start_position(start: StartPosition | Mapping | None, reserve: int) -> StartPosition | None:
-    """``start`` as a :class:`StartPosition` (None stays None, a StartPosition is returned as it is).
+    """`start` as a `StartPosition` (None stays None, a StartPosition is returned as it is).
 
-    A mapping may hold the fields ``board``, ``reserves`` ((red, blue)) and
-    ``to_move``; absent ones are the standard board, ``(reserve, reserve)``
+    A mapping may hold the fields `board`, `reserves` ((red, blue)) and
+    `to_move`; absent ones are the standard board, `(reserve, reserve)`
     (the variant's reserve: docs/RULES.md, "Reserves at the start") and Red.
-    ``ValueError`` for unknown fields or anything else.
+    `ValueError` for unknown fields or anything else.
     """
     if start is None or isinstance(start, StartPosition):
         return start
@@ -120,6 +120,6 @@ def start_position(start: StartPosition | Mapping | None, reserve: int) -> Start
 def make_config(
     reserve: int = DEFAULT_RESERVE, ply_limit: int = DEFAULT_PLY_LIMIT, start: StartPosition | Mapping | None = None
 ) -> Config:
-    """A Config from the envs' keyword arguments (``start`` may be a plain dict: :func:`start_position`,
-    its reserves ``(reserve, reserve)`` unless given); every env adapter and command line builds its Config here."""
+    """A Config from the envs' keyword arguments (`start` may be a plain dict: `start_position`,
+    its reserves `(reserve, reserve)` unless given); every env adapter and command line builds its Config here."""
     return Config(reserve=reserve, ply_limit=ply_limit, start=start_position(start, reserve))

@@ -1,19 +1,19 @@
 """Counter-based dice: the n-th roll of a game stream is a pure function of (key, n).
 
 The environments draw their rolls here so that one seed gives the same dice
-on every interface (the PettingZoo env, the single-agent env, game ``i`` of a
-vector env seeded ``seed - i``) without a generator object per game: a batch
-of B streams (:class:`BatchDice`) is advanced with a handful of uint64 array operations, and a
-single game's stream (:class:`GameDice`) with the same operations on Python ints.
+on every interface (the PettingZoo env, the single-agent env, game `i` of a
+vector env seeded `seed - i`) without a generator object per game: a batch
+of B streams (`BatchDice`) is advanced with a handful of uint64 array operations, and a
+single game's stream (`GameDice`) with the same operations on Python ints.
 
-The mixer is SplitMix64 (Steele, Lea and Flood, 2014): stream ``key`` yields
-``mix(key + (n + 1) * GAMMA)`` for n = 0, 1, ...; a square is that value
-``(value >> 32) * 36 >> 32`` (a multiply-high; bias below 1e-8).
+The mixer is SplitMix64 (Steele, Lea and Flood, 2014): stream `key` yields
+`mix(key + (n + 1) * GAMMA)` for n = 0, 1, ...; a square is that value
+`(value >> 32) * 36 >> 32` (a multiply-high; bias below 1e-8).
 
 A game's other chance (the single-agent envs' seat and opponent draws, the
-built-in random opponent's choices) comes from :class:`UniformStreams`: the
+built-in random opponent's choices) comes from `UniformStreams`: the
 same construction keyed by the same seed under another *tag*
-(:func:`stream_key` ``(seed, tag)``), yielding floats ``(value >> 11) * 2**-53``
+(`stream_key` `(seed, tag)`), yielding floats `(value >> 11) * 2**-53`
 in [0, 1). Tag 0 is the dice.
 """
 
@@ -46,25 +46,25 @@ def mix(x):
 
 
 def stream_key(seed: int, tag: int = DICE_TAG) -> int:
-    """The key of stream ``tag`` of a game seeded ``seed`` (any int; reduced to 64 bits); tag 0 is its dice."""
+    """The key of stream `tag` of a game seeded `seed` (any int; reduced to 64 bits); tag 0 is its dice."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise ValueError(f"seed must be an integer, got {seed!r}")
     return mix((int(seed) * GAMMA + tag * TAG_GAMMA) & MASK64)
 
 
 def stream_value(key, counter):
-    """The 64-bit value number ``counter`` of stream ``key``; ints or uint64 arrays."""
+    """The 64-bit value number `counter` of stream `key`; ints or uint64 arrays."""
     return mix(_wrap(key + _wrap((counter + 1) * GAMMA)))
 
 
 def rolled_square(key, counter):
-    """Square (0..35) of roll number ``counter`` of stream ``key``; ints or uint64 arrays."""
+    """Square (0..35) of roll number `counter` of stream `key`; ints or uint64 arrays."""
     square = (stream_value(key, counter) >> 32) * NUM_SQUARES >> 32
     return square if type(square) is int else square.astype(np.int64)
 
 
 def uniform(key, counter):
-    """Float in [0, 1) number ``counter`` of stream ``key``; ints (a float) or uint64 arrays (float64)."""
+    """Float in [0, 1) number `counter` of stream `key`; ints (a float) or uint64 arrays (float64)."""
     value = stream_value(key, counter) >> (64 - _FLOAT_BITS)
     if type(value) is int:
         return value / 2**_FLOAT_BITS
@@ -74,8 +74,8 @@ def uniform(key, counter):
 class _Streams:
     """B counter-based streams of one tag, advanced together.
 
-    ``keys`` ((B,) uint64) come from :func:`stream_key`; ``counters`` count the
-    values drawn so far per stream. Saving ``counters`` (with ``keys``) saves
+    `keys` ((B,) uint64) come from `stream_key`; `counters` count the
+    values drawn so far per stream. Saving `counters` (with `keys`) saves
     the streams' whole state.
     """
 
@@ -87,12 +87,12 @@ class _Streams:
         self.counters = np.zeros(len(seeds), dtype=np.uint64)  # (B,) uint64 values drawn per stream
 
     def get_state(self) -> dict[str, np.ndarray]:
-        """``{"keys", "counters"}``: copies of the (B,) uint64 arrays that are the streams' whole state."""
+        """`{"keys", "counters"}`: copies of the (B,) uint64 arrays that are the streams' whole state."""
         return {"keys": self.keys.copy(), "counters": self.counters.copy()}
 
     @classmethod
     def from_state(cls, state: dict, size: int):
-        """Streams continuing :meth:`get_state` of ``size`` streams; ``ValueError`` if it does not fit."""
+        """Streams continuing `get_state` of `size` streams; `ValueError` if it does not fit."""
         arrays = [np.asarray(state[name]) for name in ("keys", "counters")]
         if any(array.shape != (size,) or array.dtype.kind not in "iu" for array in arrays):
             raise ValueError(f"the saved {cls.__name__} are not {size} streams of integer keys and counters")
@@ -101,7 +101,7 @@ class _Streams:
         return streams
 
     def _advance(self, mask: np.ndarray | None) -> np.ndarray:
-        """(B,) uint64 counters before the draw; only streams where ``mask`` advance."""
+        """(B,) uint64 counters before the draw; only streams where `mask` advance."""
         counters = self.counters
         if mask is None:
             self.counters = counters + np.uint64(1)
@@ -111,27 +111,27 @@ class _Streams:
 
 
 class BatchDice(_Streams):
-    """The dice of B games, advanced together: ``next()`` returns one roll per game, (B,) int64.
+    """The dice of B games, advanced together: `next()` returns one roll per game, (B,) int64.
 
-    :class:`GameDice` is the dice of one game on Python ints (the same rolls for the same seed)."""
+    `GameDice` is the dice of one game on Python ints (the same rolls for the same seed)."""
 
     def next(self, mask: np.ndarray | None = None) -> np.ndarray:
-        """(B,) int64 rolled squares, one per stream; only streams where ``mask`` advance."""
+        """(B,) int64 rolled squares, one per stream; only streams where `mask` advance."""
         return rolled_square(self.keys, self._advance(mask))
 
 
 class UniformStreams(_Streams):
-    """B streams of uniform floats in [0, 1) (tag :data:`CHANCE_TAG` of each seed), advanced together."""
+    """B streams of uniform floats in [0, 1) (tag `CHANCE_TAG` of each seed), advanced together."""
 
     tag = CHANCE_TAG
 
     def next(self, mask: np.ndarray | None = None) -> np.ndarray:
-        """(B,) float64 uniforms in [0, 1), one per stream; only streams where ``mask`` advance."""
+        """(B,) float64 uniforms in [0, 1), one per stream; only streams where `mask` advance."""
         return uniform(self.keys, self._advance(mask))
 
     def take(self, streams: np.ndarray) -> np.ndarray:
-        """(K,) float64 uniforms of the streams ``streams`` ((K,) distinct indices), which alone advance:
-        the values :meth:`next` would give them, computed for those streams only."""
+        """(K,) float64 uniforms of the streams `streams` ((K,) distinct indices), which alone advance:
+        the values `next` would give them, computed for those streams only."""
         counters = self.counters[streams]
         advanced = self.counters.copy()
         advanced[streams] = counters + np.uint64(1)
@@ -143,13 +143,13 @@ ROLLS_AHEAD = 64  # seeded rolls a GameDice works out at once (one array computa
 
 
 class GameDice:
-    """The dice of one game; ``forced`` rolls, if any, are used first.
+    """The dice of one game; `forced` rolls, if any, are used first.
 
-    :class:`BatchDice` is the dice of B games as arrays (the same rolls for the same seeds). The
-    seeded rolls are :func:`rolled_square` of ``key`` and ``counter`` (the seeded rolls drawn so
-    far): ``key``, ``counter`` and ``forced`` are the whole state (set them to move the stream;
-    copies and pickles hold just them). The rolls are worked out :data:`ROLLS_AHEAD` at a time and
-    kept as a cache that is only used while it holds the roll of the current ``key`` and ``counter``."""
+    `BatchDice` is the dice of B games as arrays (the same rolls for the same seeds). The
+    seeded rolls are `rolled_square` of `key` and `counter` (the seeded rolls drawn so
+    far): `key`, `counter` and `forced` are the whole state (set them to move the stream;
+    copies and pickles hold just them). The rolls are worked out `ROLLS_AHEAD` at a time and
+    kept as a cache that is only used while it holds the roll of the current `key` and `counter`."""
 
     __slots__ = ("key", "counter", "forced", "_block_key", "_block_start", "_block")
 
@@ -166,7 +166,7 @@ class GameDice:
         self._block: list[int] = []  # the rolls of counters _block_start, _block_start + 1, ...
 
     def __getstate__(self) -> tuple[None, dict]:
-        """The state ``(None, slots)`` a slotted object pickles, without the cache (as earlier versions wrote)."""
+        """The state `(None, slots)` a slotted object pickles, without the cache (as earlier versions wrote)."""
         return None, {"key": self.key, "counter": self.counter, "forced": self.forced}
 
     def __setstate__(self, state: tuple[None, dict]) -> None:
@@ -183,8 +183,8 @@ class GameDice:
         return rolled
 
     def peek(self) -> int:
-        """The square :meth:`next` would roll, the dice unchanged (only the cache of rolls ahead may fill);
-        ``ValueError`` for a forced roll that is not a square index 0..35 (one written into ``forced``
+        """The square `next` would roll, the dice unchanged (only the cache of rolls ahead may fill);
+        `ValueError` for a forced roll that is not a square index 0..35 (one written into `forced`
         directly)."""
         if not self.forced:
             return self._seeded()
@@ -194,14 +194,14 @@ class GameDice:
         return int(rolled)
 
     def advance(self) -> None:
-        """Take the next roll without reading it (the one :meth:`peek` gave)."""
+        """Take the next roll without reading it (the one `peek` gave)."""
         if self.forced:
             del self.forced[0]
         else:
             self.counter += 1
 
     def _seeded(self) -> int:
-        """The seeded roll of the current ``key`` and ``counter`` (from the cache, filled as needed)."""
+        """The seeded roll of the current `key` and `counter` (from the cache, filled as needed)."""
         counter = self.counter
         offset = counter - self._block_start
         if self._block_key != self.key or not 0 <= offset < len(self._block):

@@ -1,20 +1,20 @@
 """The batched engine: B games advanced in lockstep with numpy array operations.
 
-Every function here is a pure function of an explicit :class:`State`; chance
+Every function here is a pure function of an explicit `State`; chance
 enters only as an array of rolled squares (forced by the caller, or drawn with
-:func:`draw_rolls` from an explicit ``numpy.random.Generator``). No Python
+`draw_rolls` from an explicit `numpy.random.Generator`). No Python
 loop runs over the games of a batch.
 
 A ply has two halves:
 
-1. :func:`roll` - the rolled square of each game resolves its captures and
+1. `roll` - the rolled square of each game resolves its captures and
    sets the legal placements;
-2. :func:`place` - each game's action (a square index) puts a checker down,
+2. `place` - each game's action (a square index) puts a checker down,
    ends the game on a win or at the ply limit, and passes the turn.
 
-:func:`step` is ``place``, then reset of finished games (optional), then the
-next ``roll``. Finished games are left untouched by ``roll`` and ``place``
-until :func:`reset` starts them again.
+`step` is `place`, then reset of finished games (optional), then the
+next `roll`. Finished games are left untouched by `roll` and `place`
+until `reset` starts them again.
 """
 
 from __future__ import annotations
@@ -48,11 +48,11 @@ class IllegalActionError(ValueError):
 
 @dataclass(frozen=True)
 class State:
-    """A batch of B games. Bitboards use the layout of :mod:`strategic_reserve_env.board`.
+    """A batch of B games. Bitboards use the layout of `strategic_reserve_env.board`.
 
     Boards and reserves are stored from the side of the player to move, so
-    passing the turn is a swap. Use :meth:`red`, :meth:`blue`,
-    :meth:`board` and :meth:`reserves` for absolute colours.
+    passing the turn is a swap. Use `red`, `blue`,
+    `board` and `reserves` for absolute colours.
     """
 
     me: np.ndarray  # (B,) int64 bitboard: checkers of the player to move
@@ -96,11 +96,11 @@ class State:
         return np.stack(rules.from_side(self.reserve_me, self.reserve_opp, self.to_move, RED), axis=1)
 
     def roller(self) -> np.ndarray:
-        """(B,) int64 player who made the latest roll (the mover while a placement is due): :func:`.rules.roller`."""
+        """(B,) int64 player who made the latest roll (the mover while a placement is due): `rules.roller`."""
         return rules.roller(self.legal, self.to_move)
 
     def dice(self) -> np.ndarray:
-        """(B, 2) int64 (purple, green) of the latest roll from the roller's seat (:func:`.board.dice_for`);
+        """(B, 2) int64 (purple, green) of the latest roll from the roller's seat (`board.dice_for`);
         (0, 0) before any roll."""
         dice = np.stack(dice_for(self.rolled, self.roller()), axis=1)
         return np.where(self.rolled[:, None] >= 0, dice, 0)
@@ -119,7 +119,7 @@ class State:
         return ["".join(row) for row in chars[self.board()]]
 
     def __getitem__(self, index) -> State:
-        """The games selected by ``index`` (a slice, an integer array or a bool mask) as a new State."""
+        """The games selected by `index` (a slice, an integer array or a bool mask) as a new State."""
         if isinstance(index, (int, np.integer)):
             index = slice(index, index + 1 if index != -1 else None)
         return State(**{f.name: getattr(self, f.name)[index] for f in fields(self)})
@@ -160,7 +160,7 @@ def init(config: Config, batch_size: int) -> State:
 
 
 def reset(state: State, mask: np.ndarray, config: Config) -> State:
-    """Games where ``mask`` ((B,) bool) start again from the start position; the others are kept."""
+    """Games where `mask` ((B,) bool) start again from the start position; the others are kept."""
     mask = np.asarray(mask, dtype=bool)
     if mask.shape != (state.batch_size,):
         raise ValueError(f"reset mask must have shape ({state.batch_size},), got {mask.shape}")
@@ -189,16 +189,16 @@ def draw_rolls(rng: np.random.Generator, batch_size: int, plies: int | None = No
 
 
 def _select(mask, if_true, if_false):
-    """``np.where`` keeping the dtype of ``if_false``."""
+    """`np.where` keeping the dtype of `if_false`."""
     return np.where(mask, if_true, if_false).astype(if_false.dtype, copy=False)
 
 
 def integers(values: object, shape: tuple[int, ...], what: str, error: type = ValueError) -> np.ndarray:
-    """``values`` as an integer numpy array of ``shape`` (its dtype kept): the one check of square
-    indices' type and shape (:func:`as_squares`, and the PettingZoo env's single action).
+    """`values` as an integer numpy array of `shape` (its dtype kept): the one check of square
+    indices' type and shape (`as_squares`, and the PettingZoo env's single action).
 
-    Raises ``error`` naming ``what`` for a non-integer type (floats and bools
-    included: ``6.9`` is not square 6) or any other shape. Values are not
+    Raises `error` naming `what` for a non-integer type (floats and bools
+    included: `6.9` is not square 6) or any other shape. Values are not
     range-checked here (the caller says which games must hold a square).
     """
     try:
@@ -214,7 +214,7 @@ def integers(values: object, shape: tuple[int, ...], what: str, error: type = Va
 
 
 def as_squares(values: object, batch_size: int, what: str = "squares", error: type = ValueError) -> np.ndarray:
-    """(B,) int64 square indices from integer ``values`` of shape (``batch_size``,): :func:`integers`."""
+    """(B,) int64 square indices from integer `values` of shape (`batch_size`,): `integers`."""
     return integers(values, (batch_size,), what, error).astype(_INT, copy=False)
 
 
@@ -224,8 +224,8 @@ def _first_bad(bad: np.ndarray) -> int:
 
 
 def _playing(state: State, active) -> np.ndarray | None:
-    """(B,) bool: games not over and, if ``active`` is given, selected by it; ``None`` when that is
-    every game, whether or not ``active`` was given (the callers then skip their masks)."""
+    """(B,) bool: games not over and, if `active` is given, selected by it; `None` when that is
+    every game, whether or not `active` was given (the callers then skip their masks)."""
     done = state.done
     if active is None:
         return None if not done.any() else ~done
@@ -237,19 +237,19 @@ def _playing(state: State, active) -> np.ndarray | None:
 
 
 def _outside_board(squares: np.ndarray) -> np.ndarray:
-    """(B,) bool: int64 ``squares`` not in 0..35 (a negative one is a huge unsigned number)."""
+    """(B,) bool: int64 `squares` not in 0..35 (a negative one is a huge unsigned number)."""
     return squares.view(np.uint64) >= NUM_SQUARES
 
 
 def roll(state: State, squares, active=None) -> State:
-    """Resolve the roll on ``squares`` ((B,) ints 0..35) in each live game (and, if given, where
-    ``active``); every other game is unchanged and its entry of ``squares`` ignored."""
+    """Resolve the roll on `squares` ((B,) ints 0..35) in each live game (and, if given, where
+    `active`); every other game is unchanged and its entry of `squares` ignored."""
     squares = as_squares(squares, state.batch_size, "squares")
     return _roll(state, squares, _playing(state, active))
 
 
 def _roll(state: State, squares: np.ndarray, live: np.ndarray | None) -> State:
-    """:func:`roll` of (B,) int64 ``squares`` in the games where ``live`` (every game if None)."""
+    """`roll` of (B,) int64 `squares` in the games where `live` (every game if None)."""
     out_of_range = _outside_board(squares)
     if live is not None:
         out_of_range &= live
@@ -271,11 +271,11 @@ def _roll(state: State, squares: np.ndarray, live: np.ndarray | None) -> State:
 
 
 def place(state: State, actions, config: Config, active=None) -> State:
-    """Each live game (and, if given, where ``active``) puts a checker on its action square,
+    """Each live game (and, if given, where `active`) puts a checker on its action square,
     then the turn passes.
 
-    ``actions``: (B,) square indices; entries of other games are ignored.
-    Raises :class:`IllegalActionError` naming the first game whose action is
+    `actions`: (B,) square indices; entries of other games are ignored.
+    Raises `IllegalActionError` naming the first game whose action is
     not a legal placement; the state is not changed.
     """
     actions = as_squares(actions, state.batch_size, "actions")
@@ -283,7 +283,7 @@ def place(state: State, actions, config: Config, active=None) -> State:
 
 
 def _place(state: State, actions: np.ndarray, config: Config, live: np.ndarray | None) -> State:
-    """:func:`place` of (B,) int64 ``actions`` in the games where ``live`` (every game if None)."""
+    """`place` of (B,) int64 `actions` in the games where `live` (every game if None)."""
     placed = BIT_ARRAY.take(actions, mode="clip")
     illegal = (placed & state.legal) == 0
     illegal |= _outside_board(actions)
@@ -300,7 +300,7 @@ def _place(state: State, actions: np.ndarray, config: Config, live: np.ndarray |
 
 
 def illegal_actions(state: State, actions, active=None) -> np.ndarray:
-    """(B,) bool: live (and ``active``) games whose action is not a legal placement now."""
+    """(B,) bool: live (and `active`) games whose action is not a legal placement now."""
     actions = as_squares(actions, state.batch_size, "actions")
     placed = BIT_ARRAY.take(actions, mode="clip")
     bad = _outside_board(actions) | ((placed & state.legal) == 0)
@@ -309,7 +309,7 @@ def illegal_actions(state: State, actions, active=None) -> np.ndarray:
 
 
 def forfeit(state: State, mask) -> State:
-    """The player to move loses the live games where ``mask`` (for envs that punish illegal moves;
+    """The player to move loses the live games where `mask` (for envs that punish illegal moves;
     not a rule of the game). No checker moves; the other player is recorded as the winner."""
     mask = _playing(state, mask)
     if mask is None:  # every game is live and selected
@@ -318,7 +318,7 @@ def forfeit(state: State, mask) -> State:
 
 
 def _illegal(state: State, actions: np.ndarray, game: int) -> IllegalActionError:
-    """The error for game ``game``'s action, saying what was wrong."""
+    """The error for game `game`'s action, saying what was wrong."""
     action = int(actions[game])
     if not 0 <= action < NUM_SQUARES:
         return IllegalActionError(f"game {game}: action {action} is not a square index 0..35")
@@ -331,7 +331,7 @@ def _illegal(state: State, actions: np.ndarray, game: int) -> IllegalActionError
 
 
 def _with(state: State, **changes: np.ndarray) -> State:
-    """``state`` with some fields replaced: :func:`dataclasses.replace` without its per-call
+    """`state` with some fields replaced: `dataclasses.replace` without its per-call
     inspection of the fields (this runs twice a ply)."""
     return State(**{**vars(state), **changes})
 
@@ -342,7 +342,7 @@ SPARSE = 4
 
 
 def _few(live: np.ndarray | None) -> np.ndarray | None:
-    """(k,) indices of the games of ``live`` when they are few enough to work on alone, else None."""
+    """(k,) indices of the games of `live` when they are few enough to work on alone, else None."""
     if live is None:
         return None
     rows = np.flatnonzero(live)
@@ -350,8 +350,8 @@ def _few(live: np.ndarray | None) -> np.ndarray | None:
 
 
 def _on_rows(state: State, rows: np.ndarray, change) -> State:
-    """``state`` with the games ``rows`` ((k,) indices) replaced by ``change`` of them (a batch of k);
-    a field ``change`` left alone stays shared."""
+    """`state` with the games `rows` ((k,) indices) replaced by `change` of them (a batch of k);
+    a field `change` left alone stays shared."""
     part = state[rows]
     changed = change(part)
     values = {}
@@ -365,7 +365,7 @@ def _on_rows(state: State, rows: np.ndarray, change) -> State:
 
 
 def _keep_finished(live: np.ndarray, new: State, old: State) -> State:
-    """``new`` for the games in ``live``, ``old`` for the others (fields ``new`` did not touch are shared)."""
+    """`new` for the games in `live`, `old` for the others (fields `new` did not touch are shared)."""
     values = {}
     for f in fields(State):
         new_value, old_value = getattr(new, f.name), getattr(old, f.name)
@@ -375,7 +375,7 @@ def _keep_finished(live: np.ndarray, new: State, old: State) -> State:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What :func:`step` reports about the games that ended in it (valid where ``ended``)."""
+    """What `step` reports about the games that ended in it (valid where `ended`)."""
 
     ended: np.ndarray  # (B,) bool: the game ended with this step's placement
     winner: np.ndarray  # (B,) int64 RED, BLUE or NO_PLAYER (truncated)
@@ -384,10 +384,10 @@ class Outcome:
 
 
 def step(state: State, actions, squares, config: Config, autoreset: bool = True) -> tuple[State, Outcome]:
-    """Place ``actions``, restart finished games if ``autoreset``, then roll ``squares``.
+    """Place `actions`, restart finished games if `autoreset`, then roll `squares`.
 
     Returns the new state (awaiting the next placement in every live game)
-    and the :class:`Outcome` of the games that ended with this placement.
+    and the `Outcome` of the games that ended with this placement.
     """
     actions = as_squares(actions, state.batch_size, "actions")
     live = _playing(state, None)

@@ -1,16 +1,16 @@
-"""Which optional extra of ``strategic-reserve-env`` brings each library that the core does not install.
+"""Which optional extra of `strategic-reserve-env` brings each library that the core does not install.
 
 The core needs numpy, Pillow, Gymnasium and PettingZoo only. A command or an agent spec that needs more (scipy for
 the evaluation's intervals, torch for the networks, ray for RLlib) says so in one line naming the extra to
-install, through :func:`needs_extra`, instead of a ``ModuleNotFoundError`` traceback.
+install, through `needs_extra`, instead of a `ModuleNotFoundError` traceback.
 
-One rule for every command (``strategic_reserve_env.__main__``): a command that declares extras (its
-``Command.extras`` in the registry: ``train``, ``train-rllib``, ``train-az``) has them checked by
-:func:`missing_extra` before its code is imported, so before it reads or writes anything (``--help`` aside, which
+One rule for every command (`strategic_reserve_env.__main__`): a command that declares extras (its
+`Command.extras` in the registry: `train`, `train-rllib`, `train-az`) has them checked by
+`missing_extra` before its code is imported, so before it reads or writes anything (`--help` aside, which
 writes nothing and shows the options without the extra where the command's module imports); a library missing
 later (an agent spec's, or one a command imports) is named the same way. The hint names the extra that brings
-the missing library for that command (``train-rllib`` without torch: ``[rllib]``, not ``[train]``), and the
-exit status is :data:`EXIT_MISSING_EXTRA` (2, as for any other refusal before a command starts).
+the missing library for that command (`train-rllib` without torch: `[rllib]`, not `[train]`), and the
+exit status is `EXIT_MISSING_EXTRA` (2, as for any other refusal before a command starts).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ for _extra, _modules in EXTRAS.items():
 
 
 class MissingExtraError(ImportError, ValueError):
-    """A library of an optional extra is not installed. An ``ImportError`` (what it is) and a ``ValueError``
+    """A library of an optional extra is not installed. An `ImportError` (what it is) and a `ValueError`
     (what the commands report in one line for an agent spec they cannot load)."""
 
     def __init__(self, message: str, module: str, extra: str) -> None:
@@ -52,12 +52,12 @@ class MissingExtraError(ImportError, ValueError):
 
 
 def install_line(extra: str) -> str:
-    """The pip command that installs ``extra``."""
+    """The pip command that installs `extra`."""
     return f"pip install '{DISTRIBUTION}[{extra}]'"
 
 
 def _missing(module: str, what: str, declared: tuple[str, ...]) -> MissingExtraError | None:
-    """The error for ``module`` missing in ``what``: the first of ``declared`` that brings it, else the module's
+    """The error for `module` missing in `what`: the first of `declared` that brings it, else the module's
     own extra; None for a module of no extra."""
     extra = next((name for name in declared if module in EXTRAS.get(name, ())), EXTRA_OF_MODULE.get(module))
     if extra is None:
@@ -66,15 +66,15 @@ def _missing(module: str, what: str, declared: tuple[str, ...]) -> MissingExtraE
 
 
 def needs_extra(error: ModuleNotFoundError, what: str, declared: tuple[str, ...] = ()) -> MissingExtraError | None:
-    """A one-line :class:`MissingExtraError` saying that ``what`` (e.g. ``strategic-reserve evaluate`` or
-    ``agent spec 'ppo'``) needs the library ``error`` could not import, and the extra to install (the first of
-    ``declared``, the extras ``what`` needs, that brings it); None when that library is not one of an extra's
+    """A one-line `MissingExtraError` saying that `what` (e.g. `strategic-reserve evaluate` or
+    `agent spec 'ppo'`) needs the library `error` could not import, and the extra to install (the first of
+    `declared`, the extras `what` needs, that brings it); None when that library is not one of an extra's
     (the error is then someone else's: re-raise it)."""
     return _missing((error.name or "").partition(".")[0], what, declared)
 
 
 def missing_extra(declared: tuple[str, ...], what: str) -> MissingExtraError | None:
-    """The :class:`MissingExtraError` of the first library of the extras ``declared`` that is not installed
+    """The `MissingExtraError` of the first library of the extras `declared` that is not installed
     (found without importing anything), None when all are."""
     for extra in declared:
         for module in EXTRAS[extra]:

@@ -1,8 +1,8 @@
 """One game on Python ints: the fast path for single games (environments, search, replay).
 
-:class:`Game` keeps the same fields as :class:`strategic_reserve_env.engine.State`
+`Game` keeps the same fields as `strategic_reserve_env.engine.State`
 with B = 1, as plain ints, and calls the same rule functions
-(:mod:`strategic_reserve_env.rules`), which run several times faster on ints
+(`strategic_reserve_env.rules`), which run several times faster on ints
 than on one-element arrays.
 """
 
@@ -33,12 +33,12 @@ _FIELDS = tuple(f.name for f in fields(engine.State))  # the State fields a Game
 class Game:
     """A single game of Strategic Reserve, mutable, with explicit chance.
 
-    Call :meth:`roll` with the rolled square, then :meth:`place` with the
-    chosen square, until :attr:`done`. Fields mean what they mean in
-    :class:`~strategic_reserve_env.engine.State` (bitboards are ints);
-    ``history`` lists the (rolled, placed) squares since the last reset or
-    :meth:`load` (:func:`strategic_reserve_env.records.record_of` turns it
-    into a record, starting from :meth:`history_start`).
+    Call `roll` with the rolled square, then `place` with the
+    chosen square, until `done`. Fields mean what they mean in
+    `State` (bitboards are ints);
+    `history` lists the (rolled, placed) squares since the last reset or
+    `load` (`strategic_reserve_env.records.record_of` turns it
+    into a record, starting from `history_start`).
     """
 
     __slots__ = ("config", "history", "_start", "_origin") + _FIELDS
@@ -77,7 +77,7 @@ class Game:
 
     # -- conversion to and from the batched engine ---------------------------------
     def load(self, state: engine.State, index: int) -> None:
-        """Copy game ``index`` of a batched state into this game (its history starts empty)."""
+        """Copy game `index` of a batched state into this game (its history starts empty)."""
         self.history = []
         for name in _FIELDS:
             value = getattr(state, name)[index]
@@ -97,7 +97,7 @@ class Game:
         return other
 
     def restore(self, other: Game) -> None:
-        """Become an independent copy of ``other`` (e.g. a copy taken before a step that must be undone)."""
+        """Become an independent copy of `other` (e.g. a copy taken before a step that must be undone)."""
         self.config = other.config
         self._start = other._start
         self._origin = other._origin
@@ -106,8 +106,8 @@ class Game:
             setattr(self, name, getattr(other, name))
 
     def history_start(self) -> StartPosition | None:
-        """The position ``history`` begins at: None for the configured start (after construction or
-        :meth:`reset`), else the position :meth:`load` copied in. ``ValueError`` when that position
+        """The position `history` begins at: None for the configured start (after construction or
+        `reset`), else the position `load` copied in. `ValueError` when that position
         cannot begin a record: it was loaded after its roll, or with a reserve already empty (won)."""
         if self._origin is self._start:
             return None
@@ -127,7 +127,7 @@ class Game:
         return self.winner != NO_PLAYER or self.truncated
 
     def roll(self, square: int) -> None:
-        """Resolve the roll on ``square`` (0..35): captures, then the legal placements."""
+        """Resolve the roll on `square` (0..35): captures, then the legal placements."""
         if self.done:
             raise ValueError("the game is over; reset it first")
         if self.legal:
@@ -140,7 +140,7 @@ class Game:
         self.rolled = int(square)
 
     def place(self, square: int) -> None:
-        """Put a checker on ``square``; ``IllegalActionError`` if that is not legal now."""
+        """Put a checker on `square`; `IllegalActionError` if that is not legal now."""
         if self.done:
             raise engine.IllegalActionError("the game is over; reset it first")
         if not self.legal:
@@ -184,12 +184,12 @@ class Game:
 
     @property
     def roller(self) -> int:
-        """The colour that made the latest roll (the mover while a placement is due): :func:`.rules.roller`."""
+        """The colour that made the latest roll (the mover while a placement is due): `rules.roller`."""
         return rules.roller(self.legal, self.to_move)
 
     @property
     def dice(self) -> tuple[int, int]:
-        """(purple, green) of the latest roll from the roller's seat (:func:`.board.dice_for`);
+        """(purple, green) of the latest roll from the roller's seat (`board.dice_for`);
         (0, 0) before any roll."""
         if self.rolled < 0:
             return 0, 0

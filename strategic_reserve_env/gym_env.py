@@ -1,91 +1,91 @@
-"""Gymnasium interfaces: ``StrategicReserve-v1`` (one learner vs an opponent) and its vector env.
+"""Gymnasium interfaces: `StrategicReserve-v1` (one learner vs an opponent) and its vector env.
 
-Both wrap :class:`~strategic_reserve_env.learner.LearnerGames`, so they play
+Both wrap `LearnerGames`, so they play
 exactly the same games for the same seed.
 
-``gymnasium.make("StrategicReserve-v1", opponent="random", seat="random")``
+`gymnasium.make("StrategicReserve-v1", opponent="random", seat="random")`
 
-- **Observation**: ``Box(0, 1, (6, 6, 9), int8)``, the planes of
-  :mod:`strategic_reserve_env.observation` from the learner's side.
-- **Action**: ``Discrete(36)``, the square to place on; use the mask:
-  ``info["action_mask"]`` or ``env.action_masks()`` ((36,) bool, the
+- **Observation**: `Box(0, 1, (6, 6, 9), int8)`, the planes of
+  `strategic_reserve_env.observation` from the learner's side.
+- **Action**: `Discrete(36)`, the square to place on; use the mask:
+  `info["action_mask"]` or `env.action_masks()` ((36,) bool, the
   sb3-contrib convention). An illegal action loses the game (reward -1,
-  terminated, ``info["illegal_action"]`` says why), as PettingZoo's classic
-  envs do; ``illegal_action="raise"`` raises
-  :class:`~strategic_reserve_env.engine.IllegalActionError` instead.
-- **Opponent**: ``"random"`` (uniform over legal squares), any object with
-  ``act(observations, masks, rng)``, or such a callable
-  (:mod:`strategic_reserve_env.policies`). It moves inside ``step``.
-- **Seat**: ``"random"`` (drawn per episode), ``"red"`` or ``"blue"``;
-  ``info["seat"]`` says which.
-- **Reward**: ``reward="outcome"`` (the default): +1 when the learner's
+  terminated, `info["illegal_action"]` says why), as PettingZoo's classic
+  envs do; `illegal_action="raise"` raises
+  `IllegalActionError` instead.
+- **Opponent**: `"random"` (uniform over legal squares), any object with
+  `act(observations, masks, rng)`, or such a callable
+  (`strategic_reserve_env.policies`). It moves inside `step`.
+- **Seat**: `"random"` (drawn per episode), `"red"` or `"blue"`;
+  `info["seat"]` says which.
+- **Reward**: `reward="outcome"` (the default): +1 when the learner's
   placement wins, -1 when the opponent's does (reported by the learner's
-  step that led to it), 0 otherwise. ``reward="luck_adjusted"``: that
+  step that led to it), 0 otherwise. `reward="luck_adjusted"`: that
   outcome minus the learner's luck in the rolls since its last decision,
-  on the reward's scale (2 x luck: :data:`~strategic_reserve_env.outcome.REWARD_SCALE`;
-  :mod:`strategic_reserve_env.luck`: the opponent's roll's luck is added
+  on the reward's scale (2 x luck: `REWARD_SCALE`;
+  `strategic_reserve_env.luck`: the opponent's roll's luck is added
   back, the learner's own subtracted; the value function is
-  :data:`~strategic_reserve_env.luck.DEFAULT_VALUE` unless a
-  :class:`~strategic_reserve_env.outcome.LuckAdjusted` with another is
+  `DEFAULT_VALUE` unless a
+  `LuckAdjusted` with another is
   given). Each luck term has mean zero given the action before it (the 36
   rolls are equally likely whatever the value function), so every policy's
   expected return is unchanged and policy gradients stay unbiased, with
-  much less variance (``tests/test_rewards.py`` measures both). Any
-  callable of a :class:`~strategic_reserve_env.outcome.Transition` (the
+  much less variance (`tests/test_rewards.py` measures both). Any
+  callable of a `Transition` (the
   rolls since the learner's last decision, with the positions before and
   after each, and the outcome) may be given instead; it must return finite
   real numbers, and an error in it (or a bad answer) raises and changes
   nothing. Rolls before the learner's first decision of a game are in no
   reward.
-- **Versions**: ``StrategicReserve-v1`` takes the luck-adjusted reward's luck
-  on the reward's scale (2 x); ``-v0`` took 1 x (the same expected return,
-  more variance) and is refused by ``gymnasium.make`` naming v1 (the AEC
-  env's spec card, :mod:`strategic_reserve_env.aec_env`, has the history).
-- **Termination**: a player won. **Truncation**: ``ply_limit`` plies (both
+- **Versions**: `StrategicReserve-v1` takes the luck-adjusted reward's luck
+  on the reward's scale (2 x); `-v0` took 1 x (the same expected return,
+  more variance) and is refused by `gymnasium.make` naming v1 (the AEC
+  env's spec card, `strategic_reserve_env.aec_env`, has the history).
+- **Termination**: a player won. **Truncation**: `ply_limit` plies (both
   players' placements count) were made without a winner.
-- **Seeding**: ``reset(seed=s)`` seeds the game: its dice stream is ``s``
-  (the PettingZoo env seeded ``s`` rolls the same dice) and its seat,
-  opponent-pool and built-in random opponent draws come from stream ``s``
-  under another tag (:mod:`strategic_reserve_env.learner`); later resets
+- **Seeding**: `reset(seed=s)` seeds the game: its dice stream is `s`
+  (the PettingZoo env seeded `s` rolls the same dice) and its seat,
+  opponent-pool and built-in random opponent draws come from stream `s`
+  under another tag (`strategic_reserve_env.learner`); later resets
   without a seed continue these streams. A stochastic opponent of your own
-  gets ``env.np_random`` (seeded by ``reset(seed=s)``) as its ``rng``.
+  gets `env.np_random` (seeded by `reset(seed=s)`) as its `rng`.
 - **Bad input** raises with nothing changed: an action must be an integer
-  (a Python or numpy integer; ``6.9`` or ``True`` raise ``ValueError``);
-  ``step`` before ``reset`` or after the episode ended raises
-  :class:`~strategic_reserve_env.learner.ResetNeeded`; an opponent that
+  (a Python or numpy integer; `6.9` or `True` raise `ValueError`);
+  `step` before `reset` or after the episode ended raises
+  `ResetNeeded`; an opponent that
   raises or returns anything but a legal square raises
-  :class:`~strategic_reserve_env.learner.OpponentError` naming it, the game
-  and the square, and the env is as before the ``step`` (``reset`` starts
+  `OpponentError` naming it, the game
+  and the square, and the env is as before the `step` (`reset` starts
   afresh). Observations and masks are new arrays: editing one changes
   nothing in the env.
 
-``gymnasium.make_vec("StrategicReserve-v1", num_envs=N)`` builds
-:class:`StrategicReserveVectorEnv`, natively batched over the engine.
-Sub-env ``i`` plays the game seeded ``seed + i``: every observation, reward,
+`gymnasium.make_vec("StrategicReserve-v1", num_envs=N)` builds
+`StrategicReserveVectorEnv`, natively batched over the engine.
+Sub-env `i` plays the game seeded `seed + i`: every observation, reward,
 termination, truncation and info of it, episode after episode, is what a
-``StrategicReserveEnv`` reset with ``seed + i`` (then reset without a seed
+`StrategicReserveEnv` reset with `seed + i` (then reset without a seed
 after each episode) returns, for the built-in random opponent and any
 deterministic opponent; only the action mask that comes with a final
 observation differs (see auto-reset below). A stochastic opponent of your own acts on the whole
-batch with one generator (``np.random.default_rng(seeds)``), so there its
+batch with one generator (`np.random.default_rng(seeds)`), so there its
 choices in one sub-env depend on the others; note that the greedy and
 expectimax agents break ties at random with their generator, so they are
-stochastic here. ``reset()`` without a seed continues the streams, as the
+stochastic here. `reset()` without a seed continues the streams, as the
 single env does.
 
 Auto-reset follows Gymnasium's default *next-step* mode: the step that
-returns ``terminated`` or ``truncated`` for an env shows its final
-observation; on the next ``step`` that env's action is ignored, it starts a
+returns `terminated` or `truncated` for an env shows its final
+observation; on the next `step` that env's action is ignored, it starts a
 new game and returns the new game's first observation with reward 0.
-``info["action_mask"]`` and ``action_masks()`` give the actions the next
-``step`` accepts: the legal placements (the legal plane of the observation
+`info["action_mask"]` and `action_masks()` give the actions the next
+`step` accepts: the legal placements (the legal plane of the observation
 just returned) for a game in progress, and **all 36 squares** for an env
 whose game just ended (its next action is ignored), so a loop that samples
-``np.random.choice(np.flatnonzero(mask))`` always has a square to pick. (The
+`np.random.choice(np.flatnonzero(mask))` always has a square to pick. (The
 single env's mask with a final observation is empty: it takes no action
-until ``reset``.)
-``info["seat"]`` and ``info["ply"]`` are (N,) arrays with the single env's
-``info`` values.
+until `reset`.)
+`info["seat"]` and `info["ply"]` are (N,) arrays with the single env's
+`info` values.
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ class StrategicReserveEnv(gymnasium.Env):
 
 
 class StrategicReserveVectorEnv(VectorEnv):
-    """``num_envs`` learners, one engine batch; next-step auto-reset (see the module docstring)."""
+    """`num_envs` learners, one engine batch; next-step auto-reset (see the module docstring)."""
 
     metadata = {"render_modes": [], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
@@ -225,7 +225,7 @@ class StrategicReserveVectorEnv(VectorEnv):
         return self.games.observations(), self._infos()
 
     def _seeds(self, seed) -> list[int]:
-        """The N sub-env seeds of ``seed`` (an int: ``seed + i``; or N ints), or ValueError."""
+        """The N sub-env seeds of `seed` (an int: `seed + i`; or N ints), or ValueError."""
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             seeds = [int(seed) + i for i in range(self.num_envs)]
         else:
@@ -248,7 +248,7 @@ class StrategicReserveVectorEnv(VectorEnv):
         return self.games.observations(), rewards, terminated, truncated, infos
 
     def action_masks(self) -> np.ndarray:
-        """(N, 36) bool: the actions the next ``step`` accepts (all 36 for an env whose game just ended)."""
+        """(N, 36) bool: the actions the next `step` accepts (all 36 for an env whose game just ended)."""
         return self.games.action_masks() | self._restart[:, None]
 
     def _infos(self) -> dict:

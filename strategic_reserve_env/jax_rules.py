@@ -1,15 +1,15 @@
-"""The rules of :mod:`strategic_reserve_env.rules` in JAX, on pairs of uint32 bitboards.
+"""The rules of `strategic_reserve_env.rules` in JAX, on pairs of uint32 bitboards.
 
-A bitboard of :mod:`strategic_reserve_env.board`'s layout (41 bits of an int64)
-is held as a pair ``(low, high)`` of uint32 words: ``low`` its bits 0..31,
-``high`` its bits 32..63, so ``jax_enable_x64`` may stay off. Every function
-here mirrors the function of the same name in ``rules.py``, operator for
-operator, on one game (``vmap`` them for a batch); the only differences are of
-representation: the pair instead of one integer, ``jnp.where`` instead of the
-sign-shift masks, and a group fill whose loop can run under ``jit``. Nothing
-here validates its inputs (:mod:`strategic_reserve_env.pgx_env` does).
+A bitboard of `strategic_reserve_env.board`'s layout (41 bits of an int64)
+is held as a pair `(low, high)` of uint32 words: `low` its bits 0..31,
+`high` its bits 32..63, so `jax_enable_x64` may stay off. Every function
+here mirrors the function of the same name in `rules.py`, operator for
+operator, on one game (`vmap` them for a batch); the only differences are of
+representation: the pair instead of one integer, `jnp.where` instead of the
+sign-shift masks, and a group fill whose loop can run under `jit`. Nothing
+here validates its inputs (`strategic_reserve_env.pgx_env` does).
 
-Needs the optional extra ``jax`` (``pip install "strategic-reserve-env[jax]"``).
+Needs the optional extra `jax` (`pip install "strategic-reserve-env[jax]"`).
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ def constant(bits: int) -> Bits:
 
 
 def pack(bits: Bits) -> jax.Array:
-    """A pair -> a (..., 2) uint32 array (the State's storage: ``[..., 0]`` low, ``[..., 1]`` high)."""
+    """A pair -> a (..., 2) uint32 array (the State's storage: `[..., 0]` low, `[..., 1]` high)."""
     return jnp.stack([bits.low, bits.high], axis=-1)
 
 
 def unpack(array: jax.Array) -> Bits:
-    """A (..., 2) uint32 array -> the pair it stores (:func:`pack`'s inverse)."""
+    """A (..., 2) uint32 array -> the pair it stores (`pack`'s inverse)."""
     return Bits(array[..., 0], array[..., 1])
 
 
@@ -69,8 +69,8 @@ def _full() -> Bits:
 
 
 def square_bits(square: jax.Array) -> Bits:
-    """The pair of a square index 0..35 (the caller keeps it in range): bit ``s + s // 6`` (``board.BIT``),
-    computed rather than looked up (a gather costs more under ``vmap``)."""
+    """The pair of a square index 0..35 (the caller keeps it in range): bit `s + s // 6` (`board.BIT`),
+    computed rather than looked up (a gather costs more under `vmap`)."""
     square = jnp.asarray(square).astype(jnp.uint32)
     position = square + square // BOARD_SIZE
     low = jnp.where(position < WORD_BITS, jnp.uint32(1) << (position & (WORD_BITS - 1)), jnp.uint32(0))
@@ -79,8 +79,8 @@ def square_bits(square: jax.Array) -> Bits:
 
 
 def first_squares(n: jax.Array) -> Bits:
-    """The pair of the first ``min(n, 36)`` squares in index order (``n >= 0``; ``observation``'s reserve
-    planes): every bit below square ``n``'s."""
+    """The pair of the first `min(n, 36)` squares in index order (`n >= 0`; `observation`'s reserve
+    planes): every bit below square `n`'s."""
     n = jnp.minimum(jnp.asarray(n), NUM_SQUARES).astype(jnp.uint32)
     position = n + n // BOARD_SIZE  # square n's bit (42 for n = 36: past the board)
     low = jnp.where(position >= WORD_BITS, jnp.uint32(_LOW), (jnp.uint32(1) << (position & 31)) - 1)
@@ -101,19 +101,19 @@ def xor(a: Bits, b: Bits) -> Bits:
 
 
 def add(a: Bits, b: Bits) -> Bits:
-    """``a + b`` with the carry from the low word into the high one (modulo 2**64)."""
+    """`a + b` with the carry from the low word into the high one (modulo 2**64)."""
     low = a.low + b.low
     carry = (low < a.low).astype(jnp.uint32)
     return Bits(low, a.high + b.high + carry)
 
 
 def shift_left(a: Bits, n: int) -> Bits:
-    """``a << n`` for 0 < n < 32."""
+    """`a << n` for 0 < n < 32."""
     return Bits(a.low << n, (a.high << n) | (a.low >> (WORD_BITS - n)))
 
 
 def shift_right(a: Bits, n: int) -> Bits:
-    """``a >> n`` for 0 < n < 32."""
+    """`a >> n` for 0 < n < 32."""
     return Bits((a.low >> n) | (a.high << (WORD_BITS - n)), a.high >> n)
 
 
@@ -123,24 +123,24 @@ def is_zero(a: Bits) -> jax.Array:
 
 
 def count(a: Bits) -> jax.Array:
-    """int32: the number of bits set (``int.bit_count``)."""
+    """int32: the number of bits set (`int.bit_count`)."""
     return (jax.lax.population_count(a.low) + jax.lax.population_count(a.high)).astype(jnp.int32)
 
 
 def select(condition: jax.Array, if_true: Bits, if_false: Bits) -> Bits:
-    """``jnp.where`` on both words."""
+    """`jnp.where` on both words."""
     return Bits(jnp.where(condition, if_true.low, if_false.low), jnp.where(condition, if_true.high, if_false.high))
 
 
 def adjacent(x: Bits) -> Bits:
-    """Squares orthogonally next to any square of ``x`` (``x``'s own squares may be included)."""
+    """Squares orthogonally next to any square of `x` (`x`'s own squares may be included)."""
     near = or_(or_(shift_left(x, 1), shift_right(x, 1)), or_(shift_left(x, STRIDE), shift_right(x, STRIDE)))
     return and_(near, _full())
 
 
 def _grow(x: Bits, mask: Bits) -> Bits:
-    """One pass of :func:`group` (``rules.group``'s pass): down and up one rank, one square towards
-    file a, and a whole run towards file f through the carry of ``x + mask``."""
+    """One pass of `group` (`rules.group`'s pass): down and up one rank, one square towards
+    file a, and a whole run towards file f through the carry of `x + mask`."""
     run = xor(add(x, mask), mask)
     near = or_(shift_right(x, 1), or_(shift_left(x, STRIDE), shift_right(x, STRIDE)))
     return and_(or_(or_(x, run), near), mask)
@@ -151,10 +151,10 @@ def _differs(a: Bits, b: Bits) -> jax.Array:
 
 
 def group(seed: Bits, mask: Bits) -> Bits:
-    """Squares of ``mask`` orthogonally connected to ``seed``; ``seed`` must lie within ``mask``.
+    """Squares of `mask` orthogonally connected to `seed`; `seed` must lie within `mask`.
 
-    :data:`UNROLLED_PASSES` passes in straight-line code, then a ``while_loop``
-    of one pass an iteration until the set stops growing (under ``vmap``, until
+    `UNROLLED_PASSES` passes in straight-line code, then a `while_loop`
+    of one pass an iteration until the set stops growing (under `vmap`, until
     every game's set has: the loop's trip count is the slowest game's). Scalars for one game, or
     arrays of one shape, filled elementwise.
     """
@@ -172,7 +172,7 @@ def group(seed: Bits, mask: Bits) -> Bits:
 
 
 class Resolved(NamedTuple):
-    """What :func:`resolve_roll` returns (``rules.resolve_roll``'s tuple)."""
+    """What `resolve_roll` returns (`rules.resolve_roll`'s tuple)."""
 
     opp: Bits  # the opponent's checkers left
     captured: Bits  # the squares removed (always the opponent's)
@@ -181,7 +181,7 @@ class Resolved(NamedTuple):
 
 
 def resolve_roll(me: Bits, opp: Bits, rolled: Bits) -> Resolved:
-    """Captures and legal placements for a roll on the one-square pair ``rolled`` (``rules.resolve_roll``)."""
+    """Captures and legal placements for a roll on the one-square pair `rolled` (`rules.resolve_roll`)."""
     friendly = group(and_(rolled, me), me)  # the mover's group G on a friendly hit, else 0
     touching = adjacent(friendly)
     # an enemy hit seeds the rolled square; a friendly hit seeds every enemy checker touching G
@@ -195,14 +195,14 @@ def resolve_roll(me: Bits, opp: Bits, rolled: Bits) -> Resolved:
 
 
 def roll(me: Bits, opp: Bits, reserve_opp: jax.Array, rolled: Bits) -> tuple[Bits, jax.Array, Bits, Bits, jax.Array]:
-    """The roll on ``rolled``: :func:`resolve_roll`, and the captured checkers go back to their owner's
-    reserve (``rules.roll``). Returns ``(opp, reserve_opp, captured, legal, hit)`` after the roll."""
+    """The roll on `rolled`: `resolve_roll`, and the captured checkers go back to their owner's
+    reserve (`rules.roll`). Returns `(opp, reserve_opp, captured, legal, hit)` after the roll."""
     opp, captured, legal, hit = resolve_roll(me, opp, rolled)
     return opp, reserve_opp + count(captured), captured, legal, hit
 
 
 class Placed(NamedTuple):
-    """What :func:`place` returns: ``rules.PLACED_FIELDS``, from the side of the player to move next."""
+    """What `place` returns: `rules.PLACED_FIELDS`, from the side of the player to move next."""
 
     me: Bits
     opp: Bits
@@ -225,9 +225,9 @@ def place(
     placed: Bits,
     ply_limit: int,
 ) -> Placed:
-    """The mover puts a checker on the one-square pair ``placed`` (legal: the caller's to check), then
-    the turn passes (``rules.place``): the reserve loses one, an empty reserve wins, a game nobody won
-    is truncated once ``ply + 1`` reaches ``ply_limit``, and no placement is due until the next roll."""
+    """The mover puts a checker on the one-square pair `placed` (legal: the caller's to check), then
+    the turn passes (`rules.place`): the reserve loses one, an empty reserve wins, a game nobody won
+    is truncated once `ply + 1` reaches `ply_limit`, and no placement is due until the next roll."""
     reserve = reserve_me - 1
     won = reserve == 0
     ply = ply + 1
@@ -238,8 +238,8 @@ def place(
 
 
 def nth_square(bits: Bits, k: jax.Array) -> jax.Array:
-    """int32: the square of the ``k``-th set bit of ``bits`` (from 0, in square order), for
-    0 <= k < :func:`count` (``sampling.nth_set_bit``'s choice; another ``k`` gives some square).
+    """int32: the square of the `k`-th set bit of `bits` (from 0, in square order), for
+    0 <= k < `count` (`sampling.nth_set_bit`'s choice; another `k` gives some square).
     A binary search on the popcounts of halves, quarters, ... of the word holding it."""
     k = jnp.asarray(k).astype(jnp.uint32)
     low_count = jax.lax.population_count(bits.low)
@@ -264,7 +264,7 @@ SQUARE_SHIFT = (_SQUARE_BIT % WORD_BITS).astype(np.uint32)
 
 
 def squares(bits: Bits) -> jax.Array:
-    """(..., 36) bool: the squares of pairs of shape (...), in index order (``board.bitboards_to_array``):
+    """(..., 36) bool: the squares of pairs of shape (...), in index order (`board.bitboards_to_array`):
     for a pair of (9,) words, (9, 36). Broadcasting from the words, the form XLA compiles best."""
     low, high = bits.low[..., None], bits.high[..., None]
     words = jnp.where(jnp.asarray(SQUARE_WORD) == 0, low, high)
@@ -273,15 +273,15 @@ def squares(bits: Bits) -> jax.Array:
 
 def planes_of(bits: Bits) -> jax.Array:
     """(36, n) bool: for pairs of (n,) words (one per plane), each square's bit of every plane, squares in
-    index order (:func:`squares` transposed, built in that layout: no transpose)."""
+    index order (`squares` transposed, built in that layout: no transpose)."""
     low, high = bits.low[None, :], bits.high[None, :]
     words = jnp.where(jnp.asarray(SQUARE_WORD)[:, None] == 0, low, high)
     return ((words >> jnp.asarray(SQUARE_SHIFT)[:, None]) & 1).astype(jnp.bool_)
 
 
 def from_side(me, opp, to_move: jax.Array, side: jax.Array):
-    """``(side's, the other's)`` of a pair of values held from the mover's side (``rules.from_side``):
-    ``me`` belongs to ``to_move``. Arrays or :class:`Bits` alike."""
+    """`(side's, the other's)` of a pair of values held from the mover's side (`rules.from_side`):
+    `me` belongs to `to_move`. Arrays or `Bits` alike."""
     on_move = side == to_move
     if isinstance(me, Bits):
         return select(on_move, me, opp), select(on_move, opp, me)

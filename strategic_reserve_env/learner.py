@@ -3,44 +3,44 @@
 This is the one place where single-agent play is orchestrated; the
 Gymnasium env (B = 1), the Gymnasium vector env and the SB3 VecEnv wrap it.
 Every observation it returns is a decision of the learner; the opponent's
-turns (its roll and its placement) happen inside :meth:`LearnerGames.step`,
-through the one turn loop (:func:`strategic_reserve_env.turns.turn`). One
-step serves both auto-reset conventions: Gymnasium's next step (``restart``)
-and SB3's same step (``autoreset``, with the final observations).
+turns (its roll and its placement) happen inside `LearnerGames.step`,
+through the one turn loop (`strategic_reserve_env.turns.turn`). One
+step serves both auto-reset conventions: Gymnasium's next step (`restart`)
+and SB3's same step (`autoreset`, with the final observations).
 
-**Seeding.** Game ``i`` is a pure function of ``seeds[i]`` (and the
-learner's actions): its dice come from stream ``seeds[i]``
-(:class:`~strategic_reserve_env.dice.BatchDice`), roll by roll as a lone
-game seeded ``seeds[i]`` would, and its other chance from its own uniform
-stream (:class:`~strategic_reserve_env.dice.UniformStreams`, the same seed
+**Seeding.** Game `i` is a pure function of `seeds[i]` (and the
+learner's actions): its dice come from stream `seeds[i]`
+(`BatchDice`), roll by roll as a lone
+game seeded `seeds[i]` would, and its other chance from its own uniform
+stream (`UniformStreams`, the same seed
 under another tag): two numbers at each start (the learner's seat when it is
-``"random"``, then the opponent drawn from the pool) and one for each choice
-of an opponent with ``act_from_uniforms`` (the built-in random opponent;
-:mod:`strategic_reserve_env.policies`). A game that ends and starts again
-continues both streams. So game ``i`` of a batch plays exactly the games of
-a batch of one seeded ``seeds[i]``, for the built-in random opponent and for
+`"random"`, then the opponent drawn from the pool) and one for each choice
+of an opponent with `act_from_uniforms` (the built-in random opponent;
+`strategic_reserve_env.policies`). A game that ends and starts again
+continues both streams. So game `i` of a batch plays exactly the games of
+a batch of one seeded `seeds[i]`, for the built-in random opponent and for
 any deterministic opponent (e.g. greedy). Any other stochastic opponent
-draws from one ``numpy.random.Generator`` shared by the batch (``rng`` of
-:meth:`LearnerGames.reset`), so its choices in one game depend on the other
+draws from one `numpy.random.Generator` shared by the batch (`rng` of
+`LearnerGames.reset`), so its choices in one game depend on the other
 games of the batch.
 
-**Rewards.** ``reward`` (:func:`~strategic_reserve_env.outcome.as_reward_function`)
-is ``"outcome"`` (+1 win, -1 loss, 0 otherwise), ``"luck_adjusted"`` (the
+**Rewards.** `reward` (`as_reward_function`)
+is `"outcome"` (+1 win, -1 loss, 0 otherwise), `"luck_adjusted"` (the
 outcome minus the learner's luck in the rolls since its decision, on the
 reward's scale: the opponent's roll counts against it, its own for it;
-:class:`~strategic_reserve_env.outcome.LuckAdjusted`, whose ``value`` is a
-setting) or a callable of a :class:`~strategic_reserve_env.outcome.Transition`.
-Rewards are computed in :mod:`strategic_reserve_env.outcome` alone: each step
-records its rolls and results in a :class:`~strategic_reserve_env.outcome.Ledger`
+`LuckAdjusted`, whose `value` is a
+setting) or a callable of a `Transition`.
+Rewards are computed in `strategic_reserve_env.outcome` alone: each step
+records its rolls and results in a `Ledger`
 (one row a game), which calls the reward function and checks its answer
 (finite real numbers, one a game) before anything is committed.
 
 **Bad input.** Every public method checks its input and either completes or
 raises with nothing changed: learner actions must be integers of shape (B,)
-(a scalar when B = 1); stepping before :meth:`LearnerGames.reset`, or
+(a scalar when B = 1); stepping before `LearnerGames.reset`, or
 stepping a game that is over without restarting it, raises
-:class:`ResetNeeded`; an opponent that raises, returns a wrong shape or
-type, or an illegal square raises :class:`OpponentError` naming the
+`ResetNeeded`; an opponent that raises, returns a wrong shape or
+type, or an illegal square raises `OpponentError` naming the
 opponent, the game and the square. The engine's functions are pure, so a
 step works on new states and only commits them (with the streams'
 counters) once everything succeeded.
@@ -77,20 +77,20 @@ class OpponentError(RuntimeError):
 
 
 def check_count(name: str, value: object) -> int:
-    """``value`` as a positive int (a batch size), or ``ValueError`` naming ``name``."""
+    """`value` as a positive int (a batch size), or `ValueError` naming `name`."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
 
 
 def as_actions(actions: object, num_games: int) -> np.ndarray:
-    """(B,) int64 square indices from the learner's integer ``actions`` of shape (B,), or a scalar when
-    B = 1 (:func:`~.engine.as_squares`: ``ValueError`` for any other type or shape).
+    """(B,) int64 square indices from the learner's integer `actions` of shape (B,), or a scalar when
+    B = 1 (`as_squares`: `ValueError` for any other type or shape).
 
     A value outside the action space (0..35) is a malformed action, an error
-    (:class:`~.engine.IllegalActionError`, as the PettingZoo env raises for it); a square of the board that is
+    (`IllegalActionError`, as the PettingZoo env raises for it); a square of the board that is
     not a legal placement now is an illegal action, the documented forfeit (or an error with
-    ``illegal_action="raise"``)."""
+    `illegal_action="raise"`)."""
     integer = isinstance(actions, (int, np.integer)) and not isinstance(actions, bool)
     if num_games == 1 and (
         integer or isinstance(actions, np.ndarray) and actions.shape == () and actions.dtype.kind in "iu"
@@ -108,7 +108,7 @@ def as_actions(actions: object, num_games: int) -> np.ndarray:
 
 
 class LearnerStep(NamedTuple):
-    """What :meth:`LearnerGames.step` returns, one row per game."""
+    """What `LearnerGames.step` returns, one row per game."""
 
     rewards: np.ndarray  # (B,) float32: the reward function's (by default the outcome: +1 the learner won,
     # -1 it lost (or forfeited), 0 otherwise)
@@ -122,8 +122,8 @@ class LearnerStep(NamedTuple):
 
 
 class _Results:
-    """The rows of a :class:`LearnerStep`, filled in as games end (before any of them restarts), and the
-    step's :class:`~.outcome.Ledger` (one row a game: its learner), which turns them into rewards."""
+    """The rows of a `LearnerStep`, filled in as games end (before any of them restarts), and the
+    step's `Ledger` (one row a game: its learner), which turns them into rewards."""
 
     def __init__(self, num_games: int, opponents: np.ndarray, finals: bool, ledger: Ledger) -> None:
         self.outcomes = np.zeros(num_games, dtype=np.int64)  # (B,) int64: outcome.reward of the games ended
@@ -135,8 +135,8 @@ class _Results:
         self.ledger = ledger
 
     def record(self, games: LearnerGames, ended: np.ndarray) -> None:
-        """The games of ``ended`` ((B,) bool) have just ended in ``games``: their reward, how they ended
-        and (with ``finals``) the learner's last observation."""
+        """The games of `ended` ((B,) bool) have just ended in `games`: their reward, how they ended
+        and (with `finals`) the learner's last observation."""
         if not ended.any():
             return
         state = games.state
@@ -162,14 +162,14 @@ _STEP_FIELDS = ("state", "seat", "opponent_id", "dice", "chance", "rng", "starte
 
 
 class LearnerGames:
-    """The learner's side of B games; opponents move inside :meth:`step`.
+    """The learner's side of B games; opponents move inside `step`.
 
-    ``opponent`` is one policy (see :mod:`strategic_reserve_env.policies`) or
+    `opponent` is one policy (see `strategic_reserve_env.policies`) or
     a list of them; with a list, each game draws its opponent when it
-    starts, with probabilities ``opponent_weights`` (uniform by default).
+    starts, with probabilities `opponent_weights` (uniform by default).
     Each distinct opponent acts once per turn, batched over its games.
-    The random state is ``dice`` and ``chance`` (each with ``keys`` and
-    ``counters``) and ``rng`` (for stochastic opponents of one's own).
+    The random state is `dice` and `chance` (each with `keys` and
+    `counters`) and `rng` (for stochastic opponents of one's own).
     """
 
     def __init__(
@@ -230,42 +230,42 @@ class LearnerGames:
 
     # -- the public steps: each commits everything or nothing ----------------------------------
     def reset(self, seeds=None, rng: np.random.Generator | None = None) -> None:
-        """Start every game again; new dice and chance streams if ``seeds`` ((B,) ints) are given,
-        and ``rng`` (for stochastic opponents of one's own) if given."""
+        """Start every game again; new dice and chance streams if `seeds` ((B,) ints) are given,
+        and `rng` (for stochastic opponents of one's own) if given."""
         self._atomically(self._reset, seeds, rng)
 
     def restart(self, mask: np.ndarray) -> None:
-        """Start the games where ``mask`` again and play them to the learner's first decision."""
+        """Start the games where `mask` again and play them to the learner's first decision."""
         self._atomically(self._restart, mask)
 
     def step(self, actions, restart: np.ndarray | None = None, autoreset: bool = False) -> LearnerStep:
-        """The learner places ``actions``, then the opponent replies, until the learner's next decision.
+        """The learner places `actions`, then the opponent replies, until the learner's next decision.
 
-        ``restart`` ((B,) bool): these games start a new game instead, their actions ignored, played to
-        the learner's first decision (Gymnasium's next-step auto-reset). With ``autoreset``, every game
+        `restart` ((B,) bool): these games start a new game instead, their actions ignored, played to
+        the learner's first decision (Gymnasium's next-step auto-reset). With `autoreset`, every game
         that ends in this step starts again at once (SB3's same-step convention), and so does every
         game that was over before it: a game the learner's placement ends starts again before the
         opponents move, so its opening moves join the same batched opponent turn as the other games.
         Without it, a game that is over must be restarted (or everything reset): stepping it raises
-        :class:`ResetNeeded`.
+        `ResetNeeded`.
 
-        Returns a :class:`LearnerStep`: (B,) ``rewards`` float32 (the reward function's of the step's
-        :class:`~strategic_reserve_env.outcome.Transition`: the rolls since the learner's decision, the
+        Returns a `LearnerStep`: (B,) `rewards` float32 (the reward function's of the step's
+        `Transition`: the rolls since the learner's decision, the
         opponent's then its own, and the outcome; by default the outcome alone, +1 learner won, -1 opponent
-        won, :func:`~strategic_reserve_env.outcome.reward`), ``terminated`` and ``truncated`` bools for the
-        games that ended now, ``illegal`` bools (with ``illegal_action="lose"`` an illegal action loses
-        the game, reward -1; with ``"raise"`` it raises
-        :class:`~strategic_reserve_env.engine.IllegalActionError`), ``finals``: with ``autoreset``,
+        won, `reward`), `terminated` and `truncated` bools for the
+        games that ended now, `illegal` bools (with `illegal_action="lose"` an illegal action loses
+        the game, reward -1; with `"raise"` it raises
+        `IllegalActionError`), `finals`: with `autoreset`,
         (B, 6, 6, 9) int8, the learner's last observation of each game that ended (zeros elsewhere;
-        without it None: :meth:`observations` after the step shows them), and ``opponents`` (B,)
-        int64: the opponent index each game was played against before the step, and ``outcomes`` (B,) int64:
+        without it None: `observations` after the step shows them), and `opponents` (B,)
+        int64: the opponent index each game was played against before the step, and `outcomes` (B,) int64:
         the outcome of each game that ended now (0 elsewhere). The rolls of a game that starts again in
         this step (before the learner's first decision of the new game) are in no reward.
         """
         return self._atomically(self._step, actions, restart, autoreset)
 
     def _atomically(self, run, *args):
-        """``run(*args)``; if it raises, every field it may change is put back first (``rng`` with the
+        """`run(*args)`; if it raises, every field it may change is put back first (`rng` with the
         state of its generator: a stochastic opponent may have drawn from it before failing)."""
         saved = {name: getattr(self, name) for name in _STEP_FIELDS}
         counters = [(streams, streams.counters) for streams in (self.dice, self.chance)]
@@ -339,14 +339,14 @@ class LearnerGames:
             raise ResetNeeded("call reset() before step(): no game has started")
 
     def _game_mask(self, mask, name: str) -> np.ndarray:
-        """(B,) bool from ``mask``, or ValueError."""
+        """(B,) bool from `mask`, or ValueError."""
         mask = np.asarray(mask)
         if mask.dtype != bool or mask.shape != (self.num_games,):
             raise ValueError(f"{name} must be a ({self.num_games},) bool array, got {mask.dtype} {mask.shape}")
         return mask
 
     def _learner_places(self, actions: np.ndarray, placing: np.ndarray) -> np.ndarray:
-        """The learner places where ``placing``; (B,) bool: the illegal actions (each a forfeit)."""
+        """The learner places where `placing`; (B,) bool: the illegal actions (each a forfeit)."""
         illegal = np.zeros(self.num_games, dtype=bool)
         if self.illegal_action == "lose":
             illegal = engine.illegal_actions(self.state, actions, placing)
@@ -356,7 +356,7 @@ class LearnerGames:
         return illegal
 
     def _draw_seats(self, mask: np.ndarray) -> None:
-        """Choose the learner's colour and the opponent in the games of ``mask`` (two chance draws each)."""
+        """Choose the learner's colour and the opponent in the games of `mask` (two chance draws each)."""
         games = np.flatnonzero(mask)
         seat_draw, opponent_draw = self.chance.take(games), self.chance.take(games)
         seat, opponent_id = self.seat.copy(), self.opponent_id.copy()
@@ -369,10 +369,10 @@ class LearnerGames:
         self.seat, self.opponent_id = seat, opponent_id
 
     def _advance(self, mask: np.ndarray, ledger: Ledger | None = None, recorded: np.ndarray | None = None) -> None:
-        """The opponent takes its turn where it is to move (:func:`~.turns.turn`), then the learner rolls,
-        in the live games of ``mask``: every one of them ends over or awaiting the learner's decision.
-        With ``ledger``, the rolls of the games of ``recorded`` ((B,) bool; default ``mask``) are recorded
-        in it (:meth:`~.outcome.Ledger.roll`: the opponent's, then the learner's)."""
+        """The opponent takes its turn where it is to move (`turn`), then the learner rolls,
+        in the live games of `mask`: every one of them ends over or awaiting the learner's decision.
+        With `ledger`, the rolls of the games of `recorded` ((B,) bool; default `mask`) are recorded
+        in it (`roll`: the opponent's, then the learner's)."""
         opponent_turn = mask & ~self.state.done & (self.state.to_move != self.seat)
         on_roll = None
         if ledger is not None:
@@ -391,14 +391,14 @@ class LearnerGames:
                 ledger.roll(self.state, mine, learner_turn & recorded)
 
     def _opponents_decide(self, state: engine.State, acting: np.ndarray) -> np.ndarray:
-        """(B,) the opponents' choices in the games of ``acting`` (each opponent once, on its own games)."""
+        """(B,) the opponents' choices in the games of `acting` (each opponent once, on its own games)."""
         return turns.actions_by_policy(state, acting, self.opponent_id, len(self.opponents), self._opponent_acts)
 
     def _opponent_acts(self, state: engine.State, index: int, games: np.ndarray) -> np.ndarray:
-        """Opponent ``index``'s choices in ``games`` ((k,) indices; its turn, rolled). It is asked about
+        """Opponent `index`'s choices in `games` ((k,) indices; its turn, rolled). It is asked about
         those games only, as in evaluate (a policy never sees a game with no move due, an empty mask);
         when they are every game of the batch, it acts on the whole batch without a copy. Its answer is
-        checked by :func:`~.policies.checked_actions`; any fault is an :class:`OpponentError`."""
+        checked by `checked_actions`; any fault is an `OpponentError`."""
         opponent = self.opponents[index]
         whole = games.size == self.num_games
         chosen = slice(None) if whole else games
@@ -429,12 +429,12 @@ class LearnerGames:
     # -- saving and continuing (checkpoints) ----------------------------------------------------
     def get_state(self) -> dict:
         """Copies of everything the games need to go on exactly where they are (the opponents excepted:
-        give the same pool to :meth:`set_opponents` before :meth:`set_state`).
+        give the same pool to `set_opponents` before `set_state`).
 
-        ``{"started": bool, "engine": {field: (B,) array}`` (the :class:`~strategic_reserve_env.engine.State`),
-        ``"seat"``, ``"opponent_id"``: (B,) int64, ``"dice"``, ``"chance"``: ``{"keys", "counters"}`` (B,) uint64
-        (the dice and uniform streams and the values drawn), ``"rng"``: the bit-generator state of the
-        generator of stochastic opponents of one's own ``}``.
+        `{"started": bool, "engine": {field: (B,) array}` (the `State`),
+        `"seat"`, `"opponent_id"`: (B,) int64, `"dice"`, `"chance"`: `{"keys", "counters"}` (B,) uint64
+        (the dice and uniform streams and the values drawn), `"rng"`: the bit-generator state of the
+        generator of stochastic opponents of one's own `}`.
         """
         return {
             "started": bool(self.started),
@@ -447,7 +447,7 @@ class LearnerGames:
         }
 
     def set_state(self, state: dict) -> None:
-        """Continue from :meth:`get_state` (of games of the same number and opponent pool); ``ValueError``
+        """Continue from `get_state` (of games of the same number and opponent pool); `ValueError`
         if it does not fit, with nothing changed."""
         size = self.num_games
         names = {field.name for field in fields(self.state)}

@@ -1,25 +1,27 @@
 """Luck: how much a roll helped its roller, from the exact chance model (every roll is one of 36 squares).
 
 The luck of a roll is the roller's win probability just after it, minus the mean of that over the 36 rolls
-it could have made from the same position::
+it could have made from the same position:
 
-    luck = V(roller's position after the actual roll) - mean over the 36 rolls r of V(position after r)
+```text
+luck = V(roller's position after the actual roll) - mean over the 36 rolls r of V(position after r)
+```
 
-where ``V`` (a :class:`ValueFunction`) gives the roller's win probability at its decision, just after a
+where `V` (a `ValueFunction`) gives the roller's win probability at its decision, just after a
 roll's captures, with its placement due. Given everything before the roll, the 36 rolls are equally likely,
 so a roll's luck has mean zero **for any V**: subtracting it from an outcome leaves the outcome's expectation
 unchanged, and a good V (one that follows the real win probability) removes most of the dice's variance.
 That is the variance reduction of GNU Backgammon's luck analysis and of poker's AIVAT. The roller's luck
 counts for it and against the other player.
 
-``V`` must be fixed before the games it scores are played (never fitted on them), and may be anything that
-maps positions to win probabilities: :class:`RaceValue`, the reserve-race model (the default, a closed form
+`V` must be fixed before the games it scores are played (never fitted on them), and may be anything that
+maps positions to win probabilities: `RaceValue`, the reserve-race model (the default, a closed form
 of the two reserves), or an adapter around an agent's search or a network (in
-:mod:`strategic_reserve_env.agents`). Luck is written once, here: the evaluation, the analysis of a game,
-the luck-adjusted rewards and the search agents all take their terms from :func:`roll_luck`.
+`strategic_reserve_env.agents`). Luck is written once, here: the evaluation, the analysis of a game,
+the luck-adjusted rewards and the search agents all take their terms from `roll_luck`.
 
 Positions are the engine's: bitboards seen from the roller, who is the mover when it rolls. The rules are the
-engine's own (:func:`strategic_reserve_env.rules.roll`), applied to every roll at once on arrays.
+engine's own (`strategic_reserve_env.rules.roll`), applied to every roll at once on arrays.
 """
 
 from __future__ import annotations
@@ -34,26 +36,28 @@ from .board import BIT_ARRAY, NUM_SQUARES
 
 RACE_A, RACE_B = 1.553, 0.368
 """The reserve-race model's coefficients: a logistic regression on the 96,661 decisions of 4,000 greedy
-self-play games (``python -m experiments.fit_race_model`` in a clone reproduces the fit)."""
+self-play games (`python -m experiments.fit_race_model` in a clone reproduces the fit)."""
 
 
 RANDOM_RACE_A, RANDOM_RACE_B = 0.582, 0.072
 """The same model fitted on uniformly random self-play (the 199,706 decisions of 4,000 games;
-``python -m experiments.fit_race_model --random``): random players lose far more checkers, so a reserve lead
+`python -m experiments.fit_race_model --random`): random players lose far more checkers, so a reserve lead
 is worth less."""
 
 
 def race_win_probability(
     mover_reserve, opponent_reserve, a: float = RACE_A, b: float = RACE_B, xp: Any = np
 ) -> np.ndarray:
-    """P(the player to decide wins) from both reserves at a decision (arrays of any shape, broadcast)::
+    """P(the player to decide wins) from both reserves at a decision (arrays of any shape, broadcast):
 
+    ```python
+    ```
     1                                        if m == 1 (the mover places its last checker)
     0                                        if o == 1 < m (the opponent does so next)
     sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise (A = a, B = b; default RACE_A, RACE_B)
 
-    ``xp`` is the array module: numpy (float64 results) or ``jax.numpy`` inside ``jit`` (the search of
-    :mod:`strategic_reserve_env.agents.mctx_search`; float32 results, as jax's default).
+    `xp` is the array module: numpy (float64 results) or `jax.numpy` inside `jit` (the search of
+    `strategic_reserve_env.agents.mctx_search`; float32 results, as jax's default).
     """
     m = xp.asarray(mover_reserve) + 0.0  # a float of the module's default width
     o = xp.asarray(opponent_reserve) + 0.0
@@ -75,8 +79,8 @@ class AfterRoll:
 
 @runtime_checkable
 class ValueFunction(Protocol):
-    """The roller's win probability just after a roll: ``value(after) -> float64 array of after's shape``,
-    each in [0, 1]. ``name`` says which function it is (results and reports print it)."""
+    """The roller's win probability just after a roll: `value(after) -> float64 array of after's shape`,
+    each in [0, 1]. `name` says which function it is (results and reports print it)."""
 
     name: str
 
@@ -84,12 +88,12 @@ class ValueFunction(Protocol):
 
 
 class RaceValue:
-    """The reserve-race model at the roller's decision: :func:`race_win_probability` of the two reserves
-    just after the roll (so the roll's captures count), with coefficients ``a`` and ``b`` (default: the fit
-    on greedy self-play, named ``race``). Needs no search: about a microsecond a position.
+    """The reserve-race model at the roller's decision: `race_win_probability` of the two reserves
+    just after the roll (so the roll's captures count), with coefficients `a` and `b` (default: the fit
+    on greedy self-play, named `race`). Needs no search: about a microsecond a position.
 
     The closer V follows the real win probability of the players being scored, the more variance the luck
-    terms remove: :data:`RANDOM_RACE_VALUE` (``race-random``) is the fit for uniformly random players."""
+    terms remove: `RANDOM_RACE_VALUE` (`race-random`) is the fit for uniformly random players."""
 
     def __init__(self, a: float = RACE_A, b: float = RACE_B, name: str = "race") -> None:
         self.a, self.b, self.name = float(a), float(b), name
@@ -109,7 +113,7 @@ RANDOM_RACE_VALUE = RaceValue(RANDOM_RACE_A, RANDOM_RACE_B, name="race-random")
 
 def every_roll(me, opp, reserve_me, reserve_opp) -> AfterRoll:
     """The positions after each of the 36 rolls of the roller (the mover, before its roll): fields of shape
-    ``(..., 36)``, roll ``k`` (square ``k``) last, from arrays (or ints) of any shape broadcast together."""
+    `(..., 36)`, roll `k` (square `k`) last, from arrays (or ints) of any shape broadcast together."""
     me, opp, reserve_me, reserve_opp = (
         np.asarray(x, dtype=np.int64)[..., None] for x in (me, opp, reserve_me, reserve_opp)
     )
@@ -126,8 +130,8 @@ def every_roll(me, opp, reserve_me, reserve_opp) -> AfterRoll:
 
 
 def roll_values(value: ValueFunction, me, opp, reserve_me, reserve_opp) -> np.ndarray:
-    """``(..., 36)`` float64: the roller's win probability after each of its 36 rolls (``value`` of
-    :func:`every_roll`), from the position before the roll."""
+    """`(..., 36)` float64: the roller's win probability after each of its 36 rolls (`value` of
+    `every_roll`), from the position before the roll."""
     values = np.asarray(value(every_roll(me, opp, reserve_me, reserve_opp)), dtype=np.float64)
     expected = np.broadcast_shapes(*(np.shape(x) for x in (me, opp, reserve_me, reserve_opp))) + (NUM_SQUARES,)
     if values.shape != expected:
@@ -136,9 +140,9 @@ def roll_values(value: ValueFunction, me, opp, reserve_me, reserve_opp) -> np.nd
 
 
 def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) -> np.ndarray:
-    """The roller's luck of rolling ``rolled`` (square indices 0..35) from the position before the roll
-    (``me`` the roller's checkers, ``opp`` the other player's, their reserves; arrays or ints of any shape,
-    broadcast together, ``rolled`` too): ``V(after the roll) - mean over the 36 rolls of V``, float64 of the
+    """The roller's luck of rolling `rolled` (square indices 0..35) from the position before the roll
+    (`me` the roller's checkers, `opp` the other player's, their reserves; arrays or ints of any shape,
+    broadcast together, `rolled` too): `V(after the roll) - mean over the 36 rolls of V`, float64 of the
     broadcast shape."""
     values = roll_values(value, me, opp, reserve_me, reserve_opp)
     rolled = np.asarray(rolled, dtype=np.int64)
@@ -151,17 +155,17 @@ def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) ->
 
 
 def before_roll(me, opp, reserve_me, reserve_opp, captured) -> tuple[Any, Any, Any, Any]:
-    """The position before a roll, from the one just after it (the engine's fields after ``roll``: ``me`` the
-    roller's, ``opp`` and ``reserve_opp`` after the captures, ``captured`` the squares the roll emptied):
-    ``(me, opp, reserve_me, reserve_opp)``, the captured checkers back on the board and out of the reserve."""
+    """The position before a roll, from the one just after it (the engine's fields after `roll`: `me` the
+    roller's, `opp` and `reserve_opp` after the captures, `captured` the squares the roll emptied):
+    `(me, opp, reserve_me, reserve_opp)`, the captured checkers back on the board and out of the reserve."""
     captured = np.asarray(captured, dtype=np.int64)
     return me, np.asarray(opp) | captured, reserve_me, np.asarray(reserve_opp) - np.bitwise_count(captured)
 
 
 def luck_of_latest_roll(value: ValueFunction, position) -> np.ndarray:
-    """The roller's luck of the latest roll of ``position``, read just after that roll, before the
-    placement (an :class:`~strategic_reserve_env.engine.State` whose games all await a placement, or a
-    :class:`~strategic_reserve_env.game.Game`): float64 of the position's batch shape (``()`` for a Game)."""
+    """The roller's luck of the latest roll of `position`, read just after that roll, before the
+    placement (an `State` whose games all await a placement, or a
+    `Game`): float64 of the position's batch shape (`()` for a Game)."""
     before = before_roll(position.me, position.opp, position.reserve_me, position.reserve_opp, position.captured)
     return roll_luck(value, *before, position.rolled)
 

@@ -2,24 +2,24 @@
 
 A model file describes a network (JSON) and holds its tensors. A crafted file
 can describe a huge network, or claim huge tensors, in a few hundred bytes.
-So the loaders (``agents.policy_file``, ``agents.value_net``,
-``rllib_model``) compare the *whole* description with the tensors the file
+So the loaders (`agents.policy_file`, `agents.value_net`,
+`rllib_model`) compare the *whole* description with the tensors the file
 actually holds, read from its headers only, before they allocate anything:
 
-- :func:`safetensors_header`: the JSON header of a safetensors file (its
+- `safetensors_header`: the JSON header of a safetensors file (its
   metadata, and each tensor's dtype, shape and byte range, checked against
   each other and against the file's size);
-- :func:`npz_headers`: each member of an ``.npz`` archive, read from the zip
-  directory and the member's ``.npy`` header, without reading its data
+- `npz_headers`: each member of an `.npz` archive, read from the zip
+  directory and the member's `.npy` header, without reading its data
   (object dtypes and sizes that disagree with the directory are refused);
-- :func:`header_description` and :func:`check_description`: the JSON description
+- `header_description` and `check_description`: the JSON description
   (under the format's metadata key of a safetensors header, or a file of its
-  own), its ``format``, ``version`` and no field the format does not know;
-- :func:`check_tensors`: the names, shapes and dtypes found against those a
+  own), its `format`, `version` and no field the format does not know;
+- `check_tensors`: the names, shapes and dtypes found against those a
   described network needs (computed from the description, not built).
 
 Only then do the tensors load, so the memory a load adds stays within a small
-multiple of the file's size; :func:`check_finite` then refuses NaN or infinite
+multiple of the file's size; `check_finite` then refuses NaN or infinite
 values, so a broken network never plays. Errors are the caller's own type, one
 line naming the file and the field.
 """
@@ -46,15 +46,15 @@ _LENGTH_BYTES = 8  # a safetensors file starts with its header's length, a littl
 
 @dataclass(frozen=True)
 class Tensor:
-    """A tensor as a file's header describes it: dtype (safetensors' name, e.g. ``F32``, or numpy's ``str``
-    of a dtype, e.g. ``float32``) and shape."""
+    """A tensor as a file's header describes it: dtype (safetensors' name, e.g. `F32`, or numpy's `str`
+    of a dtype, e.g. `float32`) and shape."""
 
     dtype: str
     shape: tuple[int, ...]
 
 
 def _shape(value: object) -> tuple[int, ...] | None:
-    """``value`` as a shape (a list of ints >= 0), or None."""
+    """`value` as a shape (a list of ints >= 0), or None."""
     if not isinstance(value, list) or not all(type(n) is int and n >= 0 for n in value):
         return None
     return tuple(value)
@@ -63,8 +63,8 @@ def _shape(value: object) -> tuple[int, ...] | None:
 def safetensors_header(
     path: str | Path, error: type[Exception] = ValueError
 ) -> tuple[dict[str, str], dict[str, Tensor]]:
-    """``(metadata, tensors)`` of a safetensors file, from its header only; ``error`` (one line naming
-    ``path``) unless the header is bounded JSON whose tensors have known dtypes, byte ranges that match their
+    """`(metadata, tensors)` of a safetensors file, from its header only; `error` (one line naming
+    `path`) unless the header is bounded JSON whose tensors have known dtypes, byte ranges that match their
     shapes, and together fill the rest of the file exactly."""
     path = Path(path)
     try:
@@ -110,9 +110,9 @@ def safetensors_header(
 
 
 def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[str, Tensor]:
-    """``{name: Tensor}`` of the arrays of an ``.npz`` file (``name`` without ``.npy``), read from the zip
-    directory and each member's ``.npy`` header, without reading any array's data; ``error`` (one line naming
-    ``path`` and the member) for a member that is not an ``.npy`` array, an object dtype, a header larger than
+    """`{name: Tensor}` of the arrays of an `.npz` file (`name` without `.npy`), read from the zip
+    directory and each member's `.npy` header, without reading any array's data; `error` (one line naming
+    `path` and the member) for a member that is not an `.npy` array, an object dtype, a header larger than
     numpy's bound, or a size that disagrees with the zip directory."""
     path = Path(path)
     found: dict[str, Tensor] = {}
@@ -149,9 +149,9 @@ def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[s
 def header_description(
     path: str | Path, key: str, format_name: str, error: type[Exception] = ValueError
 ) -> tuple[object, dict[str, Tensor]]:
-    """``(description, tensors)`` of a safetensors model file: the JSON under metadata ``key`` of its header
-    (parsed by :func:`~strategic_reserve_env.safe_json.loads`, not yet checked: :func:`check_description`) and
-    the tensors its header lists; ``error`` naming ``path`` for a bad header or no description."""
+    """`(description, tensors)` of a safetensors model file: the JSON under metadata `key` of its header
+    (parsed by `loads`, not yet checked: `check_description`) and
+    the tensors its header lists; `error` naming `path` for a bad header or no description."""
     metadata, tensors = safetensors_header(path, error)
     if key not in metadata:
         raise error(f"{path}: no {key!r} description in the header: not a {format_name} file")
@@ -166,8 +166,8 @@ def check_description(
     keys: set[str],
     error: type[Exception] = ValueError,
 ) -> dict:
-    """``description`` if it is a JSON object of format ``format_name`` and version ``version`` whose fields
-    are among ``keys``; ``error`` (one line naming ``where`` and the fault) otherwise. What each field holds is
+    """`description` if it is a JSON object of format `format_name` and version `version` whose fields
+    are among `keys`; `error` (one line naming `where` and the fault) otherwise. What each field holds is
     the format's own check."""
     if not isinstance(description, dict) or description.get("format") != format_name:
         raise error(f"{where}: not a {format_name} description (its 'format' must be {format_name!r})")
@@ -180,7 +180,7 @@ def check_description(
 
 
 def check_finite(tensors: Mapping[str, object], where: str, error: type[Exception] = ValueError) -> None:
-    """``error`` (one line naming ``where`` and the tensor) if a tensor of ``tensors`` (numpy arrays, or CPU
+    """`error` (one line naming `where` and the tensor) if a tensor of `tensors` (numpy arrays, or CPU
     tensors numpy reads) holds a NaN or an infinity: such a network would play NaN scores."""
     for name, tensor in tensors.items():
         if not np.isfinite(np.asarray(tensor)).all():
@@ -190,7 +190,7 @@ def check_finite(tensors: Mapping[str, object], where: str, error: type[Exceptio
 def check_tensors(
     found: Mapping[str, Tensor], expected: Mapping[str, Tensor], where: str, error: type[Exception] = ValueError
 ) -> None:
-    """``error`` (one line naming ``where``) unless ``found`` has exactly ``expected``'s names, shapes and
+    """`error` (one line naming `where`) unless `found` has exactly `expected`'s names, shapes and
     dtypes."""
     missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
     if missing or unexpected:
@@ -206,6 +206,6 @@ def check_tensors(
 
 
 def read_bounded(path: str | Path, limit: int, error: type[Exception] = ValueError) -> bytes:
-    """The bytes of ``path``, ``error`` unless it is a regular file of at most ``limit`` bytes (checked before
-    reading: :func:`strategic_reserve_env.safe_json.read_regular`)."""
+    """The bytes of `path`, `error` unless it is a regular file of at most `limit` bytes (checked before
+    reading: `strategic_reserve_env.safe_json.read_regular`)."""
     return safe_json.read_regular(path, limit, str(path), error)

@@ -1,23 +1,20 @@
 """Observation planes, from one player's side, for one game or a batch.
 
-``(6, 6, NUM_PLANES)`` int8 of 0/1, channels last, ``[rank_index, file_index]``
+`(6, 6, NUM_PLANES)` int8 of 0/1, channels last, `[rank_index, file_index]`
 in absolute coordinates (row 0 is rank 1, Red's near row; column 0 is file
-a), so plane cell ``(r, f)`` is square ``6 * r + f``, the action index.
+a), so plane cell `(r, f)` is square `6 * r + f`, the action index.
 
-=====  =====================================================================
-plane  content
-=====  =====================================================================
-0      the observer's checkers
-1      the opponent's checkers
-2      legal placements (equal to the action mask; zeros when not to move)
-3      the square of the latest roll
-4      squares the latest roll emptied (captured checkers)
-5      all ones if the latest roll was an enemy hit (for the player who rolled)
-6      all ones if it was a friendly hit
-7      the observer's reserve as a count: its first ``min(reserve, 36)``
-       squares in index order (a1, b1, ..., f6) are 1
-8      the opponent's reserve, the same way
-=====  =====================================================================
+| plane | content |
+| --- | --- |
+| 0 | the observer's checkers |
+| 1 | the opponent's checkers |
+| 2 | legal placements (equal to the action mask; zeros when not to move) |
+| 3 | the square of the latest roll |
+| 4 | squares the latest roll emptied (captured checkers) |
+| 5 | all ones if the latest roll was an enemy hit (for the player who rolled) |
+| 6 | all ones if it was a friendly hit |
+| 7 | the observer's reserve as a count: its first `min(reserve, 36)` squares in index order (a1, b1, ..., f6) are 1 |
+| 8 | the opponent's reserve, the same way |
 
 With the mask this is a complete description of the decision: the position
 after the roll's captures, both reserves (exact up to 36, far above what a
@@ -81,9 +78,9 @@ def _unpack(bits: np.ndarray) -> np.ndarray:
 
 
 def encode(own, opponent, legal, rolled, captured, hit, own_reserve, opponent_reserve) -> np.ndarray:
-    """Planes for one game (Python ints; ``rolled`` a square or -1) -> (6, 6, 9),
-    or for a batch ((B,) arrays) -> (B, 6, 6, 9). ``own`` and ``opponent`` (checkers and reserves)
-    are the observer's and the other player's, as the planes :data:`PLANE_NAMES` call them."""
+    """Planes for one game (Python ints; `rolled` a square or -1) -> (6, 6, 9),
+    or for a batch ((B,) arrays) -> (B, 6, 6, 9). `own` and `opponent` (checkers and reserves)
+    are the observer's and the other player's, as the planes `PLANE_NAMES` call them."""
     if type(own) is int:
         packed = _PACK_PLANES.pack(
             own,
@@ -117,12 +114,12 @@ def encode(own, opponent, legal, rolled, captured, hit, own_reserve, opponent_re
 
 
 def planes(position, observer) -> np.ndarray:
-    """Planes of a position from ``observer``'s side (RED / BLUE).
+    """Planes of a position from `observer`'s side (RED / BLUE).
 
-    ``position`` is a :class:`~strategic_reserve_env.game.Game` (``observer``
-    an int; returns (6, 6, 9)) or a batched State (``observer`` an int or
+    `position` is a `Game` (`observer`
+    an int; returns (6, 6, 9)) or a batched State (`observer` an int or
     (B,) array; returns (B, 6, 6, 9)). The legal plane is empty where the
-    observer is not to move. Branch-free: ``(observer ^ to_move) - 1`` is all
+    observer is not to move. Branch-free: `(observer ^ to_move) - 1` is all
     ones where the observer is to move, on ints and int64 arrays alike.
     """
     p = position

@@ -4,32 +4,32 @@ Used by every environment (the PettingZoo env for each agent, the single-agent e
 arena, the rollout agent and the tournament, so that a win, a loss, a forfeit, a truncation and a roll's luck
 count the same everywhere.
 
-- :func:`reward`: the outcome, +1 (win), -1 (loss or forfeit) or 0 (no result yet, or a truncation).
-- **Scales** (:class:`Scale`): a result is a reward on :data:`REWARD_SCALE` (+1 win, -1 loss, 0 draw) or a
-  score on :data:`SCORE_SCALE` (1 win, 0 loss, 1/2 draw; the scale of a win probability). A roll's **luck**
-  (:mod:`strategic_reserve_env.luck`) is a difference of win probabilities, so on a scale whose win and
-  loss are ``win - loss`` apart it counts ``(win - loss)`` times: **2 x luck** against a +-1 reward, 1 x
-  luck against a score. :meth:`Scale.luck` is the only place that conversion is written.
-- The **ledger** (:class:`Ledger`) records, per row (an agent in a game), the rolls and the results as they
-  happen, and turns them into rewards (:meth:`Ledger.settle`) or a net luck (:attr:`Ledger.luck`) that
-  :meth:`Scale.adjusted` takes out of a result on any scale.
-- A **reward function** (:class:`RewardFunction`) turns a :class:`Transition` (what happened to one agent
+- `reward`: the outcome, +1 (win), -1 (loss or forfeit) or 0 (no result yet, or a truncation).
+- **Scales** (`Scale`): a result is a reward on `REWARD_SCALE` (+1 win, -1 loss, 0 draw) or a
+  score on `SCORE_SCALE` (1 win, 0 loss, 1/2 draw; the scale of a win probability). A roll's **luck**
+  (`strategic_reserve_env.luck`) is a difference of win probabilities, so on a scale whose win and
+  loss are `win - loss` apart it counts `(win - loss)` times: **2 x luck** against a +-1 reward, 1 x
+  luck against a score. `Scale.luck` is the only place that conversion is written.
+- The **ledger** (`Ledger`) records, per row (an agent in a game), the rolls and the results as they
+  happen, and turns them into rewards (`Ledger.settle`) or a net luck (`Ledger.luck`) that
+  `Scale.adjusted` takes out of a result on any scale.
+- A **reward function** (`RewardFunction`) turns a `Transition` (what happened to one agent
   since its last decision: the rolls made, with the positions before and after each, and the outcome) into
-  its reward. The environments take one as ``reward=``: ``"outcome"`` (:data:`OUTCOME`, the default),
-  ``"luck_adjusted"`` (:class:`LuckAdjusted` with :data:`~strategic_reserve_env.luck.DEFAULT_VALUE`), a
-  :class:`LuckAdjusted` with a value function of one's own, or any callable (:func:`as_reward_function`). It
-  is always called; one that ignores the rolls says so (``uses_rolls = False``, as :data:`OUTCOME` does)
-  and no roll is recorded for it. Its answer must be finite real numbers (:func:`checked_rewards`).
+  its reward. The environments take one as `reward=`: `"outcome"` (`OUTCOME`, the default),
+  `"luck_adjusted"` (`LuckAdjusted` with `DEFAULT_VALUE`), a
+  `LuckAdjusted` with a value function of one's own, or any callable (`as_reward_function`). It
+  is always called; one that ignores the rolls says so (`uses_rolls = False`, as `OUTCOME` does)
+  and no roll is recorded for it. Its answer must be finite real numbers (`checked_rewards`).
 
 **Luck-adjusted rewards.** The reward is the outcome minus the agent's luck in the step's rolls, on the
 reward's scale (2 x luck): the luck of its own rolls counts for it and is subtracted, the luck of the other
-player's rolls counts against it and is added back (:func:`strategic_reserve_env.luck.roll_luck`). Each
+player's rolls counts against it and is added back (`strategic_reserve_env.luck.roll_luck`). Each
 roll's luck has mean zero given everything before the roll, the agent's action included (the 36 rolls are
 equally likely, whatever the value function), so every luck term has mean zero given the action before it:
 every policy's expected return is unchanged, and so are the policy gradients' expectations (the terms are
 like a baseline that depends on chance only), while a value function that follows the real win probability
 removes most of the dice's variance (on the wrong scale, 1 x luck, it removes well under half of what it
-can: ``experiments/reward_variance.py``).
+can: `experiments/reward_variance.py`).
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ _FEW_ROWS = 8  # rewards of up to this many rows are checked as Python floats (f
 
 
 def reward(winner, player):
-    """The reward of ``player`` (RED or BLUE) in games won by ``winner`` (RED, BLUE, or NO_PLAYER = -1
-    while nobody has won, or after a truncation): ``WIN`` (+1) if ``player`` won, ``LOSS`` (-1) if the
-    other player did, ``NO_RESULT`` (0) otherwise.
+    """The reward of `player` (RED or BLUE) in games won by `winner` (RED, BLUE, or NO_PLAYER = -1
+    while nobody has won, or after a truncation): `WIN` (+1) if `player` won, `LOSS` (-1) if the
+    other player did, `NO_RESULT` (0) otherwise.
 
     Python ints give an int; (B,) int64 arrays (either argument) give (B,) int64.
     """
@@ -78,7 +78,7 @@ class Scale:
         object.__setattr__(self, "_values", np.array((self.loss, self.draw, self.win), dtype=np.float64))
 
     def of(self, outcome) -> np.ndarray:
-        """float64 results on this scale of :func:`reward`'s outcomes (+1 ``win``, -1 ``loss``, 0 ``draw``)."""
+        """float64 results on this scale of `reward`'s outcomes (+1 `win`, -1 `loss`, 0 `draw`)."""
         return self._values[np.asarray(outcome) - LOSS]
 
     def of_probability(self, probability) -> np.ndarray:
@@ -86,17 +86,17 @@ class Scale:
         return self.loss + (self.win - self.loss) * np.asarray(probability, dtype=np.float64)
 
     def luck(self, luck) -> np.ndarray:
-        """float64: ``luck`` (a difference of win probabilities) on this scale, ``(win - loss) * luck``."""
+        """float64: `luck` (a difference of win probabilities) on this scale, `(win - loss) * luck`."""
         return (self.win - self.loss) * np.asarray(luck, dtype=np.float64)
 
     def adjusted(self, result, luck) -> np.ndarray:
-        """float64: ``result`` (on this scale) less the net ``luck`` that helped it: ``result - luck(luck)``;
-        the same expectation as ``result``, since every roll's luck has mean zero."""
+        """float64: `result` (on this scale) less the net `luck` that helped it: `result - luck(luck)`;
+        the same expectation as `result`, since every roll's luck has mean zero."""
         return np.asarray(result, dtype=np.float64) - self.luck(luck)
 
 
 REWARD_SCALE = Scale("reward", win=1.0, loss=-1.0, draw=0.0)
-"""The environments' rewards: +1 win, -1 loss, 0 draw (:func:`reward`); luck counts 2 x here."""
+"""The environments' rewards: +1 win, -1 loss, 0 draw (`reward`); luck counts 2 x here."""
 SCORE_SCALE = Scale("score", win=1.0, loss=0.0, draw=0.5)
 """Scores and win probabilities: 1 win, 0 loss, 1/2 draw (the tournament, the rollout agent); luck counts 1 x."""
 
@@ -113,7 +113,7 @@ class Roll:
     after: AfterRoll  # (B,) fields: the position just after the roll, the roller to place
 
     def luck(self, value: ValueFunction) -> np.ndarray:
-        """(B,) float64: the roller's luck of this roll under ``value`` (0 in the rows where it was not made)."""
+        """(B,) float64: the roller's luck of this roll under `value` (0 in the rows where it was not made)."""
         result = np.zeros(self.made.shape, dtype=np.float64)
         rows = np.flatnonzero(self.made)
         if rows.size:
@@ -122,21 +122,21 @@ class Roll:
 
     def net_luck(self, value: ValueFunction) -> np.ndarray:
         """(B,) float64: the luck of this roll for the row's agent: the roller's luck where it rolled
-        (``own``), its negative where the other player did, 0 where no roll was made."""
+        (`own`), its negative where the other player did, 0 where no roll was made."""
         return np.where(self.own, 1.0, -1.0) * self.luck(value)
 
 
 @dataclass(frozen=True)
 class Transition:
     """What happened to B agents (one a row) since each one's last decision (its placement included). The
-    arrays of a :class:`Ledger`'s transition are read-only: a reward function reads them and returns new ones."""
+    arrays of a `Ledger`'s transition are read-only: a reward function reads them and returns new ones."""
 
     rolls: tuple[Roll, ...]  # the rolls made since, in order (a row may have made fewer: Roll.made)
     outcome: np.ndarray  # (B,) int64: reward() of the games that ended since (0 where none ended)
     ended: np.ndarray  # (B,) bool: the row's game ended (won, forfeited or truncated) since
 
     def luck(self, value: ValueFunction) -> np.ndarray:
-        """(B,) float64: each row's net luck in the rolls under ``value`` (:meth:`Roll.net_luck` summed)."""
+        """(B,) float64: each row's net luck in the rolls under `value` (`Roll.net_luck` summed)."""
         total = np.zeros(self.outcome.shape)
         for roll in self.rolls:
             total += roll.net_luck(value)
@@ -144,8 +144,8 @@ class Transition:
 
 
 def latest_roll(state, own: np.ndarray, made: np.ndarray) -> Roll:
-    """The latest roll of each game of ``state`` (an engine State, or a Game seen as one row per agent),
-    read just after it (the roller to place), as a :class:`Roll` with ``own`` and ``made`` ((B,) bool)."""
+    """The latest roll of each game of `state` (an engine State, or a Game seen as one row per agent),
+    read just after it (the roller to place), as a `Roll` with `own` and `made` ((B,) bool)."""
     before = luck.before_roll(state.me, state.opp, state.reserve_me, state.reserve_opp, state.captured)
     fields = (state.me, state.opp, state.reserve_me, state.reserve_opp, state.legal)
     after = AfterRoll(*(np.broadcast_to(np.asarray(x, dtype=np.int64), made.shape) for x in fields))
@@ -160,15 +160,15 @@ def latest_roll(state, own: np.ndarray, made: np.ndarray) -> Roll:
 
 @runtime_checkable
 class RewardFunction(Protocol):
-    """``reward_function(transition) -> (B,) float`` rewards, one a row of the :class:`Transition`, finite
-    real numbers. Optional attribute, read with ``getattr``: ``uses_rolls = False`` when the rolls are not
-    read (the transitions then hold none, and the environments record none: :class:`OutcomeReward`)."""
+    """`reward_function(transition) -> (B,) float` rewards, one a row of the `Transition`, finite
+    real numbers. Optional attribute, read with `getattr`: `uses_rolls = False` when the rolls are not
+    read (the transitions then hold none, and the environments record none: `OutcomeReward`)."""
 
     def __call__(self, transition: Transition) -> np.ndarray: ...
 
 
 class OutcomeReward:
-    """The outcome alone: +1 win, -1 loss, 0 otherwise (the rolls are ignored: ``uses_rolls`` is False)."""
+    """The outcome alone: +1 win, -1 loss, 0 otherwise (the rolls are ignored: `uses_rolls` is False)."""
 
     name = "outcome"
     uses_rolls = False
@@ -182,8 +182,8 @@ class OutcomeReward:
 
 @dataclass(frozen=True)
 class LuckAdjusted:
-    """The outcome minus the agent's net luck in the transition's rolls under ``value``, on the reward's
-    scale (:meth:`Scale.adjusted` with :data:`REWARD_SCALE`: ``outcome - 2 * luck``): its own rolls' luck
+    """The outcome minus the agent's net luck in the transition's rolls under `value`, on the reward's
+    scale (`Scale.adjusted` with `REWARD_SCALE`: `outcome - 2 * luck`): its own rolls' luck
     subtracted, the other player's added (the module docstring says why the expected return is unchanged)."""
 
     value: ValueFunction = luck.DEFAULT_VALUE
@@ -199,9 +199,9 @@ REWARDS = ("outcome", "luck_adjusted")
 
 
 def as_reward_function(reward_spec: str | Callable[[Transition], np.ndarray]) -> RewardFunction:
-    """The reward function of an environment's ``reward=`` argument: ``"outcome"``, ``"luck_adjusted"``
-    or a callable of a :class:`Transition` (one that cannot be called with one argument is refused here,
-    at construction); ``ValueError`` for anything else."""
+    """The reward function of an environment's `reward=` argument: `"outcome"`, `"luck_adjusted"`
+    or a callable of a `Transition` (one that cannot be called with one argument is refused here,
+    at construction); `ValueError` for anything else."""
     if isinstance(reward_spec, str):
         if reward_spec == "outcome":
             return OUTCOME
@@ -216,7 +216,7 @@ def as_reward_function(reward_spec: str | Callable[[Transition], np.ndarray]) ->
 
 
 def _check_signature(function: Callable) -> None:
-    """``ValueError`` unless ``function`` can be called with one positional argument (a callable whose
+    """`ValueError` unless `function` can be called with one positional argument (a callable whose
     signature Python cannot read, a builtin, is taken as it is)."""
     try:
         signature = inspect.signature(function)
@@ -232,9 +232,9 @@ def _check_signature(function: Callable) -> None:
 
 
 def checked_rewards(rewards: object, rows: int, dtype: type = np.float64) -> np.ndarray:
-    """A reward function's answer as (rows,) ``dtype`` real numbers, all finite: ``TypeError`` for anything
-    but real numbers (strings, complex numbers, objects), ``ValueError`` for another shape or a NaN or an
-    infinite reward (one that only overflows ``dtype`` included), each naming what was returned."""
+    """A reward function's answer as (rows,) `dtype` real numbers, all finite: `TypeError` for anything
+    but real numbers (strings, complex numbers, objects), `ValueError` for another shape or a NaN or an
+    infinite reward (one that only overflows `dtype` included), each naming what was returned."""
     if type(rewards) is np.ndarray and rewards.dtype == dtype and rewards.shape == (rows,):  # the usual answer
         if rows <= _FEW_ROWS and all(map(math.isfinite, rewards.tolist())) or np.isfinite(rewards).all():
             return rewards
@@ -270,13 +270,13 @@ class Ledger:
     its two agents; the single-agent envs: the learner of each game; the arena: Red in each game; the rollout
     agent: the decider in each rollout).
 
-    - :meth:`roll` records a roll: for ``reward_function`` the :class:`Roll` itself (unless the function says
-      it does not read rolls, ``uses_rolls = False``), and with ``value`` its luck, summed into :attr:`luck`;
-    - :meth:`end` records the outcome of the games that ended (:func:`reward`'s +-1);
-    - :meth:`settle` calls ``reward_function`` on the :class:`Transition` of what was recorded and starts
-      afresh (its answer checked by :func:`checked_rewards`; a failure records nothing new and changes nothing);
-    - :attr:`luck` is each row's net luck (its own rolls' luck minus the other player's; a difference of win
-      probabilities), and :meth:`Scale.adjusted` turns a result on any scale and that luck into a
+    - `roll` records a roll: for `reward_function` the `Roll` itself (unless the function says
+      it does not read rolls, `uses_rolls = False`), and with `value` its luck, summed into `luck`;
+    - `end` records the outcome of the games that ended (`reward`'s +-1);
+    - `settle` calls `reward_function` on the `Transition` of what was recorded and starts
+      afresh (its answer checked by `checked_rewards`; a failure records nothing new and changes nothing);
+    - `luck` is each row's net luck (its own rolls' luck minus the other player's; a difference of win
+      probabilities), and `Scale.adjusted` turns a result on any scale and that luck into a
       luck-adjusted result on that scale.
     """
 
@@ -294,8 +294,8 @@ class Ledger:
         self.luck = _zeros(rows, np.float64)  # (R,) float64: the row's net luck under ``value`` (0 without one)
 
     def roll(self, state, own: np.ndarray, made: np.ndarray) -> None:
-        """The latest roll of ``state`` (just made in the rows of ``made``, (R,) bool; ``own`` (R,) bool: the
-        row's agent made it): kept for the reward function, and its luck summed with ``value``."""
+        """The latest roll of `state` (just made in the rows of `made`, (R,) bool; `own` (R,) bool: the
+        row's agent made it): kept for the reward function, and its luck summed with `value`."""
         if not self.keeps_rolls and self.value is None:
             return
         roll = latest_roll(state, own, made)
@@ -305,7 +305,7 @@ class Ledger:
             self.luck = _read_only(self.luck + roll.net_luck(self.value))
 
     def end(self, ended: np.ndarray, outcome: np.ndarray) -> None:
-        """The games of the rows of ``ended`` ((R,) bool) ended with ``outcome`` ((R,) int: +1, -1 or 0)."""
+        """The games of the rows of `ended` ((R,) bool) ended with `outcome` ((R,) int: +1, -1 or 0)."""
         self.outcome = _read_only(np.where(ended, outcome, self.outcome).astype(np.int64, copy=False))
         self.ended = _read_only(self.ended | ended)
 
@@ -314,8 +314,8 @@ class Ledger:
         return Transition(tuple(self.rolls), self.outcome, self.ended)
 
     def settle(self, dtype: type = np.float64) -> np.ndarray:
-        """(R,) ``dtype``: the reward function's rewards of :meth:`transition`, checked
-        (:func:`checked_rewards`); then the ledger starts afresh. If the reward function raises or answers
+        """(R,) `dtype`: the reward function's rewards of `transition`, checked
+        (`checked_rewards`); then the ledger starts afresh. If the reward function raises or answers
         badly, the ledger is unchanged."""
         if self.reward_function is None:
             raise ValueError("this ledger has no reward function to settle with")
@@ -326,14 +326,14 @@ class Ledger:
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
-    """``array``, no longer writeable (the ledger hands its arrays to reward functions as they are)."""
+    """`array`, no longer writeable (the ledger hands its arrays to reward functions as they are)."""
     array.flags.writeable = False
     return array
 
 
 @functools.lru_cache(maxsize=64)
 def _zeros(rows: int, dtype: type) -> np.ndarray:
-    """(rows,) read-only zeros of ``dtype``, shared (an empty record of the ledger)."""
+    """(rows,) read-only zeros of `dtype`, shared (an empty record of the ledger)."""
     return _read_only(np.zeros(rows, dtype=dtype))
 
 

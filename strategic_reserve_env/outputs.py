@@ -1,27 +1,27 @@
 """Output folders: checked before anything runs, owned by one process at a time, written atomically.
 
-Every command that writes a folder (``train.py``, ``train_rllib.py``,
-``evaluate.py``, the benchmark, the skill report) goes through this module:
+Every command that writes a folder (`train.py`, `train_rllib.py`,
+`evaluate.py`, the benchmark, the skill report) goes through this module:
 
-- :func:`check_out` says before any work whether a folder can be written, and
+- `check_out` says before any work whether a folder can be written, and
   whether each file the command will write there can be (a directory named
-  ``results.json`` cannot);
-- :func:`lock` holds an operating-system lock (``fcntl.flock`` on the
-  folder's ``.lock`` file) while the command writes: a second process on the
+  `results.json` cannot);
+- `lock` holds an operating-system lock (`fcntl.flock` on the
+  folder's `.lock` file) while the command writes: a second process on the
   same folder is refused at once, naming the holder. The kernel drops the
-  lock when its process ends, however it ends (``kill -9`` included), so a
+  lock when its process ends, however it ends (`kill -9` included), so a
   stale lock never blocks a later run;
-- :func:`write_text`, :func:`write_bytes` and :func:`atomic` write through a
+- `write_text`, `write_bytes` and `atomic` write through a
   temporary file of a unique name in the same folder, renamed over the
   target: a reader never sees half a file, two writers never share a
   temporary name, and the file gets the permissions the user's umask gives
-  a new file (``tempfile`` would leave 0600);
-- :func:`naming` makes an ``OSError`` that names no file (a full disk) name
-  the one it was writing (:func:`atomic` does it for every file it writes);
-- :func:`remove` deletes entries of a folder without following a link out of
+  a new file (`tempfile` would leave 0600);
+- `naming` makes an `OSError` that names no file (a full disk) name
+  the one it was writing (`atomic` does it for every file it writes);
+- `remove` deletes entries of a folder without following a link out of
   it, and so that a kill leaves each entry whole or gone;
-- :func:`new_run_id`, :func:`read_run` and :func:`write_run`: the run file
-  (``run.json``) that says which run a folder belongs to.
+- `new_run_id`, `read_run` and `write_run`: the run file
+  (`run.json`) that says which run a folder belongs to.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ FILE_MODE = 0o666  # a new file's mode before the umask (what open() gives)
 
 class OutputLost(OSError):
     """A file could not be written (a full disk, a folder gone) or the standard output is lost: the message
-    names the file and says why, in one line (:func:`atomic` raises it for every file written through it)."""
+    names the file and says why, in one line (`atomic` raises it for every file written through it)."""
 
 
 TORCH_WRITE_FAILED = "PytorchStreamWriter failed writing"  # torch.save's RuntimeError when the disk is full
@@ -69,7 +69,7 @@ def _write_failed(error: BaseException) -> bool:
 
 class OutputBusyError(ValueError):
     """The output folder cannot be locked: another process holds its lock, or its lock file is not a plain
-    file of its own (:func:`lock`)."""
+    file of its own (`lock`)."""
 
 
 def _umask() -> int:
@@ -79,11 +79,11 @@ def _umask() -> int:
 
 
 def check_out(path: str | Path, files: Iterable[str] = (), option: str = "--out") -> Path:
-    """``path`` as a directory results can be written in, checked without creating anything, and made absolute
+    """`path` as a directory results can be written in, checked without creating anything, and made absolute
     (so that nothing run later, an agent that changes directory at import included, can move it): an existing
     directory we can write in, or a missing one whose nearest existing parent is such a directory; each of
-    ``files`` (names relative to it) either absent or a regular file; its lock file, if there, a plain file
-    (:func:`lock`). ``ValueError`` (one line naming ``option``) saying why not: an empty path, a path that is
+    `files` (names relative to it) either absent or a regular file; its lock file, if there, a plain file
+    (`lock`). `ValueError` (one line naming `option`) saying why not: an empty path, a path that is
     not valid UTF-8 (it could be neither shown nor written in the lock file), or one of the above."""
     text = os.fspath(path)
     if not text:
@@ -115,7 +115,7 @@ def check_out(path: str | Path, files: Iterable[str] = (), option: str = "--out"
 
 
 def _check_lock(status: os.stat_result, path: Path, option: str, directory: Path) -> None:
-    """:class:`OutputBusyError` unless ``status`` (of the lock file ``path``, not following links) is a plain
+    """`OutputBusyError` unless `status` (of the lock file `path`, not following links) is a plain
     file with one name: a link, a directory, a FIFO or a second name of another file is not ours to truncate."""
     if stat.S_ISLNK(status.st_mode):
         what = "a symbolic link"
@@ -132,8 +132,8 @@ def _check_lock(status: os.stat_result, path: Path, option: str, directory: Path
 
 
 def check_replaceable(path: str | Path) -> None:
-    """``OSError`` (its ``strerror`` one line) if ``path`` exists and is neither a regular file nor a link (the
-    link itself is what a rename replaces): a device such as ``/dev/null``, a FIFO, a socket or a folder is
+    """`OSError` (its `strerror` one line) if `path` exists and is neither a regular file nor a link (the
+    link itself is what a rename replaces): a device such as `/dev/null`, a FIFO, a socket or a folder is
     never replaced by a write."""
     try:
         mode = os.lstat(path).st_mode
@@ -145,8 +145,8 @@ def check_replaceable(path: str | Path) -> None:
 
 @contextlib.contextmanager
 def naming(path: str | Path) -> Iterator[None]:
-    """A write in the block that fails (a full disk: an ``OSError``, or torch's ``RuntimeError`` for it) is
-    :class:`OutputLost`, one line naming ``path`` and why."""
+    """A write in the block that fails (a full disk: an `OSError`, or torch's `RuntimeError` for it) is
+    `OutputLost`, one line naming `path` and why."""
     try:
         yield
     except BaseException as error:
@@ -158,11 +158,11 @@ def naming(path: str | Path) -> Iterator[None]:
 
 @contextlib.contextmanager
 def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
-    """A file object whose contents replace ``path`` when the block ends without an exception (a temporary
+    """A file object whose contents replace `path` when the block ends without an exception (a temporary
     file of a unique name beside it, renamed over it; removed if the block fails). The file gets the mode the
-    umask gives a new file. A ``path`` that is not a regular file (:func:`check_replaceable`) is an
-    ``OSError`` before anything is written; a failed write is :class:`OutputLost` naming ``path``
-    (:func:`naming`)."""
+    umask gives a new file. A `path` that is not a regular file (`check_replaceable`) is an
+    `OSError` before anything is written; a failed write is `OutputLost` naming `path`
+    (`naming`)."""
     path = Path(path)
     check_replaceable(path)
     with naming(path):
@@ -179,11 +179,11 @@ def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
 
 
 def remove(directory: str | Path, names: Iterable[str]) -> list[str]:
-    """Remove the entries ``names`` (single names, not paths) of ``directory``, whatever they are: a file, a
+    """Remove the entries `names` (single names, not paths) of `directory`, whatever they are: a file, a
     folder with everything in it, a link (the link itself, never what it points to). Each is first renamed
-    whole into a new trash folder inside ``directory`` (an atomic rename, in the order given), then the trash
+    whole into a new trash folder inside `directory` (an atomic rename, in the order given), then the trash
     is deleted without following any link: a kill at any point leaves every name either as it was or gone,
-    never half-cleared, and the trash left behind (``.removing-*``) goes with the next call. Returns the names
+    never half-cleared, and the trash left behind (`.removing-*`) goes with the next call. Returns the names
     that were there."""
     directory = Path(directory)
     for name in names:
@@ -204,25 +204,25 @@ def remove(directory: str | Path, names: Iterable[str]) -> list[str]:
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (:func:`atomic`)."""
+    """Write `data` to `path` atomically (`atomic`)."""
     with atomic(path, "wb") as handle:
         handle.write(data)
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic`)."""
+    """Write `text` (UTF-8) to `path` atomically (`atomic`)."""
     with atomic(path, "w") as handle:
         handle.write(text)
 
 
 @contextlib.contextmanager
 def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
-    """Create ``directory`` if missing and hold its lock for the block; :class:`OutputBusyError` (one line
+    """Create `directory` if missing and hold its lock for the block; `OutputBusyError` (one line
     naming the holder's process id and command) at once if another process holds it. The lock file keeps
-    the last holder's process id and command line (for that message); the lock is the ``flock``, not the
+    the last holder's process id and command line (for that message); the lock is the `flock`, not the
     file, so the file left behind locks nothing. The lock file is opened without following a link, and one
     that is not a plain file of one name (a link, a directory, a FIFO, a hard link to another file) is
-    refused with :class:`OutputBusyError` before anything is written to it. A directory this call created
+    refused with `OutputBusyError` before anything is written to it. A directory this call created
     that holds nothing but the lock file at the end (the run failed before writing) is removed again."""
     directory = Path(directory)
     created = not directory.exists()
@@ -262,21 +262,21 @@ def new_run_id() -> str:
 
 
 def open_regular(path: str | Path, limit: int) -> contextlib.AbstractContextManager[IO[bytes]]:
-    """``path`` opened for reading as a regular file of at most ``limit`` bytes, checked before a byte is read,
-    a link never followed (a run folder's files: :func:`strategic_reserve_env.safe_json.open_regular`);
-    ``ValueError`` (one line naming the path) for a link, a FIFO, a device, a folder or a larger file."""
+    """`path` opened for reading as a regular file of at most `limit` bytes, checked before a byte is read,
+    a link never followed (a run folder's files: `strategic_reserve_env.safe_json.open_regular`);
+    `ValueError` (one line naming the path) for a link, a FIFO, a device, a folder or a larger file."""
     return safe_json.open_regular(path, limit, follow_links=False)
 
 
 def read_regular(path: str | Path, limit: int) -> bytes:
-    """The bytes of ``path``: a regular file of at most ``limit`` bytes, no link followed (:func:`open_regular`)."""
+    """The bytes of `path`: a regular file of at most `limit` bytes, no link followed (`open_regular`)."""
     return safe_json.read_regular(path, limit, follow_links=False)
 
 
 def read_run(directory: str | Path) -> dict | None:
-    """The run file of ``directory`` (``{"run_id": ..., ...}``), None if it has none; ``ValueError`` if it is
-    there but unreadable, not a regular file of a bounded size (:func:`read_regular`), or its run id is not one
-    :func:`new_run_id` makes (it names files: never a path)."""
+    """The run file of `directory` (`{"run_id": ..., ...}`), None if it has none; `ValueError` if it is
+    there but unreadable, not a regular file of a bounded size (`read_regular`), or its run id is not one
+    `new_run_id` makes (it names files: never a path)."""
     path = Path(directory) / RUN_FILE
     if not os.path.lexists(path):
         return None
@@ -287,7 +287,7 @@ def read_run(directory: str | Path) -> dict | None:
 
 
 def write_run(directory: str | Path, run_id: str, command: str) -> dict:
-    """Write ``directory``'s run file for run ``run_id`` of ``command``; returns its contents."""
+    """Write `directory`'s run file for run `run_id` of `command`; returns its contents."""
     run = {"run_id": run_id, "command": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     write_text(Path(directory) / RUN_FILE, json.dumps(run, indent=1) + "\n")
     return run

@@ -1,64 +1,64 @@
-"""Strategic Reserve as a pgx environment (``pgx.Env``), in JAX, with an explicit chance API.
+"""Strategic Reserve as a pgx environment (`pgx.Env`), in JAX, with an explicit chance API.
 
-:class:`StrategicReserve` follows pgx 2.6's API: ``init(key)``, ``step(state,
-action, key)``, ``observe(state, player_id)`` on one game, ``jit``- and
-``vmap``-able, and its illegal-action rule (the mover loses: rewards -1 and +1,
-``terminated``). The rules are :mod:`strategic_reserve_env.jax_rules`, the
+`StrategicReserve` follows pgx 2.6's API: `init(key)`, ``step(state,
+action, key)``, `observe(state, player_id)` on one game, `jit`- and
+`vmap`-able, and its illegal-action rule (the mover loses: rewards -1 and +1,
+`terminated`). The rules are `strategic_reserve_env.jax_rules`, the
 project's rules on pairs of uint32 bitboards, bit for bit the numpy engine's.
 
-A turn is a roll, then a placement. pgx's ``step`` takes both at once and
+A turn is a roll, then a placement. pgx's `step` takes both at once and
 draws the roll from a key; the chance API takes them apart, for a search
-that controls chance (a chance node per roll, with :attr:`chance_probs`):
+that controls chance (a chance node per roll, with `chance_probs`):
 
-- :meth:`StrategicReserve.new_game`: the start position, its first roll not yet made;
-- :meth:`StrategicReserve.roll`: the chance half (a square 0..35, ``6 * rank + file``);
-- :meth:`StrategicReserve.place`: the decision half (the game ends, or waits for the next roll).
+- `StrategicReserve.new_game`: the start position, its first roll not yet made;
+- `StrategicReserve.roll`: the chance half (a square 0..35, `6 * rank + file`);
+- `StrategicReserve.place`: the decision half (the game ends, or waits for the next roll).
 
-``step(state, action, key) == roll(place(state, action), draw_square(key))`` and
-``init(key) == roll(new_game(), draw_square(key))``. Both halves take any input
+`step(state, action, key) == roll(place(state, action), draw_square(key))` and
+`init(key) == roll(new_game(), draw_square(key))`. Both halves take any input
 without error or NaN (a search evaluates branches it throws away): a roll on a
 square outside 0..35, on a finished game or while a placement is due changes
 nothing; a placement that is not a legal square, or made while a roll is due,
 is an illegal action (pgx's rule); a finished game stays as it is, with zero
 rewards (no transition from it earns anything, as in pgx).
 
-**At a chance node** (after ``new_game`` or ``place``, the game not over: ``state.chance_due`` is True) the
-public fields read: ``current_player`` the player whose roll is due (and who places next),
-``legal_action_mask`` all False (no placement is legal: ``place`` there is an illegal action and loses the
-game), ``observation`` the position from that player's side with an empty legal plane, ``rewards`` what the
-placement just made earned, ``terminated`` and ``truncated`` False. pgx's ``step`` never stops at a chance
+**At a chance node** (after `new_game` or `place`, the game not over: `state.chance_due` is True) the
+public fields read: `current_player` the player whose roll is due (and who places next),
+`legal_action_mask` all False (no placement is legal: `place` there is an illegal action and loses the
+game), `observation` the position from that player's side with an empty legal plane, `rewards` what the
+placement just made earned, `terminated` and `truncated` False. pgx's `step` never stops at a chance
 node (it rolls right after the placement); only the chance API does.
 
-Player ids are the colours: player 0 is Red, player 1 Blue (``RED``, ``BLUE``);
-``current_player`` is the mover's. The observation is the project's
-``(6, 6, 9)`` planes (:mod:`strategic_reserve_env.observation`) as bool, from
-``current_player``'s side (``observe`` gives either side's); the action mask is
+Player ids are the colours: player 0 is Red, player 1 Blue (`RED`, `BLUE`);
+`current_player` is the mover's. The observation is the project's
+`(6, 6, 9)` planes (`strategic_reserve_env.observation`) as bool, from
+`current_player`'s side (`observe` gives either side's); the action mask is
 the 36 squares, all True once the game is over (pgx's convention, so that a
 policy's probabilities can be normalised). Rewards (2,) float32, indexed by
 player id, are +1 and -1 on the winning placement and 0 otherwise, also at the
 ply limit's truncation.
 
-**Stepping without the observation.** ``StrategicReserve(observation=False)`` never builds it: every
-method leaves ``state.observation`` all False, and ``env.observe(state)`` builds it when it is wanted
-(pgx's own envs build it in every ``step``). A loop that reads only the mask and the rewards runs faster.
+**Stepping without the observation.** `StrategicReserve(observation=False)` never builds it: every
+method leaves `state.observation` all False, and `env.observe(state)` builds it when it is wanted
+(pgx's own envs build it in every `step`). A loop that reads only the mask and the rewards runs faster.
 
 **Compiles.** The methods are compiled functions, shared by every env of the same ply limit: the first call
-of each (per batch shape under ``vmap``) compiles it, seconds on a CPU, and later calls reuse it. Squares,
+of each (per batch shape under `vmap`) compiles it, seconds on a CPU, and later calls reuse it. Squares,
 actions and player ids are made int32 before the compiled function sees them, so Python ints, numpy
-integers and jax arrays of any integer dtype share one compile. ``new_game`` and :func:`from_engine`
+integers and jax arrays of any integer dtype share one compile. `new_game` and `from_engine`
 compile nothing (they are built with numpy).
 
-**pgx's own tools.** ``pgx.make("strategic_reserve")`` raises ``ValueError`` (pgx makes its own games only:
-construct :class:`StrategicReserve`), and ``pgx.api_test(env)`` fails on ``state.env_id`` not being one of
-pgx's ids; :func:`api_test` runs pgx's checks on this env. States draw themselves (``state.to_svg()``,
-``state.save_svg(path)``, and in a notebook ``_repr_html_``) with the project's SVG board
-(:func:`strategic_reserve_env.render.svg`).
+**pgx's own tools.** `pgx.make("strategic_reserve")` raises `ValueError` (pgx makes its own games only:
+construct `StrategicReserve`), and `pgx.api_test(env)` fails on `state.env_id` not being one of
+pgx's ids; `api_test` runs pgx's checks on this env. States draw themselves (`state.to_svg()`,
+`state.save_svg(path)`, and in a notebook `_repr_html_`) with the project's SVG board
+(`strategic_reserve_env.render.svg`).
 
-:func:`to_engine` and :func:`from_engine` convert to and from the numpy
-engine's :class:`~strategic_reserve_env.engine.State`, so the project's tools
+`to_engine` and `from_engine` convert to and from the numpy
+engine's `State`, so the project's tools
 (records, analysis, rendering, the luck terms) read and continue JAX games.
 
-Needs the optional extra ``jax`` (``pip install "strategic-reserve-env[jax]"``:
+Needs the optional extra `jax` (`pip install "strategic-reserve-env[jax]"`:
 jax's CPU build and the pgx version tested).
 """
 
@@ -84,17 +84,17 @@ from .rules import HIT_ENEMY, HIT_FRIENDLY
 ENV_ID = "strategic_reserve"
 NUM_PLAYERS = 2
 HTML_GAMES = 16
-"""The most games of a batched State that ``_repr_html_`` draws."""
+"""The most games of a batched State that `_repr_html_` draws."""
 
 
 @dataclass
 class State(core.State):
-    """One game (``vmap`` for a batch: every field gains the batch axes in front).
+    """One game (`vmap` for a batch: every field gains the batch axes in front).
 
-    The position is held from the mover's side, as :class:`strategic_reserve_env.engine.State`
+    The position is held from the mover's side, as `strategic_reserve_env.engine.State`
     holds it (the fields of the same names without the underscore), with each bitboard as a
-    (low, high) pair of uint32 words (:mod:`strategic_reserve_env.jax_rules`). Public fields at a
-    chance node: see the module docstring and :attr:`chance_due`.
+    (low, high) pair of uint32 words (`strategic_reserve_env.jax_rules`). Public fields at a
+    chance node: see the module docstring and `chance_due`.
     """
 
     current_player: jax.Array  # () int32 the mover's colour, RED=0 / BLUE=1 (its player id); engine's to_move
@@ -121,15 +121,15 @@ class State(core.State):
 
     @property
     def chance_due(self) -> jax.Array:
-        """bool (one per game): a roll is due, no placement (a chance node: after ``new_game`` or ``place``,
-        the game not over). ``roll`` is the only move that does anything here; ``place`` loses the game."""
+        """bool (one per game): a roll is due, no placement (a chance node: after `new_game` or `place`,
+        the game not over). `roll` is the only move that does anything here; `place` loses the game."""
         return ~(self.terminated | self.truncated) & jax_rules.is_zero(_bits(self, "_legal"))
 
     def to_svg(self, *, color_theme: str | None = None, scale: float | None = None) -> str:  # type: ignore[override]
-        """The board as SVG (the project's :func:`~strategic_reserve_env.render.svg`: checkers, reserves, the
-        rolled and captured squares, the legal placements), for one game; ``scale`` multiplies its size.
-        ``color_theme`` is accepted for pgx's signature and ignored (the project has one palette).
-        ``ValueError`` for a batch: index one game first (``jax.tree.map(lambda x: x[i], state)``)."""
+        """The board as SVG (the project's `svg`: checkers, reserves, the
+        rolled and captured squares, the legal placements), for one game; `scale` multiplies its size.
+        `color_theme` is accepted for pgx's signature and ignored (the project has one palette).
+        `ValueError` for a batch: index one game first (`jax.tree.map(lambda x: x[i], state)`)."""
         del color_theme
         if np.ndim(self.current_player) != 0:
             raise ValueError(
@@ -141,13 +141,13 @@ class State(core.State):
     def save_svg(  # type: ignore[override]
         self, filename: str | Path, *, color_theme: str | None = None, scale: float | None = None
     ) -> None:
-        """Write :meth:`to_svg` to ``filename`` (atomically)."""
+        """Write `to_svg` to `filename` (atomically)."""
         from .outputs import write_text
 
         write_text(filename, self.to_svg(color_theme=color_theme, scale=scale))
 
     def _repr_html_(self) -> str:
-        """A notebook's view: the board of one game, or the first :data:`HTML_GAMES` games of a batch side
+        """A notebook's view: the board of one game, or the first `HTML_GAMES` games of a batch side
         by side."""
         games = to_engine(self)
         shown = min(games.batch_size, HTML_GAMES)
@@ -157,7 +157,7 @@ class State(core.State):
 
 
 def _svg(games: engine.State, index: int, scale: float | None) -> str:
-    """Game ``index`` of ``games`` drawn by :func:`strategic_reserve_env.render.svg`."""
+    """Game `index` of `games` drawn by `strategic_reserve_env.render.svg`."""
     from .game import Game
     from .render import svg
 
@@ -180,29 +180,29 @@ _BITBOARD_FIELDS = {"me": "_me", "opp": "_opp", "captured": "_captured", "legal"
 
 
 def _below(bits: jax.Array, n: jax.Array | int) -> jax.Array:
-    """int32 ``floor(bits * n / 2**32)`` for uint32 ``bits`` and ``0 <= n < 2**16``, exactly, in 32-bit
-    words: ``bits`` scaled to 0..n-1, each value taken by ``2**32 / n`` (rounded down or up) of the words."""
+    """int32 `floor(bits * n / 2**32)` for uint32 `bits` and `0 <= n < 2**16`, exactly, in 32-bit
+    words: `bits` scaled to 0..n-1, each value taken by `2**32 / n` (rounded down or up) of the words."""
     n = jnp.asarray(n).astype(jnp.uint32)
     high, low = (bits >> 16) * n, (bits & jnp.uint32(0xFFFF)) * n
     return ((high + (low >> 16)) >> 16).astype(jnp.int32)
 
 
 def _two_squares(key: jax.Array) -> jax.Array:
-    """(2,) int32: two independent rolls from ``key``, one threefry block (its two 32-bit words, each scaled
+    """(2,) int32: two independent rolls from `key`, one threefry block (its two 32-bit words, each scaled
     to 0..35: each square's probability 1/36 to within 2**-32)."""
     return _below(jax.random.bits(key, (2,), dtype=jnp.uint32), NUM_SQUARES)
 
 
 def draw_square(key: jax.Array) -> jax.Array:
-    """() int32: the square a roll lands on, 0..35, drawn from ``key`` (what ``step`` and ``init`` roll):
+    """() int32: the square a roll lands on, 0..35, drawn from `key` (what `step` and `init` roll):
     a 32-bit word scaled to 0..35, each square's probability 1/36 to within 2**-32."""
     return _two_squares(key)[0]
 
 
 def uniform_action(state: State, uniform: jax.Array) -> jax.Array:
-    """() int32: the legal square that ``sampling.uniform_square`` picks for ``uniform`` in [0, 1): the
-    ``int(uniform * count)``-th legal square in index order, a uniformly random legal placement for a
-    uniform ``uniform``; some square where no placement is due. On bitboards, cheaper than a choice
+    """() int32: the legal square that `sampling.uniform_square` picks for `uniform` in [0, 1): the
+    `int(uniform * count)`-th legal square in index order, a uniformly random legal placement for a
+    uniform `uniform`; some square where no placement is due. On bitboards, cheaper than a choice
     over the (36,) mask."""
     legal = _bits(state, "_legal")
     k = (jnp.asarray(uniform, dtype=jnp.float32) * jax_rules.count(legal)).astype(jnp.int32)
@@ -210,16 +210,16 @@ def uniform_action(state: State, uniform: jax.Array) -> jax.Array:
 
 
 def random_action(state: State, key: jax.Array) -> jax.Array:
-    """() int32: a uniformly random legal placement drawn from ``key`` (each legal square's probability
-    ``1 / count`` to within 2**-32), some square where no placement is due (a finished game ignores it).
+    """() int32: a uniformly random legal placement drawn from `key` (each legal square's probability
+    `1 / count` to within 2**-32), some square where no placement is due (a finished game ignores it).
     One 32-bit draw and a search of the legal bitboard: the cheap sampler for random play, a small
-    fraction of ``jax.random.categorical`` over 36 logits (which draws 36 Gumbel numbers)."""
+    fraction of `jax.random.categorical` over 36 logits (which draws 36 Gumbel numbers)."""
     legal = _bits(state, "_legal")
     return jax_rules.nth_square(legal, _below(jax.random.bits(key, (), dtype=jnp.uint32), jax_rules.count(legal)))
 
 
 def reserves(state: State) -> tuple[jax.Array, jax.Array]:
-    """int32 reserves ``(the player to move's, the other's)``, of one game or of a batch."""
+    """int32 reserves `(the player to move's, the other's)`, of one game or of a batch."""
     return state._reserve_me, state._reserve_opp
 
 
@@ -227,8 +227,8 @@ _NOT_INTEGER = "squares and actions must be integer square indices 0..35, got dt
 
 
 def _in_range(value: jax.Array) -> jax.Array:
-    """bool: an integer ``value`` (any dtype) is a square index 0..35; compared before any cast, so a
-    wide integer cannot wrap into range. ``TypeError`` for a value that is not an integer."""
+    """bool: an integer `value` (any dtype) is a square index 0..35; compared before any cast, so a
+    wide integer cannot wrap into range. `TypeError` for a value that is not an integer."""
     value = jnp.asarray(value)
     if not jnp.issubdtype(value.dtype, jnp.integer):  # floats and bools: 6.9 is not square 6
         raise TypeError(_NOT_INTEGER.format(value.dtype))
@@ -238,8 +238,8 @@ def _in_range(value: jax.Array) -> jax.Array:
 
 
 def square_index(value) -> jax.Array:
-    """int32: ``value`` where it is a square index 0..35, else -1 (out of range: not a square), for an
-    integer of any type (Python, numpy, jax, traced or not); ``TypeError`` for floats and bools. Concrete
+    """int32: `value` where it is a square index 0..35, else -1 (out of range: not a square), for an
+    integer of any type (Python, numpy, jax, traced or not); `TypeError` for floats and bools. Concrete
     values are checked on the host, so what a compiled method receives is always int32 (one compile)."""
     if isinstance(value, jax.core.Tracer):
         return jnp.where(_in_range(value), value.astype(jnp.int32), jnp.int32(-1))
@@ -265,8 +265,8 @@ def _done(state: State) -> jax.Array:
 
 
 def _select(condition: jax.Array, if_true: State, if_false: State, names: tuple[str, ...]) -> State:
-    """``if_false`` with the fields ``names`` taken from ``if_true`` where ``condition`` (a scalar per
-    game); the other fields are ``if_false``'s (selecting only what changed keeps the observation out)."""
+    """`if_false` with the fields `names` taken from `if_true` where `condition` (a scalar per
+    game); the other fields are `if_false`'s (selecting only what changed keeps the observation out)."""
     chosen = {name: jnp.where(condition, getattr(if_true, name), getattr(if_false, name)) for name in names}
     return if_false.replace(**chosen)  # type: ignore[attr-defined]
 
@@ -292,8 +292,8 @@ _RESET_FIELDS = ("_me", "_opp", "_reserve_me", "_reserve_opp", "current_player",
 
 
 def planes(state: State, player_id: jax.Array) -> jax.Array:
-    """(6, 6, 9) bool: the planes of ``observation.planes`` from ``player_id``'s side (RED / BLUE);
-    the legal plane is empty where ``player_id`` is not to move. Each plane is a bitboard pair first
+    """(6, 6, 9) bool: the planes of `observation.planes` from `player_id`'s side (RED / BLUE);
+    the legal plane is empty where `player_id` is not to move. Each plane is a bitboard pair first
     (as observation.encode builds them), then all nine are unpacked at once."""
     player_id = jnp.asarray(player_id, dtype=jnp.int32)
     to_move = state.current_player
@@ -319,8 +319,8 @@ def planes(state: State, player_id: jax.Array) -> jax.Array:
 
 
 def _finished(state: State, observe: bool) -> State:
-    """``state`` with its derived fields set from its position: the action mask, and the observation
-    (current_player's side) if ``observe`` (else it stays as it is: all False)."""
+    """`state` with its derived fields set from its position: the action mask, and the observation
+    (current_player's side) if `observe` (else it stays as it is: all False)."""
     mask = jax_rules.squares(_bits(state, "_legal")) | _done(state)
     if not observe:
         return state.replace(legal_action_mask=mask)  # type: ignore[attr-defined]
@@ -329,7 +329,7 @@ def _finished(state: State, observe: bool) -> State:
 
 
 def _roll(state: State, square: jax.Array) -> State:
-    """:meth:`StrategicReserve.roll` without the derived fields, for an int32 ``square`` (-1: not a square)."""
+    """`StrategicReserve.roll` without the derived fields, for an int32 `square` (-1: not a square)."""
     valid = (square >= 0) & ~_done(state) & jax_rules.is_zero(_bits(state, "_legal"))
     index = jnp.where(valid, square, 0)
     opp, reserve_opp, captured, legal, hit = jax_rules.roll(
@@ -347,14 +347,14 @@ def _roll(state: State, square: jax.Array) -> State:
 
 
 def _rewards(winner: jax.Array) -> jax.Array:
-    """(2,) float32: +1 for ``winner``, -1 for the other player; zeros for NO_PLAYER."""
+    """(2,) float32: +1 for `winner`, -1 for the other player; zeros for NO_PLAYER."""
     player = jnp.arange(NUM_PLAYERS, dtype=jnp.int32)
     signs = jnp.where(player == winner, 1.0, -1.0).astype(jnp.float32)
     return jnp.where(winner == NO_PLAYER, jnp.float32(0.0), signs)
 
 
 def _place(state: State, action: jax.Array, ply_limit: int, penalty: float) -> State:
-    """:meth:`StrategicReserve.place` without the derived fields, for an int32 ``action`` (-1: not a square)."""
+    """`StrategicReserve.place` without the derived fields, for an int32 `action` (-1: not a square)."""
     placed = jax_rules.square_bits(jnp.maximum(action, 0))
     legal = (action >= 0) & ~jax_rules.is_zero(jax_rules.and_(placed, _bits(state, "_legal")))
     after = jax_rules.place(
@@ -422,9 +422,9 @@ def _step_compiled(
 def _auto_reset_compiled(
     state: State, action: jax.Array, key: jax.Array, start: State, ply_limit: int, penalty: float, observe: bool
 ) -> State:
-    """:meth:`StrategicReserve.auto_reset_step`: a finished game's flags are cleared before the placement (it
-    is a new game already), a game the placement ends gets ``start``'s position, and one roll follows: the
-    first word of ``key``'s block (``step``'s roll) or, for a new game, the second."""
+    """`StrategicReserve.auto_reset_step`: a finished game's flags are cleared before the placement (it
+    is a new game already), a game the placement ends gets `start`'s position, and one roll follows: the
+    first word of `key`'s block (`step`'s roll) or, for a new game, the second."""
     cleared = state.replace(  # type: ignore[attr-defined]
         terminated=jnp.asarray(False), truncated=jnp.asarray(False), rewards=jnp.zeros_like(state.rewards)
     )
@@ -450,19 +450,19 @@ _planes_compiled = jax.jit(planes)
 
 
 def _start(config: Config, observe: bool) -> State:
-    """The start position of ``config`` before its first roll, derived fields set (built with numpy)."""
+    """The start position of `config` before its first roll, derived fields set (built with numpy)."""
     one = from_engine(engine.init(config, 1), observe)
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x[0]), one)
 
 
 class StrategicReserve(core.Env):
-    """Strategic Reserve as a ``pgx.Env``, constructed like the project's other envs.
+    """Strategic Reserve as a `pgx.Env`, constructed like the project's other envs.
 
-    ``StrategicReserve(reserve=7, ply_limit=1000, start=None, observation=True)`` (``start``: a
-    :class:`~strategic_reserve_env.config.StartPosition` or a mapping of its
-    fields), or ``StrategicReserve(config=Config(...))``. Every method works on
-    one game; ``jax.vmap`` them for a batch. ``observation=False``: the methods leave
-    ``state.observation`` all False, and :meth:`observe` builds it when wanted (a faster step).
+    `StrategicReserve(reserve=7, ply_limit=1000, start=None, observation=True)` (`start`: a
+    `StartPosition` or a mapping of its
+    fields), or `StrategicReserve(config=Config(...))`. Every method works on
+    one game; `jax.vmap` them for a batch. `observation=False`: the methods leave
+    `state.observation` all False, and `observe` builds it when wanted (a faster step).
     """
 
     def __init__(
@@ -496,48 +496,48 @@ class StrategicReserve(core.Env):
         return jnp.full(NUM_SQUARES, 1.0 / NUM_SQUARES, dtype=jnp.float32)
 
     def new_game(self) -> State:
-        """The start position, its first roll not yet made: a chance node (``chance_due``; the mask is all
+        """The start position, its first roll not yet made: a chance node (`chance_due`; the mask is all
         False). Built once, with numpy: nothing is compiled."""
         return self._start
 
     def roll(self, state: State, square: jax.Array) -> State:
-        """The chance half of a turn: the roll on ``square`` (0..35, any integer type) resolves its captures
+        """The chance half of a turn: the roll on `square` (0..35, any integer type) resolves its captures
         and sets the legal placements. A square outside 0..35, a finished game, or a game whose placement
-        is due (``chance_due`` False) leaves ``state`` unchanged."""
+        is due (`chance_due` False) leaves `state` unchanged."""
         return _roll_compiled(state, square_index(square), observe=self.observes)
 
     def place(self, state: State, action: jax.Array) -> State:
-        """The decision half: the mover places on ``action`` (0..35, any integer type); the game ends
+        """The decision half: the mover places on `action` (0..35, any integer type); the game ends
         (rewards +1 and -1 on a win, 0 at the ply limit) or waits for the next roll (a chance node). An
         action that is not a legal placement (out of range, not legal, or made at a chance node, where no
         placement is legal) loses the game for the mover (pgx's illegal-action rule: rewards -1 and +1,
-        ``terminated``); a finished game stays as it is, with zero rewards."""
+        `terminated`); a finished game stays as it is, with zero rewards."""
         return _place_compiled(state, square_index(action), **self._static)
 
     # -- pgx's API ------------------------------------------------------------------------------------------
 
     def init(self, key: jax.Array) -> State:
-        """The start position after its first roll, drawn from ``key``: ``roll(new_game(), draw_square(key))``."""
+        """The start position after its first roll, drawn from `key`: `roll(new_game(), draw_square(key))`."""
         return _init_compiled(self._start, key, observe=self.observes)
 
     def step(self, state: State, action: jax.Array, key: jax.Array | None = None) -> State:  # type: ignore[override]
-        """``place(state, action)``, then the next roll drawn from ``key``: ``roll(place(state, action),
-        draw_square(key))``. ``key`` is required (the game has dice)."""
+        """`place(state, action)`, then the next roll drawn from `key`: ``roll(place(state, action),
+        draw_square(key))``. `key` is required (the game has dice)."""
         if key is None:
             raise ValueError("StrategicReserve.step needs a key: the next roll is drawn from it")
         return _step_compiled(state, square_index(action), key, **self._static)
 
     def auto_reset_step(self, state: State, action: jax.Array, key: jax.Array) -> State:
-        """``step`` with pgx's auto-reset (``pgx.experimental.auto_reset(env.step, env.init)``), for less: a
-        game the step does not end is ``step(state, action, key)``'s; a game it ends comes back as a new
-        game after its first roll (``terminated``, ``truncated`` and ``rewards`` kept from the step, as pgx's
+        """`step` with pgx's auto-reset (`pgx.experimental.auto_reset(env.step, env.init)`), for less: a
+        game the step does not end is `step(state, action, key)`'s; a game it ends comes back as a new
+        game after its first roll (`terminated`, `truncated` and `rewards` kept from the step, as pgx's
         wrapper keeps them; the next call plays it). One roll and one threefry block a step, instead of a
-        step, an ``init`` on a split key and a selection over every field: the same games in distribution as
+        step, an `init` on a split key and a selection over every field: the same games in distribution as
         pgx's wrapper (whose split key gives other rolls)."""
         return _auto_reset_compiled(state, square_index(action), key, self._start, **self._static)
 
     def observe(self, state: State, player_id: jax.Array | None = None) -> jax.Array:  # type: ignore[override]
-        """(6, 6, 9) bool planes from ``player_id``'s side (default: the current player's)."""
+        """(6, 6, 9) bool planes from `player_id`'s side (default: the current player's)."""
         if player_id is None:
             player_id = state.current_player
         return jax.lax.stop_gradient(_planes_compiled(state, _player_index(player_id)))
@@ -580,7 +580,7 @@ _PUBLIC_FIELDS = {"current_player", "observation", "rewards", "terminated", "tru
 
 
 def _check_state(state: State, env: StrategicReserve) -> None:
-    """pgx's per-state checks (``pgx._src.api_test``), the env id checked against this env's."""
+    """pgx's per-state checks (`pgx._src.api_test`), the env id checked against this env's."""
     assert state.env_id == env.id, state.env_id
     assert state.current_player.dtype == jnp.int32, state.current_player.dtype
     assert state.terminated.dtype == jnp.bool_, state.terminated.dtype
@@ -594,12 +594,12 @@ def _check_state(state: State, env: StrategicReserve) -> None:
 
 
 def api_test(env: StrategicReserve | None = None, num: int = 10, batch_size: int = 4) -> None:
-    """``pgx.api_test``'s checks on this env (pgx's own rejects it only because ``env_id`` is not one of
-    pgx's ids): ``num`` games played one by one with pgx's ``act_randomly`` (after ``init``: a non-empty
-    mask, ``_step_count`` 0, zero rewards; after every step: ``current_player`` int32 and >= 0,
-    ``terminated`` bool, ``rewards`` float32, the mask bool, no public field beyond pgx's six,
-    ``_step_count`` up by one, the mask all True once over), the last state drawn as SVG; then ``num``
-    batches of ``batch_size`` games under ``vmap`` until every game is over. ``AssertionError`` on the
+    """`pgx.api_test`'s checks on this env (pgx's own rejects it only because `env_id` is not one of
+    pgx's ids): `num` games played one by one with pgx's `act_randomly` (after `init`: a non-empty
+    mask, `_step_count` 0, zero rewards; after every step: `current_player` int32 and >= 0,
+    `terminated` bool, `rewards` float32, the mask bool, no public field beyond pgx's six,
+    `_step_count` up by one, the mask all True once over), the last state drawn as SVG; then `num`
+    batches of `batch_size` games under `vmap` until every game is over. `AssertionError` on the
     first check that fails."""
     from pgx.experimental.utils import act_randomly
 
@@ -641,7 +641,7 @@ def _flat(value: jax.Array, trailing: tuple[int, ...]) -> np.ndarray:
 
 def to_engine(state: State) -> engine.State:
     """The numpy engine's State of the same games (any leading batch axes flattened to B; one game is
-    B = 1). ``rewards`` and ``_step_count`` have no engine field and are dropped."""
+    B = 1). `rewards` and `_step_count` have no engine field and are dropped."""
     values = {}
     for name, field in _SCALAR_FIELDS.items():
         values[name] = _flat(getattr(state, field), ()).astype(np.int64)
@@ -654,8 +654,8 @@ def to_engine(state: State) -> engine.State:
 
 def from_engine(state: engine.State, observe: bool = True) -> State:
     """The games of an engine State as a State with batch axis (B,): the same position, its
-    observation (all False unless ``observe``: for an env built with ``observation=False``) and mask
-    derived, zero rewards, and ``_step_count`` taken as the plies made. Built with numpy (no compile)."""
+    observation (all False unless `observe`: for an env built with `observation=False`) and mask
+    derived, zero rewards, and `_step_count` taken as the plies made. Built with numpy (no compile)."""
 
     def int32(name: str) -> jax.Array:
         return jnp.asarray(np.asarray(getattr(state, name), dtype=np.int64).astype(np.int32))

@@ -1,18 +1,20 @@
 """Matplotlib pictures of positions, per-square heatmaps, and replays of whole games.
 
 Nothing here changes a game; the rules stay in the engine. Typical use in a
-notebook::
+notebook:
 
-    fig, ax = plt.subplots()
-    draw_heatmap(game, probabilities, ax=ax, label="policy", value=0.12)
+```python
+fig, ax = plt.subplots()
+draw_heatmap(game, probabilities, ax=ax, label="policy", value=0.12)
 
-    viewer = ReplayViewer(records.load_record("game.json"))
-    viewer.forward(); viewer        # shows the position as SVG
-    viewer.save_gif("game.gif")
+viewer = ReplayViewer(records.load_record("game.json"))
+viewer.forward(); viewer        # shows the position as SVG
+viewer.save_gif("game.gif")
 
-    analysis = evaluation.analysis.analyse(record)     # luck and errors (needs the agents)
-    viewer = ReplayViewer(record, analysis)             # captions show them
-    draw_luck(analysis)                                 # luck per roll and Red's luck so far
+analysis = evaluation.analysis.analyse(record)     # luck and errors (needs the agents)
+viewer = ReplayViewer(record, analysis)             # captions show them
+draw_luck(analysis)                                 # luck per roll and Red's luck so far
+```
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ def _mpl_colour(name: str) -> tuple[float, float, float]:
 
 
 def _wrapped(text: str, ax, fontsize: float, share: float = 1.0) -> str:
-    """``text`` broken into lines that fit ``share`` of the width of ``ax``'s figure at ``fontsize`` points (a
+    """`text` broken into lines that fit `share` of the width of `ax`'s figure at `fontsize` points (a
     caption is never cut at the figure's edges: it grows downwards instead)."""
     width_points = ax.figure.get_figwidth() * 72 * share
     characters = max(20, int(width_points / (0.56 * fontsize)))  # a sans-serif character is about 0.56 em wide
@@ -48,7 +50,7 @@ def _wrapped(text: str, ax, fontsize: float, share: float = 1.0) -> str:
 
 
 def _draw_scene(view: Scene, ax, title: str) -> None:
-    """Map ``view`` to patches and text on ``ax`` (file on x, rank on y: a square spans one unit)."""
+    """Map `view` to patches and text on `ax` (file on x, rank on y: a square spans one unit)."""
     from matplotlib.patches import Circle, Rectangle
     from matplotlib.patheffects import withStroke
 
@@ -150,7 +152,7 @@ def _legend(view: Scene, ax) -> None:
 
 
 def _axes(ax):
-    """``ax``, or the Axes of a new figure when None."""
+    """`ax`, or the Axes of a new figure when None."""
     if ax is not None:
         return ax
     import matplotlib.pyplot as plt
@@ -159,9 +161,9 @@ def _axes(ax):
 
 
 def draw_position(game: Game, ax=None, title: str | None = None, legal: bool = True):
-    """Draw the board on ``ax`` (a new figure if None): labels, checkers, the rolled square,
-    captured squares, legal squares (if ``legal``), both reserves and a legend of the marks under the board.
-    ``title``: the caption above it; by default the scene's (whose turn it is or who won, and the latest
+    """Draw the board on `ax` (a new figure if None): labels, checkers, the rolled square,
+    captured squares, legal squares (if `legal`), both reserves and a legend of the marks under the board.
+    `title`: the caption above it; by default the scene's (whose turn it is or who won, and the latest
     roll: what the marked squares are). Returns the Axes."""
     view = scene_of(game, legal=legal)
     ax = _axes(ax)
@@ -179,8 +181,8 @@ def draw_heatmap(
     colorbar: bool = True,
     title: str | None = None,
 ):
-    """The position with a per-square heatmap underneath (``values``: 36 numbers, NaN to leave a
-    square plain), a colour bar named ``label``, the legend of the marks, and ``value`` (e.g. a critic's
+    """The position with a per-square heatmap underneath (`values`: 36 numbers, NaN to leave a
+    square plain), a colour bar named `label`, the legend of the marks, and `value` (e.g. a critic's
     estimate) after the title (by default the scene's caption). Returns the Axes."""
     import matplotlib.pyplot as plt
 
@@ -202,10 +204,10 @@ def draw_heatmap(
 def draw_luck(analysis, ax=None, title: str | None = None):
     """Bars of each roll's luck from Red's side (Blue's rolls negated: a red bar is a roll that helped Red, a
     blue bar one that helped Blue) and a line of Red's total luck so far, from an analysis
-    (:class:`strategic_reserve_env.evaluation.analysis.GameAnalysis`, or anything with
-    ``luck_by_ply() -> (plies, red_luck)``). A roll's luck is a change of a win probability (-1..1); the total
+    (`strategic_reserve_env.evaluation.analysis.GameAnalysis`, or anything with
+    `luck_by_ply() -> (plies, red_luck)`). A roll's luck is a change of a win probability (-1..1); the total
     is a sum of such changes, so it can pass 1 over a long game. Returns the axes (a new 6.4 x 3.6 inch
-    figure when ``ax`` is None)."""
+    figure when `ax` is None)."""
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     from matplotlib.ticker import MaxNLocator
@@ -235,13 +237,13 @@ def draw_luck(analysis, ax=None, title: str | None = None):
 class ReplayViewer:
     """Step through a record: one frame per decision (after the roll) and one after the last placement.
 
-    ``forward()``, ``back()``, ``goto(i)`` move; the viewer shows the current frame as SVG in a
-    notebook; ``widget()`` gives a slider (needs ipywidgets); ``save_gif`` / ``save_pngs`` export.
+    `forward()`, `back()`, `goto(i)` move; the viewer shows the current frame as SVG in a
+    notebook; `widget()` gives a slider (needs ipywidgets); `save_gif` / `save_pngs` export.
     """
 
     def __init__(self, record: Record, analysis=None) -> None:
-        """``analysis`` (optional; a :class:`strategic_reserve_env.evaluation.analysis.GameAnalysis` of the same
-        record, or anything with such ``plies``) adds each roll's luck and each placement's error to the
+        """`analysis` (optional; a `strategic_reserve_env.evaluation.analysis.GameAnalysis` of the same
+        record, or anything with such `plies`) adds each roll's luck and each placement's error to the
         captions."""
         self.frames: list[Game] = []
         self.captions: list[str] = []
@@ -272,7 +274,7 @@ class ReplayViewer:
         return self.frames[self.index]
 
     def goto(self, index: int) -> ReplayViewer:
-        """Jump to frame ``index`` (negative counts from the end)."""
+        """Jump to frame `index` (negative counts from the end)."""
         if not -len(self) <= index < len(self):
             raise IndexError(f"frame {index} is outside 0..{len(self) - 1}")
         self.index = index % len(self)
@@ -317,7 +319,7 @@ class ReplayViewer:
         return figure
 
     def save_pngs(self, directory: str | Path) -> list[Path]:
-        """One PNG per frame in ``directory`` (frame_000.png, ...)."""
+        """One PNG per frame in `directory` (frame_000.png, ...)."""
         import matplotlib.pyplot as plt
 
         directory = Path(directory)

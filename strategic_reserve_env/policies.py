@@ -1,9 +1,9 @@
-"""The agent interface (:class:`Policy`), used for opponents and by every agent, and the uniformly random policy.
+"""The agent interface (`Policy`), used for opponents and by every agent, and the uniformly random policy.
 
-:func:`as_policy` turns ``"random"``, a :class:`Policy` or a plain callable with
-the signature of :meth:`Policy.act` into a policy; :func:`policy_name` is how
-errors and reports name a policy (its ``name`` attribute if it has one);
-:func:`choose` asks a policy for the squares of a position and checks them.
+`as_policy` turns `"random"`, a `Policy` or a plain callable with
+the signature of `Policy.act` into a policy; `policy_name` is how
+errors and reports name a policy (its `name` attribute if it has one);
+`choose` asks a policy for the squares of a position and checks them.
 """
 
 from __future__ import annotations
@@ -24,30 +24,30 @@ _MASK_BYTES = (NUM_SQUARES + 7) // 8
 class Policy(Protocol):
     """The agent interface: an object that acts on a batch of B games.
 
-    ``act(observations, masks, rng) -> actions``: ``observations`` are ``(B, 6, 6, 9)`` int8 planes from
-    the mover's side (:mod:`strategic_reserve_env.observation`), ``masks`` ``(B, 36)`` legal placements
-    (bool, or 0/1 ints), ``rng`` a ``numpy.random.Generator``; ``actions`` are ``(B,)`` integer square
+    `act(observations, masks, rng) -> actions`: `observations` are `(B, 6, 6, 9)` int8 planes from
+    the mover's side (`strategic_reserve_env.observation`), `masks` `(B, 36)` legal placements
+    (bool, or 0/1 ints), `rng` a `numpy.random.Generator`; `actions` are `(B,)` integer square
     indices, legal in every row whose mask has a legal square (other rows are not looked at).
 
-    Optional attributes, read with ``getattr``: ``name``, the agent's display name (for an agent of
-    :mod:`agents`, its canonical spec string: two agents with the same name are the same agent);
-    ``uses_observation = False``, when the masks are all the policy needs: it is then given ``None`` for
-    ``observations`` (which saves the encoding); ``act_from_uniforms(legal, uniforms)``, its choice made
-    from given uniform numbers, ``legal`` (B,) int64 bitboards and ``uniforms`` (B,) floats in [0, 1), one
-    per game: the single-agent envs (:mod:`strategic_reserve_env.learner`) call it with each game's own
-    chance stream, so that game's choices depend on its seed alone (:class:`UniformRandomPolicy` has it).
+    Optional attributes, read with `getattr`: `name`, the agent's display name (for an agent of
+    `agents`, its canonical spec string: two agents with the same name are the same agent);
+    `uses_observation = False`, when the masks are all the policy needs: it is then given `None` for
+    `observations` (which saves the encoding); `act_from_uniforms(legal, uniforms)`, its choice made
+    from given uniform numbers, `legal` (B,) int64 bitboards and `uniforms` (B,) floats in [0, 1), one
+    per game: the single-agent envs (`strategic_reserve_env.learner`) call it with each game's own
+    chance stream, so that game's choices depend on its seed alone (`UniformRandomPolicy` has it).
 
-    ``isinstance(x, Policy)`` checks that ``x`` has an ``act`` method.
+    `isinstance(x, Policy)` checks that `x` has an `act` method.
     """
 
     def act(self, observations: Any, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """(B,) integer squares, one legal placement per game that has one (``observations``: (B, 6, 6, 9)
-        int8, or None for a policy whose ``uses_observation`` is False)."""
+        """(B,) integer squares, one legal placement per game that has one (`observations`: (B, 6, 6, 9)
+        int8, or None for a policy whose `uses_observation` is False)."""
         ...
 
 
 class NamedPolicy(Policy, Protocol):
-    """A :class:`Policy` with a ``name``, as every agent :func:`strategic_reserve_env.agents.load_agent` returns."""
+    """A `Policy` with a `name`, as every agent `strategic_reserve_env.agents.load_agent` returns."""
 
     name: str
 
@@ -58,7 +58,7 @@ class UniformRandomPolicy:
     uses_observation = False
 
     def act(self, observations, masks: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One legal square per row of ``(B, 36)`` masks, uniformly at random (0 where none is legal)."""
+        """One legal square per row of `(B, 36)` masks, uniformly at random (0 where none is legal)."""
         masks = np.asarray(masks, dtype=bool)
         packed = np.zeros((masks.shape[0], 8), dtype=np.uint8)  # bit s of row i = masks[i, s]
         packed[:, :_MASK_BYTES] = np.packbits(masks, axis=1, bitorder="little")
@@ -67,8 +67,8 @@ class UniformRandomPolicy:
         return np.where(bits != 0, nth_set_bit(bits, k), 0)
 
     def act_from_uniforms(self, legal: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-        """(B,) int64 squares: the one :meth:`act` picks when its generator draws ``uniforms`` ((B,) floats
-        in [0, 1)), from ``legal`` ((B,) int64 bitboards); 0 where none is legal."""
+        """(B,) int64 squares: the one `act` picks when its generator draws `uniforms` ((B,) floats
+        in [0, 1)), from `legal` ((B,) int64 bitboards); 0 where none is legal."""
         return np.where(legal != 0, uniform_square(legal, uniforms), 0)
 
     def __repr__(self) -> str:
@@ -76,7 +76,7 @@ class UniformRandomPolicy:
 
 
 class _CallablePolicy:
-    """Adapts a function ``f(observations, masks, rng)`` to the :class:`Policy` interface."""
+    """Adapts a function `f(observations, masks, rng)` to the `Policy` interface."""
 
     uses_observation = True
 
@@ -92,9 +92,9 @@ class _CallablePolicy:
 
 
 def as_policy(policy: str | Policy | Callable) -> Policy:
-    """An agent spec (a string: ``"random"``, ``"greedy"``, ``"ppo"``, ``"my_agent.py:act"``, every spec
-    :func:`strategic_reserve_env.agents.load_agent` takes), a :class:`Policy` (an object with ``act``), or a
-    callable with the signature of :meth:`Policy.act` -> a :class:`Policy`. A bad spec is a ``ValueError``
+    """An agent spec (a string: `"random"`, `"greedy"`, `"ppo"`, `"my_agent.py:act"`, every spec
+    `strategic_reserve_env.agents.load_agent` takes), a `Policy` (an object with `act`), or a
+    callable with the signature of `Policy.act` -> a `Policy`. A bad spec is a `ValueError`
     saying what is wrong (an agent whose library is missing names the extra to install)."""
     if isinstance(policy, str):
         if policy == "random":  # the one built-in policy of the core: no import of the agents
@@ -114,7 +114,7 @@ def as_policy(policy: str | Policy | Callable) -> Policy:
 
 
 class InvalidActionsError(ValueError):
-    """A policy's answer is not one legal square per game; ``row`` is the first faulty row of the
+    """A policy's answer is not one legal square per game; `row` is the first faulty row of the
     batch it was given (None when the answer as a whole is wrong, e.g. its shape)."""
 
     def __init__(self, message: str, row: int | None = None) -> None:
@@ -123,10 +123,10 @@ class InvalidActionsError(ValueError):
 
 
 def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
-    """A policy's ``answer`` for positions whose legal squares are ``legal`` ((B,) int64 bitboards) as
+    """A policy's `answer` for positions whose legal squares are `legal` ((B,) int64 bitboards) as
     (B,) int64 squares, after checking that it is an integer array of shape (B,) holding a legal square
     in every row that has one (other rows, where no placement is due, are not looked at).
-    :class:`InvalidActionsError` says what is wrong, and in which row."""
+    `InvalidActionsError` says what is wrong, and in which row."""
     legal = np.asarray(legal, dtype=np.int64)
     batch = legal.shape[0]
     try:
@@ -161,14 +161,14 @@ def checked_actions(answer, legal: np.ndarray) -> np.ndarray:
 
 
 def policy_name(policy: Policy) -> str:
-    """A policy's display name: its ``name`` attribute, else its type's name."""
+    """A policy's display name: its `name` attribute, else its type's name."""
     return str(getattr(policy, "name", type(policy).__name__))
 
 
 def policy_inputs(policy: Policy, position) -> tuple[np.ndarray | None, np.ndarray]:
-    """``(observations, masks)`` for ``policy.act`` from a batched State ((B, 6, 6, 9) planes from the
+    """`(observations, masks)` for `policy.act` from a batched State ((B, 6, 6, 9) planes from the
     mover's side, or None for a policy that does not use them; (B, 36) bool masks), or from a
-    :class:`~strategic_reserve_env.game.Game` (a batch of one)."""
+    `Game` (a batch of one)."""
     single = type(position.me) is int
     observations = None
     if getattr(policy, "uses_observation", True):
@@ -179,10 +179,10 @@ def policy_inputs(policy: Policy, position) -> tuple[np.ndarray | None, np.ndarr
 
 
 def choose(policy: Policy, position, rng: np.random.Generator):
-    """The squares ``policy`` picks for the player to move: (B,) int64 for a batched State, an int
-    for a :class:`~strategic_reserve_env.game.Game`. Observations are encoded only for policies
-    that use them. The answer is checked (:func:`checked_actions`): a policy that returns a wrong
-    shape or dtype, or a square that is out of range or illegal, raises :class:`InvalidActionsError`."""
+    """The squares `policy` picks for the player to move: (B,) int64 for a batched State, an int
+    for a `Game`. Observations are encoded only for policies
+    that use them. The answer is checked (`checked_actions`): a policy that returns a wrong
+    shape or dtype, or a square that is out of range or illegal, raises `InvalidActionsError`."""
     legal = np.atleast_1d(np.asarray(position.legal, dtype=np.int64))
     actions = checked_actions(policy.act(*policy_inputs(policy, position), rng), legal)
     return int(actions[0]) if type(position.me) is int else actions
@@ -194,8 +194,8 @@ _MAX_TIMER_SECONDS = 2.0**31 - 1  # the timer of a whole call is capped here (pa
 
 
 def checked_seconds(seconds, what: str, most: float = float("inf")) -> float:
-    """``seconds`` as a float if it is a finite number > 0 and at most ``most`` (a time budget); ``ValueError``
-    naming ``what``."""
+    """`seconds` as a float if it is a finite number > 0 and at most `most` (a time budget); `ValueError`
+    naming `what`."""
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)):
         raise ValueError(f"{what} must be a number of seconds, got {brief(seconds)}")
     if not 0 < seconds < float("inf"):
@@ -206,8 +206,8 @@ def checked_seconds(seconds, what: str, most: float = float("inf")) -> float:
 
 
 def seconds_argument(text: str, most: float = float("inf")) -> float:
-    """A command-line time budget (``bench --seconds``): :func:`checked_seconds` of ``text``, as argparse's
-    ``type`` (which reports the error with the option's name)."""
+    """A command-line time budget (`bench --seconds`): `checked_seconds` of `text`, as argparse's
+    `type` (which reports the error with the option's name)."""
     import argparse
 
     try:
@@ -222,31 +222,31 @@ def seconds_argument(text: str, most: float = float("inf")) -> float:
 
 
 def act_seconds_argument(text: str) -> float:
-    """``--act-timeout``: :func:`seconds_argument` of ``text``, at most :data:`MAX_ACT_SECONDS`."""
+    """`--act-timeout`: `seconds_argument` of `text`, at most `MAX_ACT_SECONDS`."""
     return seconds_argument(text, MAX_ACT_SECONDS)
 
 
 class ActTimeoutError(BaseException):
-    """An agent's ``act`` ran past its time budget (:class:`TimeLimited`). A ``BaseException``, as
-    ``KeyboardInterrupt`` is, so that an agent's ``except Exception`` does not swallow it; the arena turns it
+    """An agent's `act` ran past its time budget (`TimeLimited`). A `BaseException`, as
+    `KeyboardInterrupt` is, so that an agent's `except Exception` does not swallow it; the arena turns it
     into the agent's failure like any exception the agent raises."""
 
 
 class TimeLimited:
-    """``agent`` with a time budget on each ``act`` call: ``seconds`` per game of the call (a call for B games
-    may take ``B * seconds``; ``seconds`` at most :data:`MAX_ACT_SECONDS`), past which the call fails with
-    :class:`ActTimeoutError`.
+    """`agent` with a time budget on each `act` call: `seconds` per game of the call (a call for B games
+    may take `B * seconds`; `seconds` at most `MAX_ACT_SECONDS`), past which the call fails with
+    `ActTimeoutError`.
 
-    Two checks: a ``SIGALRM`` timer (``signal.setitimer``; the main thread of a POSIX process only) stops a
-    call still running at the budget, raising :class:`ActTimeoutError` when the interpreter next runs a
+    Two checks: a `SIGALRM` timer (`signal.setitimer`; the main thread of a POSIX process only) stops a
+    call still running at the budget, raising `ActTimeoutError` when the interpreter next runs a
     bytecode; and a call that returns after its budget (its code caught the timer's exception, or the
     timer could not fire) fails all the same, its answer thrown away.
 
     What this can and cannot guarantee: the agent runs in this process, so the budget binds code that
-    cooperates or merely blunders (a slow search, an ``except Exception`` around a sleep), not hostile code.
+    cooperates or merely blunders (a slow search, an `except Exception` around a sleep), not hostile code.
     A hang inside compiled code that never returns to Python (a C extension's loop, a blocking call that
-    retries on EINTR) is not stopped; an agent that replaces the ``SIGALRM`` handler or the timer
-    (``signal.setitimer``), calls ``os._exit``, forks, or walks the stack to edit the games' state defeats any
+    retries on EINTR) is not stopped; an agent that replaces the `SIGALRM` handler or the timer
+    (`signal.setitimer`), calls `os._exit`, forks, or walks the stack to edit the games' state defeats any
     in-process budget. Where the agent is not trusted, run it in a process of its own. Every other attribute
     is the agent's own."""
 

@@ -1,15 +1,17 @@
 """Progress reports that suit where they go: a tqdm bar on a terminal, periodic plain lines elsewhere.
 
 A tqdm bar redraws itself with carriage returns; written to a file or a pipe
-(``make train > log``, CI) every redraw becomes a line of its own and the log
-fills with megabytes of bars. :class:`Progress` draws the bar only when its
-stream is a terminal (``stream.isatty()``); otherwise it writes one plain line
-at most every ``interval`` seconds, and one when it closes::
+(`make train > log`, CI) every redraw becomes a line of its own and the log
+fills with megabytes of bars. `Progress` draws the bar only when its
+stream is a terminal (`stream.isatty()`); otherwise it writes one plain line
+at most every `interval` seconds, and one when it closes:
 
-    [train] 1,048,576/6,000,000 step (17.5 %), 16,620 step/s, 4 min 58 s left
+```text
+[train] 1,048,576/6,000,000 step (17.5 %), 16,620 step/s, 4 min 58 s left
+```
 
-Used by train.py, the tournament of evaluate.py and ``strategic_reserve_env.evaluation.headroom``.
-tqdm (in the ``train`` extra) is imported only when a bar is drawn.
+Used by train.py, the tournament of evaluate.py and `strategic_reserve_env.evaluation.headroom`.
+tqdm (in the `train` extra) is imported only when a bar is drawn.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ T = TypeVar("T")
 
 
 def is_terminal(stream: IO[str]) -> bool:
-    """Whether ``stream`` is an interactive terminal (False for files, pipes and streams without ``isatty``)."""
+    """Whether `stream` is an interactive terminal (False for files, pipes and streams without `isatty`)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):  # no isatty, or a closed stream
@@ -46,11 +48,11 @@ def _duration(seconds: float) -> str:
 
 
 class Progress:
-    """Progress of ``total`` units of work towards ``stream`` (stderr by default); see the module docstring.
+    """Progress of `total` units of work towards `stream` (stderr by default); see the module docstring.
 
-    ``enabled=False`` draws nothing (``write`` still prints). ``interval`` is the
-    time between two plain lines; ``clock`` (seconds, monotonic) is replaceable for tests.
-    Use it as a context manager, or call :meth:`close` (which writes the last plain line).
+    `enabled=False` draws nothing (`write` still prints). `interval` is the
+    time between two plain lines; `clock` (seconds, monotonic) is replaceable for tests.
+    Use it as a context manager, or call `close` (which writes the last plain line).
     """
 
     def __init__(
@@ -83,7 +85,7 @@ class Progress:
         return self.enabled and self._bar is None
 
     def update(self, amount: int = 1) -> None:
-        """``amount`` more units done."""
+        """`amount` more units done."""
         self.count += amount
         if self._bar is not None:
             self._bar.update(amount)
@@ -140,13 +142,13 @@ class Progress:
 
 
 def plural(unit: str) -> str:
-    """The plural of a unit of work (``game`` -> ``games``); ``it`` (tqdm's iterations) and a unit ending in s
+    """The plural of a unit of work (`game` -> `games`); `it` (tqdm's iterations) and a unit ending in s
     stay as they are."""
     return unit if unit == "it" or unit.endswith("s") else unit + "s"
 
 
 def track(items: Iterable[T], total: int | None = None, unit: str = "it", **options) -> Iterator[T]:
-    """Yield ``items``, reporting one unit of progress per item (``options`` as :class:`Progress`)."""
+    """Yield `items`, reporting one unit of progress per item (`options` as `Progress`)."""
     if total is None and hasattr(items, "__len__"):
         total = len(items)
     with Progress(total, unit, **options) as progress:

@@ -1,20 +1,22 @@
 """Game records (input) and replay traces (output), as specified in docs/RULES.md.
 
-A record::
+A record:
 
-    {"variant": {"reserve": 7},
-     "start": {"board": "<36 chars>", "reserves": {"red": 7, "blue": 7}, "to_move": "red"},
-     "plies": [["a5", "c4"], ["e5", "a1"]],
-     "players": {"red": "me", "blue": "greedy"}, "seed": 3, "result": "blue"}
+```python
+{"variant": {"reserve": 7},
+ "start": {"board": "<36 chars>", "reserves": {"red": 7, "blue": 7}, "to_move": "red"},
+ "plies": [["a5", "c4"], ["e5", "a1"]],
+ "players": {"red": "me", "blue": "greedy"}, "seed": 3, "result": "blue"}
+```
 
-``variant`` and ``start`` are optional, and so is each field of ``start``; so are ``description``,
-``players``, ``seed`` (the dice seed the game was played with) and ``result`` (``"red"``, ``"blue"`` or
-``"unfinished"``: replaying must end that way, or :func:`replay` rejects the record naming the field).
-The reserves at the start are ``start.reserves`` when given (whatever
-``variant.reserve`` says), otherwise ``variant.reserve`` each (default 7).
+`variant` and `start` are optional, and so is each field of `start`; so are `description`,
+`players`, `seed` (the dice seed the game was played with) and `result` (`"red"`, `"blue"` or
+`"unfinished"`: replaying must end that way, or `replay` rejects the record naming the field).
+The reserves at the start are `start.reserves` when given (whatever
+`variant.reserve` says), otherwise `variant.reserve` each (default 7).
 A record is a game, not an episode: replaying it applies no ply limit.
-Replaying yields one trace dict per ply (:func:`replay`); :func:`trace_line`
-formats it as docs/RULES.md prints it. Errors are :class:`RecordError`, whose
+Replaying yields one trace dict per ply (`replay`); `trace_line`
+formats it as docs/RULES.md prints it. Errors are `RecordError`, whose
 message names the ply (or the field of the header) and the fault.
 """
 
@@ -40,7 +42,7 @@ _ERROR_TEXT = 90  # characters of a JSON parser's message repeated in a RecordEr
 
 
 class RecordError(ValueError):
-    """A record that is malformed or breaks the rules; ``ply`` is 1-based, None for the header."""
+    """A record that is malformed or breaks the rules; `ply` is 1-based, None for the header."""
 
     def __init__(self, message: str, ply: int | None = None) -> None:
         self.ply = ply
@@ -51,10 +53,10 @@ class RecordError(ValueError):
 class Record:
     """A game: its settings and its plies as written (square names, checked on replay).
 
-    A record is a game, not an episode, so it has no ply limit: ``config``
-    is stored with ``ply_limit = MAX_PLY_LIMIT`` whatever the given config's
+    A record is a game, not an episode, so it has no ply limit: `config`
+    is stored with `ply_limit = MAX_PLY_LIMIT` whatever the given config's
     limit (2**31 - 1 plies, more than any record file can hold), and
-    :func:`replay` never truncates.
+    `replay` never truncates.
     """
 
     config: Config  # reserve and start of the game; ply_limit is always MAX_PLY_LIMIT
@@ -69,9 +71,9 @@ class Record:
             object.__setattr__(self, "config", replace(self.config, ply_limit=MAX_PLY_LIMIT))
 
     def to_json(self) -> dict:
-        """The record as a JSON-ready dict in docs/RULES.md format; :func:`parse_record` gives it back.
+        """The record as a JSON-ready dict in docs/RULES.md format; `parse_record` gives it back.
 
-        ``start`` is written, in full, only when the config has one.
+        `start` is written, in full, only when the config has one.
         """
         data: dict = {"variant": {"reserve": self.config.reserve}}
         start = self.config.start
@@ -94,9 +96,9 @@ class Record:
 
 
 def parse_record(data: object) -> Record:
-    """Check the header of a record (a decoded JSON value) and return it as a :class:`Record`.
+    """Check the header of a record (a decoded JSON value) and return it as a `Record`.
 
-    Each header field is checked on its own; a fault is a :class:`RecordError` naming the field.
+    Each header field is checked on its own; a fault is a `RecordError` naming the field.
     """
     if not isinstance(data, dict):
         raise RecordError(f"a record must be a JSON object, got {type(data).__name__}")
@@ -139,10 +141,10 @@ def parse_record(data: object) -> Record:
 
 
 def _parse_start(start: object, reserve: int) -> StartPosition | None:
-    """The ``start`` object of a record as a StartPosition (None when absent).
+    """The `start` object of a record as a StartPosition (None when absent).
 
-    Absent fields take the standard setup's board, Red to move and ``reserve``
-    checkers each (the variant's reserve): :func:`~.config.start_position`.
+    Absent fields take the standard setup's board, Red to move and `reserve`
+    checkers each (the variant's reserve): `start_position`.
     """
     if start is None:
         return None
@@ -161,13 +163,13 @@ MAX_RECORD_BYTES = 4 * 2**20  # 4 MiB: a 1,600-ply record written by write_recor
 
 
 def load_record(source: str | Path | BinaryIO, name: str | None = None) -> Record:
-    """Read and check a record: a file path, or a binary file object such as ``sys.stdin.buffer``.
+    """Read and check a record: a file path, or a binary file object such as `sys.stdin.buffer`.
 
-    At most :data:`MAX_RECORD_BYTES` are read; a path must name a regular file (a FIFO or a device such as
-    ``/dev/zero`` is refused before anything is read). The bytes must be UTF-8 JSON
+    At most `MAX_RECORD_BYTES` are read; a path must name a regular file (a FIFO or a device such as
+    `/dev/zero` is refused before anything is read). The bytes must be UTF-8 JSON
     (a leading byte-order mark is allowed). Every fault is a
-    :class:`RecordError` whose message starts with ``name`` (default: the
-    path, or the file object's ``name``), then says what is wrong; values
+    `RecordError` whose message starts with `name` (default: the
+    path, or the file object's `name`), then says what is wrong; values
     echoed from the input are cut to a few dozen characters.
     """
     if name is None:
@@ -245,11 +247,11 @@ def trace_line(entry: dict) -> str:
 
 
 def replay(record: Record, on_roll: Callable[[Game], None] | None = None) -> Iterator[dict]:
-    """Play a record through :class:`Game`, yielding each ply's trace; RecordError at the first bad ply.
+    """Play a record through `Game`, yielding each ply's trace; RecordError at the first bad ply.
 
-    No ply limit applies (see :class:`Record`): the game ends only when a player wins.
-    ``on_roll(game)``, if given, sees the game after each roll, before its placement. When the record
-    states a ``result``, the replay must end that way: otherwise a RecordError naming ``result`` follows
+    No ply limit applies (see `Record`): the game ends only when a player wins.
+    `on_roll(game)`, if given, sees the game after each roll, before its placement. When the record
+    states a `result`, the replay must end that way: otherwise a RecordError naming `result` follows
     the last ply's trace.
     """
     game = Game(record.config)
@@ -274,7 +276,7 @@ def replay(record: Record, on_roll: Callable[[Game], None] | None = None) -> Ite
 
 
 def result_of(game: Game) -> str:
-    """A record's ``result`` for ``game`` as it stands: the winner's colour, or ``"unfinished"``."""
+    """A record's `result` for `game` as it stands: the winner's colour, or `"unfinished"`."""
     return COLOURS[game.winner] if game.winner >= 0 else "unfinished"
 
 
@@ -289,13 +291,13 @@ def record_of(
     players: tuple[str, str] | None = None,
     seed: int | None = None,
 ) -> Record:
-    """The record of the plies ``game`` has played since its last reset (or :meth:`Game.load`), with its
-    ``result`` (:func:`result_of`) and, when given, who played (``players``: Red's, Blue's) and the dice ``seed``.
+    """The record of the plies `game` has played since its last reset (or `Game.load`), with its
+    `result` (`result_of`) and, when given, who played (`players`: Red's, Blue's) and the dice `seed`.
 
-    It replays to the same trace, also when ``game`` was truncated by its ply
+    It replays to the same trace, also when `game` was truncated by its ply
     limit (the record has no ply limit, so a replay of it just ends there).
     A loaded game's record starts from the loaded position
-    (:meth:`Game.history_start`, whose ``ValueError`` it passes on).
+    (`Game.history_start`, whose `ValueError` it passes on).
     """
     names = tuple((square_name(rolled), square_name(placed)) for rolled, placed in game.history)
     start = game.history_start()
@@ -306,7 +308,7 @@ def record_of(
 
 
 def write_record(record: Record, path: str | Path) -> None:
-    """Write a record as JSON (atomically: :func:`strategic_reserve_env.outputs.write_text`)."""
+    """Write a record as JSON (atomically: `strategic_reserve_env.outputs.write_text`)."""
     from .outputs import write_text
 
     write_text(path, json.dumps(record.to_json(), indent=1) + "\n")

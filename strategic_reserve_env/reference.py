@@ -5,7 +5,7 @@ board is a list of 36 characters and groups are found by breadth-first
 search. It aims to be obviously right, not fast. It is used for the
 differential tests (the engine, the single-game path, the AEC env and the
 greedy agent are checked against it) and as the baseline of
-``python -m strategic_reserve_env bench``; no engine or environment path uses it.
+`python -m strategic_reserve_env bench`; no engine or environment path uses it.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def neighbours(square: int) -> list[int]:
 
 
 def group_of(board: list[str], square: int) -> set[int]:
-    """The maximal orthogonally connected set of like-coloured checkers containing ``square``."""
+    """The maximal orthogonally connected set of like-coloured checkers containing `square`."""
     colour = board[square]
     seen = {square}
     queue = deque([square])
@@ -47,7 +47,7 @@ def group_of(board: list[str], square: int) -> set[int]:
 
 
 class ReferenceGame:
-    """One game; ``roll`` then ``place``; ``winner`` is 'R', 'B' or None."""
+    """One game; `roll` then `place`; `winner` is 'R', 'B' or None."""
 
     def __init__(self, board: str, reserves: dict[str, int], to_move: str) -> None:
         self.board = list(board)
@@ -65,7 +65,7 @@ class ReferenceGame:
         return cls(start.board, {"red": start.reserves[0], "blue": start.reserves[1]}, start.to_move)
 
     def roll(self, square: int) -> list[int]:
-        """Resolve the roll on ``square``; return the legal placements in index order."""
+        """Resolve the roll on `square`; return the legal placements in index order."""
         assert self.winner is None and not self.legal
         me, enemy = self.mover, OTHER[self.mover]
         removed: set[int] = set()

@@ -1,12 +1,12 @@
 """Registration of the envs with Gymnasium's and PettingZoo's registries, without importing either eagerly.
 
-The core (:mod:`.board`, :mod:`.config`, :mod:`.rules`, :mod:`.engine`, :mod:`.game`, :mod:`.records`) needs
+The core (`board`, `config`, `rules`, `engine`, `game`, `records`) needs
 numpy only, so importing the package must not import Gymnasium or PettingZoo (a few hundred modules). Neither
 registry offers plugin discovery (Gymnasium >= 1.0 dropped its entry-point plugins; PettingZoo's registry has
-none), so :func:`install` registers with each library as soon as that library is imported: at once if it
-already is, otherwise right after its module finishes executing (a one-shot ``sys.meta_path`` hook that
-wraps the library's loader). ``import strategic_reserve_env`` followed, in either order, by
-``import gymnasium`` makes ``gymnasium.make(GYM_ID)`` work, and likewise ``pettingzoo.make("aec", ENV_NAME)``.
+none), so `install` registers with each library as soon as that library is imported: at once if it
+already is, otherwise right after its module finishes executing (a one-shot `sys.meta_path` hook that
+wraps the library's loader). `import strategic_reserve_env` followed, in either order, by
+`import gymnasium` makes `gymnasium.make(GYM_ID)` work, and likewise `pettingzoo.make("aec", ENV_NAME)`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ GYM_VECTOR_ENTRY_POINT = "strategic_reserve_env.gym_env:StrategicReserveVectorEn
 
 
 def register_gymnasium() -> None:
-    """Register :data:`GYM_ID` with Gymnasium's registry (once; imports gymnasium)."""
+    """Register `GYM_ID` with Gymnasium's registry (once; imports gymnasium)."""
     import gymnasium
 
     if GYM_ID not in gymnasium.registry:
@@ -35,7 +35,7 @@ def register_gymnasium() -> None:
 
 
 def register_pettingzoo() -> None:
-    """Register :data:`ENV_NAME` with PettingZoo's AEC registry (once; PettingZoo < 1.26 has none)."""
+    """Register `ENV_NAME` with PettingZoo's AEC registry (once; PettingZoo < 1.26 has none)."""
     try:
         from pettingzoo import aec_registry, register
     except ImportError:  # PettingZoo < 1.26 has no registry
@@ -49,7 +49,7 @@ REGISTRATIONS: dict[str, Callable[[], None]] = {"gymnasium": register_gymnasium,
 
 
 class _HookedLoader(importlib.abc.Loader):
-    """A loader that runs ``after()`` once ``loader`` has executed the module; everything else is delegated."""
+    """A loader that runs `after()` once `loader` has executed the module; everything else is delegated."""
 
     def __init__(self, loader: importlib.abc.Loader, after: Callable[[], None]) -> None:
         self._loader = loader
@@ -95,7 +95,7 @@ class _AfterImportFinder(importlib.abc.MetaPathFinder):
 
 
 def install() -> None:
-    """Register with each library of :data:`REGISTRATIONS` now if it is imported, else right after its import."""
+    """Register with each library of `REGISTRATIONS` now if it is imported, else right after its import."""
     finder = next((f for f in sys.meta_path if isinstance(f, _AfterImportFinder)), None)
     for name, register in REGISTRATIONS.items():
         if name in sys.modules:

@@ -1,9 +1,9 @@
-"""Pictures of a position: ANSI text, an RGB array, a window (pygame) for ``human``, and SVG.
+"""Pictures of a position: ANSI text, an RGB array, a window (pygame) for `human`, and SVG.
 
-Every function reads a :class:`~strategic_reserve_env.game.Game` (use ``Game.load(state, i)`` for game
-``i`` of a batch) through :func:`strategic_reserve_env.scene.scene_of`, which decides what the picture shows
+Every function reads a `Game` (use `Game.load(state, i)` for game
+`i` of a batch) through `strategic_reserve_env.scene.scene_of`, which decides what the picture shows
 and where; the functions here only map that scene to characters, pixels or SVG elements. Importing this
-module also lets Jupyter show a ``Game`` as its :func:`svg` board (the game does not import its drawing).
+module also lets Jupyter show a `Game` as its `svg` board (the game does not import its drawing).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ TEXT_WIDTH = 78  # columns of a text line (a terminal's 80, less a margin)
 
 
 def legal_line(names: str, label: str = "Legal: ") -> str:
-    """``label`` and the comma-separated square names, wrapped at :data:`TEXT_WIDTH` columns between names (never
+    """`label` and the comma-separated square names, wrapped at `TEXT_WIDTH` columns between names (never
     inside one), the continuation lines indented under the first name."""
     return textwrap.fill(
         label + names,
@@ -77,8 +77,8 @@ MIN_FRAME_WIDTH = 320  # pixels: the narrowest frame whose caption stays legible
 
 @dataclass(frozen=True)
 class FrameLayout:
-    """Where an :func:`rgb_array` frame of ``width`` pixels puts things (all in pixels): a 4:3 frame with the
-    board, its labels and the reserve panels centred above a caption strip of up to :data:`CAPTION_LINES`
+    """Where an `rgb_array` frame of `width` pixels puts things (all in pixels): a 4:3 frame with the
+    board, its labels and the reserve panels centred above a caption strip of up to `CAPTION_LINES`
     lines (the status, the latest roll, the result at the end of a game)."""
 
     width: int
@@ -106,12 +106,12 @@ class FrameLayout:
         return round(self.cell * LEGEND_ICON)
 
     def legend_origin(self, number: int) -> tuple[int, int]:
-        """Top-left pixel (x, y) of the sample square of the legend's key ``number`` (0 first): one key a row,
+        """Top-left pixel (x, y) of the sample square of the legend's key `number` (0 first): one key a row,
         in the rows of ranks 5 down to 2, between the reserve panels."""
         return self.panel_x, self.top + (1 + number) * self.cell + (self.cell - self.legend_icon) // 2
 
     def square_origin(self, row: int, column: int) -> tuple[int, int]:
-        """Top-left pixel (x, y) of the square at ``row``, ``column`` of a scene."""
+        """Top-left pixel (x, y) of the square at `row`, `column` of a scene."""
         return self.left + column * self.cell, self.top + row * self.cell
 
 
@@ -121,8 +121,8 @@ LEGEND_ICON = 0.5  # the side of a legend's sample square, in squares of the boa
 
 
 def frame_layout(width: int = FRAME_WIDTH) -> FrameLayout:
-    """The layout of a ``width``-pixel frame (an even number from :data:`MIN_FRAME_WIDTH`; its height is
-    three quarters of it, rounded to an even number); ``ValueError`` otherwise."""
+    """The layout of a `width`-pixel frame (an even number from `MIN_FRAME_WIDTH`; its height is
+    three quarters of it, rounded to an even number); `ValueError` otherwise."""
     if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < MIN_FRAME_WIDTH or width % 2:
         raise ValueError(f"width must be an even number of pixels >= {MIN_FRAME_WIDTH}, got {width!r}")
     width = int(width)
@@ -137,7 +137,7 @@ def frame_layout(width: int = FRAME_WIDTH) -> FrameLayout:
 
 
 def _disc(image: np.ndarray, cx: float, cy: float, radius: float, colour, ring: float = 0.0) -> None:
-    """A filled disc (or a ring of width ``ring``) centred at (cx, cy)."""
+    """A filled disc (or a ring of width `ring`) centred at (cx, cy)."""
     ys, xs = np.ogrid[: image.shape[0], : image.shape[1]]
     distance = np.hypot(xs - cx, ys - cy)
     inside = distance <= radius if ring == 0 else (distance <= radius) & (distance >= radius - ring)
@@ -145,7 +145,7 @@ def _disc(image: np.ndarray, cx: float, cy: float, radius: float, colour, ring: 
 
 
 def _mark(image: np.ndarray, mark: str, x: int, y: int, cell: int) -> None:
-    """Draw ``mark`` (a key of :data:`~strategic_reserve_env.scene.MEANINGS`) on the ``cell``-pixel square whose
+    """Draw `mark` (a key of `MEANINGS`) on the `cell`-pixel square whose
     top-left pixel is (x, y), as the board and its legend both show it."""
     centre = (x + cell / 2, y + cell / 2)
     edge = max(2, cell // 13)
@@ -170,8 +170,8 @@ def rgb_array(game: Game, width: int = FRAME_WIDTH) -> np.ndarray:
     move, a legend of those marks between the reserves, and under it all the caption: whose ply it is (or who
     won, at the end of a game) and the latest roll.
 
-    ``width``: the frame's width in pixels (even, at least :data:`MIN_FRAME_WIDTH`; default
-    :data:`FRAME_WIDTH`); the height is three quarters of it (640 x 480 by default), as video encoders
+    `width`: the frame's width in pixels (even, at least `MIN_FRAME_WIDTH`; default
+    `FRAME_WIDTH`); the height is three quarters of it (640 x 480 by default), as video encoders
     want even sides. The text is drawn with Pillow's built-in font."""
     layout = frame_layout(width)
     view = scene_of(game)
@@ -213,7 +213,7 @@ def rgb_array(game: Game, width: int = FRAME_WIDTH) -> np.ndarray:
 
 
 def _lines(text: str, font, room: float) -> list[str]:
-    """``text`` broken between words into lines of at most ``room`` pixels in ``font`` (a longer word stays whole)."""
+    """`text` broken between words into lines of at most `room` pixels in `font` (a longer word stays whole)."""
     lines: list[str] = []
     for word in text.split():
         if lines and font.getlength(f"{lines[-1]} {word}") <= room:
@@ -230,7 +230,7 @@ def _with_text(
     layout: FrameLayout,
     legend: list[tuple[tuple[float, float], str]],
 ) -> np.ndarray:
-    """``image`` with each text drawn in the ink colour at its (x, y) and Pillow anchor, ``caption`` wrapped
+    """`image` with each text drawn in the ink colour at its (x, y) and Pillow anchor, `caption` wrapped
     (between words) to the frame's width in the caption strip, all at the layout's font size, and each legend
     text left of its (x, y), vertically centred there, in a smaller font wrapped to the frame's right edge."""
     from PIL import Image, ImageDraw, ImageFont
@@ -252,7 +252,7 @@ def _with_text(
 
 
 def _window_available() -> bool:
-    """pygame is installed (the ``render`` extra): ``render_mode="human"`` can open a window."""
+    """pygame is installed (the `render` extra): `render_mode="human"` can open a window."""
     from importlib.util import find_spec
 
     return find_spec("pygame") is not None
@@ -266,7 +266,7 @@ RENDER_FPS = 2  # frames per second of render_mode="human" (the envs' metadata)
 
 
 class Renderer:
-    """Renders games in one ``render_mode`` for an env; owns the window of ``"human"``."""
+    """Renders games in one `render_mode` for an env; owns the window of `"human"`."""
 
     def __init__(self, mode: str | None, fps: int) -> None:
         if mode == "human" and mode not in RENDER_MODES:
@@ -277,7 +277,7 @@ class Renderer:
         self._window: Window | None = None
 
     def render(self, game: Game):
-        """Text for ``ansi``, an image for ``rgb_array``, a window update (None) for ``human``."""
+        """Text for `ansi`, an image for `rgb_array`, a window update (None) for `human`."""
         if self.mode is None:
             from gymnasium import logger
 
@@ -301,7 +301,7 @@ class Renderer:
 
 
 class Window:
-    """A pygame window showing :func:`rgb_array` frames (``render_mode="human"``)."""
+    """A pygame window showing `rgb_array` frames (`render_mode="human"`)."""
 
     def __init__(self, title: str, fps: int) -> None:
         try:
@@ -333,13 +333,13 @@ class Window:
 
 
 def _svg_colour(colour: RGB) -> str:
-    """An SVG colour, e.g. ``rgb(200, 40, 40)``."""
+    """An SVG colour, e.g. `rgb(200, 40, 40)`."""
     return f"rgb{colour}"
 
 
 def _svg_mark(mark: str, x: float, y: float, cell: float, square: str = "") -> list[str]:
-    """SVG elements of ``mark`` (a key of :data:`~strategic_reserve_env.scene.MEANINGS`) on the ``cell``-wide
-    square whose top-left corner is (x, y), as the board and its legend both draw it; ``square`` names the board
+    """SVG elements of `mark` (a key of `MEANINGS`) on the `cell`-wide
+    square whose top-left corner is (x, y), as the board and its legend both draw it; `square` names the board
     square (its `data-square`), "" in the legend, whose elements' classes say `legend-` before the mark's."""
     where = f' data-square="{square}"' if square else ""
     kind = mark if square else f"legend-{mark}"
@@ -449,7 +449,7 @@ def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
 
 
 def _game_svg(game: Game) -> str:
-    """The board as SVG, for Jupyter: :func:`svg` with its defaults."""
+    """The board as SVG, for Jupyter: `svg` with its defaults."""
     return svg(game)
 
 

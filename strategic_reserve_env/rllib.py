@@ -1,34 +1,34 @@
 """Ray RLlib (new API stack): Strategic Reserve through RLlib's multi-agent API, self-play with masked PPO.
 
-Needs the rllib extra, ``pip install 'strategic-reserve-env[rllib]'`` (``ray[rllib]``);
-``import strategic_reserve_env`` never imports ray, this module does.
+Needs the rllib extra, `pip install 'strategic-reserve-env[rllib]'` (`ray[rllib]`);
+`import strategic_reserve_env` never imports ray, this module does.
 
-- :class:`StrategicReserveMultiAgentEnv`: the PettingZoo env (``env()``, with
-  PettingZoo's standard wrappers) through RLlib's own ``PettingZooEnv``, which
-  also counts the illegal actions it is sent (``env()`` ends such a game with
+- `StrategicReserveMultiAgentEnv`: the PettingZoo env (`env()`, with
+  PettingZoo's standard wrappers) through RLlib's own `PettingZooEnv`, which
+  also counts the illegal actions it is sent (`env()` ends such a game with
   -1 for the agent that made it, as PettingZoo's classic games do; the game
   is reported terminated, not also truncated, which RLlib's episodes reject).
-- :class:`MaskedBoardModule`: an RLModule (PPO's ``ValueFunctionAPI``) around
-  :class:`~strategic_reserve_env.agents.rllib_model.BoardNet`. It reads the env's
-  observation dict ``{"observation": (6, 6, 9) int8, "action_mask": (36,) int8}``
+- `MaskedBoardModule`: an RLModule (PPO's `ValueFunctionAPI`) around
+  `BoardNet`. It reads the env's
+  observation dict `{"observation": (6, 6, 9) int8, "action_mask": (36,) int8}`
   as it comes: the planes feed the network (policy and value), the mask sets
-  every illegal square's logit to ``MASKED_LOGIT`` in exploration, inference and
+  every illegal square's logit to `MASKED_LOGIT` in exploration, inference and
   training alike, so a sampled or greedy action is always legal and PPO's ratios,
   entropy and KL only ever see legal squares. (RLlib's stock encoders have no
   config for a Dict observation, and its action-masking example module expects
-  the keys ``"observations"`` and ``"action_mask"``; this module needs neither
+  the keys `"observations"` and `"action_mask"`; this module needs neither
   a connector nor a renamed space.)
-- :class:`IllegalActionCounter`: a callback logging the env's count of illegal
-  actions per episode (``env_runners/illegal_actions``, per iteration, and
-  ``env_runners/illegal_actions_lifetime``).
-- :func:`ppo_config`: shared-policy self-play: both seats map to one module
-  (:data:`POLICY`), trained by PPO on all its decisions as Red and as Blue.
-- :func:`module_weights` / :func:`save_module`: the trained network, written
-  in the pickle-free format of :mod:`~strategic_reserve_env.agents.rllib_model`
-  (``strategic_reserve_env.agents.load_agent("rllib:PATH")`` plays it; RLlib's own checkpoints are
+- `IllegalActionCounter`: a callback logging the env's count of illegal
+  actions per episode (`env_runners/illegal_actions`, per iteration, and
+  `env_runners/illegal_actions_lifetime`).
+- `ppo_config`: shared-policy self-play: both seats map to one module
+  (`POLICY`), trained by PPO on all its decisions as Red and as Blue.
+- `module_weights` / `save_module`: the trained network, written
+  in the pickle-free format of `rllib_model`
+  (`strategic_reserve_env.agents.load_agent("rllib:PATH")` plays it; RLlib's own checkpoints are
   pickles and are not used).
 
-``train_rllib.py`` is the command line (one machine or a Ray cluster).
+`train_rllib.py` is the command line (one machine or a Ray cluster).
 """
 
 from __future__ import annotations
@@ -61,12 +61,12 @@ _NET = "net."  # prefix of BoardNet's parameters in the module's state dict
 
 
 class StrategicReserveMultiAgentEnv(PettingZooEnv):
-    """``PettingZooEnv(env(**config))``: RLlib's PettingZoo wrapper, unchanged, plus a count of illegal actions.
+    """`PettingZooEnv(env(**config))`: RLlib's PettingZoo wrapper, unchanged, plus a count of illegal actions.
 
-    ``config`` (RLlib's ``env_config``) holds the env's keyword arguments
-    (``reserve``, ``ply_limit``, ``start``). :attr:`illegal_actions` counts
+    `config` (RLlib's `env_config`) holds the env's keyword arguments
+    (`reserve`, `ply_limit`, `start`). `illegal_actions` counts
     the actions of the current episode that were not legal when sent; such an
-    action ends the game (``env()``'s TerminateIllegalWrapper: -1 for the
+    action ends the game (`env()`'s TerminateIllegalWrapper: -1 for the
     agent that made it, 0 for the other, a warning), reported as terminated.
     """
 
@@ -93,7 +93,7 @@ class StrategicReserveMultiAgentEnv(PettingZooEnv):
 
 
 def _check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -> None:
-    """``ValueError`` unless the spaces are the env's (observation dict, ``Discrete(36)``)."""
+    """`ValueError` unless the spaces are the env's (observation dict, `Discrete(36)`)."""
     expected = f"Dict(observation=Box{OBSERVATION_SHAPE}, action_mask=Box({NUM_SQUARES},))"
     if not (
         isinstance(observation_space, spaces.Dict)
@@ -107,10 +107,10 @@ def _check_spaces(observation_space: spaces.Space, action_space: spaces.Space) -
 
 
 class MaskedBoardModule(TorchRLModule, ValueFunctionAPI):
-    """RLModule for PPO around :class:`BoardNet`; illegal squares masked in every forward pass.
+    """RLModule for PPO around `BoardNet`; illegal squares masked in every forward pass.
 
-    ``model_config`` may set :class:`NetworkConfig`'s fields (``channels``,
-    ``conv_layers``, ``hidden``); RLlib's own keys in it are ignored.
+    `model_config` may set `NetworkConfig`'s fields (`channels`,
+    `conv_layers`, `hidden`); RLlib's own keys in it are ignored.
     """
 
     def setup(self) -> None:
@@ -142,7 +142,7 @@ class MaskedBoardModule(TorchRLModule, ValueFunctionAPI):
 
 
 class IllegalActionCounter(RLlibCallback):
-    """Logs each finished episode's count of illegal actions (:class:`StrategicReserveMultiAgentEnv`)."""
+    """Logs each finished episode's count of illegal actions (`StrategicReserveMultiAgentEnv`)."""
 
     def on_episode_end(
         self, *, episode, env_runner=None, metrics_logger=None, env=None, env_index: int = 0, **kwargs
@@ -174,11 +174,11 @@ def ppo_config(
     vf_loss_coeff: float = 0.5,
     seed: int | None = 0,
 ) -> PPOConfig:
-    """PPO with one shared :class:`MaskedBoardModule` for both seats, on :class:`StrategicReserveMultiAgentEnv`.
+    """PPO with one shared `MaskedBoardModule` for both seats, on `StrategicReserveMultiAgentEnv`.
 
-    ``train_batch_size`` counts env steps (placements) per iteration, summed
-    over ``num_env_runners`` processes (0: sample in the driver) of
-    ``num_envs_per_env_runner`` games each. ``seed`` seeds the env runners'
+    `train_batch_size` counts env steps (placements) per iteration, summed
+    over `num_env_runners` processes (0: sample in the driver) of
+    `num_envs_per_env_runner` games each. `seed` seeds the env runners'
     dice and the network.
     """
     env_config = dict(env_config or {})
@@ -214,13 +214,13 @@ def ppo_config(
 
 
 def module_weights(algorithm) -> dict[str, np.ndarray]:
-    """The shared module's :class:`BoardNet` parameters, as arrays, from the algorithm's learner(s)."""
+    """The shared module's `BoardNet` parameters, as arrays, from the algorithm's learner(s)."""
     state = algorithm.learner_group.get_weights([POLICY])[POLICY]
     return {key.removeprefix(_NET): np.asarray(value) for key, value in state.items() if key.startswith(_NET)}
 
 
 def set_module_weights(algorithm, weights: dict[str, np.ndarray]) -> None:
-    """Set the shared module's :class:`BoardNet` parameters (``weights``, as :func:`module_weights` gives them) in
+    """Set the shared module's `BoardNet` parameters (`weights`, as `module_weights` gives them) in
     the algorithm's learner(s), then in its env runners."""
     import torch
 
@@ -231,5 +231,5 @@ def set_module_weights(algorithm, weights: dict[str, np.ndarray]) -> None:
 
 
 def save_module(algorithm, directory, network: NetworkConfig, notes: dict | None = None):
-    """Write the trained module to ``directory`` (``model.json`` + ``weights.npz``, no pickle); returns the path."""
+    """Write the trained module to `directory` (`model.json` + `weights.npz`, no pickle); returns the path."""
     return rllib_model.save(directory, module_weights(algorithm), network, notes)

@@ -1,19 +1,19 @@
 """The rules of Strategic Reserve as pure functions of bitboards.
 
 Every function takes and returns bitboards in the layout of
-:mod:`strategic_reserve_env.board`, either Python ``int`` (one game, fastest
-for single games) or ``np.int64`` arrays of shape ``(B,)`` (a batch, one
+`strategic_reserve_env.board`, either Python `int` (one game, fastest
+for single games) or `np.int64` arrays of shape `(B,)` (a batch, one
 element per game). Only operators that mean the same on both are used
-(``& | ^ + - << >>`` and comparisons), so there is one copy of the rules.
-Branches become masks: ``(x - 1) >> 63`` is all ones when ``x == 0`` and zero
+(`& | ^ + - << >>` and comparisons), so there is one copy of the rules.
+Branches become masks: `(x - 1) >> 63` is all ones when `x == 0` and zero
 otherwise, for Python ints and int64 alike.
 
-Positions are seen from the mover: ``me`` is the bitboard of the player to
-move, ``opp`` the other player's (and ``reserve_me``, ``reserve_opp`` their
-reserves). A ply is :func:`roll` then :func:`place`; :func:`from_side` and
-:func:`roller` read a position back in absolute colours. The engine
-(:mod:`strategic_reserve_env.engine`, arrays) and
-:class:`~strategic_reserve_env.game.Game` (ints) call these and check their
+Positions are seen from the mover: `me` is the bitboard of the player to
+move, `opp` the other player's (and `reserve_me`, `reserve_opp` their
+reserves). A ply is `roll` then `place`; `from_side` and
+`roller` read a position back in absolute colours. The engine
+(`strategic_reserve_env.engine`, arrays) and
+`Game` (ints) call these and check their
 inputs; nothing here validates.
 """
 
@@ -31,7 +31,7 @@ SIGN_SHIFT = 63  # ``(x - 1) >> SIGN_SHIFT`` is -1 (all ones) for x == 0, else 0
 
 
 def adjacent(x):
-    """Squares orthogonally next to any square of ``x`` (``x``'s own squares may be included)."""
+    """Squares orthogonally next to any square of `x` (`x`'s own squares may be included)."""
     return ((x << 1) | (x >> 1) | (x << STRIDE) | (x >> STRIDE)) & FULL
 
 
@@ -43,19 +43,19 @@ _ONE.flags.writeable = _STRIDE.flags.writeable = False
 
 
 def group(seed, mask):
-    """Squares of ``mask`` orthogonally connected to ``seed``; ``seed`` must lie within ``mask``.
+    """Squares of `mask` orthogonally connected to `seed`; `seed` must lie within `mask`.
 
     Each pass grows the set by one square down and up the board and by one
-    square towards file ``a``, and along a whole run towards file ``f`` at
-    once: adding ``mask`` to the set sends a carry from every seed square to
+    square towards file `a`, and along a whole run towards file `f` at
+    once: adding `mask` to the set sends a carry from every seed square to
     the top of its run, flipping every bit on the way (the guard bit ends
     the run at the edge of the rank).
 
     Python ints (one game) loop until the set stops growing. Arrays (any
-    shape; ``seed`` and ``mask`` broadcast together) fill only the games with a
+    shape; `seed` and `mask` broadcast together) fill only the games with a
     seed, and go on with only the games still growing whenever at most half
-    of them are (while at least ``COMPACT_MIN`` are left); once at most
-    ``FINISH_ALONE`` still grow, each of them is finished by the int fill: in
+    of them are (while at least `COMPACT_MIN` are left); once at most
+    `FINISH_ALONE` still grow, each of them is finished by the int fill: in
     a batch most groups are empty or settle within a pass or two, so a few
     long groups cost little.
     """
@@ -90,7 +90,7 @@ def group(seed, mask):
 
 
 def _grow(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """One pass of :func:`group` on (n,) int64 arrays, in two scratch arrays (the int fill's pass)."""
+    """One pass of `group` on (n,) int64 arrays, in two scratch arrays (the int fill's pass)."""
     grown = x + mask
     grown ^= mask
     grown |= x
@@ -105,11 +105,11 @@ def _grow(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 
 def resolve_roll(me, opp, rolled):
-    """Captures and legal placements for a roll on the bitboard ``rolled`` (one square).
+    """Captures and legal placements for a roll on the bitboard `rolled` (one square).
 
-    Returns ``(opp_after, captured, legal, hit)``: the opponent's checkers
+    Returns `(opp_after, captured, legal, hit)`: the opponent's checkers
     left, the squares removed (always the opponent's), the squares the mover
-    may place on, and the kind of hit (``HIT_*``).
+    may place on, and the kind of hit (`HIT_*`).
     """
     friendly = group(rolled & me, me)  # the mover's group G on a friendly hit, else 0
     touching = adjacent(friendly)
@@ -123,10 +123,10 @@ def resolve_roll(me, opp, rolled):
 
 
 def roll(me, opp, reserve_opp, rolled):
-    """The roll on ``rolled`` (a one-square bitboard): :func:`resolve_roll`, and the captured
+    """The roll on `rolled` (a one-square bitboard): `resolve_roll`, and the captured
     checkers go back to their owner's reserve.
 
-    Returns ``(opp, reserve_opp, captured, legal, hit)`` after the roll.
+    Returns `(opp, reserve_opp, captured, legal, hit)` after the roll.
     """
     opp, captured, legal, hit = resolve_roll(me, opp, rolled)
     count = captured.bit_count() if type(captured) is int else np.bitwise_count(captured)
@@ -143,16 +143,16 @@ PLACED_FIELDS = ("me", "opp", "reserve_me", "reserve_opp", "to_move", "ply", "wi
 
 
 def place(position: tuple, placed, ply_limit: int) -> tuple:
-    """The mover puts a checker on ``placed`` (a one-square bitboard; a legal placement is the
-    caller's to check), then the turn passes. ``position`` is ``(me, opp, reserve_me,
-    reserve_opp, to_move, ply)`` (:func:`place_reads` of a State or a Game).
+    """The mover puts a checker on `placed` (a one-square bitboard; a legal placement is the
+    caller's to check), then the turn passes. `position` is ``(me, opp, reserve_me,
+    reserve_opp, to_move, ply)`` (`place_reads` of a State or a Game).
 
-    Returns the :data:`PLACED_FIELDS` after the placement, ints (``truncated`` a bool) for one
+    Returns the `PLACED_FIELDS` after the placement, ints (`truncated` a bool) for one
     game or arrays for a batch. The mover's reserve loses one checker; when it is
-    empty the mover has won (``winner = to_move``, else ``NO_PLAYER``). A game nobody won is
-    ``truncated`` once ``ply + 1`` reaches ``ply_limit`` (not a rule of the game:
-    docs/RULES.md). ``legal`` becomes 0 (no placement is due until the next roll). The
-    new ``me`` is the placer's opponent, who moves next; the new ``opp`` the placer's
+    empty the mover has won (`winner = to_move`, else `NO_PLAYER`). A game nobody won is
+    `truncated` once `ply + 1` reaches `ply_limit` (not a rule of the game:
+    docs/RULES.md). `legal` becomes 0 (no placement is due until the next roll). The
+    new `me` is the placer's opponent, who moves next; the new `opp` the placer's
     checkers with the new one.
     """
     me, opp, reserve_me, reserve_opp, to_move, ply = position
@@ -166,10 +166,10 @@ def place(position: tuple, placed, ply_limit: int) -> tuple:
 
 
 def from_side(me, opp, to_move, side):
-    """``(side's, the other's)`` of a pair held from the mover's side: ``me``, ``opp`` (checkers
-    or reserves) belong to ``to_move`` and the other player. ``side`` is a colour (``RED`` for
-    ``(red, blue)``) or, like ``to_move``, an array of colours. Branch-free: ``(side ^ to_move) - 1``
-    is all ones where ``side`` is to move."""
+    """`(side's, the other's)` of a pair held from the mover's side: `me`, `opp` (checkers
+    or reserves) belong to `to_move` and the other player. `side` is a colour (`RED` for
+    `(red, blue)`) or, like `to_move`, an array of colours. Branch-free: `(side ^ to_move) - 1`
+    is all ones where `side` is to move."""
     swap = me ^ opp
     of_side = opp ^ (swap & ((side ^ to_move) - 1))
     return of_side, of_side ^ swap
@@ -177,5 +177,5 @@ def from_side(me, opp, to_move, side):
 
 def roller(legal, to_move):
     """The colour that made the latest roll: the player to move while its placement is due
-    (``legal != 0``), else the other player (who rolled, then placed). Meaningful once a roll was made."""
+    (`legal != 0`), else the other player (who rolled, then placed). Meaningful once a roll was made."""
     return to_move ^ (((legal - 1) >> SIGN_SHIFT) & 1)

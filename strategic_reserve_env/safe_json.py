@@ -1,10 +1,10 @@
 """JSON from files we do not trust: bounded nesting, no duplicate keys, no NaN or infinity; and the bytes of
-such a file, read only from a regular file of bounded size (:func:`read_regular`).
+such a file, read only from a regular file of bounded size (`read_regular`).
 
-Python's :func:`json.loads` recurses once per nested bracket, so a file made of
-100,000 ``[`` ends in a ``RecursionError``; it keeps the last of two equal keys
-without a word, and reads ``NaN`` and ``Infinity``, which JSON does not have.
-:func:`loads` refuses all three with the caller's own error type, one line
+Python's `json.loads` recurses once per nested bracket, so a file made of
+100,000 `[` ends in a `RecursionError`; it keeps the last of two equal keys
+without a word, and reads `NaN` and `Infinity`, which JSON does not have.
+`loads` refuses all three with the caller's own error type, one line
 naming the file. The depth is measured on the text before it is parsed (a
 linear scan outside strings), so a deep file costs no more than reading it.
 """
@@ -31,7 +31,7 @@ _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: no ba
 
 
 def nesting_depth(text: str | bytes) -> int:
-    """The deepest nesting of ``[`` and ``{`` in JSON ``text``, counted outside strings."""
+    """The deepest nesting of `[` and `{` in JSON `text`, counted outside strings."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
     codes = np.frombuffer(_STRING.sub(b'""', data), dtype=np.uint8)
     steps = ((codes == ord("[")) | (codes == ord("{"))).astype(np.int32)
@@ -40,7 +40,7 @@ def nesting_depth(text: str | bytes) -> int:
 
 
 def unique_keys(pairs: list[tuple[str, object]], error: type[Exception] = ValueError) -> dict:
-    """The object of ``pairs`` (a ``json.loads`` ``object_pairs_hook``); ``error`` if a key appears twice."""
+    """The object of `pairs` (a `json.loads` `object_pairs_hook`); `error` if a key appears twice."""
     result: dict = {}
     for key, value in pairs:
         if key in result:
@@ -54,8 +54,8 @@ def _refuse_constant(name: str):
 
 
 def loads(text: str | bytes, where: str, error: type[Exception] = ValueError, max_depth: int = MAX_DEPTH) -> object:
-    """The value of JSON ``text``; ``error`` (one line starting with ``where``) if it is not JSON, nests deeper
-    than ``max_depth``, repeats a key within one object, or holds NaN or infinity."""
+    """The value of JSON `text`; `error` (one line starting with `where`) if it is not JSON, nests deeper
+    than `max_depth`, repeats a key within one object, or holds NaN or infinity."""
     depth = nesting_depth(text)
     if depth > max_depth:
         raise error(f"{where}: JSON nested {depth} levels deep; at most {max_depth} are read")
@@ -75,10 +75,10 @@ def open_regular(
     limit_of: str = "what is read",
     follow_links: bool = True,
 ) -> Iterator[IO[bytes]]:
-    """``path`` opened for reading, checked before a byte is read: ``error`` (one line naming ``what``, default
-    the path) unless it is a regular file of at most ``limit`` bytes (``limit_of``: what the message calls that
+    """`path` opened for reading, checked before a byte is read: `error` (one line naming `what`, default
+    the path) unless it is a regular file of at most `limit` bytes (`limit_of`: what the message calls that
     limit). It is opened without blocking, so a FIFO with no writer does not hang; a FIFO, a device
-    (``/dev/zero``) or a folder is refused on the open file, and so is a link unless ``follow_links``."""
+    (`/dev/zero`) or a folder is refused on the open file, and so is a link unless `follow_links`."""
     what = str(path) if what is None else what
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow_links else os.O_NOFOLLOW)
     try:
@@ -106,8 +106,8 @@ def read_regular(
     limit_of: str = "what is read",
     follow_links: bool = True,
 ) -> bytes:
-    """The bytes of ``path``, a regular file of at most ``limit`` bytes (:func:`open_regular`, whose checks and
-    arguments these are); at most ``limit + 1`` bytes are read, should the file grow meanwhile."""
+    """The bytes of `path`, a regular file of at most `limit` bytes (`open_regular`, whose checks and
+    arguments these are); at most `limit + 1` bytes are read, should the file grow meanwhile."""
     try:
         with open_regular(path, limit, what, error, limit_of, follow_links) as handle:
             data = handle.read(limit + 1)

@@ -44,9 +44,9 @@ def popcount(bits):
 
 
 def byte_counts(bits):
-    """The population count of each byte of ``bits`` (below 2**56), in that byte of the result.
+    """The population count of each byte of `bits` (below 2**56), in that byte of the result.
 
-    An int for an int (a SWAR count), an int64 array of ``bits``' shape for an array (numpy counts
+    An int for an int (a SWAR count), an int64 array of `bits`' shape for an array (numpy counts
     the bytes of the little-endian int64 words).
     """
     if type(bits) is int:
@@ -58,15 +58,15 @@ def byte_counts(bits):
 
 
 def _running_counts(bits):
-    """Byte ``i`` of the result: the set bits of bytes ``0 .. i`` of ``bits`` (below 2**56); the last
-    searched byte (``>> 48``) is the whole count. One multiplication adds the byte counts (each sum is at
+    """Byte `i` of the result: the set bits of bytes `0 .. i` of `bits` (below 2**56); the last
+    searched byte (`>> 48`) is the whole count. One multiplication adds the byte counts (each sum is at
     most 56: no carries between bytes; an int64 array drops the product's bits past 64, never read)."""
     return (byte_counts(bits) * _ONES) & _WORD
 
 
 def _select(bits, running, k, table: np.ndarray, table_list: list[int]):
-    """``table`` (or, for ints, ``table_list``) at the ``k``-th set bit of ``bits``, given its
-    :func:`_running_counts`."""
+    """`table` (or, for ints, `table_list`) at the `k`-th set bit of `bits`, given its
+    `_running_counts`."""
     # byte i's top bit stays set where running_i <= k (each byte 128 + k - running_i: no borrows)
     done = (((k * _ONES) | _HIGHS) - running) & _HIGHS
     shift = popcount(done) * _BYTE  # the k-th set bit lies in the first byte whose running count passes k
@@ -79,14 +79,14 @@ def _select(bits, running, k, table: np.ndarray, table_list: list[int]):
 
 
 def nth_set_bit(bits, k):
-    """Bit position of the ``k``-th (from 0, lowest first) set bit of ``bits`` (below 2**56);
-    ``k`` < popcount, or ``k = 0`` for an empty word (an unspecified position, for rows the caller masks out)."""
+    """Bit position of the `k`-th (from 0, lowest first) set bit of `bits` (below 2**56);
+    `k` < popcount, or `k = 0` for an empty word (an unspecified position, for rows the caller masks out)."""
     return _select(bits, _running_counts(bits), k, _POSITION, _POSITION_LIST)
 
 
 def uniform_square(bits, uniform):
-    """Square index of a set bit of ``bits`` chosen by ``uniform`` in [0, 1); ints or (B,) arrays:
-    the ``int(uniform * popcount(bits))``-th set bit."""
+    """Square index of a set bit of `bits` chosen by `uniform` in [0, 1); ints or (B,) arrays:
+    the `int(uniform * popcount(bits))`-th set bit."""
     running = _running_counts(bits)
     count = running >> _TOTAL_SHIFT
     if type(count) is int:

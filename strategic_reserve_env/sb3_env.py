@@ -1,35 +1,35 @@
-"""A Stable-Baselines3 ``VecEnv`` over the engine: ``n_envs`` learner games in one batch.
+"""A Stable-Baselines3 `VecEnv` over the engine: `n_envs` learner games in one batch.
 
 No per-game Python env objects: the games live in one
-:class:`~strategic_reserve_env.learner.LearnerGames` batch. The learner's
+`LearnerGames` batch. The learner's
 seat is drawn per game; the opponents (a weighted pool of policies) move
-inside ``step``, so every observation is a decision of the learner and every
-reward is from its side: ``reward="outcome"`` (the default; +1 win, -1 loss,
-0 otherwise), ``reward="luck_adjusted"`` (the outcome minus the learner's luck
+inside `step`, so every observation is a decision of the learner and every
+reward is from its side: `reward="outcome"` (the default; +1 win, -1 loss,
+0 otherwise), `reward="luck_adjusted"` (the outcome minus the learner's luck
 in the rolls since its last decision, on the rewards' scale (2 x luck,
-:data:`~strategic_reserve_env.outcome.REWARD_SCALE`): its own rolls' luck subtracted, the
-opponent's added back; :class:`~strategic_reserve_env.outcome.LuckAdjusted`
+`REWARD_SCALE`): its own rolls' luck subtracted, the
+opponent's added back; `LuckAdjusted`
 takes another value function) or a callable of a
-:class:`~strategic_reserve_env.outcome.Transition`. Each luck term has mean
+`Transition`. Each luck term has mean
 zero given the action before it, so every policy's expected return is
 unchanged and policy gradients stay unbiased, with much less variance; the
-outcome itself is in ``infos[i]["learner_won"]``.
+outcome itself is in `infos[i]["learner_won"]`.
 
 SB3 conventions: a finished game restarts in the same step; its final
-observation is in ``infos[i]["terminal_observation"]`` and
-``infos[i]["TimeLimit.truncated"]`` says whether the ply limit ended it.
-``infos[i]["opponent"]`` names the opponent of a finished game and
-``infos[i]["learner_won"]`` whether the learner won. ``env_method("action_masks")``
-and ``has_attr("action_masks")`` serve sb3-contrib's MaskablePPO with the
-``(n_envs, 36)`` masks of the current observations. Works under ``VecMonitor``.
+observation is in `infos[i]["terminal_observation"]` and
+`infos[i]["TimeLimit.truncated"]` says whether the ply limit ended it.
+`infos[i]["opponent"]` names the opponent of a finished game and
+`infos[i]["learner_won"]` whether the learner won. `env_method("action_masks")`
+and `has_attr("action_masks")` serve sb3-contrib's MaskablePPO with the
+`(n_envs, 36)` masks of the current observations. Works under `VecMonitor`.
 
-Seeding: game ``i`` of the batch reset after ``seed(s)`` plays the games a
-batch of one seeded ``s + i`` plays (:mod:`strategic_reserve_env.learner`:
+Seeding: game `i` of the batch reset after `seed(s)` plays the games a
+batch of one seeded `s + i` plays (`strategic_reserve_env.learner`:
 its dice, its seat and opponent draws and the built-in random opponent's
-choices come from streams of that seed); each ``reset()`` moves on to the
-next ``n_envs`` seeds. Bad input (non-integer actions or a wrong shape,
-``step`` before ``reset``, a faulty opponent) raises as in
-:mod:`strategic_reserve_env.learner`, with nothing changed.
+choices come from streams of that seed); each `reset()` moves on to the
+next `n_envs` seeds. Bad input (non-integer actions or a wrong shape,
+`step` before `reset`, a faulty opponent) raises as in
+`strategic_reserve_env.learner`, with nothing changed.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ _OPPONENT_RNG_TAG = 0x5EA7  # mixed into the seed of the generator given to stoc
 
 
 class StrategicReserveVecEnv(VecEnv):
-    """``n_envs`` games of a learner against a pool of opponents; see the module docstring."""
+    """`n_envs` games of a learner against a pool of opponents; see the module docstring."""
 
     def __init__(
         self,
@@ -77,7 +77,7 @@ class StrategicReserveVecEnv(VecEnv):
 
     # -- the VecEnv protocol --------------------------------------------------------------------
     def seed(self, seed: int | None = None) -> list[int | None]:
-        """Seeds the next reset: game ``i`` uses dice stream ``seed + i``."""
+        """Seeds the next reset: game `i` uses dice stream `seed + i`."""
         if seed is not None:
             self._seed = int(seed)
         return [None if seed is None else self._seed + i for i in range(self.num_envs)]
@@ -142,13 +142,13 @@ class StrategicReserveVecEnv(VecEnv):
     # -- checkpoints ----------------------------------------------------------------------------
     def get_state(self) -> dict[str, Any]:
         """Copies of everything the games need to go on exactly where they are, for checkpoints:
-        ``{"seed": int`` (of the next ``reset``), and the games'
-        :meth:`~strategic_reserve_env.learner.LearnerGames.get_state` ``}``. The opponents themselves are not
-        included: set them with ``games.set_opponents`` first."""
+        `{"seed": int` (of the next `reset`), and the games'
+        `get_state` `}`. The opponents themselves are not
+        included: set them with `games.set_opponents` first."""
         return {"seed": int(self._seed), **self.games.get_state()}
 
     def set_state(self, state: dict[str, Any]) -> None:
-        """Continue from :meth:`get_state` (of an env with the same ``num_envs``); ``ValueError`` if it does not fit."""
+        """Continue from `get_state` (of an env with the same `num_envs`); `ValueError` if it does not fit."""
         seed = state["seed"]
         if not isinstance(seed, int) or isinstance(seed, bool):
             raise ValueError(f"the saved seed is not an integer: {type(seed).__name__}")

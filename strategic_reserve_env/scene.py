@@ -1,10 +1,10 @@
 """What a picture of a position shows, as plain data: the one place that decides it.
 
-:func:`scene_of` reads a :class:`~strategic_reserve_env.game.Game` (never changing it) and returns a
-:class:`Scene`: each square's content and marks, the two reserve panels, the labels and the caption lines.
+`scene_of` reads a `Game` (never changing it) and returns a
+`Scene`: each square's content and marks, the two reserve panels, the labels and the caption lines.
 The drawing backends only map a scene to their medium: ANSI text, RGB pixels and SVG in
-:mod:`strategic_reserve_env.render`, matplotlib artists in :mod:`strategic_reserve_env.plotting`.
-All of them use the colours of :data:`PALETTE`.
+`strategic_reserve_env.render`, matplotlib artists in `strategic_reserve_env.plotting`.
+All of them use the colours of `PALETTE`.
 
 Layout, shared by every backend: column 0..5 holds files a..f from left to right; row 0 is rank 6 (Blue's
 side) at the top and row 5 is rank 1 (Red's near row) at the bottom; Blue's reserve panel is at the top,
@@ -121,7 +121,7 @@ class Scene:
 
 
 def roll_summary(game: Game) -> str:
-    """One line about the latest roll, e.g. ``Red rolled e5 (dice 5, 5): friendly hit, captured d5, e4``."""
+    """One line about the latest roll, e.g. `Red rolled e5 (dice 5, 5): friendly hit, captured d5, e4`."""
     if game.rolled < 0:
         return "No roll yet."
     player = game.roller
@@ -135,13 +135,13 @@ def roll_summary(game: Game) -> str:
 
 def ply_number(game: Game) -> int:
     """The number of the ply under way or just ended, as docs/RULES.md numbers plies (ply k: the game's k-th
-    roll and its placement, from 1): ``game.ply`` (plies completed) once the game is over, otherwise the
-    ply whose roll is waiting for its placement (or comes next), ``game.ply + 1``."""
+    roll and its placement, from 1): `game.ply` (plies completed) once the game is over, otherwise the
+    ply whose roll is waiting for its placement (or comes next), `game.ply + 1`."""
     return game.ply if game.done else game.ply + 1
 
 
 def status(game: Game) -> str:
-    """Whose turn it is, or how the game ended, with the ply's number (:func:`ply_number`)."""
+    """Whose turn it is, or how the game ended, with the ply's number (`ply_number`)."""
     if game.winner >= 0:
         return f"{COLOURS[game.winner].capitalize()} won at ply {game.ply}."
     if game.truncated:
@@ -150,7 +150,7 @@ def status(game: Game) -> str:
 
 
 def _heat_values(heat: object) -> np.ndarray:
-    """``heat`` as a (36,) float64 array; ``ValueError`` naming the shape unless it holds 36 numbers."""
+    """`heat` as a (36,) float64 array; `ValueError` naming the shape unless it holds 36 numbers."""
     try:
         values = np.asarray(heat, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -161,8 +161,8 @@ def _heat_values(heat: object) -> np.ndarray:
 
 
 def scene_of(game: Game, heat: object = None, legal: bool = True) -> Scene:
-    """The scene of ``game``. ``heat``: None, or 36 numbers in square index order (any shape; NaN leaves a
-    square plain) carried to each square's ``heat``; ``legal=False`` leaves the legal placements unmarked."""
+    """The scene of `game`. `heat`: None, or 36 numbers in square index order (any shape; NaN leaves a
+    square plain) carried to each square's `heat`; `legal=False` leaves the legal placements unmarked."""
     values = np.full(NUM_SQUARES, np.nan) if heat is None else _heat_values(heat)
     red, blue = game.red, game.blue
     shown_legal = game.legal if legal else 0

@@ -1,15 +1,15 @@
-"""A person against an agent in the terminal: what ``python -m strategic_reserve_env play`` runs.
+"""A person against an agent in the terminal: what `python -m strategic_reserve_env play` runs.
 
-The caller passes the agent in (the command line loads it from a spec such as ``greedy``; this package
-never imports the ``agents`` package). The game opens with :data:`INTRODUCTION` (the goal, the three kinds of
+The caller passes the agent in (the command line loads it from a spec such as `greedy`; this package
+never imports the `agents` package). The game opens with `INTRODUCTION` (the goal, the three kinds of
 hit, the board's legend, where the rules are). Each turn shows the board (ANSI text), the roll with how its
-dice name the square, and the legal squares; the person types a square such as ``c4`` (``help`` explains
-again, ``?`` lists the legal squares, ``q`` quits after a confirmation; a square that is not allowed is
+dice name the square, and the legal squares; the person types a square such as `c4` (`help` explains
+again, `?` lists the legal squares, `q` quits after a confirmation; a square that is not allowed is
 answered with why) and then sees the board after the placement. At the end the game record can be saved and
-replayed with ``strategic-reserve replay FILE`` (``save``: a regular file, checked before the game; the
+replayed with `strategic-reserve replay FILE` (`save`: a regular file, checked before the game; the
 seed: 0 .. 2**64 - 1, what a record holds).
 
-The record is never lost: Ctrl-C stops the game as ``q`` does (the exit status
+The record is never lost: Ctrl-C stops the game as `q` does (the exit status
 is then 130), and when the record cannot be written (an unwritable path, or a
 second Ctrl-C at the save question) it is printed as one line of JSON instead.
 """
@@ -95,7 +95,7 @@ def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], Non
 
 
 def why_not_legal(game: Game, square: int) -> str:
-    """Why ``square`` is not an allowed placement of the mover of ``game`` (rolled) now (docs/RULES.md, "A
+    """Why `square` is not an allowed placement of the mover of `game` (rolled) now (docs/RULES.md, "A
     turn"): it holds a checker, or, after a friendly hit, it is not next to the group that was hit."""
     name, rolled = square_name(square), square_name(game.rolled)
     friendly = (
@@ -130,10 +130,10 @@ def terminal_game(
     read: Callable[[str], str] = input,
     say: Callable[[str], None] = print,
 ) -> int:
-    """Run one game between a person (``read``/``say``) and ``agent`` (a
-    :class:`~strategic_reserve_env.policies.Policy`); returns an exit code (0, :data:`INTERRUPTED` after Ctrl-C,
-    :data:`SAVE_FAILED` when the record was printed instead of saved). ``seat``: the person's colour,
-    "red", "blue" or "random"; ``seed`` (None: a fresh one, shown) seeds the dice and the agent."""
+    """Run one game between a person (`read`/`say`) and `agent` (a
+    `Policy`); returns an exit code (0, `INTERRUPTED` after Ctrl-C,
+    `SAVE_FAILED` when the record was printed instead of saved). `seat`: the person's colour,
+    "red", "blue" or "random"; `seed` (None: a fresh one, shown) seeds the dice and the agent."""
     if seat not in (*COLOURS, "random"):
         raise ValueError(f"seat must be 'red', 'blue' or 'random', got {brief(seat)}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < records.MAX_SEED):
@@ -190,7 +190,7 @@ def terminal_game(
 def _offer_save(
     record: records.Record, save: str | None, read: Callable[[str], str], say: Callable[[str], None]
 ) -> int:
-    """Write ``record`` to ``save``, or to a file name asked for (empty: skip); returns the exit status.
+    """Write `record` to `save`, or to a file name asked for (empty: skip); returns the exit status.
     When the file cannot be written, or the question is interrupted, the record is printed instead."""
     if save is None:
         try:
@@ -231,7 +231,7 @@ def _is_square(text: str) -> bool:
 
 
 def _print_record(record: records.Record, reason: str, say: Callable[[str], None]) -> None:
-    """Print ``record`` as one line of JSON, after a line saying why and how to replay it."""
+    """Print `record` as one line of JSON, after a line saying why and how to replay it."""
     say(
         f"{reason}; here is the game record (save the next line as a .json file and replay it with "
         "strategic-reserve replay FILE):"

@@ -20,7 +20,7 @@ CONFORMANCE = REPO / "tests" / "data" / "conformance"  # records with their expe
 
 
 def as_from_a_shell() -> None:
-    """``preexec_fn`` of a child process a test stops with SIGINT or SIGTERM: both signals at their default
+    """`preexec_fn` of a child process a test stops with SIGINT or SIGTERM: both signals at their default
     disposition and unblocked, as a shell starts a command. A child inherits an ignored or blocked signal from
     the process that starts it, and a pytest-xdist worker was once seen (in CI, on one worker only, cause not
     found) passing SIGINT on so that a child never saw its Ctrl-C."""

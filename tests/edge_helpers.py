@@ -11,7 +11,7 @@ from strategic_reserve_env.observation import LEGAL_PLANE
 
 
 def snapshot(env) -> dict:
-    """Everything a step of ``env`` (any env wrapping LearnerGames as ``env.games``) may change, copied."""
+    """Everything a step of `env` (any env wrapping LearnerGames as `env.games`) may change, copied."""
     games = env.games
     values = {f.name: getattr(games.state, f.name).copy() for f in fields(games.state)}
     values.update(
@@ -27,7 +27,7 @@ def snapshot(env) -> dict:
 
 
 def assert_unchanged(env, before: dict) -> None:
-    """``env`` is as :func:`snapshot` found it."""
+    """`env` is as `snapshot` found it."""
     after = snapshot(env)
     for key, value in before.items():
         np.testing.assert_array_equal(after[key], value, err_msg=key)

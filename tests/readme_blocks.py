@@ -1,7 +1,7 @@
 """The README's ```python blocks and the modules each one needs.
 
-A block whose first line is ``# needs: module[, module ...]`` uses libraries that only the integration
-venv holds (``.venv-integrations``), or the core venv's extra ``jax`` (:data:`CORE_VENV_MODULES`):
+A block whose first line is `# needs: module[, module ...]` uses libraries that only the integration
+venv holds (`.venv-integrations`), or the core venv's extra `jax` (`CORE_VENV_MODULES`):
 tests/test_docs.py runs the blocks without that line, and those needing only the core venv's extras, in
 the core venv; tests/integration/test_readme_examples.py runs the other marked ones there. Any module
 names work.
@@ -37,7 +37,7 @@ class Block:
 
 
 def python_blocks(readme: Path = README) -> list[Block]:
-    """Every ```python block of the README, in order; ``ValueError`` for a malformed ``# needs:`` line."""
+    """Every ```python block of the README, in order; `ValueError` for a malformed `# needs:` line."""
     blocks = []
     for number, code in enumerate(re.findall(r"```python\n(.*?)```", readme.read_text(), flags=re.DOTALL), start=1):
         first = code.split("\n", 1)[0]
@@ -59,7 +59,7 @@ def run_block(block: Block) -> None:
 
 
 def run_as_a_reader_would(block: Block, monkeypatch, capsys) -> None:
-    """Run ``block`` from the repository's root (pytest's ``monkeypatch`` and ``capsys`` fixtures); a block
+    """Run `block` from the repository's root (pytest's `monkeypatch` and `capsys` fixtures); a block
     that prints must print something."""
     monkeypatch.chdir(README.parent)
     run_block(block)

@@ -129,7 +129,7 @@ def assert_infos(e) -> None:
 
 
 def play_checked(e, rng: np.random.Generator, rolls: list[int]) -> int:
-    """Play one game (already reset with ``rolls`` forced) uniformly at random, mirrored on the reference
+    """Play one game (already reset with `rolls` forced) uniformly at random, mirrored on the reference
     game; check every agent's info after reset, after every step and to the end. Returns the plies."""
     raw = e.unwrapped
     ref = ReferenceGame.from_config(raw.config)
@@ -689,14 +689,14 @@ def test_a_start_dict_with_unknown_fields_is_refused():
 
 
 class _StockCheckAction(pettingzoo.utils.wrappers.base.BaseWrapper):
-    """The action check as a plain PettingZoo wrapper (every attribute through ``__getattr__``)."""
+    """The action check as a plain PettingZoo wrapper (every attribute through `__getattr__`)."""
 
     def step(self, action) -> None:
         super().step(self.env.unwrapped.check_action(action))
 
 
 def _wrapped_trace(e, seed: int, steps: int) -> list:
-    """What a user of a wrapped env sees over ``steps`` seeded steps (about one action in 15 an illegal
+    """What a user of a wrapped env sees over `steps` seeded steps (about one action in 15 an illegal
     square, which loses the game), a deep copy taken and continued half-way, resets between games."""
     rng, trace = np.random.default_rng(seed), []
     e.reset(seed=seed)

@@ -222,7 +222,7 @@ def test_ppo_probabilities_are_sb3_contribs_masked_distribution(positions):
 
 
 def test_ppo_without_a_path_is_the_shipped_model_found_as_package_data():
-    """``ppo`` (and ``ppo:`` with options only) load the installed package's model file, named ``ppo``."""
+    """`ppo` (and `ppo:` with options only) load the installed package's model file, named `ppo`."""
     shipped, by_path = load_agent("ppo"), load_agent(f"ppo:{SHIPPED_MODEL}")
     assert shipped.name == "ppo" and load_agent("ppo:deterministic=false").name == "ppo:deterministic=false"
     assert models.path(models.SHIPPED_POLICY).resolve() == SHIPPED_MODEL

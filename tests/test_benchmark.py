@@ -72,7 +72,7 @@ def outside(tmp_path_factory):
 
 
 def _evaluate(arguments: list[str], cwd: Path, pythonpath: Path | None = None) -> subprocess.CompletedProcess:
-    """evaluate.py run as a user would, from ``cwd`` (outside the repository)."""
+    """evaluate.py run as a user would, from `cwd` (outside the repository)."""
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     if pythonpath is not None:
@@ -171,7 +171,7 @@ def test_the_readmes_custom_agent_benchmarks_as_shown(tmp_path):
 
 
 def _schema_fields(heading: str) -> list[str]:
-    """The field names listed in the table under ``heading`` of docs/BENCHMARK.md."""
+    """The field names listed in the table under `heading` of docs/BENCHMARK.md."""
     text = (REPO / "docs" / "BENCHMARK.md").read_text().split(heading, 1)[1].split("\n#", 1)[0]
     return re.findall(r"^\| `([a-z_0-9]+)` \|", text, flags=re.MULTILINE)
 
@@ -245,7 +245,7 @@ def test_the_reference_table_in_benchmark_md_is_the_generated_one():
 
 
 class FailsLate:
-    """Plays the lowest legal square, then raises once it has been asked ``calls`` times."""
+    """Plays the lowest legal square, then raises once it has been asked `calls` times."""
 
     name = "fails-late"
     uses_observation = False
@@ -314,7 +314,7 @@ def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path,
 
 
 def test_protocol_1_is_still_played_and_scored_raw(tmp_path):
-    """``--protocol 1`` plays v1 (its batch, its raw scoring: the rating from the win counts, as before v2);
+    """`--protocol 1` plays v1 (its batch, its raw scoring: the rating from the win counts, as before v2);
     the card still carries the adjusted scores beside the raw ones."""
     result = subprocess.run(
         [sys.executable, "evaluate.py", "--benchmark", "greedy", "--protocol", "1", *QUICK, "--out", str(tmp_path)],

@@ -1,4 +1,4 @@
-"""The ``strategic-reserve`` console command: one subcommand per task, each naming itself as it was run."""
+"""The `strategic-reserve` console command: one subcommand per task, each naming itself as it was run."""
 
 from __future__ import annotations
 

@@ -66,8 +66,8 @@ class Needs:
 
 @pytest.fixture
 def bots(tmp_path, monkeypatch):
-    """A package ``mybots`` (module ``mybots.heuristics``) outside the repository, importable; and the
-    same code as the file ``bots_file.py``."""
+    """A package `mybots` (module `mybots.heuristics`) outside the repository, importable; and the
+    same code as the file `bots_file.py`."""
     package = tmp_path / "lib" / "mybots"
     package.mkdir(parents=True)
     (package / "__init__.py").write_text("")

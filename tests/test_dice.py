@@ -44,7 +44,7 @@ def test_a_copy_in_the_middle_of_a_block_continues_the_same_rolls_independently(
 
 
 def test_key_and_counter_are_the_whole_state():
-    """Setting ``counter`` or ``key`` in the middle of a block moves the stream there (the rolls worked
+    """Setting `counter` or `key` in the middle of a block moves the stream there (the rolls worked
     out ahead are only a cache)."""
     dice = GameDice(1)
     dice.next()

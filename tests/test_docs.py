@@ -1,4 +1,4 @@
-"""The README's Python examples run as written (those marked ``# needs: ...`` run in the integration venv)."""
+"""The README's Python examples run as written (those marked `# needs: ...` run in the integration venv)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ DOC_HEADING = re.compile(
 
 
 def build(config: str, site, cwd=REPO) -> subprocess.CompletedProcess:
-    """``mkdocs build --strict`` of ``config``, into ``site``."""
+    """`mkdocs build --strict` of `config`, into `site`."""
     environment = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", config, "--site-dir", str(site)],
@@ -47,7 +47,7 @@ def page_text(page: str) -> str:
 
 
 def rst_markup(page: str) -> list[str]:
-    """The reStructuredText a page shows as text: roles (`:func:` ...) and simple-table rules (`==== ====`)."""
+    """The reStructuredText a page shows as text: roles (``) and simple-table rules (`==== ====`)."""
     text = page_text(page)
     return [m.group(0) for m in ROLE.finditer(text)] + [m.group(0) for m in RST_TABLE_RULE.finditer(text)]
 

@@ -203,8 +203,8 @@ def raises_late(observation, mask, calls=[0]):
 
 
 def _shipped_ppo(prefix: str = "") -> str:
-    """The shipped PPO model's spec with its file's path relative to the repository, written after ``prefix``
-    (``./`` for a second spelling of the same agent)."""
+    """The shipped PPO model's spec with its file's path relative to the repository, written after `prefix`
+    (`./` for a second spelling of the same agent)."""
     return f"ppo:{prefix}{os.path.relpath(models.path(models.SHIPPED_POLICY), REPO)}"
 
 
@@ -219,7 +219,7 @@ def _main(argv: list[str], capsys) -> tuple[int, str, str]:
 
 
 def _strict_json(path):
-    """The JSON of ``path``; NaN or Infinity in it fail the test."""
+    """The JSON of `path`; NaN or Infinity in it fail the test."""
 
     def refuse(constant):
         raise AssertionError(f"{path} holds {constant}")

@@ -1,7 +1,7 @@
 """evaluate.py's exits and output folders: what stopped a run is written, what was finished is kept, the
 status says which (0, 1, 2, 130, 143), and one process at a time writes a folder.
 
-The agents are files written here: one that calls ``sys.exit()`` in play or at import, one that hangs,
+The agents are files written here: one that calls `sys.exit()` in play or at import, one that hangs,
 one that is slow enough to be stopped by a signal after its first pairing.
 """
 
@@ -27,7 +27,7 @@ from conftest import REPO, as_from_a_shell
 
 
 def agent_file(directory: Path, name: str, body: str) -> str:
-    """The spec of an agent file ``name``.py whose ``act`` runs ``body`` after its first call (the check before
+    """The spec of an agent file `name`.py whose `act` runs `body` after its first call (the check before
     the first game is its first call), then plays uniformly at random."""
     path = directory / f"{name}.py"
     path.write_text(
@@ -60,7 +60,7 @@ def evaluate(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 
 def start(*arguments: str, stdout=subprocess.PIPE) -> subprocess.Popen:
-    """``python ARGUMENTS`` from the checkout's root, with SIGINT and SIGTERM as a shell leaves them."""
+    """`python ARGUMENTS` from the checkout's root, with SIGINT and SIGTERM as a shell leaves them."""
     return subprocess.Popen(
         [sys.executable, *arguments],
         cwd=REPO,

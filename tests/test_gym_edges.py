@@ -29,7 +29,7 @@ def learner(observation: np.ndarray, mask: np.ndarray) -> int:
 
 
 def _single_env_run(seed: int, length: int, **kwargs) -> list[tuple]:
-    """``length`` records of one StrategicReserveEnv: reset(seed), then steps, reset() after each episode."""
+    """`length` records of one StrategicReserveEnv: reset(seed), then steps, reset() after each episode."""
     env = StrategicReserveEnv(**kwargs)
     observation, info = env.reset(seed=seed)
     run = [("reset", observation, info)]
@@ -260,8 +260,8 @@ def test_vector_env_bad_seeds_change_nothing():
 
 # -- faulty opponents ---------------------------------------------------------------------------
 class Flaky:
-    """``lowest``, except that call number ``fail_at`` (from 0) returns ``bad(masks)`` or raises;
-    ``arm()`` makes it the next call."""
+    """`lowest`, except that call number `fail_at` (from 0) returns `bad(masks)` or raises;
+    `arm()` makes it the next call."""
 
     name = "flaky"
 
@@ -418,7 +418,7 @@ def test_chance_streams():
 
 
 class Gambler:
-    """A stochastic opponent: a uniformly random legal square drawn from ``rng``; once armed, it draws
+    """A stochastic opponent: a uniformly random legal square drawn from `rng`; once armed, it draws
     and then raises."""
 
     name = "gambler"

@@ -1,5 +1,5 @@
 """Records at the edges (issue 29, items 18-20): a huge duplicate key is echoed shortened, a closed standard input
-and a full standard output end with one line and a non-zero exit, and ``analyse`` computes in batches, with
+and a full standard output end with one line and a non-zero exit, and `analyse` computes in batches, with
 the same numbers as one ply at a time.
 """
 

@@ -1,6 +1,6 @@
 """Runs that fail mid-way, agents that fight their time budget, settings too big to allocate (issue 29, items
 5, 11, 12, 17): a run that stops says so in its files, on one stderr line and in its exit status, never
-"still running"; a time budget holds against an agent that catches ``Exception``; sizes are checked before
+"still running"; a time budget holds against an agent that catches `Exception`; sizes are checked before
 anything is allocated.
 """
 
@@ -30,7 +30,7 @@ return np.argmax(np.where(masks, rng.random(masks.shape), -1.0), axis=-1)
 
 
 def agent_file(directory: Path, name: str, body: str, prelude: str = "") -> str:
-    """The spec of an agent file whose ``act`` runs ``body`` from its second call on (its first is the check
+    """The spec of an agent file whose `act` runs `body` from its second call on (its first is the check
     before the first game), then plays uniformly at random."""
     path = directory / f"{name}.py"
     source = "import sys, time\nimport numpy as np\n" + textwrap.dedent(prelude) + "\ncalls = 0\n"

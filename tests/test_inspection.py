@@ -86,7 +86,7 @@ def finished_game(seed: int = 3) -> Game:
 
 
 def positions(seed: int, every: int = 1) -> list[Game]:
-    """Every ``every``-th position of a game (first legal square each turn): before and after each roll."""
+    """Every `every`-th position of a game (first legal square each turn): before and after each roll."""
     game, dice, seen = Game(), GameDice(seed), []
     while not game.done:
         seen.append(game.copy())
@@ -163,7 +163,7 @@ def test_every_backend_draws_the_scene(seed):
 
 
 def test_a_game_shows_as_svg_in_jupyter_without_importing_its_drawing():
-    """The drawing attaches ``_repr_svg_`` to Game; game.py itself imports no drawing module."""
+    """The drawing attaches `_repr_svg_` to Game; game.py itself imports no drawing module."""
     game_source = (REPO / "strategic_reserve_env" / "game.py").read_text()
     assert not re.search(r"^\s*(from|import) .*\b(render|scene|plotting)\b", game_source, re.MULTILINE)
     shown = subprocess.run(
@@ -233,7 +233,7 @@ def test_replay_viewer_steps_and_exports(tmp_path):
 
 
 def _steady(text: str) -> str:
-    """``text`` without what changes from run to run or machine to machine: object addresses, where the
+    """`text` without what changes from run to run or machine to machine: object addresses, where the
     checkout is (a model's path), and the games/s column of a Markdown table (a speed)."""
     text = re.sub(r" at 0x[0-9a-f]+", " at 0x...", text)
     text = re.sub(r"[^\s:|]*models/", "models/", text)
@@ -247,7 +247,7 @@ def _steady(text: str) -> str:
 
 def _shown(cell) -> list[tuple[str, str]]:
     """What a code cell showed, as (kind, text): printed text, Markdown, SVG and plain-text results (see
-    :func:`_steady`), and a marker per PNG (its pixels depend on the platform's rasteriser)."""
+    `_steady`), and a marker per PNG (its pixels depend on the platform's rasteriser)."""
     shown: list[tuple[str, str]] = []
     for output in cell.outputs:
         if output.output_type == "stream":  # consecutive pieces of one stream as one text

@@ -19,7 +19,7 @@ CORE = ("", ".board", ".config", ".rules", ".engine", ".game", ".records", ".dic
 
 
 def run_python(code: str) -> str:
-    """stdout of ``code`` run by a fresh interpreter from the checkout's root; fails with its stderr."""
+    """stdout of `code` run by a fresh interpreter from the checkout's root; fails with its stderr."""
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -106,7 +106,7 @@ def _bare_imports(path: Path, names: set[str]) -> list[str]:
 
 
 def test_no_module_imports_the_bare_agents_or_evaluation_packages():
-    """pytest's ``pythonpath = ["."]`` would let ``import agents`` pass here and fail from a wheel."""
+    """pytest's `pythonpath = ["."]` would let `import agents` pass here and fail from a wheel."""
     files = _python_files()
     assert len(files) > 50
     leftovers = [hit for path in files for hit in _bare_imports(path, BARE_NAMES - {"experiments"})]
@@ -130,7 +130,7 @@ def test_the_repository_folders_are_subpackages_of_the_one_import_name():
 
 
 def _package_imports(path: Path) -> set[str]:
-    """The ``strategic_reserve_env`` modules ``path`` imports (relative imports resolved)."""
+    """The `strategic_reserve_env` modules `path` imports (relative imports resolved)."""
     module = ".".join(path.relative_to(REPO).with_suffix("").parts)
     found = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -145,7 +145,7 @@ def _package_imports(path: Path) -> set[str]:
 
 
 def test_the_training_layer_sits_between_evaluation_and_the_commands():
-    """Only the command-line tools import ``strategic_reserve_env.training``, and it imports none of them."""
+    """Only the command-line tools import `strategic_reserve_env.training`, and it imports none of them."""
     package = REPO / "strategic_reserve_env"
     training = sorted((package / "training").glob("*.py"))
     assert {path.stem for path in training} >= {"settings", "pool", "checkpoint", "folder", "loop", "distillation"}

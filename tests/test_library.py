@@ -28,7 +28,7 @@ from conftest import REPO
 
 
 def run_python(code: str) -> subprocess.CompletedProcess:
-    """``code`` in a fresh interpreter from the checkout (so that a library can be hidden before anything
+    """`code` in a fresh interpreter from the checkout (so that a library can be hidden before anything
     imports it)."""
     return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
 
@@ -96,7 +96,7 @@ def test_the_rules_command_reaches_the_goal_of_the_game_in_its_first_screen(caps
 
 
 def hidden(modules: tuple[str, ...], then: str) -> subprocess.CompletedProcess:
-    """Run ``then`` with ``modules`` made unimportable (as if not installed)."""
+    """Run `then` with `modules` made unimportable (as if not installed)."""
     block = "".join(f"sys.modules[{name!r}] = None\n" for name in modules)
     return run_python(f"import sys\n{block}{then}")
 

@@ -16,7 +16,7 @@ from conftest import random_start
 
 
 def _reference_after(start: StartPosition, square: int) -> tuple[int, int, list[int]]:
-    """(roller's reserve, other's reserve, legal squares) after the roll on ``square``, by the reference."""
+    """(roller's reserve, other's reserve, legal squares) after the roll on `square`, by the reference."""
     game = ReferenceGame(start.board, {"red": start.reserves[0], "blue": start.reserves[1]}, start.to_move)
     legal = game.roll(square)
     roller, other = game.mover, "B" if game.mover == "R" else "R"
@@ -86,7 +86,7 @@ class _Noise:
 @pytest.mark.parametrize("value", [luck.DEFAULT_VALUE, _Noise(3)], ids=["race", "noise"])
 def test_luck_has_mean_zero_over_the_36_rolls_and_is_read_back_after_the_roll(value, rng):
     """The estimator's premise, per position: the luck of the 36 equally likely rolls averages to zero. And the
-    luck read from the state after a roll (:func:`luck.luck_of_latest_roll`, as the evaluation reads it) is
+    luck read from the state after a roll (`luck.luck_of_latest_roll`, as the evaluation reads it) is
     the luck of that roll from the position before it, for a batch and for a Game."""
     starts = [random_start(rng, max_reserve=9) for _ in range(24)]
     state = engine.concatenate([engine.init(Config(start=s), 1) for s in starts])

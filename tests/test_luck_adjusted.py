@@ -66,7 +66,7 @@ def test_two_plies_of_a_conformance_record_have_the_luck_worked_by_hand():
 
 def test_the_luck_kept_by_the_arena_is_the_sum_of_each_rolls_luck():
     """Game by game, the arena's Red luck equals the sum of the luck of each roll read from the same positions
-    one game at a time (``Game``, Python ints), Red's rolls counting for Red and Blue's against."""
+    one game at a time (`Game`, Python ints), Red's rolls counting for Red and Blue's against."""
     agents = [load_agent("greedy"), load_agent("random")]
     seen: list = []
     games = arena.play(
@@ -90,7 +90,7 @@ def test_the_luck_kept_by_the_arena_is_the_sum_of_each_rolls_luck():
 
 
 def _red_results(a: str, b: str, games: int, seed: int, value) -> tuple[np.ndarray, np.ndarray]:
-    """(games,) Red's raw result and Red's luck-adjusted result, ``a`` Red in the even games."""
+    """(games,) Red's raw result and Red's luck-adjusted result, `a` Red in the even games."""
     agents = [load_agent(a), load_agent(b)]
     red_agent = np.tile([0, 1], games // 2)
     played = arena.play(

@@ -30,13 +30,13 @@ SAFE_SQUARE = 14  # c3
 
 
 def decisions(config: Config, rolls: list[int]):
-    """engine.State of len(rolls) games at ``config``'s start, each having rolled its square."""
+    """engine.State of len(rolls) games at `config`'s start, each having rolled its square."""
     state = engine.init(config, len(rolls))
     return engine.roll(state, np.asarray(rolls))
 
 
 def played(config: Config, batch: int, plies: int, seed: int):
-    """engine.State of ``batch`` games after ``plies`` random plies, each then rolled (a placement due)."""
+    """engine.State of `batch` games after `plies` random plies, each then rolled (a placement due)."""
     rng = np.random.default_rng(seed)
     state = engine.init(config, batch)
     for _ in range(plies):

@@ -38,7 +38,7 @@ DEEP = 100_000  # nesting of the bracket files
 
 
 def safetensors_bytes(metadata: dict[str, str], tensors: dict[str, tuple[str, list[int], bytes]]) -> bytes:
-    """A safetensors file written by hand: ``tensors`` {name: (dtype, shape, data)}, in order."""
+    """A safetensors file written by hand: `tensors` {name: (dtype, shape, data)}, in order."""
     header: dict = {"__metadata__": metadata}
     offset = 0
     for name, (dtype, shape, data) in tensors.items():
@@ -53,7 +53,7 @@ def policy_description(**changes) -> dict:
 
 
 def policy_bytes(description: dict | str) -> bytes:
-    """A policy file with ``description`` (JSON text as given if a string) and one tiny tensor."""
+    """A policy file with `description` (JSON text as given if a string) and one tiny tensor."""
     text = description if isinstance(description, str) else json.dumps(description)
     return safetensors_bytes({policy_file.METADATA_KEY: text}, {"action_net.bias": ("F32", [1], b"\0" * 4)})
 
@@ -76,7 +76,7 @@ def value_description(**changes) -> dict:
 
 
 def npy_member(shape: tuple[int, ...], data: bytes, dtype: str = "<f4") -> bytes:
-    """An .npy member whose header claims ``shape`` and whose data is ``data`` (whatever its length)."""
+    """An .npy member whose header claims `shape` and whose data is `data` (whatever its length)."""
     buffer = io.BytesIO()
     np.lib.format.write_array_header_1_0(buffer, {"descr": dtype, "fortran_order": False, "shape": shape})
     return buffer.getvalue() + data
@@ -89,7 +89,7 @@ def write_npz(path: Path, members: dict[str, bytes], compress: bool = False) -> 
 
 
 def rllib_directory(directory: Path, network: dict | None = None, model_json: str | None = None) -> Path:
-    """A module directory: a real small network's weights, and ``model.json`` describing ``network``."""
+    """A module directory: a real small network's weights, and `model.json` describing `network`."""
     config = NetworkConfig(channels=4, conv_layers=1, hidden=8)
     weights = {k: v.numpy() for k, v in rllib_model.BoardNet(config).state_dict().items()}
     rllib_model.save(directory, weights, config)
@@ -333,7 +333,7 @@ def test_json_with_duplicate_keys_or_nan_is_refused():
 
 
 def az_file(path: Path, nan: bool = False, **changes) -> Path:
-    """A small AlphaZero network file (``az_net``), one weight NaN if ``nan``, its description changed."""
+    """A small AlphaZero network file (`az_net`), one weight NaN if `nan`, its description changed."""
     import jax
 
     from strategic_reserve_env.agents import az_net

@@ -1,6 +1,6 @@
-"""Without the ``openspiel`` extra (or on Python 3.10), the OpenSpiel module and agent say what is missing.
+"""Without the `openspiel` extra (or on Python 3.10), the OpenSpiel module and agent say what is missing.
 
-Each check runs in a fresh interpreter that hides ``pyspiel`` (or pretends to be Python 3.10), so it holds in
+Each check runs in a fresh interpreter that hides `pyspiel` (or pretends to be Python 3.10), so it holds in
 the main venv (no OpenSpiel) and in .venv-integrations (OpenSpiel installed) alike. The game itself is tested
 in tests/integration/test_openspiel.py."""
 

@@ -1,4 +1,4 @@
-"""The JAX game (strategic_reserve_env.pgx_env, the optional extra ``jax``) against the numpy engine.
+"""The JAX game (strategic_reserve_env.pgx_env, the optional extra `jax`) against the numpy engine.
 
 Compiles are kept few (each costs seconds): one jitted, vmapped roll and place per env of CONFIGS
 (module-scoped), shared by every test here; batch shapes are fixed per test.
@@ -53,7 +53,7 @@ class Compiled:
         self.place = jax.jit(jax.vmap(self.env.place))
 
     def new_games(self, size: int):
-        """``size`` copies of new_game() (a batch)."""
+        """`size` copies of new_game() (a batch)."""
         return jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (size, *x.shape)), self.env.new_game())
 
 
@@ -88,7 +88,7 @@ def assert_same_games(state, expected: engine.State, where: str) -> None:
 
 
 def restart(state, fresh, done: np.ndarray):
-    """Games where ``done`` replaced by ``fresh``'s (host-side: no compile)."""
+    """Games where `done` replaced by `fresh`'s (host-side: no compile)."""
 
     def pick(new, old):
         new, old = np.asarray(new), np.asarray(old)
@@ -204,7 +204,7 @@ def test_chance_probs():
 
 
 def random_plies(config: Config, size: int, plies: int, rng: np.random.Generator, last_roll: bool = False):
-    """Engine games of ``config`` after ``plies`` random plies (and one more roll if ``last_roll``)."""
+    """Engine games of `config` after `plies` random plies (and one more roll if `last_roll`)."""
     state = engine.init(config, size)
     for _ in range(plies):
         state = engine.roll(state, engine.draw_rolls(rng, size))
@@ -674,7 +674,7 @@ def test_auto_reset_step_is_pgx_auto_reset_and_observation_off_changes_only_the_
 
 
 def test_bench_jax_prints_the_users_loops_beside_numpy(capsys, monkeypatch):
-    """``strategic-reserve bench --jax``: the header, the numpy engine's line, then each loop with its ratio
+    """`strategic-reserve bench --jax`: the header, the numpy engine's line, then each loop with its ratio
     to the engine and its compile time (two loops here: compiles are slow); a missing extra is one line on
     stderr and no header."""
     from strategic_reserve_env import bench_jax

@@ -29,7 +29,7 @@ from conftest import REPO  # noqa: E402
 
 
 def random_game(seed: int, reserve: int = 7) -> Game:
-    """A finished game of uniformly random placements on the dice of ``seed``."""
+    """A finished game of uniformly random placements on the dice of `seed`."""
     game, dice, rng = Game(Config(reserve=reserve)), GameDice(seed), np.random.default_rng(seed)
     while not game.done:
         game.roll(dice.next())
@@ -38,7 +38,7 @@ def random_game(seed: int, reserve: int = 7) -> Game:
 
 
 def inside(artist, figure) -> bool:
-    """``artist`` is drawn wholly inside ``figure`` (nothing cut at its edges)."""
+    """`artist` is drawn wholly inside `figure` (nothing cut at its edges)."""
     figure.canvas.draw()
     box, frame = artist.get_window_extent(), figure.bbox
     return (

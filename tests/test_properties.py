@@ -131,7 +131,7 @@ def test_batched_group_equals_the_int_fill_of_each_game(seed, density, shape):
 
 
 def _component(seed: int, mask: int) -> int:
-    """The squares of ``mask`` connected to ``seed`` found square by square (a breadth-first search on
+    """The squares of `mask` connected to `seed` found square by square (a breadth-first search on
     ranks and files, not on bits)."""
     inside, found = set(squares_of(mask)), set(squares_of(seed))
     frontier = list(found)
@@ -161,7 +161,7 @@ SNAKE = bits_of(s for s in range(36) if s // 6 % 2 == 0 or s % 6 == (5 if s // 6
 def test_group_is_the_connected_component(seed, density, shape, snakes, broadcast):
     """The batched fill (narrowing, then finishing the last few growing games alone) and the int fill
     find each game's connected component, on random masks (pieces at the edge files and ranks, runs
-    that meet the guard bits) with ``snakes`` games on the longest path; a mask broadcast over seeds too."""
+    that meet the guard bits) with `snakes` games on the longest path; a mask broadcast over seeds too."""
     rng = np.random.default_rng(seed)
     flat = array_to_bitboards(rng.random((int(np.prod(shape)), 36)) < density)  # (N,) board bitboards
     flat[rng.permutation(flat.size)[:snakes]] = SNAKE

@@ -21,7 +21,7 @@ LONG_GAME = 1_600  # plies: longer than the environments' default ply limit of 1
 
 
 def play_on(game: Game, rng: np.random.Generator, plies: int = MAX_PLY_LIMIT) -> list[dict]:
-    """Up to ``plies`` plies of uniformly random dice and placements (fewer if the game ends), and
+    """Up to `plies` plies of uniformly random dice and placements (fewer if the game ends), and
     their trace as they were played (plies numbered from the start of the game's history)."""
     trace = []
     while not game.done and len(trace) < plies:

@@ -1,5 +1,5 @@
-"""Hostile input to ``python -m strategic_reserve_env replay`` and ``records.load_record``: bounded reads,
-one error line naming the file and the fault (input echoed only in part), ``-`` for the standard input."""
+"""Hostile input to `python -m strategic_reserve_env replay` and `records.load_record`: bounded reads,
+one error line naming the file and the fault (input echoed only in part), `-` for the standard input."""
 
 from __future__ import annotations
 

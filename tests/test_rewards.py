@@ -1,5 +1,5 @@
-"""The reward hook: ``reward="outcome"``, ``"luck_adjusted"`` or a callable, on the AEC env, the Gymnasium
-single and vector envs and the SB3 VecEnv (rewards computed in :mod:`strategic_reserve_env.outcome`), the
+"""The reward hook: `reward="outcome"`, `"luck_adjusted"` or a callable, on the AEC env, the Gymnasium
+single and vector envs and the SB3 VecEnv (rewards computed in `strategic_reserve_env.outcome`), the
 ledger's scales (a roll's luck counts 2 x against a +-1 reward, 1 x against a score) wherever results are
 luck-adjusted, and reward callables that fail (nothing changes)."""
 
@@ -70,7 +70,7 @@ def test_checkers_pass_with_luck_adjusted_rewards():
 
 def play_aec(environment, seed: int, rng: np.random.Generator):
     """One game of random moves; each agent's return, and each agent's own luck (of the rolls after reset)
-    computed from the game after each step by :func:`luck.luck_of_latest_roll`."""
+    computed from the game after each step by `luck.luck_of_latest_roll`."""
     environment.reset(seed=seed)
     returns = dict.fromkeys(environment.possible_agents, 0.0)
     own_luck = dict.fromkeys(environment.possible_agents, 0.0)
@@ -219,7 +219,7 @@ def test_greedy_learner_against_greedy_keeps_under_an_eighth_of_the_variance():
 
 def test_random_self_play_in_the_arena_keeps_under_a_seventh_of_the_variance():
     """Random self-play in the arena, 3,000 games, race-random value: Red's luck-adjusted return (+-1 scale,
-    :meth:`arena.Games.adjusted` with REWARD_SCALE) has at most 0.15 of the outcome's variance (measured 0.11;
+    `arena.Games.adjusted` with REWARD_SCALE) has at most 0.15 of the outcome's variance (measured 0.11;
     0.31 at half the scale), the means in agreement."""
     returns = arena_returns(RandomAgent(), luck.RANDOM_RACE_VALUE, 3000, seed=0)
     assert returns.ratio <= 0.15
@@ -406,7 +406,7 @@ def _aec_state(environment) -> tuple:
 
 
 class Switchable:
-    """A reward function that answers the outcome, or, while ``bad`` is set, the bad answer ``name``."""
+    """A reward function that answers the outcome, or, while `bad` is set, the bad answer `name`."""
 
     def __init__(self, name: str) -> None:
         self.name, self.bad = name, False
@@ -550,7 +550,7 @@ def test_the_ledger_records_no_roll_for_a_reward_function_that_ignores_them():
 
 
 def _random_play_trace(environment, seed: int, games: int) -> list:
-    """Everything the AEC env shows after each step of ``games`` random games (seeded choices), in order."""
+    """Everything the AEC env shows after each step of `games` random games (seeded choices), in order."""
     rng, trace = np.random.default_rng(seed), []
     environment.reset(seed=seed)
     for _ in range(games):
@@ -565,7 +565,7 @@ def _random_play_trace(environment, seed: int, games: int) -> list:
 
 
 def test_the_outcome_step_gives_what_the_general_step_gives():
-    """``reward="outcome"`` takes the AEC env's fast step (no trial game, no ledger); a callable giving the
+    """`reward="outcome"` takes the AEC env's fast step (no trial game, no ledger); a callable giving the
     same outcome takes the general one (a trial game, the ledger): over many random games, with wins and
     truncations, both show the same rewards, infos, observations, terminations and dice, step by step."""
     for start, ply_limit in (({}, 1000), ({"reserves": (3, 2)}, 9)):
@@ -588,7 +588,7 @@ def test_the_outcome_step_takes_no_copy_of_the_game(monkeypatch):
 
 @pytest.mark.parametrize("reward_spec", ["outcome", "custom"])
 def test_a_bad_forced_roll_raises_before_the_placement(reward_spec):
-    """A forced roll written into the dice directly (not through ``force_rolls``) that is not a square: the
+    """A forced roll written into the dice directly (not through `force_rolls`) that is not a square: the
     step raises, naming it, before the placement, on both steps; the env is as it was."""
     environment = raw_env() if reward_spec == "outcome" else raw_env(reward=lambda transition: OUTCOME(transition))
     environment.reset(seed=5)

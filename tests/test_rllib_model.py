@@ -1,4 +1,4 @@
-"""The RLlib module's network and file format, and the ``rllib:PATH`` agent: torch only, no ray needed.
+"""The RLlib module's network and file format, and the `rllib:PATH` agent: torch only, no ray needed.
 
 Training with Ray RLlib itself is tested in tests/integration/test_rllib.py.
 """
@@ -31,7 +31,7 @@ SMALL = NetworkConfig(channels=4, conv_layers=2, hidden=16)
 
 
 def saved_module(directory, seed: int = 0, config: NetworkConfig = SMALL):
-    """A randomly initialised network written to ``directory``; returns the network."""
+    """A randomly initialised network written to `directory`; returns the network."""
     torch.manual_seed(seed)
     net = BoardNet(config).eval()
     rllib_model.save(
@@ -230,7 +230,7 @@ def test_train_rllib_checks_its_out_directory_first(tmp_path, unwritable_directo
 
 
 def third_party_imports(path) -> set[str]:
-    """The top-level names of the modules ``path`` imports that are neither the standard library nor this project."""
+    """The top-level names of the modules `path` imports that are neither the standard library nor this project."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -241,7 +241,7 @@ def third_party_imports(path) -> set[str]:
 
 
 def test_the_rllib_extra_installs_every_module_the_rllib_code_imports():
-    """``pip install -e '.[rllib]'`` then ``python train_rllib.py --help`` works: ray's own rllib extra pulls in
+    """`pip install -e '.[rllib]'` then `python train_rllib.py --help` works: ray's own rllib extra pulls in
     no torch, so the project's extra names it."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     installed = {
@@ -259,7 +259,7 @@ def test_the_rllib_extra_installs_every_module_the_rllib_code_imports():
 
 
 def _rllib_run(out, iterations: int = 2, status: str = "complete"):
-    """A train-rllib folder as a run of ``iterations`` leaves it (its settings, a checkpoint per iteration
+    """A train-rllib folder as a run of `iterations` leaves it (its settings, a checkpoint per iteration
     naming its run and settings), made without Ray: what --resume reads before it starts Ray."""
     import dataclasses
 
@@ -284,7 +284,7 @@ def _rllib_run(out, iterations: int = 2, status: str = "complete"):
 
 
 def _files(out) -> dict:
-    """Every file of ``out`` but its lock file (which names the last holder) and its bytes."""
+    """Every file of `out` but its lock file (which names the last holder) and its bytes."""
     return {
         p.relative_to(out).as_posix(): p.read_bytes()
         for p in sorted(out.rglob("*"))

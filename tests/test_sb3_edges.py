@@ -103,7 +103,7 @@ def test_observations_are_the_callers_to_edit():
 
 
 class Flaky:
-    """``lowest`` until armed; then its next call returns ``bad(masks)`` (or raises)."""
+    """`lowest` until armed; then its next call returns `bad(masks)` (or raises)."""
 
     name = "flaky"
 

@@ -142,7 +142,7 @@ def test_same_step_restart_plays_the_games_step_then_restart_plays(seat):
 
 
 def _play(env, steps: int, seed: int) -> list:
-    """``steps`` steps with random legal actions; everything the env returned."""
+    """`steps` steps with random legal actions; everything the env returned."""
     rng, seen = np.random.default_rng(seed), []
     for _ in range(steps):
         observations, rewards, dones, infos = env.step(_random_actions(env, rng))

@@ -1,6 +1,6 @@
 """Untrusted model and checkpoint files run no code on any default route.
 
-A crafted SB3 ``.zip`` and a crafted checkpoint ``.pt`` hold a harmless payload
+A crafted SB3 `.zip` and a crafted checkpoint `.pt` hold a harmless payload
 (it writes a marker file when unpickled). The explicit opt-ins show that the
 payloads are real; every default route refuses the files and leaves no marker.
 """
@@ -31,7 +31,7 @@ from conftest import REPO
 
 
 class Payload:
-    """Unpickling this writes ``marker``: a stand-in for any code an attacker would run."""
+    """Unpickling this writes `marker`: a stand-in for any code an attacker would run."""
 
     def __init__(self, marker: Path) -> None:
         self.marker = str(marker)
@@ -67,7 +67,7 @@ def marker(tmp_path) -> Path:
 
 @pytest.fixture
 def crafted_zip(tiny_zip, tmp_path, marker) -> Path:
-    """The tiny zip with one more entry in its ``data``: a pickled payload (SB3 unpickles every such entry)."""
+    """The tiny zip with one more entry in its `data`: a pickled payload (SB3 unpickles every such entry)."""
     path = tmp_path / "crafted.zip"
     with zipfile.ZipFile(tiny_zip) as source, zipfile.ZipFile(path, "w") as target:
         for item in source.infolist():
@@ -106,7 +106,7 @@ def crafted_checkpoint(tmp_path, marker) -> Path:
 
 
 def test_the_payloads_are_real_and_the_opt_in_is_explicit(crafted_zip, crafted_checkpoint, marker):
-    """Only asked for by name (``,trust=pickle``) does the zip load, and then its payload runs: this is what
+    """Only asked for by name (`,trust=pickle`) does the zip load, and then its payload runs: this is what
     the default routes below prevent. The checkpoint's payload runs under torch.load(weights_only=False)."""
     agent = load_agent(f"ppo:{crafted_zip},trust=pickle")
     assert marker.read_text() == "payload ran" and agent.name == f"ppo:{crafted_zip},trust=pickle"
@@ -178,7 +178,7 @@ def test_train_resume_does_not_unpickle_a_crafted_checkpoint(crafted_checkpoint,
 
 
 def _policy_file_with(tmp_path, shipped: Path, **changes) -> Path:
-    """A copy of ``shipped`` whose description has ``changes``."""
+    """A copy of `shipped` whose description has `changes`."""
     from safetensors.torch import load, save
 
     description = read_description(shipped) | changes

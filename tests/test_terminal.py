@@ -1,4 +1,4 @@
-"""A person against an agent in the terminal (``python -m strategic_reserve_env play``): the game, its input
+"""A person against an agent in the terminal (`python -m strategic_reserve_env play`): the game, its input
 errors, and the record kept after Ctrl-C and when the save path cannot be written."""
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def test_terminal_game_quits_and_handles_end_of_input(tmp_path):
 
 
 def scripted(answers: list[str], interrupt_at: int | None = None, interrupt_prompt: str | None = None):
-    """A ``read`` that gives ``answers`` in turn and raises KeyboardInterrupt at the ``interrupt_at``-th
-    placement prompt, or at the first prompt starting with ``interrupt_prompt``."""
+    """A `read` that gives `answers` in turn and raises KeyboardInterrupt at the `interrupt_at`-th
+    placement prompt, or at the first prompt starting with `interrupt_prompt`."""
     answers, placements = iter(answers), 0
 
     def read(prompt: str) -> str:
@@ -271,9 +271,9 @@ def test_the_caller_passes_any_policy_and_a_bad_seat_is_refused(tmp_path):
 
 
 def test_the_env_package_imports_neither_agents_nor_evaluation():
-    """Only the command line (``__main__``, ``commands/``) may load agents and evaluation; every other module of
+    """Only the command line (`__main__`, `commands/`) may load agents and evaluation; every other module of
     the package sits below them (two documented exceptions: the RLlib adapter loads the network it trains, and
-    ``policies.as_policy`` loads an agent spec string through the agents' spec loader, when given one)."""
+    `policies.as_policy` loads an agent spec string through the agents' spec loader, when given one)."""
     above = ("agents", "evaluation", "commands")
     allowed = {
         "rllib.py": {"strategic_reserve_env.agents.rllib_model"},
@@ -392,7 +392,7 @@ def test_a_device_is_never_replaced_by_a_write():
 
 def played_then_asked(answers: list[str]) -> tuple[int, list[str]]:
     """(exit status, what was said) of a game of Red against random (seed 3) played to its end by the first
-    legal squares, ``answers`` given in turn to the questions that are not the placement prompt."""
+    legal squares, `answers` given in turn to the questions that are not the placement prompt."""
     moves, answers_left, said = iter(legal_moves()), iter(answers), []
     code = terminal_game(
         load_agent("random"),
@@ -427,7 +427,7 @@ def test_a_seed_a_record_cannot_hold_is_refused_before_the_game_and_the_largest_
 
 @pytest.mark.parametrize("word", ["q", "quit", "exit"])
 def test_quitting_asks_first_and_the_answer_is_not_a_file_name(tmp_path, monkeypatch, word):
-    """The answer after ``exit`` goes to a confirmation, not to the save question: a square typed then is no
+    """The answer after `exit` goes to a confirmation, not to the save question: a square typed then is no
     file name, and the game goes on."""
     monkeypatch.chdir(tmp_path)
     said = []

@@ -135,7 +135,7 @@ def test_resume_after_a_kill(tmp_path):
 
 
 def _final_state(out) -> tuple[dict, dict]:
-    """The policy tensors of ``out`` and the contents of its last checkpoint."""
+    """The policy tensors of `out` and the contents of its last checkpoint."""
     last = torch.load(checkpoint.checkpoint_path(out, checkpoint.checkpoint_steps(out)[-1]), weights_only=True)
     return load_file(out / "model.safetensors"), last
 
@@ -430,7 +430,7 @@ def _wait_for_checkpoint(out, process: subprocess.Popen) -> None:
 def test_a_signal_stops_after_the_update_with_a_checkpoint_and_resume_by_folder_goes_on(tmp_path, signum, status):
     """The README's pair, small: a PPO run from scratch, stopped by a signal (after its current update: a
     checkpoint at the step it stopped, one line saying where and how to go on, exit 130 / 143, run.json saying
-    so), then ``--out DIR --resume`` alone trains the rest of the run's own --total-steps."""
+    so), then `--out DIR --resume` alone trains the rest of the run's own --total-steps."""
     out = tmp_path / "run"
     process = _start(out, "--total-steps", "20480", "--checkpoint-every", "1024")
     _wait_for_checkpoint(out, process)
@@ -500,7 +500,7 @@ def old_run(tmp_path):
 
 
 def _restart(out, monkeypatch, capsys) -> tuple[int, str]:
-    """``train.py --out OUT --restart`` up to the training itself, which is replaced by nothing."""
+    """`train.py --out OUT --restart` up to the training itself, which is replaced by nothing."""
     monkeypatch.setattr(train.loop, "run", lambda *args: 0)
     status = train.main([*TINY, "--out", str(out), "--restart"])
     return status, capsys.readouterr().err
@@ -695,7 +695,7 @@ def test_a_distillation_stopped_while_labelling_or_fitting_goes_on_where_it_stop
 
 
 def _identity(out) -> tuple:
-    """The settings of the run in ``out`` and what its files belong to (its run id, its settings' digest)."""
+    """The settings of the run in `out` and what its files belong to (its run id, its settings' digest)."""
     settings = folder.resumed_settings(out, {})
     return settings, (outputs.read_run(out)["run_id"], folder.settings_hash(settings))
 
@@ -722,7 +722,7 @@ def test_a_tampered_chunk_of_labels_is_refused_before_it_is_read(tmp_path):
 
 
 def _files(out) -> dict:
-    """Every regular file of ``out`` (but its lock file, which names the last holder) and its bytes."""
+    """Every regular file of `out` (but its lock file, which names the last holder) and its bytes."""
     return {
         p.relative_to(out).as_posix(): p.read_bytes()
         for p in sorted(out.rglob("*"))
@@ -731,7 +731,7 @@ def _files(out) -> dict:
 
 
 def _refused(out, capsys, *args: str) -> str:
-    """``train --out OUT --resume ARGS``: exit 2, one line (after a warning per checkpoint skipped), not a byte
+    """`train --out OUT --resume ARGS`: exit 2, one line (after a warning per checkpoint skipped), not a byte
     of the folder changed; what it printed."""
     before = _files(out)
     assert train.main(["--out", str(out), "--resume", *args]) == 2

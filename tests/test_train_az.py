@@ -45,7 +45,7 @@ def _main(*argv: str) -> tuple[int, str, str]:
 
 
 def _stopped_by(signum: int, out: Path, at: int = 1, times: int = 1) -> tuple[int, str, str]:
-    """A run of 2 iterations sent ``signum`` ``times`` times during its iteration ``at`` (as a Ctrl-C or a
+    """A run of 2 iterations sent `signum` `times` times during its iteration `at` (as a Ctrl-C or a
     kill would)."""
     iterate = az.Trainer.iterate
 
@@ -81,7 +81,7 @@ def _progress(out: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Run straight through (2 iterations); stopped by SIGINT and by SIGTERM after iteration 1; the SIGINT one
-    resumed by ``--out DIR --resume`` alone, after a progress line of an iteration its checkpoint does not
+    resumed by `--out DIR --resume` alone, after a progress line of an iteration its checkpoint does not
     hold was added (a run killed between the two writes)."""
     root = tmp_path_factory.mktemp("az")
     whole = _main(*TINY, "--iterations", "2", "--out", str(root / "whole"))

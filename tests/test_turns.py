@@ -37,7 +37,7 @@ def _uniform_decide(seed: int):
 @pytest.mark.parametrize("sparse", [1, 4, 10**6])
 def test_play_out_is_the_hand_written_loop(sparse, monkeypatch):
     """play_out plays exactly what rolling, choosing and placing by hand plays, whether the turns work on
-    the whole batch or on the few games that move (``engine.SPARSE``), and ``on_roll`` sees every rolled state."""
+    the whole batch or on the few games that move (`engine.SPARSE`), and `on_roll` sees every rolled state."""
     monkeypatch.setattr(engine, "SPARSE", sparse)
     config, games = Config(ply_limit=40), 64
     seen = []
@@ -87,7 +87,7 @@ def test_a_turn_leaves_the_other_games_alone():
 
 
 def test_play_out_stops_after_max_turns():
-    """``max_turns``: the games are those of that many hand-written turns, each still going with exactly that
+    """`max_turns`: the games are those of that many hand-written turns, each still going with exactly that
     many placements made, awaiting its roll."""
     config = Config()
     start = engine.init(config, 40)

@@ -21,7 +21,7 @@ from strategic_reserve_env.commands.record_input import record_source
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; ``prog``: the name ``--help`` shows."""
+    """The command line; `prog`: the name `--help` shows."""
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -1,9 +1,9 @@
 """A command line generated from a settings dataclass: an option per field, its help the field's docstring.
 
-``train`` and ``train-rllib`` keep their settings in one dataclass each, with a docstring under every field
-(the cleanrl shape); :func:`parser` turns it into an ``argparse`` parser, and :func:`given` reads back the
+`train` and `train-rllib` keep their settings in one dataclass each, with a docstring under every field
+(the cleanrl shape); `parser` turns it into an `argparse` parser, and `given` reads back the
 options given on the command line only (by field name), so a command can tell a default from a choice
-(``train --resume`` takes the run's own settings and refuses to change most of them).
+(`train --resume` takes the run's own settings and refuses to change most of them).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import MISSING, fields, is_dataclass
 
 
 def field_docs(cls) -> dict[str, str]:
-    """The docstring under each field of the dataclass ``cls`` and of the dataclasses it extends, as one
+    """The docstring under each field of the dataclass `cls` and of the dataclasses it extends, as one
     paragraph (read from their source)."""
     docs = {}
     for klass in reversed(cls.__mro__):
@@ -53,9 +53,9 @@ def _option_type(hint) -> tuple[type, bool]:
 
 
 def parser(cls, prog: str | None, description: str) -> argparse.ArgumentParser:
-    """An ``argparse`` parser with an option per field of the dataclass ``cls`` (``n_envs`` -> ``--n-envs``;
-    a bool field -> ``--x`` / ``--no-x``; a tuple field takes several values); no option has a default in the
-    namespace (:func:`given`)."""
+    """An `argparse` parser with an option per field of the dataclass `cls` (`n_envs` -> `--n-envs`;
+    a bool field -> `--x` / `--no-x`; a tuple field takes several values); no option has a default in the
+    namespace (`given`)."""
     result = argparse.ArgumentParser(
         prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -82,7 +82,7 @@ def parser(cls, prog: str | None, description: str) -> argparse.ArgumentParser:
 
 
 def given(cls, argv: list[str] | None, prog: str | None, description: str) -> dict:
-    """The options of ``argv`` (default ``sys.argv[1:]``) by field name, only those given (a tuple field as a
+    """The options of `argv` (default `sys.argv[1:]`) by field name, only those given (a tuple field as a
     tuple); argparse's usage error (exit status 2) for an unknown option or a value of the wrong type."""
     values = vars(parser(cls, prog, description).parse_args(argv))
     return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}

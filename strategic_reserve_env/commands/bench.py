@@ -13,8 +13,8 @@ from strategic_reserve_env.policies import seconds_argument
 
 
 def batch_size(text: str) -> int:
-    """A ``--batch-sizes`` value: an integer in 1..``bench_jax.MAX_BATCH`` (the numpy lines' own limit,
-    ``bench.MAX_BATCH``, is checked in :func:`main`), checked before anything is allocated."""
+    """A `--batch-sizes` value: an integer in 1..`bench_jax.MAX_BATCH` (the numpy lines' own limit,
+    `bench.MAX_BATCH`, is checked in `main`), checked before anything is allocated."""
     try:
         value = int(text)
     except ValueError:
@@ -25,7 +25,7 @@ def batch_size(text: str) -> int:
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; ``prog``: the name ``--help`` shows."""
+    """The command line; `prog`: the name `--help` shows."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__)
     parser.add_argument(
         "--seconds", type=seconds_argument, default=2.0, help="time per measurement, a finite number > 0 (default 2)"
@@ -62,12 +62,12 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def _numpy_lines(seconds: float, sizes: tuple[int, ...], config: Config) -> Iterator[str]:
-    """``bench.run``'s lines, measured when iterated (after the header)."""
+    """`bench.run`'s lines, measured when iterated (after the header)."""
     yield from bench.run(seconds=seconds, batch_sizes=sizes, config=config)
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """Print plies/s of random legal play; exit 2 with one line on stderr for bad settings (``--reserve 20``)."""
+    """Print plies/s of random legal play; exit 2 with one line on stderr for bad settings (`--reserve 20`)."""
     args = build_parser(prog).parse_args(argv)
     try:
         config = Config(reserve=args.reserve)

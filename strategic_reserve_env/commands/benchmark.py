@@ -22,7 +22,7 @@ from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCO
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; ``prog``: the name ``--help`` shows."""
+    """The command line; `prog`: the name `--help` shows."""
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -44,7 +44,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """Run the benchmark command (``argv``: its arguments, default ``sys.argv[1:]``)."""
+    """Run the benchmark command (`argv`: its arguments, default `sys.argv[1:]`)."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL

@@ -111,10 +111,10 @@ def stop_reason(error: BaseException) -> tuple[str, int]:
 
 
 def say(*lines: str) -> None:
-    """Print ``lines`` on the standard output and flush them, so that a failing output (a full device, a
-    closed stream) is known now: :class:`OutputLost`. After a failure the standard output is pointed at
-    ``/dev/null``, so that the interpreter's own last flush does not fail again with a traceback; a reader
-    that went away (a broken pipe: ``| head``) is no failure of the run, which goes on."""
+    """Print `lines` on the standard output and flush them, so that a failing output (a full device, a
+    closed stream) is known now: `OutputLost`. After a failure the standard output is pointed at
+    `/dev/null`, so that the interpreter's own last flush does not fail again with a traceback; a reader
+    that went away (a broken pipe: `| head`) is no failure of the run, which goes on."""
     try:
         print(*lines, sep="\n")
         flush_stdout()
@@ -125,8 +125,8 @@ def say(*lines: str) -> None:
 
 
 def written(write, out) -> None:
-    """Call ``write()`` (the run's files in ``out``); an OSError (a full disk, a folder gone) becomes
-    :class:`OutputLost` naming the folder."""
+    """Call `write()` (the run's files in `out`); an OSError (a full disk, a folder gone) becomes
+    `OutputLost` naming the folder."""
     try:
         write()
     except OutputLost:
@@ -136,7 +136,7 @@ def written(write, out) -> None:
 
 
 def keep(save, reason: str) -> str:
-    """Write the run's files with ``reason`` as what stopped it; '' if they were written, else why not."""
+    """Write the run's files with `reason` as what stopped it; '' if they were written, else why not."""
     try:
         save(reason)
     except OutputLost as error:
@@ -145,7 +145,7 @@ def keep(save, reason: str) -> str:
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; ``prog``: the name ``--help`` shows (default the script's)."""
+    """The command line; `prog`: the name `--help` shows (default the script's)."""
     parser = argparse.ArgumentParser(
         prog=prog, description=named(__doc__, "evaluate.py", prog), formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -206,7 +206,7 @@ def list_main() -> int:
 
 
 def as_option(message: str) -> str:
-    """A Settings error message with the setting named as its command-line option (``--ply-limit ...``)."""
+    """A Settings error message with the setting named as its command-line option (`--ply-limit ...`)."""
     name, _, rest = message.partition(" ")
     return f"--{name.replace('_', '-')} {rest}" if name in TOURNAMENT_ONLY else message
 
@@ -217,7 +217,7 @@ def fail(message: str, status: int) -> int:
 
 
 def print_cause(error: BaseException) -> None:
-    """Print the traceback of the exception at the root of ``error`` (raised in an agent's own code,
+    """Print the traceback of the exception at the root of `error` (raised in an agent's own code,
     or while importing it), unless there is none or the agent merely answered wrongly (the message
     says everything then)."""
     cause = error
@@ -249,7 +249,7 @@ def add_act_timeout(parser: argparse.ArgumentParser) -> None:
 
 
 def limited(agent, args: argparse.Namespace):
-    """``agent`` with the --act-timeout budget, if one is given."""
+    """`agent` with the --act-timeout budget, if one is given."""
     return agent if args.act_timeout is None else TimeLimited(agent, args.act_timeout)
 
 
@@ -282,7 +282,7 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 
 def play_tournament(settings: Settings, agents: list, out) -> int:
-    """The round robin of :func:`tournament_main` (agents loaded and checked), with ``out`` locked (or None).
+    """The round robin of `tournament_main` (agents loaded and checked), with `out` locked (or None).
     However it ends, its files say how: complete, or what stopped it (an agent's failure, a signal, a full
     disk, standard output lost, anything else raised), and the exit status and one line on stderr agree."""
     finished: list = []
@@ -315,7 +315,7 @@ def play_tournament(settings: Settings, agents: list, out) -> int:
 
 
 def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """evaluate's ``--benchmark SPEC``: refuses the round robin's settings, then :func:`run_benchmark_command`."""
+    """evaluate's `--benchmark SPEC`: refuses the round robin's settings, then `run_benchmark_command`."""
     protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
     clashing = [f"--{name.replace('_', '-')}" for name in TOURNAMENT_ONLY if getattr(args, name) is not None]
     if clashing or args.agents:
@@ -338,9 +338,9 @@ def run_benchmark_command(
     progress: bool,
     act_timeout: float | None,
 ) -> int:
-    """The benchmark of one agent (evaluate's ``--benchmark`` and the benchmark command): ``games`` per
-    opponent instead of the protocol's (None: the protocol's), the card written to ``out_path`` (or None),
-    each act() call limited to ``act_timeout`` seconds per game (or None); returns the exit status."""
+    """The benchmark of one agent (evaluate's `--benchmark` and the benchmark command): `games` per
+    opponent instead of the protocol's (None: the protocol's), the card written to `out_path` (or None),
+    each act() call limited to `act_timeout` seconds per game (or None); returns the exit status."""
     if games is not None:
         try:
             Settings(agents=[], games=games)
@@ -361,8 +361,8 @@ def run_benchmark_command(
 
 
 def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool, out) -> int:
-    """The benchmark of :func:`run_benchmark_command` (the agent loaded), with ``out`` locked (or None). However
-    it ends, benchmark.json says how (see :func:`play_tournament`)."""
+    """The benchmark of `run_benchmark_command` (the agent loaded), with `out` locked (or None). However
+    it ends, benchmark.json says how (see `play_tournament`)."""
     latest: list = []  # the card as last written
 
     def save(card) -> None:
@@ -395,7 +395,7 @@ def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool,
 
 
 def stopped_benchmark(error: BaseException, card, latest: list, out, save) -> int:
-    """The end of a benchmark that ``error`` stopped: the card so far (``card``, else the last one written)
+    """The end of a benchmark that `error` stopped: the card so far (`card`, else the last one written)
     printed and written with the reason, one line on stderr, the exit status."""
     reason, status = stop_reason(error)
     card = card if card is not None else latest[0] if latest else None

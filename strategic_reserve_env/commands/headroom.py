@@ -10,7 +10,7 @@ import argparse
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; ``prog``: the name ``--help`` shows."""
+    """The command line; `prog`: the name `--help` shows."""
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

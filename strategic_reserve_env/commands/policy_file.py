@@ -14,7 +14,7 @@ import sys
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; ``prog``: the name ``--help`` shows."""
+    """The command line; `prog`: the name `--help` shows."""
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

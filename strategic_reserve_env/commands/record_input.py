@@ -1,4 +1,4 @@
-"""The record argument of the commands that read a game record (``replay``, ``analyse``): a path, or ``-``."""
+"""The record argument of the commands that read a game record (`replay`, `analyse`): a path, or `-`."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
 
 
 def record_source(path: str) -> tuple[str | BinaryIO, str]:
-    """(what :func:`strategic_reserve_env.records.load_record` reads, the name its messages give) of a command's
-    record argument: a file's path, or ``-`` for the standard input."""
+    """(what `strategic_reserve_env.records.load_record` reads, the name its messages give) of a command's
+    record argument: a file's path, or `-` for the standard input."""
     if path != "-":
         return path, path
     if sys.stdin is None:  # started with its standard input closed (``<&-``)

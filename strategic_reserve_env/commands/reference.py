@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; ``prog``: the name ``--help`` shows."""
+    """The command line; `prog`: the name `--help` shows."""
     from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
     from strategic_reserve_env.evaluation.reference import REFERENCE_AGENTS
 

@@ -29,7 +29,7 @@ from strategic_reserve_env.outputs import check_out, lock
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; ``prog``: the name ``--help`` shows."""
+    """The command line; `prog`: the name `--help` shows."""
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

@@ -45,7 +45,7 @@ COMMAND = "train.py"  # what run.json says made the folder
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """The command line (``argv``, default ``sys.argv[1:]``); ``prog``: the name ``--help`` shows (default the
+    """The command line (`argv`, default `sys.argv[1:]`); `prog`: the name `--help` shows (default the
     script's). Exit status 0, 2 for bad settings (one line), 130 / 143 when SIGINT / SIGTERM stopped the run."""
     given = arguments.given(TrainSettings, argv, prog, named(__doc__, "train.py", prog))
     out = Path(given.get("out", TrainSettings.out))
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
 
 def complete(out: Path, settings: TrainSettings, saved: dict | None) -> bool:
-    """Whether the run in ``out`` finished and ``--resume`` asks for no more steps (it stays complete: nothing
+    """Whether the run in `out` finished and `--resume` asks for no more steps (it stays complete: nothing
     is written); says so."""
     run = outputs.read_run(out) or {}
     steps = saved["steps"] if saved is not None else 0

@@ -33,7 +33,7 @@ from strategic_reserve_env.training.signals import Signals, StopNow
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """The command line (``argv``, default ``sys.argv[1:]``); ``prog``: the name ``--help`` shows. Exit status
+    """The command line (`argv`, default `sys.argv[1:]`); `prog`: the name `--help` shows. Exit status
     0, 2 for bad settings or a file that cannot be written (one line), 130 / 143 when SIGINT / SIGTERM
     stopped the run."""
     given = arguments.given(AZSettings, argv, prog, __doc__)

@@ -8,15 +8,15 @@ over the observation planes with the action mask applied to its logits, so
 every action sampled in training is legal. Each iteration prints env steps,
 env steps per second, Red's mean return, game length and the illegal actions
 the env received (always 0 unless the mask is broken); the same numbers go to
-``--out/progress.jsonl``. At the end the module is written to ``--out`` as
-``model.json`` + ``weights.npz`` (no pickle): play it with
-``python evaluate.py rllib:runs/rllib random greedy``. Needs ``pip install -e '.[rllib]'``.
+`--out/progress.jsonl`. At the end the module is written to `--out` as
+`model.json` + `weights.npz` (no pickle): play it with
+`python evaluate.py rllib:runs/rllib random greedy`. Needs `pip install -e '.[rllib]'`.
 
 A run owns its --out as train.py's does (run.json naming the command, settings.json; --restart to start over;
-another command's folder is refused). After each iteration the module is written to ``checkpoints/iteration_N/``
+another command's folder is refused). After each iteration the module is written to `checkpoints/iteration_N/`
 (the same pickle-free files, the last two kept, each naming its run and settings). Ctrl-C (SIGINT) or SIGTERM
 stops the run after the current iteration (exit 130 / 143, one line saying where and how to go on); a second
-signal stops it at once. ``--out DIR --resume`` goes on from the last checkpoint with the run's own settings
+signal stops it at once. `--out DIR --resume` goes on from the last checkpoint with the run's own settings
 (--iterations, --num-env-runners, --address, --num-cpus and --threads may change; a run complete at its
 --iterations stays as it is). What RLlib's state holds beyond the module's weights is not kept, since RLlib
 saves it only as pickles, which this project never loads: a resumed run starts with fresh Adam moments, new
@@ -36,7 +36,7 @@ from strategic_reserve_env.training.rllib import COMMAND, MAY_CHANGE, Settings, 
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """The command line (``argv``, default ``sys.argv[1:]``); ``prog``: the name ``--help`` shows."""
+    """The command line (`argv`, default `sys.argv[1:]`); `prog`: the name `--help` shows."""
     given = arguments.given(Settings, argv, prog, named(__doc__, "train_rllib.py", prog))
     out = Path(given.get("out", Settings.out))
     again = f"{prog or 'python train_rllib.py'} --out {shlex.quote(str(out))} --resume"

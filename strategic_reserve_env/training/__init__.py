@@ -1,19 +1,19 @@
-"""Training: what ``train.py`` (and the shared PPO settings of ``train_rllib.py``) runs, by role.
+"""Training: what `train.py` (and the shared PPO settings of `train_rllib.py`) runs, by role.
 
-- :mod:`.settings`: :class:`TrainSettings`, every setting with its meaning, checked in ``__post_init__``
+- `settings`: `TrainSettings`, every setting with its meaning, checked in `__post_init__`
   (numbers finite and in range, the opponent mixture a real distribution, the memory the sizes will take);
-- :mod:`.pool`: the opponent pool (baseline agents and frozen snapshots of the learner);
-- :mod:`.distillation`: the expert's labelled decisions and the supervised fit before PPO;
-- :mod:`.checkpoint`: the checkpoint file (what it holds, checked when read) and SB3's private learner fields;
-- :mod:`.folder`: the run folder: who owns it, what ``--restart`` removes, its settings for ``--resume``;
-- :mod:`.loop`: the run itself, top to bottom: build, (distil,) PPO with snapshots, evaluations and
+- `pool`: the opponent pool (baseline agents and frozen snapshots of the learner);
+- `distillation`: the expert's labelled decisions and the supervised fit before PPO;
+- `checkpoint`: the checkpoint file (what it holds, checked when read) and SB3's private learner fields;
+- `folder`: the run folder: who owns it, what `--restart` removes, its settings for `--resume`;
+- `loop`: the run itself, top to bottom: build, (distil,) PPO with snapshots, evaluations and
   checkpoints, stop on a signal after the update, save, evaluate;
-- :mod:`.az`: ``train-az``'s run (AlphaZero-style self-play with chance nodes), on the same folder and
+- `az`: `train-az`'s run (AlphaZero-style self-play with chance nodes), on the same folder and
   signals.
 
 Words: a *snapshot* is a frozen copy of the learner in the opponent pool; a *checkpoint* is the file a run
-goes on from; *to resume* is the command-line action (``--resume``) of going on from the last checkpoint;
+goes on from; *to resume* is the command-line action (`--resume`) of going on from the last checkpoint;
 *to load* a checkpoint puts its contents back into the learner, the pool, the games and the generators.
 This layer sits between the evaluation and the command-line tools: it imports agents, evaluation and the
-env adapters, and nothing imports it but ``commands/``.
+env adapters, and nothing imports it but `commands/`.
 """

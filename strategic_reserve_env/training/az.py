@@ -1,22 +1,22 @@
-"""AlphaZero-style self-play with chance nodes (``train-az``), top to bottom: :class:`AZSettings`, :func:`run`.
+"""AlphaZero-style self-play with chance nodes (`train-az`), top to bottom: `AZSettings`, `run`.
 
-Stochastic MuZero's search on the true model (agents/mctx_search.py: ``place`` the decision edge, ``roll`` the
+Stochastic MuZero's search on the true model (agents/mctx_search.py: `place` the decision edge, `roll` the
 chance edge), a policy-value net (agents/az_net.py) as its leaf evaluation; the shape of pgx's
 examples/alphazero. Each iteration:
 
-1. self-play: ``games`` games in lockstep, ``steps`` decisions each; each decision searches (``simulations``,
+1. self-play: `games` games in lockstep, `steps` decisions each; each decision searches (`simulations`,
    Dirichlet noise at the root) and plays a placement drawn from the visit counts; finished games start again;
 2. targets: the search's visit distribution (policy) and the game's result for the player to move (value,
    -1 .. 1; decisions whose game has not ended by the iteration's last step get no value target);
-3. ``updates`` Adam steps on the iteration's decisions (cross-entropy on the legal placements plus squared
+3. `updates` Adam steps on the iteration's decisions (cross-entropy on the legal placements plus squared
    value error).
 
-The run folder is the run kit's (:mod:`.folder`): run.json (the run id, the command ``train-az``, the
-status), settings.json (what ``--resume`` alone goes on with), ``checkpoint.npz`` (everything a resume needs,
+The run folder is the run kit's (`folder`): run.json (the run id, the command `train-az`, the
+status), settings.json (what `--resume` alone goes on with), `checkpoint.npz` (everything a resume needs,
 the games in progress included: a resumed run gives the same network as one that never stopped; checked
-before use), ``model.safetensors`` (the network), ``progress.jsonl`` (one line per iteration; its lines
-after the checkpoint's iteration go on resume) and ``tb/`` (TensorBoard). SIGINT and SIGTERM stop the run
-after the current iteration, with its checkpoint (:class:`~.signals.Signals`); a second signal at once.
+before use), `model.safetensors` (the network), `progress.jsonl` (one line per iteration; its lines
+after the checkpoint's iteration go on resume) and `tb/` (TensorBoard). SIGINT and SIGTERM stop the run
+after the current iteration, with its checkpoint (`Signals`); a second signal at once.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class AZSettings:
     """Start over in an --out that holds another train-az run: its results, settings and checkpoint go first."""
 
     def __post_init__(self) -> None:
-        """``ValueError`` (one line naming the option) for the first bad setting, before anything is written."""
+        """`ValueError` (one line naming the option) for the first bad setting, before anything is written."""
         check_types(self)
         for name in ("iterations", "games", "steps", "simulations", "updates"):
             check_range(name, getattr(self, name), 1)
@@ -243,7 +243,7 @@ class Trainer:
         return params, opt_state, games, stats
 
     def iterate(self) -> dict:
-        """One iteration: self-play, targets, updates; returns its statistics (floats; ``value_loss`` None
+        """One iteration: self-play, targets, updates; returns its statistics (floats; `value_loss` None
         when no decision of the iteration had a value target: no game ended)."""
         import jax
 
@@ -275,9 +275,9 @@ class Trainer:
         self.checkpointed = self.iteration
 
     def load_checkpoint(self, path: Path) -> None:
-        """Continue from ``path`` (written by a run with the same settings): its arrays' names, shapes and types
+        """Continue from `path` (written by a run with the same settings): its arrays' names, shapes and types
         are checked against this run's before any is read, and their values (an iteration in 1..--iterations,
-        finite network and optimiser numbers) before any is used; ``ValueError`` naming the file otherwise."""
+        finite network and optimiser numbers) before any is used; `ValueError` naming the file otherwise."""
         import jax
         import jax.numpy as jnp
 
@@ -307,11 +307,11 @@ class Trainer:
 
 
 def run(settings: AZSettings, out: Path, again: str, signals: Signals, log=say) -> int:
-    """The run in ``out`` (locked, claimed for ``train-az``), from its checkpoint with ``settings.resume``;
-    ``again``: the command line that resumes it (for the line a signal prints); ``signals``: the command's
-    (a signal before the run starts raises :class:`StopNow` out of here, nothing trained); ``log``: where
+    """The run in `out` (locked, claimed for `train-az`), from its checkpoint with `settings.resume`;
+    `again`: the command line that resumes it (for the line a signal prints); `signals`: the command's
+    (a signal before the run starts raises `StopNow` out of here, nothing trained); `log`: where
     the progress lines go. Returns the exit status: 0, or 128 + the signal's number when a signal stopped
-    it. A resume refused (a damaged checkpoint, --iterations below those done) raises ``ValueError`` having
+    it. A resume refused (a damaged checkpoint, --iterations below those done) raises `ValueError` having
     written nothing."""
     trainer = Trainer(settings)
     if settings.resume:
@@ -340,7 +340,7 @@ def run(settings: AZSettings, out: Path, again: str, signals: Signals, log=say) 
 
 
 def _resume(trainer: Trainer, out: Path, log) -> None:
-    """Load the folder's checkpoint into ``trainer`` (checked) and drop the progress lines of iterations after
+    """Load the folder's checkpoint into `trainer` (checked) and drop the progress lines of iterations after
     it (a run stopped between writing them and its checkpoint redoes those iterations)."""
     if (out / CHECKPOINT).is_file():
         trainer.load_checkpoint(out / CHECKPOINT)
@@ -357,7 +357,7 @@ def _resume(trainer: Trainer, out: Path, log) -> None:
 
 
 def _iteration_of(line: str, where: str) -> float:
-    """The iteration a progress line is about (``inf`` for a line that names none: it goes)."""
+    """The iteration a progress line is about (`inf` for a line that names none: it goes)."""
     try:
         record = safe_json.loads(line.encode("utf-8"), where)
     except ValueError:
@@ -367,14 +367,14 @@ def _iteration_of(line: str, where: str) -> float:
 
 
 def _append(path: Path, record: dict) -> None:
-    """Append ``record`` as a line of the progress file; an OSError (a full disk) names the file."""
+    """Append `record` as a line of the progress file; an OSError (a full disk) names the file."""
     with outputs.naming(path), open(path, "a", encoding="utf-8") as progress:
         progress.write(json.dumps(record) + "\n")
 
 
 def _loop(trainer: Trainer, settings: AZSettings, out: Path, signals: Signals, log) -> None:
-    """Iterate up to ``settings.iterations``; after each: its progress line, the checkpoint, the model and the
-    logs; a signal noted meanwhile stops the run there (:class:`Stopped`), with that iteration's checkpoint."""
+    """Iterate up to `settings.iterations`; after each: its progress line, the checkpoint, the model and the
+    logs; a signal noted meanwhile stops the run there (`Stopped`), with that iteration's checkpoint."""
     from tensorboard.summary import Writer
 
     from strategic_reserve_env.agents import az_net

@@ -1,16 +1,16 @@
-"""Checkpoints: ``checkpoints/checkpoint_STEPS-RUNID.pt`` in the run folder, the last two kept.
+"""Checkpoints: `checkpoints/checkpoint_STEPS-RUNID.pt` in the run folder, the last two kept.
 
 A checkpoint is taken after a PPO update (never mid-rollout), at the end of a run and when a signal stops
-it. It holds tensors, numbers and strings only, read with ``torch.load(weights_only=True)`` (which runs no
-code from the file), and its contents are checked before any of it is used (:func:`check_contents`): the
+it. It holds tensors, numbers and strings only, read with `torch.load(weights_only=True)` (which runs no
+code from the file), and its contents are checked before any of it is used (`check_contents`): the
 network and its optimizer, the snapshot pool, the games in progress with their dice streams, the
 generators of numpy, torch and Python, SB3's learner counters, the schedule of the next snapshot,
-evaluation and checkpoint, and the step count. Loading it (:func:`load_into`) makes a run go on exactly:
+evaluation and checkpoint, and the step count. Loading it (`load_into`) makes a run go on exactly:
 the same games, updates and weights as one that never stopped.
 
-SB3 keeps part of a learner's state in private fields (``_n_updates``, ``_episode_num``, ``_last_obs``,
-``_last_episode_starts``) and offers no public way to set them, yet a run that goes on exactly needs them:
-:func:`learner_state` and :func:`set_learner_state` are the one place that reads and writes them.
+SB3 keeps part of a learner's state in private fields (`_n_updates`, `_episode_num`, `_last_obs`,
+`_last_episode_starts`) and offers no public way to set them, yet a run that goes on exactly needs them:
+`learner_state` and `set_learner_state` are the one place that reads and writes them.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ SCHEDULE = ("snapshot", "eval", "checkpoint")  # the steps at which each falls d
 
 
 def _tensors(tree):
-    """``tree`` with its numpy arrays as torch tensors (what ``torch.load(weights_only=True)`` reads back)."""
+    """`tree` with its numpy arrays as torch tensors (what `torch.load(weights_only=True)` reads back)."""
     if isinstance(tree, np.ndarray):
         return torch.from_numpy(tree.copy())
     if isinstance(tree, dict):
@@ -46,7 +46,7 @@ def _tensors(tree):
 
 
 def _arrays(tree):
-    """The inverse of :func:`_tensors`."""
+    """The inverse of `_tensors`."""
     if isinstance(tree, torch.Tensor):
         return tree.numpy()
     if isinstance(tree, dict):
@@ -65,7 +65,7 @@ def generator_states() -> dict:
 
 
 def set_generator_states(states: dict) -> None:
-    """Set the generators to :func:`generator_states`."""
+    """Set the generators to `generator_states`."""
     torch.set_rng_state(states["torch"])
     kind, keys, position, has_gauss, gauss = states["numpy"]
     np.random.set_state((kind, keys.numpy(), position, has_gauss, gauss))
@@ -75,7 +75,7 @@ def set_generator_states(states: dict) -> None:
 
 def learner_state(model) -> dict:
     """What SB3's learner keeps between rollouts beyond its network and optimizer (private fields of
-    ``MaskablePPO``; see the module docstring)."""
+    `MaskablePPO`; see the module docstring)."""
     return {
         "n_updates": model._n_updates,
         "episode_num": model._episode_num,
@@ -84,7 +84,7 @@ def learner_state(model) -> dict:
 
 
 def set_learner_state(model, state: dict, steps: int, last_observations: np.ndarray) -> None:
-    """Set :func:`learner_state` at ``steps``, with ``last_observations`` (what the env's last step returned)."""
+    """Set `learner_state` at `steps`, with `last_observations` (what the env's last step returned)."""
     model.num_timesteps, model._n_updates = steps, state["n_updates"]
     model._episode_num = state["episode_num"]
     model._last_obs = last_observations
@@ -115,8 +115,8 @@ def _integer(value) -> bool:
 
 
 def check_contents(payload: dict) -> None:
-    """``ValueError`` naming the first entry of a loaded checkpoint that is not what :func:`contents` writes:
-    the counters non-negative integers, the schedule steps (``inf`` for no evaluation), the
+    """`ValueError` naming the first entry of a loaded checkpoint that is not what `contents` writes:
+    the counters non-negative integers, the schedule steps (`inf` for no evaluation), the
     settings JSON, the snapshots named weights, the tensors of their types."""
     steps = payload.get("steps")
     if not _integer(steps) or steps < 0:
@@ -160,7 +160,7 @@ def check_contents(payload: dict) -> None:
 
 
 def load_into(checkpoint: dict, model, env, pool) -> dict[str, float]:
-    """Put the learner, its snapshot pool, the games and the generators where :func:`contents` found them;
+    """Put the learner, its snapshot pool, the games and the generators where `contents` found them;
     returns the schedule of the next snapshot, evaluation and checkpoint."""
     model.policy.load_state_dict(checkpoint["policy"])
     model.policy.optimizer.load_state_dict(checkpoint["optimizer"])
@@ -173,7 +173,7 @@ def load_into(checkpoint: dict, model, env, pool) -> dict[str, float]:
 
 
 def save(model, env, pool, schedule: dict[str, float], settings, out: Path, run_id: str) -> Path:
-    """Write the :func:`contents` as ``checkpoints/checkpoint_{steps}-{run_id}.pt`` (atomically: a kill
+    """Write the `contents` as `checkpoints/checkpoint_{steps}-{run_id}.pt` (atomically: a kill
     mid-write leaves no half-written checkpoint under a checkpoint's name); this run's older ones but the
     previous go."""
     (out / "checkpoints").mkdir(parents=True, exist_ok=True)
@@ -186,7 +186,7 @@ def save(model, env, pool, schedule: dict[str, float], settings, out: Path, run_
 
 
 def checkpoint_path(out: Path, steps: int, run_id: str | None = None) -> Path:
-    """The checkpoint of run ``run_id`` (default: the run of ``out``'s run file) after ``steps`` steps."""
+    """The checkpoint of run `run_id` (default: the run of `out`'s run file) after `steps` steps."""
     return out / "checkpoints" / f"checkpoint_{steps}-{run_id or _run_of(out)}.pt"
 
 
@@ -196,7 +196,7 @@ def _run_of(out: Path) -> str | None:
 
 
 def checkpoint_steps(out: Path, run_id: str | None = None) -> list[int]:
-    """Steps of run ``run_id``'s checkpoints (default: the run of ``out``'s run file) in ``out``, in increasing
+    """Steps of run `run_id`'s checkpoints (default: the run of `out`'s run file) in `out`, in increasing
     order."""
     directory = out / "checkpoints"
     run_id = run_id or _run_of(out)
@@ -207,8 +207,8 @@ def checkpoint_steps(out: Path, run_id: str | None = None) -> list[int]:
 
 
 def read(path: Path, limit: int) -> dict:
-    """A checkpoint's contents, loaded with ``weights_only=True`` (no code from the file runs) and checked
-    (:func:`check_contents`); ``ValueError`` if the file is not a regular file of at most ``limit`` bytes
+    """A checkpoint's contents, loaded with `weights_only=True` (no code from the file runs) and checked
+    (`check_contents`); `ValueError` if the file is not a regular file of at most `limit` bytes
     (checked before a byte is read), does not load or is not a checkpoint of this format."""
     try:
         with outputs.open_regular(path, limit) as handle:
@@ -226,8 +226,8 @@ def read(path: Path, limit: int) -> dict:
 
 
 def latest(out: Path, run_id: str, limit: int) -> dict:
-    """The newest checkpoint of run ``run_id`` in ``out`` that loads (:func:`read`), warning on stderr about
-    each newer one that does not; ``ValueError`` when none loads, or when the newest that loads holds another
+    """The newest checkpoint of run `run_id` in `out` that loads (`read`), warning on stderr about
+    each newer one that does not; `ValueError` when none loads, or when the newest that loads holds another
     run (a file renamed into this run's name is refused, not used)."""
     steps = checkpoint_steps(out, run_id)
     if not steps:

@@ -1,16 +1,16 @@
 """The supervised phase before PPO (agents/distill.py), kept in the run folder as it goes.
 
-The expert's labelled decisions are written to ``distillation/labels_NNNN.npz`` chunk by chunk as they are
-made (500 games a chunk; numbers only, written atomically), each with the :class:`~.distill.Cursor` after
-it; the fit writes its state after each epoch to ``distillation/fit.pt`` (tensors and numbers, read with
-``weights_only=True``). A run stopped during the distillation goes on with ``--resume`` where it stopped:
+The expert's labelled decisions are written to `distillation/labels_NNNN.npz` chunk by chunk as they are
+made (500 games a chunk; numbers only, written atomically), each with the `Cursor` after
+it; the fit writes its state after each epoch to `distillation/fit.pt` (tensors and numbers, read with
+`weights_only=True`). A run stopped during the distillation goes on with `--resume` where it stopped:
 the chunks already labelled are read back (checked from their headers before any array is read: the
 arrays and shapes a chunk holds, its decisions at most what its games can hold), the labelling goes on
 after the last one, and the fit after its last epoch, with the same result as a run that never stopped.
 Each chunk and the fit's state carry the run id and the digest of the run's settings
-(:func:`.folder.settings_hash`): a file of another run, or of other settings, is refused
-(:func:`check_saved`, before the run writes anything).
-The fit's losses per epoch and the final agreement with the expert go to TensorBoard (``tb/distillation``).
+(`folder.settings_hash`): a file of another run, or of other settings, is refused
+(`check_saved`, before the run writes anything).
+The fit's losses per epoch and the final agreement with the expert go to TensorBoard (`tb/distillation`).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ RUN_ID_BYTES, HASH_BYTES = 32, 64  # the run id and the settings' digest, as ASC
 
 
 def distill_agents(settings: TrainSettings) -> tuple[object, list]:
-    """The expert and the opponents of the distillation; ``ValueError`` if a spec does not load or the
-    expert has no ``move_values``."""
+    """The expert and the opponents of the distillation; `ValueError` if a spec does not load or the
+    expert has no `move_values`."""
     expert = load_agent(settings.distill_expert)
     if not callable(getattr(expert, "move_values", None)):
         raise ValueError(
@@ -76,8 +76,8 @@ def _ascii(text: str) -> np.ndarray:
 
 
 def check_belongs(path: Path, found: tuple[str, str], belongs: tuple[str, str]) -> None:
-    """``ValueError`` naming ``path`` unless the (run id, settings digest) it carries, ``found``, are
-    ``belongs``."""
+    """`ValueError` naming `path` unless the (run id, settings digest) it carries, `found`, are
+    `belongs`."""
     if found[0] != belongs[0]:
         raise ValueError(f"{path} belongs to run {found[0]:.32}, not to run {belongs[0]} of this folder")
     if found[1] != belongs[1]:
@@ -86,7 +86,7 @@ def check_belongs(path: Path, found: tuple[str, str], belongs: tuple[str, str]) 
 
 def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor, belongs: tuple[str, str]) -> None:
     """One chunk of labelled decisions and the cursor after it, as an .npz of numbers, atomically, with the
-    run id and the settings' digest it ``belongs`` to."""
+    run id and the settings' digest it `belongs` to."""
     with outputs.atomic(path) as handle:
         np.savez_compressed(
             handle,
@@ -105,10 +105,10 @@ def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor
 def read_chunk(
     path: Path, opponents: int, games: int, belongs: tuple[str, str] | None = None
 ) -> tuple[distill.Positions, distill.Cursor]:
-    """A chunk of :func:`write_chunk`, checked before any array is read (``ValueError`` naming the file): a
+    """A chunk of `write_chunk`, checked before any array is read (`ValueError` naming the file): a
     regular file of a bounded size; from its headers, the arrays and their shapes, at most
-    :data:`MAX_DECISIONS_PER_GAME` decisions per game of a chunk; then the run and settings it ``belongs``
-    to (when given), a cursor within ``opponents`` and ``games``."""
+    `MAX_DECISIONS_PER_GAME` decisions per game of a chunk; then the run and settings it `belongs`
+    to (when given), a cursor within `opponents` and `games`."""
     with outputs.open_regular(path, MAX_CHUNK_BYTES):
         pass
     headers = npz_headers(path)
@@ -130,7 +130,7 @@ def read_chunk(
 
 
 def saved_chunks(folder: Path, opponents: int, settings: TrainSettings, belongs: tuple[str, str]):
-    """The chunks of labels in ``folder``, read back in order (:func:`read_chunk`)."""
+    """The chunks of labels in `folder`, read back in order (`read_chunk`)."""
     number = 0
     while os.path.lexists(_chunk_path(folder, number)):
         yield read_chunk(_chunk_path(folder, number), opponents, settings.distill_games, belongs)
@@ -138,7 +138,7 @@ def saved_chunks(folder: Path, opponents: int, settings: TrainSettings, belongs:
 
 
 def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) -> None:
-    """``ValueError`` (one line naming the file) for a file of ``out``'s distillation that does not load or
+    """`ValueError` (one line naming the file) for a file of `out`'s distillation that does not load or
     belongs to another run or other settings: called before a resumed run writes anything."""
     folder = out / FOLDER
     if not folder.is_dir() or folder.is_symlink():
@@ -152,7 +152,7 @@ def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) ->
 def label(
     expert, opponents: list, settings: TrainSettings, folder: Path, belongs: tuple[str, str]
 ) -> distill.Positions:
-    """The expert's labelled decisions: those already in ``folder``, then the rest, each chunk written as it
+    """The expert's labelled decisions: those already in `folder`, then the rest, each chunk written as it
     is made."""
     folder.mkdir(exist_ok=True)
     parts, cursor = [], None
@@ -176,9 +176,9 @@ def label(
 
 
 def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> dict | None:
-    """The fit's state of ``path`` (None if there is none), as :func:`agents.distill.fit` saved it;
-    ``ValueError`` if it is not a regular file of the size the run's network justifies, does not load, its
-    contents are not what the fit saves, or it ``belongs`` to another run or other settings."""
+    """The fit's state of `path` (None if there is none), as `agents.distill.fit` saved it;
+    `ValueError` if it is not a regular file of the size the run's network justifies, does not load, its
+    contents are not what the fit saves, or it `belongs` to another run or other settings."""
     if not os.path.lexists(path):
         return None
     try:
@@ -206,7 +206,7 @@ def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> d
 
 
 def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[str, str]) -> None:
-    """Label the expert's decisions and fit ``policy`` (in place) to them, going on from what ``out`` holds
+    """Label the expert's decisions and fit `policy` (in place) to them, going on from what `out` holds
     (see the module docstring); prints what it did and how often the network now agrees with the expert."""
     from torch.utils.tensorboard import SummaryWriter
 

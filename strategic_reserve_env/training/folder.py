@@ -1,12 +1,12 @@
-"""The run folder (``--out``): who owns it, what ``--restart`` removes, the settings ``--resume`` reads.
+"""The run folder (`--out`): who owns it, what `--restart` removes, the settings `--resume` reads.
 
-A run owns its folder: it writes a run id (``run.json``, with the run's status: running, interrupted,
-complete or failed) and its settings (``settings.json``) when it starts, and holds the folder's lock
-(:mod:`strategic_reserve_env.outputs`) while it runs, so a second process on the same folder is refused. A
-folder that holds another run is refused unless ``--resume`` (go on with it) or ``--restart`` (start over:
+A run owns its folder: it writes a run id (`run.json`, with the run's status: running, interrupted,
+complete or failed) and its settings (`settings.json`) when it starts, and holds the folder's lock
+(`strategic_reserve_env.outputs`) while it runs, so a second process on the same folder is refused. A
+folder that holds another run is refused unless `--resume` (go on with it) or `--restart` (start over:
 its results go first, then its settings, checkpoints and run file, each moved whole into a trash folder
-inside ``--out`` and deleted from there without following a link, so a kill mid-way leaves no old result
-under its name and nothing half-cleared; :func:`strategic_reserve_env.outputs.remove`).
+inside `--out` and deleted from there without following a link, so a kill mid-way leaves no old result
+under its name and nothing half-cleared; `strategic_reserve_env.outputs.remove`).
 """
 
 from __future__ import annotations
@@ -40,11 +40,11 @@ NOT_SETTINGS = ("out", "resume", "restart")  # how this process runs, not what t
 
 
 def claim(out: Path, settings, command: str = "train.py", results: tuple = RESULTS, state: tuple = RUN_STATE) -> str:
-    """The run id of this run in ``out`` (whose lock the caller holds): the folder's own with --resume (nothing
+    """The run id of this run in `out` (whose lock the caller holds): the folder's own with --resume (nothing
     written); else a new one, written to run.json, after --restart removed another run's results and
-    state. ``ValueError`` (one line, nothing written) if the folder holds another run and neither option is
-    given, a run of another command (run.json's ``command``) whatever the options, or on --resume a link
-    among its ``results`` and ``state`` (a run never writes through a link)."""
+    state. `ValueError` (one line, nothing written) if the folder holds another run and neither option is
+    given, a run of another command (run.json's `command`) whatever the options, or on --resume a link
+    among its `results` and `state` (a run never writes through a link)."""
     run = outputs.read_run(out)
     check_command(out, run, command)
     if settings.resume:
@@ -65,7 +65,7 @@ def claim(out: Path, settings, command: str = "train.py", results: tuple = RESUL
 
 
 def check_command(out: Path, run: dict | None, command: str) -> None:
-    """``ValueError`` if ``run`` (the run file of ``out``) is a run of another command than ``command``."""
+    """`ValueError` if `run` (the run file of `out`) is a run of another command than `command`."""
     if run is not None and run.get("command") != command:
         raise ValueError(
             f"--out {out} holds run {run['run_id']} of {str(run.get('command'))[:40]}, not of {command}; this "
@@ -74,7 +74,7 @@ def check_command(out: Path, run: dict | None, command: str) -> None:
 
 
 def refuse_links(out: Path, names: tuple) -> None:
-    """``ValueError`` naming the first of ``names`` in ``out`` that is a symbolic link (a resumed run would
+    """`ValueError` naming the first of `names` in `out` that is a symbolic link (a resumed run would
     read or write through it, outside its folder)."""
     for name in names:
         if (out / name).is_symlink():
@@ -85,7 +85,7 @@ def refuse_links(out: Path, names: tuple) -> None:
 
 
 def settings_hash(settings, may_change: tuple = MAY_CHANGE) -> str:
-    """A digest of the settings that define the run (all but ``may_change`` and how this process runs): each
+    """A digest of the settings that define the run (all but `may_change` and how this process runs): each
     file of a run (a checkpoint, a chunk of labels, the fit's state) carries it with the run id, and a file
     whose digest is not the run's is refused."""
     defining = {name: value for name, value in asdict(settings).items() if name not in may_change + NOT_SETTINGS}
@@ -99,7 +99,7 @@ def start(out: Path, settings) -> None:
 
 
 def set_status(out: Path, status: str, **details) -> None:
-    """Record the run's ``status`` (running, interrupted, complete, failed) and its ``details`` in run.json."""
+    """Record the run's `status` (running, interrupted, complete, failed) and its `details` in run.json."""
     run = outputs.read_run(out) or {}
     for stale in ("stopped", "error"):
         run.pop(stale, None)
@@ -108,9 +108,9 @@ def set_status(out: Path, status: str, **details) -> None:
 
 
 def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> dict:
-    """The settings a run in ``out`` was started with (its settings.json, a regular file of a bounded size,
-    read as untrusted JSON); ``ValueError`` if there is none, it is not a settings file of the dataclass
-    ``cls``, or (``command`` given) the run is another command's."""
+    """The settings a run in `out` was started with (its settings.json, a regular file of a bounded size,
+    read as untrusted JSON); `ValueError` if there is none, it is not a settings file of the dataclass
+    `cls`, or (`command` given) the run is another command's."""
     run = outputs.read_run(out)
     if run is None:
         raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
@@ -129,9 +129,9 @@ def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> 
 def resumed_settings(
     out: Path, given: dict, cls=TrainSettings, may_change: tuple = MAY_CHANGE, command: str | None = None
 ):
-    """The settings of the run in ``out`` (:func:`saved_settings`), with those of ``given`` (the options on the
-    command line, by field name) that may change mid-run; ``ValueError`` naming an option given that may not,
-    or a --total-steps below the saved one; a run of another command than ``command`` (when given)."""
+    """The settings of the run in `out` (`saved_settings`), with those of `given` (the options on the
+    command line, by field name) that may change mid-run; `ValueError` naming an option given that may not,
+    or a --total-steps below the saved one; a run of another command than `command` (when given)."""
     saved = saved_settings(out, cls, command)
     for name, value in given.items():
         now = list(value) if isinstance(value, tuple) else value

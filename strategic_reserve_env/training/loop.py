@@ -1,11 +1,11 @@
-"""The training run, top to bottom: :func:`run`.
+"""The training run, top to bottom: `run`.
 
-The learner (sb3-contrib's MaskablePPO) plays ``n_envs`` games in one engine batch
-(:class:`~strategic_reserve_env.sb3_env.StrategicReserveVecEnv`); each game draws its opponent when it starts
-from the pool (:mod:`.pool`). A callback adds snapshots of the learner to the pool, runs the periodic
-evaluations, logs win rates and writes checkpoints (:mod:`.checkpoint`) after an update. SIGINT and SIGTERM
-stop the run after the current update, with a checkpoint (:class:`~.signals.Signals`); a second signal
-stops it at once. At the end: the last checkpoint, the model (``model.safetensors``, and SB3's ``model.zip``) and the
+The learner (sb3-contrib's MaskablePPO) plays `n_envs` games in one engine batch
+(`StrategicReserveVecEnv`); each game draws its opponent when it starts
+from the pool (`pool`). A callback adds snapshots of the learner to the pool, runs the periodic
+evaluations, logs win rates and writes checkpoints (`checkpoint`) after an update. SIGINT and SIGTERM
+stop the run after the current update, with a checkpoint (`Signals`); a second signal
+stops it at once. At the end: the last checkpoint, the model (`model.safetensors`, and SB3's `model.zip`) and the
 final paired-dice evaluation.
 """
 
@@ -58,7 +58,7 @@ class TimedVecEnv(StrategicReserveVecEnv):
 
 
 def initial_schedule(settings: TrainSettings, steps: int) -> dict[str, float]:
-    """Steps of the first snapshot, evaluation and checkpoint of a run starting at ``steps``."""
+    """Steps of the first snapshot, evaluation and checkpoint of a run starting at `steps`."""
     return {
         "snapshot": steps + settings.snapshot_every,
         "eval": steps + settings.eval_every if settings.eval_every else float("inf"),
@@ -69,10 +69,10 @@ def initial_schedule(settings: TrainSettings, steps: int) -> dict[str, float]:
 class TrainingCallback(BaseCallback):
     """Progress, win rates per opponent, snapshots, periodic evaluation, checkpoints and stops on a signal.
 
-    ``schedule`` holds the steps of the next snapshot, evaluation and checkpoint (from the checkpoint on
+    `schedule` holds the steps of the next snapshot, evaluation and checkpoint (from the checkpoint on
     resume, so a resumed run keeps the same schedule). A checkpoint falls due during a rollout and is
     written at the start of the next one, after the PPO update on the rollout; so is the checkpoint of a
-    stop asked for by a signal, after which the callback raises :class:`Stopped`.
+    stop asked for by a signal, after which the callback raises `Stopped`.
     """
 
     def __init__(self, settings, pool, env, out: Path, run_id: str, signals: Signals, schedule=None) -> None:
@@ -175,8 +175,8 @@ def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
 
 
 def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
-    """``ValueError`` naming the first training-defining setting in which ``settings`` differ from the
-    ``saved`` ones of a checkpoint, or a --total-steps below the ``steps`` already trained that is not the
+    """`ValueError` naming the first training-defining setting in which `settings` differ from the
+    `saved` ones of a checkpoint, or a --total-steps below the `steps` already trained that is not the
     run's own (a run whose last update went past its total steps is trained: it resumes to its model)."""
     for name, value in asdict(settings).items():
         now = list(value) if isinstance(value, tuple) else value
@@ -190,8 +190,8 @@ def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
 
 
 def continue_from(saved: dict, settings: TrainSettings, model, env, pool) -> dict[str, float]:
-    """Load the checkpoint ``saved`` into the learner, the pool, the games and the generators after
-    :func:`check_resumable`; returns its schedule. ``ValueError`` if it does not fit."""
+    """Load the checkpoint `saved` into the learner, the pool, the games and the generators after
+    `check_resumable`; returns its schedule. `ValueError` if it does not fit."""
     check_resumable(json.loads(saved["settings"]), settings, saved["steps"])
     try:
         return checkpoint.load_into(saved, model, env, pool)
@@ -233,11 +233,11 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
 
 
 def run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, saved: dict | None, again: str) -> int:
-    """The run in ``out`` (locked, owned by run ``run_id``), from the checkpoint ``saved`` if given; ``again``:
+    """The run in `out` (locked, owned by run `run_id`), from the checkpoint `saved` if given; `again`:
     the command line that resumes it (for the line a signal prints). Everything a resumed run reads is checked
     first (the checkpoint's settings and its fit into the learner, the distillation's files): a refusal
-    (``ValueError``) writes nothing. Returns the exit status: 0, or 128 + the signal's number when a signal
-    stopped it. A full disk is :class:`~strategic_reserve_env.outputs.OutputLost` (one line naming the file)."""
+    (`ValueError`) writes nothing. Returns the exit status: 0, or 128 + the signal's number when a signal
+    stopped it. A full disk is `OutputLost` (one line naming the file)."""
     torch.set_num_threads(settings.threads)
     belongs = (run_id, settings_hash(settings))
     env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)

@@ -11,8 +11,8 @@ from .settings import opponent_mixture
 
 
 class OpponentPool:
-    """The opponents of ``--opponents`` (loaded here: ``ValueError`` for a spec that does not load) and up to
-    ``max_snapshots`` snapshots of the learner, which share the weight of "self"."""
+    """The opponents of `--opponents` (loaded here: `ValueError` for a spec that does not load) and up to
+    `max_snapshots` snapshots of the learner, which share the weight of "self"."""
 
     def __init__(self, opponents: str, max_snapshots: int) -> None:
         mixture = opponent_mixture(opponents)
@@ -22,18 +22,18 @@ class OpponentPool:
         self.snapshots: list[PPOAgent] = []
 
     def add_snapshot(self, policy, name: str, weights: dict | None = None) -> None:
-        """Freeze a copy of ``policy`` (with ``weights``, a state_dict, if given) into the pool as ``name``."""
+        """Freeze a copy of `policy` (with `weights`, a state_dict, if given) into the pool as `name`."""
         frozen = copy.deepcopy(policy)
         if weights is not None:
             frozen.load_state_dict(weights)
         self.snapshots = (self.snapshots + [PPOAgent(frozen.eval(), name, deterministic=False)])[-self.max_snapshots :]
 
     def get_state(self) -> list[dict]:
-        """The snapshots as tensors and names (for a checkpoint; :meth:`set_state` reads it back)."""
+        """The snapshots as tensors and names (for a checkpoint; `set_state` reads it back)."""
         return [{"name": snapshot.name, "policy": snapshot.policy.state_dict()} for snapshot in self.snapshots]
 
     def set_state(self, state: list[dict], policy) -> None:
-        """The snapshots of :meth:`get_state`, each a copy of ``policy`` with its saved weights."""
+        """The snapshots of `get_state`, each a copy of `policy` with its saved weights."""
         self.snapshots = []
         for snapshot in state:
             self.add_snapshot(policy, snapshot["name"], snapshot["policy"])

@@ -1,10 +1,10 @@
-"""The RLlib self-play run behind ``train-rllib``, top to bottom: :func:`train`, on the run kit.
+"""The RLlib self-play run behind `train-rllib`, top to bottom: `train`, on the run kit.
 
-Both seats play one shared RLModule (strategic_reserve_env/rllib.py). The run owns its folder as ``train``'s
-does (:mod:`.folder`: run.json naming the command, settings.json, the lock; ``--resume`` alone goes on with
-the stored settings, ``--restart`` starts over); after each iteration the module is written to
-``checkpoints/iteration_N/`` (pickle-free, the last two kept); SIGINT and SIGTERM stop it after the current
-iteration (:class:`~.signals.Signals`), a second signal at once. What RLlib's state holds beyond the
+Both seats play one shared RLModule (strategic_reserve_env/rllib.py). The run owns its folder as `train`'s
+does (`folder`: run.json naming the command, settings.json, the lock; `--resume` alone goes on with
+the stored settings, `--restart` starts over); after each iteration the module is written to
+`checkpoints/iteration_N/` (pickle-free, the last two kept); SIGINT and SIGTERM stop it after the current
+iteration (`Signals`), a second signal at once. What RLlib's state holds beyond the
 module's weights is not kept (RLlib saves it only as pickles, which this project never loads): a resumed run
 starts with fresh Adam moments, new games in the env runners and RLlib's counters from zero.
 """
@@ -38,7 +38,7 @@ PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to 
 @dataclass(frozen=True)
 class Settings(PPOSettings):
     """Settings of an RLlib self-play run (every field is a command-line option; the PPO ones are
-    :class:`~.settings.PPOSettings`')."""
+    `PPOSettings`')."""
 
     iterations: int = 100
     """Training iterations; each samples --train-batch-size env steps, then runs the PPO update on them."""
@@ -85,7 +85,7 @@ class Settings(PPOSettings):
         return NetworkConfig(channels=self.channels, conv_layers=self.conv_layers, hidden=self.hidden)
 
     def __post_init__(self) -> None:
-        """``ValueError`` naming the first bad setting (nothing read from disk: ``--out`` is checked after)."""
+        """`ValueError` naming the first bad setting (nothing read from disk: `--out` is checked after)."""
         check_types(self)
         for name in ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "threads"):
             check_range(name, getattr(self, name), 1)
@@ -159,8 +159,8 @@ def progress_line(row: dict, iterations: int) -> str:
 def start_ray(settings: Settings) -> bool:
     """Start a local Ray or join the cluster at --address (unless Ray is already up); True if this call did.
 
-    The package is shipped to every worker (``runtime_env`` ``py_modules``),
-    so cluster nodes need the dependencies (``pip install -e '.[rllib]'``)
+    The package is shipped to every worker (`runtime_env` `py_modules`),
+    so cluster nodes need the dependencies (`pip install -e '.[rllib]'`)
     but run the driver's copy of the code.
     """
     import ray
@@ -188,7 +188,7 @@ def checkpoint_path(out: Path, iteration: int) -> Path:
 
 
 def checkpoint_iterations(out: Path) -> list[int]:
-    """The iterations of the checkpoints in ``out``, in increasing order."""
+    """The iterations of the checkpoints in `out`, in increasing order."""
     directory = out / "checkpoints"
     if directory.is_symlink() or not directory.is_dir():
         return []
@@ -197,9 +197,9 @@ def checkpoint_iterations(out: Path) -> list[int]:
 
 
 def save_checkpoint(algorithm, out: Path, iteration: int, settings: Settings, belongs: tuple[str, str]) -> None:
-    """The module after ``iteration`` as ``checkpoints/iteration_N/`` (written whole under a temporary name,
+    """The module after `iteration` as `checkpoints/iteration_N/` (written whole under a temporary name,
     then renamed: a kill leaves no half checkpoint under a checkpoint's name), its notes naming the iteration,
-    the run id and the settings' digest it ``belongs`` to; older ones but the previous go."""
+    the run id and the settings' digest it `belongs` to; older ones but the previous go."""
     from strategic_reserve_env.rllib import save_module
 
     directory = out / "checkpoints"
@@ -214,8 +214,8 @@ def save_checkpoint(algorithm, out: Path, iteration: int, settings: Settings, be
 
 
 def latest_checkpoint(out: Path, belongs: tuple[str, str]) -> tuple[int, dict]:
-    """The iteration and the module's weights of the newest checkpoint in ``out`` that loads (warning about
-    each newer one that does not); ``ValueError`` if none does, or if the newest that loads belongs to another
+    """The iteration and the module's weights of the newest checkpoint in `out` that loads (warning about
+    each newer one that does not); `ValueError` if none does, or if the newest that loads belongs to another
     run or other settings (its notes). Read before the run writes anything."""
     from strategic_reserve_env.agents import rllib_model
 
@@ -240,7 +240,7 @@ def latest_checkpoint(out: Path, belongs: tuple[str, str]) -> tuple[int, dict]:
 
 
 def keep_progress(path: Path, iterations: int) -> None:
-    """Keep the rows of ``path`` (progress.jsonl) up to iteration ``iterations`` (a run stopped after
+    """Keep the rows of `path` (progress.jsonl) up to iteration `iterations` (a run stopped after
     logging an iteration but before its checkpoint does it again); rows that do not parse go too."""
     kept = []
     for line in path.read_text().splitlines() if path.is_file() else []:
@@ -255,8 +255,8 @@ def keep_progress(path: Path, iterations: int) -> None:
 
 def train(settings: Settings, again: str = "python train_rllib.py") -> int:
     """Run the training, print and record progress, write the module; returns the exit status (0, or 128 +
-    the signal's number when SIGINT or SIGTERM stopped it). ``again``: the command that resumes it. On
-    ``--resume`` the checkpoint is read and checked first: a refusal (``ValueError``) writes nothing, and a
+    the signal's number when SIGINT or SIGTERM stopped it). `again`: the command that resumes it. On
+    `--resume` the checkpoint is read and checked first: a refusal (`ValueError`) writes nothing, and a
     complete run asked for no more iterations stays as it is."""
     out = check_out(settings.out)  # absolute, before anything else runs
     with lock(out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)

@@ -1,10 +1,10 @@
 """The settings of a training run, checked when made: one dataclass, a docstring per field.
 
-:class:`TrainSettings` checks itself in ``__post_init__`` (types, ranges, finite floats, the opponent
+`TrainSettings` checks itself in `__post_init__` (types, ranges, finite floats, the opponent
 mixture, the memory its sizes will allocate), without touching the disk or loading an agent: the command
-loads the agents and checks ``--out`` after it. :class:`PPOSettings` declares the PPO hyperparameters
-that ``train`` and ``train-rllib`` share (one name each: ``learning_rate``, ``n_epochs``, ``clip_range``,
-``ent_coef``, ``gamma``, ``gae_lambda``; each library's own names are given at its call), :func:`check_ppo`
+loads the agents and checks `--out` after it. `PPOSettings` declares the PPO hyperparameters
+that `train` and `train-rllib` share (one name each: `learning_rate`, `n_epochs`, `clip_range`,
+`ent_coef`, `gamma`, `gae_lambda`; each library's own names are given at its call), `check_ppo`
 their checks.
 """
 
@@ -28,13 +28,13 @@ DECISIONS_PER_GAME = 40  # an upper bound of the expert's decisions in a distill
 
 
 def option(name: str) -> str:
-    """The command-line option of a field: ``n_envs`` -> ``--n-envs``."""
+    """The command-line option of a field: `n_envs` -> `--n-envs`."""
     return "--" + name.replace("_", "-")
 
 
 def check_types(settings) -> None:
-    """``ValueError`` naming the first field of the dataclass ``settings`` whose value is not of its annotated
-    type (an ``int`` field takes no bool or float; a ``float`` field takes an int): settings read back from a
+    """`ValueError` naming the first field of the dataclass `settings` whose value is not of its annotated
+    type (an `int` field takes no bool or float; a `float` field takes an int): settings read back from a
     file are checked like those of the command line."""
     hints = typing.get_type_hints(type(settings))
     for field in fields(settings):
@@ -57,7 +57,7 @@ def _is(value, kind) -> bool:
 
 
 def check_range(name: str, value: float, low: float, high: float = math.inf, *, open_low: bool = False) -> None:
-    """``ValueError`` unless ``value`` is finite and in [low, high] ((low, high] with ``open_low``)."""
+    """`ValueError` unless `value` is finite and in [low, high] ((low, high] with `open_low`)."""
     if not math.isfinite(value) or value < low or value > high or (open_low and value == low):
         interval = f"{'(' if open_low else '['}{_number(low)}, {_number(high)}]" if math.isfinite(high) else None
         bound = interval or (f"> {_number(low)}" if open_low else f">= {_number(low)}")
@@ -80,8 +80,8 @@ def check_ppo(settings) -> None:
 
 def opponent_mixture(text: str) -> list[tuple[str, float]]:
     """'random:1,greedy:2,self:1' -> [(name, weight), ...], the weights finite, >= 0 and with a finite positive
-    sum (a real distribution once normalised); ``ValueError`` naming ``--opponents`` otherwise. The names are
-    not loaded here (:mod:`.pool` does)."""
+    sum (a real distribution once normalised); `ValueError` naming `--opponents` otherwise. The names are
+    not loaded here (`pool` does)."""
     mixture = []
     for item in filter(None, text.split(",")):
         name, _, weight = item.rpartition(":")
@@ -104,9 +104,9 @@ def opponent_mixture(text: str) -> list[tuple[str, float]]:
 
 @dataclass(frozen=True)
 class PPOSettings:
-    """The PPO hyperparameters of both training commands (``train``: SB3's MaskablePPO; ``train-rllib``:
+    """The PPO hyperparameters of both training commands (`train`: SB3's MaskablePPO; `train-rllib`:
     RLlib's PPO), declared once, under one name each; each library's own names are given at its call.
-    Checked by :func:`check_ppo`."""
+    Checked by `check_ppo`."""
 
     n_epochs: int = 4
     """Passes over each rollout (or iteration's batch)."""
@@ -125,7 +125,7 @@ class PPOSettings:
 @dataclass(frozen=True)
 class TrainSettings(PPOSettings):
     """Settings of a training run (every field is a command-line option; the PPO ones are
-    :class:`PPOSettings`')."""
+    `PPOSettings`')."""
 
     total_steps: int = 0
     """PPO: learner decisions to train on (environment steps, summed over the games); 0: no PPO, the
@@ -201,7 +201,7 @@ class TrainSettings(PPOSettings):
     """Weight of the value head's squared error (against the game's outcome) in the supervised loss."""
 
     def __post_init__(self) -> None:
-        """``ValueError`` (one line naming the option) for the first bad setting: nothing is written, loaded or
+        """`ValueError` (one line naming the option) for the first bad setting: nothing is written, loaded or
         trained before every setting has passed."""
         check_types(self)
         for name in ("total_steps", "distill_games", "eval_every"):
@@ -296,14 +296,14 @@ def memory_needed(settings: TrainSettings) -> dict[str, float]:
 
 def max_file_bytes(settings: TrainSettings) -> int:
     """The largest file of a run's state (a checkpoint, the distillation fit's state) read back: what the
-    settings' network, snapshots, games and rollout take (:func:`memory_needed`), and a margin; a larger
+    settings' network, snapshots, games and rollout take (`memory_needed`), and a margin; a larger
     file is refused before it is read."""
     parts = memory_needed(settings)
     return int(sum(value for name, value in parts.items() if not name.startswith("--distill"))) + (64 << 20)
 
 
 def physical_memory() -> float:
-    """Bytes of this machine's memory (``inf`` where the system does not say)."""
+    """Bytes of this machine's memory (`inf` where the system does not say)."""
     try:
         return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
     except (ValueError, OSError, AttributeError):
@@ -311,8 +311,8 @@ def physical_memory() -> float:
 
 
 def check_memory(settings, needed=memory_needed) -> None:
-    """``ValueError`` naming the setting that takes most when ``needed(settings)`` (bytes per setting that
-    sizes them: :func:`memory_needed` for ``train``, another for ``train-az``) exceeds the memory."""
+    """`ValueError` naming the setting that takes most when `needed(settings)` (bytes per setting that
+    sizes them: `memory_needed` for `train`, another for `train-az`) exceeds the memory."""
     parts = needed(settings)
     total, available = sum(parts.values()), physical_memory()
     if total > available:

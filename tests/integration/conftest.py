@@ -1,7 +1,7 @@
 """The RL libraries researchers already use, each driving the env exactly as its own docs do.
 
-These tests run in ``.venv-integrations`` (``make test-integrations``; ``make test`` runs them after
-the core suite): Ray RLlib pins ``gymnasium==1.2.2``, which the core venv does not hold back to.
+These tests run in `.venv-integrations` (`make test-integrations`; `make test` runs them after
+the core suite): Ray RLlib pins `gymnasium==1.2.2`, which the core venv does not hold back to.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""OpenSpiel 2.0.2: the game ``python_strategic_reserve`` under OpenSpiel's own checks, the conformance records
+"""OpenSpiel 2.0.2: the game `python_strategic_reserve` under OpenSpiel's own checks, the conformance records
 replayed through OpenSpiel states, OpenSpiel's MCTS as an agent of evaluate.py, and agents as OpenSpiel bots.
 
 pyspiel is imported unconditionally: in .venv-integrations a missing OpenSpiel fails these tests."""
@@ -38,7 +38,7 @@ def game_of(reserve: int = 7, ply_limit: int = DEFAULT_PLY_LIMIT):
 
 
 def view(state, player: int) -> np.ndarray:
-    """The observation tensor of ``player`` as (6, 6, 9) planes."""
+    """The observation tensor of `player` as (6, 6, 9) planes."""
     return np.asarray(state.observation_tensor(player)).reshape(OBSERVATION_SHAPE)
 
 
@@ -47,7 +47,7 @@ def bits(view_: np.ndarray, plane: str) -> int:
 
 
 def openspiel_trace(state, plies: list[tuple[int, int]]) -> list[str]:
-    """The trace lines of ``plies`` ((rolled, placed) squares) played from ``state``, each roll a chance outcome
+    """The trace lines of `plies` ((rolled, placed) squares) played from `state`, each roll a chance outcome
     and each placement an action, read back from OpenSpiel's interface alone: the legal actions and their
     names, the observation tensors (captures, kind of hit, board, reserves) and the returns (winner)."""
     lines = []
@@ -219,7 +219,7 @@ def test_conformance_records_replay_through_openspiel_states():
 
 
 def long_random_record(seed: int) -> records.Record:
-    """The record of a game of uniformly random rolls and placements (reserve 12), from ``seed`` on: the first
+    """The record of a game of uniformly random rolls and placements (reserve 12), from `seed` on: the first
     that lasts longer than LONG plies."""
     while True:
         rng, game = np.random.default_rng(seed), Game(Config(reserve=12, ply_limit=MAX_PLY_LIMIT))

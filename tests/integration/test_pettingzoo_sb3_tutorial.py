@@ -1,5 +1,5 @@
 """PettingZoo's SB3 action-mask tutorial (tutorials/SB3/connect_four/sb3_connect_four_action_mask.py of
-Farama-Foundation/PettingZoo), run on this env: its ``SB3ActionMaskWrapper`` and ``mask_fn`` are copied
+Farama-Foundation/PettingZoo), run on this env: its `SB3ActionMaskWrapper` and `mask_fn` are copied
 here unchanged (the tutorial is not part of the installed package), then its training and evaluation
 steps, with a few hundred MaskablePPO steps instead of 20,480."""
 

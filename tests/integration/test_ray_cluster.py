@@ -1,13 +1,13 @@
-"""The README's Ray cluster recipe, for real: a head and a second node started with ``ray start`` on the loopback
-range, token authentication on (``RAY_AUTH_MODE=token``), two iterations trained through ``train_rllib.py
+"""The README's Ray cluster recipe, for real: a head and a second node started with `ray start` on the loopback
+range, token authentication on (`RAY_AUTH_MODE=token`), two iterations trained through ``train_rllib.py
 --address``, an env runner on each node, no illegal action; the test stops the processes it started by their ids.
 
-Every address is a loopback one: Ray turns ``127.0.0.1`` and ``localhost`` into the machine's interface address
-(``ray._common.network_utils.is_localhost``, so that other machines can reach a head), so the head is held on
-127.0.0.2 and the second node on 127.0.0.3, which Linux also routes over ``lo``; the ports Ray would take by default
-are given free ones (another Ray on this machine keeps its own), usage statistics are off, and ``HOME`` is a
-temporary folder (Ray writes a generated token under ``~/.ray``; here the token is made by the test and passed as
-``RAY_AUTH_TOKEN``, as the other machines of a real cluster get it). After the run, every TCP connection the
+Every address is a loopback one: Ray turns `127.0.0.1` and `localhost` into the machine's interface address
+(`ray._common.network_utils.is_localhost`, so that other machines can reach a head), so the head is held on
+127.0.0.2 and the second node on 127.0.0.3, which Linux also routes over `lo`; the ports Ray would take by default
+are given free ones (another Ray on this machine keeps its own), usage statistics are off, and `HOME` is a
+temporary folder (Ray writes a generated token under `~/.ray`; here the token is made by the test and passed as
+`RAY_AUTH_TOKEN`, as the other machines of a real cluster get it). After the run, every TCP connection the
 cluster's processes hold is checked to stay within 127.0.0.0/8.
 """
 
@@ -38,7 +38,7 @@ ITERATIONS = 2
 
 
 def is_loopback(address: str) -> bool:
-    """A loopback address, IPv4-mapped ones (``::ffff:127.0.0.2``) included."""
+    """A loopback address, IPv4-mapped ones (`::ffff:127.0.0.2`) included."""
     ip = ipaddress.ip_address(address)
     return (ip.ipv4_mapped or ip).is_loopback if isinstance(ip, ipaddress.IPv6Address) else ip.is_loopback
 
@@ -50,7 +50,7 @@ def free_port() -> int:
 
 
 def wait_started(process: subprocess.Popen, log: Path) -> None:
-    """Wait until ``ray start --block`` says the node runs; fail with its log if it exits or takes too long."""
+    """Wait until `ray start --block` says the node runs; fail with its log if it exits or takes too long."""
     deadline = time.monotonic() + START_TIMEOUT
     while "Ray runtime started" not in log.read_text():
         assert process.poll() is None, f"ray start exited {process.returncode}:\n{log.read_text()[-3000:]}"
@@ -59,7 +59,7 @@ def wait_started(process: subprocess.Popen, log: Path) -> None:
 
 
 def stop(process: subprocess.Popen) -> None:
-    """Stop ``ray start --block`` and what it started: its own process group (made for it), SIGTERM first."""
+    """Stop `ray start --block` and what it started: its own process group (made for it), SIGTERM first."""
     for sig, wait in ((signal.SIGTERM, 60), (signal.SIGKILL, 30)):
         try:
             os.killpg(process.pid, sig)

@@ -1,4 +1,4 @@
-"""The README's Python examples marked ``# needs: module, ...`` (tests/readme_blocks.py), run here, where
+"""The README's Python examples marked `# needs: module, ...` (tests/readme_blocks.py), run here, where
 the RL libraries are installed; tests/test_docs.py runs the unmarked ones, and those needing only the
 core venv's extra jax, in the core venv."""
 

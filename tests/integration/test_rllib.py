@@ -1,9 +1,9 @@
 """Ray RLlib 2.60 (new API stack), unchanged, trains on the env: masked shared-policy self-play with PPO.
 
-``train_rllib.py`` runs two iterations with two env runners on a local Ray
+`train_rllib.py` runs two iterations with two env runners on a local Ray
 (2 CPUs) and must report zero illegal actions; the module it writes loads
-through ``strategic_reserve_env.agents.load_agent("rllib:PATH")`` and plays whole games through
-``arena.play`` and ``evaluate.py``. RLlib's own env runner (built in this
+through `strategic_reserve_env.agents.load_agent("rllib:PATH")` and plays whole games through
+`arena.play` and `evaluate.py`. RLlib's own env runner (built in this
 process, no Ray cluster) shows that the count of illegal actions is real: a
 policy that ignores the mask makes them, the module never does.
 """
@@ -147,7 +147,7 @@ def test_evaluate_py_plays_the_trained_module(trained):
 
 
 def positions(games: int, seed: int) -> engine.State:
-    """Every position of ``games`` games of random play, each awaiting a placement."""
+    """Every position of `games` games of random play, each awaiting a placement."""
     seen = []
     random = load_agent("random")
     arena.play(
@@ -246,7 +246,7 @@ def rllibs_env_runner(seed: int = 1) -> MultiAgentEnvRunner:
 
 
 def sample(runner: MultiAgentEnvRunner, random_actions: bool, steps: int = 600) -> tuple[dict, list]:
-    """``steps`` env steps: the runner's metrics of them and each episode's actions per agent."""
+    """`steps` env steps: the runner's metrics of them and each episode's actions per agent."""
     # fresh games: RLlib cannot continue an episode begun by the module with random actions (or vice versa)
     episodes = runner.sample(num_timesteps=steps, random_actions=random_actions, force_reset=True)
     assert sum(episode.env_steps() for episode in episodes) >= steps
@@ -305,7 +305,7 @@ def test_the_run_keeps_a_checkpoint_per_iteration(trained):
 @pytest.mark.parametrize("signum, status", [(2, 130), (15, 143)], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_stops_after_the_iteration_and_resume_by_folder_goes_on(tmp_path, signum, status):
     """SIGINT or SIGTERM after the first checkpoint: the run stops after its current iteration with a
-    checkpoint, one line and exit 130 / 143; ``--out DIR --resume`` alone trains the remaining iterations of
+    checkpoint, one line and exit 130 / 143; `--out DIR --resume` alone trains the remaining iterations of
     the run's own --iterations from the checkpoint's weights (with nothing left to train, they are the module
     it writes; RLlib's optimizer state and counters are not kept: see train_rllib.py); a complete run resumed
     stays as it is."""

@@ -1,6 +1,6 @@
-"""Tianshou 2.0: the env as its tic-tac-toe example uses ``tictactoe_v3`` (test/pettingzoo/tic_tac_toe.py of
-thu-ml/tianshou v2.0.1): ``tianshou.env.PettingZooEnv`` around the AEC env, ``MultiAgentOffPolicyAlgorithm``
-(Tianshou 2's ``MultiAgentPolicyManager``) over one algorithm per agent, a ``Collector`` and its trainer."""
+"""Tianshou 2.0: the env as its tic-tac-toe example uses `tictactoe_v3` (test/pettingzoo/tic_tac_toe.py of
+thu-ml/tianshou v2.0.1): `tianshou.env.PettingZooEnv` around the AEC env, `MultiAgentOffPolicyAlgorithm`
+(Tianshou 2's `MultiAgentPolicyManager`) over one algorithm per agent, a `Collector` and its trainer."""
 
 from __future__ import annotations
 

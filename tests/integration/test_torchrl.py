@@ -1,6 +1,6 @@
-"""TorchRL: the AEC env through ``PettingZooWrapper(env=..., use_mask=True)`` as TorchRL's docs wrap
-``tictactoe_v3.env()`` (one group per agent, categorical actions, ``"mask"`` for the agent on move and
-``"action_mask"`` for its legal actions), checked with ``check_env_specs`` and rolled out with TorchRL's
+"""TorchRL: the AEC env through `PettingZooWrapper(env=..., use_mask=True)` as TorchRL's docs wrap
+`tictactoe_v3.env()` (one group per agent, categorical actions, `"mask"` for the agent on move and
+`"action_mask"` for its legal actions), checked with `check_env_specs` and rolled out with TorchRL's
 random policy, which samples from the masked action spec."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Run the README's Python examples with the interpreter that runs this script, from the current folder
 (tests/wheel/check.sh: the wheel's venv, an empty folder). The examples that need the integration venv's
-libraries (a first line ``# needs: ...``) are left to tests/integration.
+libraries (a first line `# needs: ...`) are left to tests/integration.
 
     python run_readme.py README.md
 """
