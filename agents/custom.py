@@ -2,14 +2,13 @@
 
 Spec grammar (all forms go through `strategic_reserve_env.agents.load_agent`):
 
-```text
-name[:options]                          a built-in agent, or one an installed package registers
-                                        under ``name`` in the entry-point group
-                                        ``strategic_reserve_env.agents``
-package.module:attribute[:options]      ``attribute`` of an importable module
-path/to/file.py:attribute[:options]     ``attribute`` of a Python file
-```
+| spec | the agent |
+| --- | --- |
+| `name[:options]` | a built-in agent, or one an installed package registers (entry-point group below) |
+| `package.module:attribute[:options]` | `attribute` of an importable module |
+| `path/to/file.py:attribute[:options]` | `attribute` of a Python file |
 
+An installed package registers an agent under `name` in the entry-point group `strategic_reserve_env.agents`.
 A name has no dot and no slash, a module path has a dot, a file path ends in
 `.py`: the three forms never overlap (a top-level module `mybot` is given
 as the file `mybot.py:attribute`). `attribute` may be dotted

@@ -7,7 +7,7 @@ every placement (each averaged over the 36 rolls that follow it, the reserve-rac
 `strategic_reserve_env.luck` after them), and the other decision nodes are evaluated by the race model
 alone. `lookahead=true` evaluates every decision node by that one ply (`mctx_search.TrueModel` with
 `lookahead`: its value is its best placement's), five times the CPU time of the same games and no stronger as
-measured (README, "Search with chance nodes"). Its randomness (the chance nodes'
+measured (README, "Search and AlphaZero training"). Its randomness (the chance nodes'
 jitter, the ties) comes from the generator `act` is given, so an evaluation's `--seed` governs it.
 
 Batches are padded to a power of two (at least `MIN_BATCH`), and never below the largest size already

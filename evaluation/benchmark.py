@@ -1,6 +1,6 @@
 """A versioned benchmark protocol: any agent against a fixed panel, with a score card.
 
-`python evaluate.py --benchmark SPEC` plays the agent SPEC against each
+`strategic-reserve benchmark SPEC` plays the agent SPEC against each
 member of the panel of `PROTOCOL_V2` (the default; `--protocol 1` for
 `PROTOCOL_V1`): random, greedy, expectimax:depth=2 and the frozen PPO
 baseline, with everything else fixed by the
@@ -394,6 +394,6 @@ def run_benchmark(
 if __name__ == "__main__":  # a library module: say where its command is
     raise SystemExit(
         "strategic_reserve_env.evaluation.benchmark is the benchmark's library; run it with "
-        "`strategic-reserve benchmark SPEC` (`strategic-reserve benchmark --help`) "
-        "or `python evaluate.py --benchmark SPEC`"
+        "`strategic-reserve benchmark SPEC` (`strategic-reserve benchmark --help`; "
+        "in a clone also `python evaluate.py --benchmark SPEC`)"
     )

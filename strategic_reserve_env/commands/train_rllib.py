@@ -10,7 +10,7 @@ env steps per second, Red's mean return, game length and the illegal actions
 the env received (always 0 unless the mask is broken); the same numbers go to
 `--out/progress.jsonl`. At the end the module is written to `--out` as
 `model.json` + `weights.npz` (no pickle): play it with
-`python evaluate.py rllib:runs/rllib random greedy`. Needs `pip install -e '.[rllib]'`.
+`strategic-reserve evaluate rllib:runs/rllib random greedy`. Needs the `rllib` extra.
 
 A run owns its --out as train.py's does (run.json naming the command, settings.json; --restart to start over;
 another command's folder is refused). After each iteration the module is written to `checkpoints/iteration_N/`

@@ -160,7 +160,7 @@ def start_ray(settings: Settings) -> bool:
     """Start a local Ray or join the cluster at --address (unless Ray is already up); True if this call did.
 
     The package is shipped to every worker (`runtime_env` `py_modules`),
-    so cluster nodes need the dependencies (`pip install -e '.[rllib]'`)
+    so cluster nodes need the dependencies (the `rllib` extra)
     but run the driver's copy of the code.
     """
     import ray
@@ -358,5 +358,5 @@ def _train(settings: Settings, out: Path, signals: Signals, saved: tuple[int, di
     finally:
         if started:
             ray.shutdown()
-    print(f"wrote {out}/model.json and weights.npz; play it: python evaluate.py rllib:{out} random greedy")
+    print(f"wrote {out}/model.json and weights.npz; play it: strategic-reserve evaluate rllib:{out} random greedy")
     return rows
