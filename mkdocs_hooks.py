@@ -7,10 +7,11 @@ The API pages read the source statically (mkdocstrings and griffe). The reposito
 links in `build/api-source`, the folder mkdocs.yml gives griffe.
 
 The README stays the one copy of the guides (GitHub and PyPI show it whole); the site shows its opening as the
-home page and each `## ` section as a page of its own under `guide/` (its `###` subsections as the page's
-sections, listed in the page's contents), with the README's links into `docs/` rewritten to the site's pages.
-The nav lists them in the README's order, so a section added to the README is a page of the site at the next
-build. A page's title and address are the section's heading without its parenthesis.
+home page and each `## ` section as a page of its own under `guide/` (its `###` subsections, and its paragraphs
+that open with a bold title, as the page's sections, listed in the page's contents), with the README's links
+into `docs/` rewritten to the site's pages. The nav lists them in the README's order, so a section added to the
+README is a page of the site at the next build. A page's title and address are the section's heading without
+its parenthesis.
 
 `examples/*.ipynb` are shown as pages with the outputs they were saved with (the tests execute the notebook,
 tests/test_inspection.py), and CHANGELOG.md as the changelog page.
@@ -35,6 +36,7 @@ EXAMPLES = ROOT / "examples"
 API_SOURCE = ROOT / "build" / "api-source"  # mkdocs.yml: plugins.mkdocstrings.handlers.python.paths
 SUBPACKAGES = ("agents", "evaluation", "models")  # folders of the repository installed into strategic_reserve_env
 FENCE = re.compile(r"^\s*(```|~~~)")
+RUN_IN = re.compile(r"^\*\*([^*]+?)[.:]\*\*\s+(.*)$")  # "**Title.** text": a paragraph with a run-in title
 
 
 def _title(heading: str) -> str:
@@ -52,9 +54,14 @@ def _sections() -> tuple[str, list[tuple[str, str, str]]]:
             fenced = not fenced
         if not fenced and line.startswith("## "):
             sections.append((line[3:].strip(), []))
+        target = sections[-1][1] if sections else opening
         if sections and not fenced and line.startswith("###"):
             line = line[1:]  # a subsection is a section of the guide's page
-        (sections[-1][1] if sections else opening).append(line)
+        run_in = RUN_IN.match(line) if sections and not fenced and not (target and target[-1].strip()) else None
+        if run_in:  # a paragraph opening with a bold title ("**Rewards.** ...") is a section of the page too
+            target += ["## " + run_in.group(1), ""]
+            line = run_in.group(2)
+        target.append(line)
     pages = []
     for heading, lines in sections:
         title = _title(heading)

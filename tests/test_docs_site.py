@@ -169,7 +169,7 @@ def test_page_titles_are_names_and_guides_list_their_sections(site):
     assert all(len(name.split("/")[1].split("-")) <= 5 for name in guides), guides
     assert "guide/results" in pages
     sections = re.findall(r'<li class="md-nav__item">\s*<a href="#([^"]+)"', pages["guide/agents-and-evaluation"])
-    assert "luck-adjusted-scores" in sections
+    assert "luck-adjusted-scores" in sections and "model-files-run-no-code" in sections
 
 
 def test_site_url_makes_the_404_page_links_absolute(site):
