@@ -53,11 +53,14 @@ def rst_markup(page: str) -> list[str]:
 
 
 def unsigned(page: str) -> list[str]:
-    """The functions, methods and classes an API page documents without a signature under their heading."""
+    """The functions, methods and classes an API page documents without a signature under their heading (and
+    the objects whose heading does not say what kind of object they are, so that none is missed)."""
     missing = []
     for heading in DOC_HEADING.finditer(page):
         kind = re.search(r"doc-symbol-heading doc-symbol-(\w+)", heading.group(3))
-        if kind and kind.group(1) in ("function", "method", "class") and not heading.group(4):
+        if not kind:
+            missing.append(f"{heading.group(2)} (kind not shown)")
+        elif kind.group(1) in ("function", "method", "class") and not heading.group(4):
             missing.append(heading.group(2))
     return missing
 
@@ -100,6 +103,7 @@ def test_the_checks_see_restructuredtext_and_a_missing_signature():
         "</code>f</h3>"
     )
     assert unsigned(heading + "<p>no signature</p>") == ["m.f"]
+    assert unsigned('<h3 id="m.g" class="doc doc-heading">g</h3>') == ["m.g (kind not shown)"]
     assert unsigned(heading + '\n<div class="doc-signature highlight">f()</div>') == []
 
 
