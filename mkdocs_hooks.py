@@ -11,7 +11,7 @@ home page and each `## ` section as a page of its own under `guide/` (its `###` 
 that open with a bold title, as the page's sections, listed in the page's contents), with the README's links
 into `docs/` rewritten to the site's pages. The nav lists them in the README's order, so a section added to the
 README is a page of the site at the next build. A page's title and address are the section's heading without
-its parenthesis.
+its parenthesis; a parenthesis of several words is a line under the title.
 
 `examples/*.ipynb` are shown as pages with the outputs they were saved with (the tests execute the notebook,
 tests/test_inspection.py), and CHANGELOG.md as the changelog page.
@@ -66,7 +66,9 @@ def _sections() -> tuple[str, list[tuple[str, str, str]]]:
     for heading, lines in sections:
         title = _title(heading)
         slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
-        body = "\n".join(["# " + heading, *lines[1:]]) + "\n"
+        aside = re.findall(r"\(([^)]*)\)", heading)  # "(measured on ...)": a line under the title
+        intro = [f"*{text[:1].upper()}{text[1:]}.*\n" for text in aside if " " in text]
+        body = "\n".join(["# " + title, "", *intro, *lines[1:]]) + "\n"
         pages.append((title, f"guide/{slug}.md", body))
     return "\n".join(opening) + "\n", pages
 

@@ -171,7 +171,8 @@ def test_page_titles_are_names_and_guides_list_their_sections(site):
     pages = pages_of(site)
     guides = [name for name in pages if name.startswith("guide/")]
     assert all(len(name.split("/")[1].split("-")) <= 5 for name in guides), guides
-    assert "guide/results" in pages
+    assert re.search(r"<h1[^>]*>Results<", pages["guide/results"])  # its parenthesis is a line under the title
+    assert "<em>Measured on this project's 2-core CPU machine.</em>" in html.unescape(pages["guide/results"])
     sections = re.findall(r'<li class="md-nav__item">\s*<a href="#([^"]+)"', pages["guide/agents-and-evaluation"])
     assert "luck-adjusted-scores" in sections and "model-files-run-no-code" in sections
 
