@@ -151,6 +151,9 @@ def test_a_newcomer_finds_the_pages_of_a_library_site(site):
         sections = ("action-space", "observation", "rewards", "termination-and-truncation", "example")
         assert "<img" in card and all(f'id="{section}"' in card for section in sections), env
         assert "<table>" in card and "<th>plane</th>" in card, env  # the observation's planes
+    # a code block wraps a long line (its comment is read whole, not cut off at the block's right edge)
+    assert 'href="stylesheets/extra.css"' in nav
+    assert re.search(r"pre > code \{[^}]*white-space: pre-wrap", (site / "stylesheets" / "extra.css").read_text())
     jax_guide = pages["guide/jax-and-pgx"]
     assert 'href="../../api/jax/' in jax_guide and 'href="../../envs/pgx/' in jax_guide
 
