@@ -6,6 +6,7 @@ The site is built once per test session (the `site` fixture); each test reads th
 
 from __future__ import annotations
 
+import fcntl
 import html
 import os
 import re
@@ -66,11 +67,20 @@ def unsigned(page: str) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory) -> Path:
-    """The site as `make docs` builds it (strict), once per test session."""
-    root = tmp_path_factory.mktemp("docs") / "site"
-    done = build("mkdocs.yml", root)
-    assert done.returncode == 0, done.stderr[-3000:]
+def site(tmp_path_factory, worker_id) -> Path:
+    """The site as `make docs` builds it (strict), once per test session: pytest-xdist's workers share one
+    build (the first to take the lock builds, the others wait for it and read it)."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent  # the session's folder, above each worker's own
+    root, log = shared / "docs-site", shared / "docs-site.log"
+    with open(shared / "docs-site.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not log.exists():
+            done = build("mkdocs.yml", root)
+            log.write_text(f"{done.returncode}\n{done.stderr[-3000:]}")
+    status, _, stderr = log.read_text().partition("\n")
+    assert status == "0", stderr
     return root
 
 
