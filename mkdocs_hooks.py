@@ -114,6 +114,54 @@ def on_startup(command, dirty):
     _lay_out_package()
 
 
+LIST_ITEM = re.compile(r"^( *)([-*+]|\d+[.)])( +)\S")
+
+
+def lists_for_python_markdown(text: str) -> str:
+    """Markdown written for GitHub (CommonMark) with its lists laid out as Python-Markdown, which MkDocs uses,
+    reads them: a blank line before a list that follows a paragraph, and an item's content (its paragraphs,
+    nested lists and code blocks) indented by 4 spaces a level instead of by the width of its marker. Without
+    this a list after a paragraph, or a nested list indented by 2 or 3, is shown as running text."""
+    out: list[str] = []
+    levels: list[tuple[int, int]] = []  # open items: (content column as written, content column laid out)
+    blank_before = True
+    fenced = False
+    for line in text.split("\n"):
+        if not line.strip():
+            out.append(line)
+            blank_before = True
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        item = None if fenced else LIST_ITEM.match(line)
+        if item:
+            while levels and indent < levels[-1][0]:
+                levels.pop()
+            if not levels and out and not blank_before:
+                out.append("")  # a list after a paragraph
+            column = levels[-1][1] if levels else 0
+            levels.append((indent + len(item.group(2)) + len(item.group(3)), column + 4))
+            line = " " * column + line.lstrip(" ")
+        elif levels and not fenced:
+            while levels and indent < levels[-1][0] and blank_before:
+                levels.pop()  # a paragraph after a blank line, left of the item's content, closes it
+            if levels:
+                written, laid_out = levels[-1]
+                line = " " * (laid_out + max(0, indent - written)) + line.lstrip(" ")
+        elif levels and fenced:
+            written, laid_out = levels[-1]
+            line = " " * max(0, laid_out + indent - written) + line.lstrip(" ")
+        if FENCE.match(line):
+            fenced = not fenced
+        out.append(line)
+        blank_before = False
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Every page's lists as Python-Markdown reads them (`lists_for_python_markdown`)."""
+    return lists_for_python_markdown(markdown)
+
+
 GUIDES_BEFORE = "Rules"  # the nav entry of mkdocs.yml the guides come before
 
 

@@ -53,6 +53,13 @@ def rst_markup(page: str) -> list[str]:
     return [m.group(0) for m in ROLE.finditer(text)] + [m.group(0) for m in RST_TABLE_RULE.finditer(text)]
 
 
+def lists_as_text(page: str) -> list[str]:
+    """Paragraphs that hold list items as running text: a list Python-Markdown did not read as one (written
+    for GitHub, right after a paragraph or nested by 2 or 3 spaces)."""
+    paragraphs = re.findall(r"<p>(.*?)</p>", page, re.S)
+    return [paragraph[:80] for paragraph in paragraphs if re.search(r"\n\s*([-*+]|\d+\.) ", paragraph)]
+
+
 def unsigned(page: str) -> list[str]:
     """The functions, methods and classes an API page documents without a signature under their heading (and
     the objects whose heading does not say what kind of object they are, so that none is missed)."""
@@ -103,11 +110,23 @@ def test_no_page_shows_restructuredtext(site):
     assert not shown, shown
 
 
+def test_every_list_is_shown_as_a_list(site):
+    """docs/RULES.md, ARCHITECTURE.md and CHANGELOG.md put lists right after a paragraph and nest them by 2 or 3
+    spaces, as GitHub reads them; the site shows them as lists too (mkdocs_hooks.py)."""
+    shown = {name: found[:3] for name, page in pages_of(site).items() if (found := lists_as_text(page))}
+    assert not shown, shown
+    rules = (site / "RULES" / "index.html").read_text()
+    assert re.search(r"<li>\s*<p><strong>Roll\.</strong>.*?<ul>\s*<li>Red: ", rules, re.S)  # nested in item 1
+
+
 def test_the_checks_see_restructuredtext_and_a_missing_signature():
     """The checks above, on pages as a reST docstring rendered as Markdown showed them (issue 36)."""
     raw = "<article><p>See :func:<code>roll_info</code> and\n========== ====\nspec agent</p></article>"
     assert rst_markup(raw) == [":func:", "========== ===="]
     assert rst_markup("<article><p>a <code>roll_info</code> table</p><table></table></article>") == []
+    as_text = "Modules\n- <code>board.py</code>: geometry"
+    assert lists_as_text(f"<p>{as_text}</p>") == [as_text]
+    assert lists_as_text("<p>Modules</p>\n<ul>\n<li>board.py</li>\n</ul>") == []
     heading = (
         '<h3 id="m.f" class="doc doc-heading"><code class="doc-symbol doc-symbol-heading doc-symbol-function">'
         "</code>f</h3>"
