@@ -162,6 +162,44 @@ def on_page_markdown(markdown, page, config, files):
     return lists_for_python_markdown(markdown)
 
 
+CODE_NAME = re.compile(r"<code>((?:strategic_reserve_env\.)?[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(\(\))?</code>")
+NOT_LINKED = re.compile(r"(<a\b.*?</a>|<pre\b.*?</pre>|<h\d\b.*?</h\d>)", re.S)  # a link, a code block, a heading
+
+
+def linked_names(html: str, documented) -> str:
+    """`html` with each code span that names an object of the package (`strategic_reserve_env.luck.roll_luck`,
+    or `luck.roll_luck` under it) that `documented(identifier)` finds made a cross-reference to its API entry
+    (mkdocs-autorefs writes the link). Links, code blocks and headings are left as they are."""
+
+    def link(match: re.Match) -> str:
+        name = match.group(1)
+        target = name if name.startswith("strategic_reserve_env.") else f"strategic_reserve_env.{name}"
+        if not documented(target):
+            return match.group(0)
+        return f'<autoref identifier="{target}" optional>{match.group(0)}</autoref>'
+
+    parts = NOT_LINKED.split(html)
+    return "".join(part if index % 2 else CODE_NAME.sub(link, part) for index, part in enumerate(parts))
+
+
+def on_env(env, config, files):
+    """Every page rendered: the package's objects named in code spans link to their API entries
+    (`linked_names`). Runs before mkdocs-autorefs' own `on_env` (priority -50), which resolves the links."""
+    autorefs = config.plugins["autorefs"]
+
+    def documented(identifier: str) -> bool:
+        try:
+            autorefs.get_item_url(identifier)
+        except KeyError:
+            return False
+        return True
+
+    for file in files:
+        if file.page is not None and file.page.content:
+            file.page.content = linked_names(file.page.content, documented)
+    return env
+
+
 GUIDES_BEFORE = "Rules"  # the nav entry of mkdocs.yml the guides come before
 
 

@@ -119,6 +119,18 @@ def test_every_list_is_shown_as_a_list(site):
     assert re.search(r"<li>\s*<p><strong>Roll\.</strong>.*?<ul>\s*<li>Red: ", rules, re.S)  # nested in item 1
 
 
+def test_a_named_object_links_to_its_api_entry(site):
+    """A code span naming a documented object (a role before the conversion) is a link to its entry; one naming
+    a file or anything undocumented stays text."""
+    agents = (site / "api" / "agents" / "index.html").read_text()
+    rollout = "strategic_reserve_env.agents.rollout"
+    assert f'href="#{rollout}"><code>{rollout}</code></a>' in agents
+    benchmark = (site / "BENCHMARK" / "index.html").read_text()
+    assert 'href="../api/core/#strategic_reserve_env.luck"><code>strategic_reserve_env.luck</code></a>' in benchmark
+    architecture = (site / "ARCHITECTURE" / "index.html").read_text()
+    assert "<code>rules.py</code>" in architecture and 'title="strategic_reserve_env.rules.py"' not in architecture
+
+
 def test_the_checks_see_restructuredtext_and_a_missing_signature():
     """The checks above, on pages as a reST docstring rendered as Markdown showed them (issue 36)."""
     raw = "<article><p>See :func:<code>roll_info</code> and\n========== ====\nspec agent</p></article>"
