@@ -112,13 +112,12 @@ def loop_rate(loop: Loop, config: Config, batch_size: int, seconds: float, seed:
     return _timed(run_block, seconds), compile_seconds
 
 
-def mctx_rate(batch_size: int, simulations: int, seconds: float, seed: int = 0) -> tuple[float, float]:
-    """`(decisions/s, first call's seconds)` of the `mctx:simulations=N` agent on `batch_size` positions
-    after a few random plies (the first call compiles; its time is given apart)."""
+def mctx_rate(agent, batch_size: int, seconds: float, seed: int = 0) -> tuple[float, float]:
+    """`(decisions/s, first call's seconds)` of `agent` (the command loads it: `mctx:simulations=N`) on
+    `batch_size` positions after a few random plies (the first call compiles; its time is given apart)."""
     import numpy as np
 
     from . import engine
-    from .agents import load_agent
     from .board import bitboards_to_array
     from .observation import planes
     from .sampling import uniform_square
@@ -130,7 +129,6 @@ def mctx_rate(batch_size: int, simulations: int, seconds: float, seed: int = 0) 
         state = engine.place(state, uniform_square(state.legal, rng.random(batch_size)), Config())
     state = engine.roll(state, engine.draw_rolls(rng, batch_size))
     observations, masks = planes(state, state.to_move), bitboards_to_array(state.legal)
-    agent = load_agent(f"mctx:simulations={simulations}")
     began = time.perf_counter()
     agent.act(observations, masks, rng)
     first = time.perf_counter() - began
@@ -165,11 +163,12 @@ def run(
     device: str = "cpu",
     loops: tuple[Loop, ...] | None = None,
     mctx_batch: int | None = None,
-    mctx_simulations: int = 32,
+    mctx_agent=None,
 ) -> Iterator[str]:
     """The report lines, yielded as they are measured: at each batch size the numpy engine's line (up to
     `bench.MAX_BATCH`), then each of `loops` on `device` with its ratio to the engine and its compile
-    time (`loops` default: `LOOPS`); then, given `mctx_batch`, the mctx agent's decisions/s."""
+    time (`loops` default: `LOOPS`); then, given `mctx_batch`, the decisions/s of `mctx_agent` (a loaded
+    agent: this layer loads none)."""
     import jax
 
     from .bench import MAX_BATCH as NUMPY_MAX_BATCH
@@ -192,9 +191,9 @@ def run(
                 rate, compiled = loop_rate(loop, config, batch_size, seconds)
                 ratio = f"x{rate / numpy_rate:.2f} numpy, " if numpy_rate else ""
                 yield row(interface, f"B={batch_size}", loop.label, rate) + f"  {ratio}compile {compiled:.1f} s"
-        if mctx_batch is not None:
-            rate, first = mctx_rate(mctx_batch, mctx_simulations, seconds)
-            line = row("mctx agent", f"B={mctx_batch}", f"mctx:simulations={mctx_simulations}", rate)
+        if mctx_batch is not None and mctx_agent is not None:
+            rate, first = mctx_rate(mctx_agent, mctx_batch, seconds)
+            line = row("mctx agent", f"B={mctx_batch}", getattr(mctx_agent, "name", "mctx"), rate)
             yield line.replace("plies/s", "decisions/s") + f"  first call {first:.1f} s"
 
 

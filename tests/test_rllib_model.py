@@ -6,6 +6,7 @@ Training with Ray RLlib itself is tested in tests/integration/test_rllib.py.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import re
 import subprocess
@@ -23,6 +24,7 @@ from strategic_reserve_env.agents.rllib_agent import RLlibAgent
 from strategic_reserve_env.agents.rllib_model import BoardNet, NetworkConfig
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.extras import EXIT_MISSING_EXTRA
 from strategic_reserve_env.observation import mover_planes
 
 from conftest import REPO
@@ -212,6 +214,19 @@ def test_train_rllib_explains_itself_and_checks_its_settings_without_ray():
     assert "--minibatch-size (5000) exceeds --train-batch-size (4000)" in bad.stderr
 
 
+def test_the_clone_script_without_ray_names_the_extra_and_writes_nothing(tmp_path):
+    """`python train_rllib.py` passes no registry: its own check of the `rllib` extra comes before the folder is
+    locked or claimed (0.3.0 wrote run.json and settings.json first, so the rerun was refused)."""
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("ray is installed here")
+    out = tmp_path / "run"
+    run = subprocess.run(
+        [sys.executable, "train_rllib.py", "--out", str(out)], capture_output=True, text=True, cwd=REPO, timeout=120
+    )
+    assert run.returncode == EXIT_MISSING_EXTRA and run.stderr.count("\n") == 1, run.stderr
+    assert "strategic-reserve-env[rllib]" in run.stderr and not out.exists()
+
+
 def test_train_rllib_checks_its_out_directory_first(tmp_path, unwritable_directory, capsys):
     """A file, a path under a file, or a directory it cannot write in: one line and exit 2, before ray starts."""
     from strategic_reserve_env.commands import train_rllib
@@ -292,7 +307,7 @@ def _files(out) -> dict:
     }
 
 
-def test_train_rllib_resume_refusals_write_nothing_and_a_finished_run_stays_complete(tmp_path, capsys):
+def test_train_rllib_resume_refusals_write_nothing_and_a_finished_run_stays_complete(tmp_path, capsys, monkeypatch):
     """On the run kit, before Ray starts: --resume alone on a complete run says so and writes nothing;
     fewer --iterations than done, another --seed, a checkpoint of another run, a link for checkpoints/,
     another command's folder: each one line, exit 2, the folder byte for byte (0.3.0 marked it failed)."""
@@ -332,6 +347,9 @@ def test_train_rllib_resume_refusals_write_nothing_and_a_finished_run_stays_comp
     other = tmp_path / "train"
     other.mkdir()
     outputs.write_run(other, outputs.new_run_id(), "train.py")
+    from strategic_reserve_env.training import rllib as training_rllib
+
+    monkeypatch.setattr(training_rllib, "_check_extras", lambda: None)  # as if ray were installed: the folder's turn
     for options in ([], ["--restart"], ["--resume"]):
         assert train_rllib.main(["--out", str(other), *options]) == 2
         assert "not of train_rllib.py" in capsys.readouterr().err

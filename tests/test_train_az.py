@@ -253,14 +253,14 @@ def test_commands_refuse_each_others_folders(done, tmp_path, capsys):
     (ppo / "settings.json").write_text(json.dumps({"total_steps": 1024}))
     (ppo / "model.safetensors").write_bytes(b"a train run's model")
     before = _files(ppo)
-    refusals = (f"--out {ppo} holds run {outputs.read_run(ppo)['run_id']} (train.py", "not a settings file of this")
-    for argv, refusal in zip(([*TINY, "--out", str(ppo)], ["--out", str(ppo), "--resume"]), refusals, strict=True):
+    refusal = f"--out {ppo} holds run {outputs.read_run(ppo)['run_id']} of train.py, not of train-az"
+    for argv in ([*TINY, "--out", str(ppo)], ["--out", str(ppo), "--resume"]):
         status, _, stderr = _main(*argv)
         assert status == 2 and stderr.count("\n") == 1 and refusal in stderr, stderr
         assert _files(ppo) == before
     before = _files(done)
-    refusals = (f"--out {done} holds run {outputs.read_run(done)['run_id']} (train-az", "not a settings file of this")
-    for argv, refusal in zip((["--distill-games", "0", "--total-steps", "64"], ["--resume"]), refusals, strict=True):
+    refusal = f"--out {done} holds run {outputs.read_run(done)['run_id']} of train-az, not of train.py"
+    for argv in (["--distill-games", "0", "--total-steps", "64"], ["--resume"]):
         assert train.main(["--out", str(done), *argv]) == 2
         error = capsys.readouterr().err
         assert error.count("\n") == 1 and refusal in error, error

@@ -11,6 +11,8 @@ from strategic_reserve_env.board import DEFAULT_RESERVE, brief
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.policies import seconds_argument
 
+MCTX_SIMULATIONS = 32  # the search of --mctx's agent
+
 
 def batch_size(text: str) -> int:
     """A `--batch-sizes` value: an integer in 1..`bench_jax.MAX_BATCH` (the numpy lines' own limit,
@@ -55,7 +57,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         type=batch_size,
         default=None,
         metavar="B",
-        help="with --jax: also the mctx agent's decisions/s at batch B (32 simulations; needs the extra mctx)",
+        help=f"with --jax: also the mctx agent's decisions/s at batch B ({MCTX_SIMULATIONS} simulations; extra mctx)",
     )
     parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
     return parser
@@ -78,8 +80,18 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         if args.jax:
             bench_jax.check_device(args.device)  # the extra and the device, before the header
             sizes = tuple(args.batch_sizes or bench_jax.BATCH_SIZES)
+            agent = None
+            if args.mctx is not None:
+                from strategic_reserve_env.agents import load_agent  # the agents layer, only when asked
+
+                agent = load_agent(f"mctx:simulations={MCTX_SIMULATIONS}")
             lines = bench_jax.run(
-                seconds=args.seconds, batch_sizes=sizes, config=config, device=args.device, mctx_batch=args.mctx
+                seconds=args.seconds,
+                batch_sizes=sizes,
+                config=config,
+                device=args.device,
+                mctx_batch=args.mctx,
+                mctx_agent=agent,
             )
         elif any(size > bench.MAX_BATCH for size in args.batch_sizes or ()):
             largest = max(args.batch_sizes)

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             import optax  # noqa: F401
 
             if given.get("resume"):
-                settings = resumed_settings(out, given, AZSettings, az.MAY_CHANGE)
+                settings = resumed_settings(out, given, AZSettings, az.MAY_CHANGE, az.COMMAND)
             else:
                 settings = AZSettings(**given)
             out = outputs.check_out(settings.out, az.FILES)

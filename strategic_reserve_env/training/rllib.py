@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from strategic_reserve_env import outputs
+from strategic_reserve_env import extras, outputs
 from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, make_config
@@ -177,6 +177,7 @@ def start_ray(settings: Settings) -> bool:
 
 
 COMMAND = "train_rllib.py"  # what run.json says made the folder
+EXTRAS = ("rllib",)  # what it needs installed (the registry declares the same for `strategic-reserve train-rllib`)
 MAY_CHANGE = ("iterations", "num_env_runners", "address", "num_cpus", "threads")  # on --resume
 RESULTS = ("model.json", "weights.npz", "progress.jsonl")  # what --restart removes first
 RUN_STATE = ("settings.json", "checkpoints", outputs.RUN_FILE)
@@ -253,12 +254,21 @@ def keep_progress(path: Path, iterations: int) -> None:
     outputs.write_text(path, "".join(kept))
 
 
+def _check_extras() -> None:
+    missing = extras.missing_extra(EXTRAS, COMMAND)
+    if missing is not None:
+        raise missing
+
+
 def train(settings: Settings, again: str = "python train_rllib.py") -> int:
     """Run the training, print and record progress, write the module; returns the exit status (0, or 128 +
     the signal's number when SIGINT or SIGTERM stopped it). `again`: the command that resumes it. On
     `--resume` the checkpoint is read and checked first: a refusal (`ValueError`) writes nothing, and a
-    complete run asked for no more iterations stays as it is."""
+    complete run asked for no more iterations stays as it is. Without the `rllib` extra: its one line
+    (`MissingExtraError`), before anything is written (the clone's script does not pass the registry)."""
     out = check_out(settings.out)  # absolute, before anything else runs
+    if not settings.resume:
+        _check_extras()  # before the lock and the run file
     with lock(out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
         run_id = folder.claim(out, settings, COMMAND, RESULTS, RUN_STATE)
         belongs = (run_id, folder.settings_hash(settings, MAY_CHANGE))
@@ -268,6 +278,8 @@ def train(settings: Settings, again: str = "python train_rllib.py") -> int:
         if saved is not None and saved[0] == settings.iterations and outputs.read_run(out).get("status") == "complete":
             print(f"the run in {out} is complete ({saved[0]} iterations; its module: rllib:{out})", file=sys.stderr)
             return 0
+        if settings.resume:
+            _check_extras()  # after the refusals of a resume, which need no library, before its first write
         folder.start(out, settings)
         with Signals() as signals:
             try:
