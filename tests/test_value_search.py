@@ -332,3 +332,19 @@ def test_exact_backup_of_forced_wins_and_losses_is_exact():
     lone = exact_backup(net, [me, me, me, me], [opp, 0, 0, opp], [1, 3, 9, 3], [5, 1, 1, 1])
     assert lone[:3].tolist() == [1.0, 0.0, 0.0]
     assert 0 < lone[3] <= 1 / 36  # the roll on square 20 captures the opponent's checker; the 35 others lose
+
+
+def test_a_fit_can_start_from_a_net_and_fit_given_targets(tiny_file):
+    """``start`` is copied, not changed (0 epochs give its values back), and ``targets`` replace the outcomes."""
+    data = play_positions([load_agent("greedy")] * 2, 40, 3, Config())
+    start = load_value_net(tiny_file)
+    state = {name: tensor.clone() for name, tensor in start.module.state_dict().items()}
+    rows = ~decided(data["reserve_me"], data["reserve_opp"])[0]
+    x = features(*(data[k][rows] for k in ("me", "opp", "reserve_me", "reserve_opp")))
+    copied, _ = fit(data, [8], 0, 0, start=start, targets=np.full(len(data["me"]), 0.5), log=lambda *a: None)
+    np.testing.assert_array_equal(copied.logits(x), start.logits(x))
+    high, _ = fit(
+        data, [8], 5, 0, start=start, targets=np.full(len(data["me"]), 0.97), batch=64, lr=1e-2, log=lambda *a: None
+    )
+    assert all((start.module.state_dict()[name] == tensor).all() for name, tensor in state.items())
+    assert (1 / (1 + np.exp(-high.logits(x)))).mean() > 0.8 > (1 / (1 + np.exp(-start.logits(x)))).mean()
