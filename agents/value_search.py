@@ -45,6 +45,20 @@ def _unique_values(value_net, me, opp, reserve_me, reserve_opp) -> np.ndarray:
     return value_net.value(*distinct.T)[inverse.reshape(-1)].reshape(shape)
 
 
+def placement_values(value_net, me, opp, legal, reserve_me, reserve_opp) -> np.ndarray:
+    """(B, 36) float64 the mover's depth-1 win probability after placing on each square (-inf where illegal), of
+    B rolled positions awaiting the mover's placement: bitboards `me`, `opp` (B,), `legal` (B, 36) the
+    allowed squares, reserves (B,). Placing the last checker wins (1); otherwise the value is `1 - V` of the
+    position the opponent is about to roll. All leaves go through `value_net` in one call, each distinct once."""
+    legal = np.asarray(legal, dtype=bool)
+    game, square = np.nonzero(legal)
+    m, o = np.asarray(reserve_me)[game], np.asarray(reserve_opp)[game]
+    leaf = _unique_values(value_net, np.asarray(opp)[game], np.asarray(me)[game] | BIT_ARRAY[square], o, m - 1)
+    values = np.full(legal.shape, -np.inf)
+    values[game, square] = np.where(m <= 1, 1.0, 1.0 - leaf)
+    return values
+
+
 def _check(depth: int, width: int) -> None:
     if depth not in DEPTHS:
         raise ValueError(f"value depth must be one of {DEPTHS}, got {depth!r}")
@@ -74,13 +88,9 @@ class ValueSearchAgent:
     def placement_values(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """(B, 36) float64 the agent's depth-1 win probability after placing on each square (-inf where illegal)."""
         position = read_position(observations, masks)
-        legal = np.asarray(masks, dtype=bool)
-        game, square = np.nonzero(legal)
-        m, o = position.reserve_me[game], position.reserve_opp[game]
-        leaf = _unique_values(self.value_net, position.opp[game], position.me[game] | BIT_ARRAY[square], o, m - 1)
-        values = np.full(legal.shape, -np.inf)
-        values[game, square] = np.where(m <= 1, 1.0, 1.0 - leaf)
-        return values
+        return placement_values(
+            self.value_net, position.me, position.opp, masks, position.reserve_me, position.reserve_opp
+        )
 
     def candidate_values(self, observations: np.ndarray, masks: np.ndarray, candidates: np.ndarray) -> np.ndarray:
         """(B, k) float64 the agent's depth-2 win probability after placing on each of `candidates` ((B, k))."""

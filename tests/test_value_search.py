@@ -21,6 +21,7 @@ from strategic_reserve_env.agents.value_net import (
     ValueFileError,
     ValueNet,
     decided,
+    exact_backup,
     features,
     fit,
     load_value_net,
@@ -30,11 +31,13 @@ from strategic_reserve_env.agents.value_net import (
     td_targets,
 )
 from strategic_reserve_env.agents.value_search import ValueSearchAgent
-from strategic_reserve_env.board import array_to_bitboards, bitboards_to_array
+from strategic_reserve_env.board import array_to_bitboards, bitboards_to_array, bits_of, board_string
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
+from strategic_reserve_env.reference import ReferenceGame
 
 SHIPPED = models.path(models.VALUE_NET)
+N_BACKUP = 200  # positions of the backup's differential test
 
 
 @pytest.fixture(scope="module")
@@ -257,3 +260,91 @@ def test_td_targets_are_lambda_returns_along_each_game():
     half = td_targets(game, won, value, 0.5)
     assert half[4] == 1.0 and half[2] == 0.5 * (1 - 1.0) + 0.5 * (1 - 1.0)
     assert half[0] == 0.5 * (1 - 0.2) + 0.5 * (1 - half[2])
+
+
+def _scalar_backups(net, positions) -> list[float]:
+    """The exact backups of pre-roll positions `(me, opp, reserve_me, reserve_opp)` (ints), slowly: the
+    reference rules (the roller is red) roll each of the 36 squares and place on each legal square; a placement
+    that empties the roller's reserve wins. The leaves of all positions go through `net` in one call."""
+    leaves: list[tuple[int, int, int, int]] = []  # the other player's pre-roll positions, from its side
+    searched = []  # per position: its decided value, or per roll the leaf row (None: a win) of each placement
+    for me, opp, reserve_me, reserve_opp in positions:
+        known, value = decided(np.array([reserve_me]), np.array([reserve_opp]))
+        if known[0]:
+            searched.append(float(value[0]))
+            continue
+        board, rolls = board_string(me, opp), []
+        for rolled in range(36):
+            game = ReferenceGame(board, {"red": reserve_me, "blue": reserve_opp}, "red")
+            choices = []
+            for square in game.roll(rolled):
+                after = ReferenceGame(
+                    game.board_string(), {"red": game.reserves["R"], "blue": game.reserves["B"]}, "red"
+                )
+                after.legal = [square]  # the roll's placement, due now
+                after.place(square)
+                cells = after.board_string()
+                choices.append(None if after.winner == "R" else len(leaves))
+                leaves.append(
+                    (
+                        bits_of([i for i, c in enumerate(cells) if c == "B"]),
+                        bits_of([i for i, c in enumerate(cells) if c == "R"]),
+                        after.reserves["B"],
+                        after.reserves["R"],
+                    )
+                )
+            rolls.append(choices)
+        searched.append(rolls)
+    v = net.value(*(np.array(column, dtype=np.int64) for column in zip(*leaves, strict=True)))
+    return [
+        found
+        if isinstance(found, float)
+        else sum(max(1.0 if row is None else 1.0 - v[row] for row in choices) for choices in found) / 36
+        for found in searched
+    ]
+
+
+def test_exact_backup_matches_a_scalar_search_over_rolls_and_placements(positions):
+    """The vectorised backup against the reference rules' roll-by-roll, placement-by-placement search, with the
+    shipped network, on positions of random games (some decided) and with the opponent's reserve made small."""
+    net = load_value_net(SHIPPED)
+    sample = positions[np.arange(N_BACKUP)]
+    rng = np.random.default_rng(4)
+    reserve_me = np.where(rng.random(N_BACKUP) < 0.2, rng.integers(1, 3, N_BACKUP), sample.reserve_me)
+    reserve_opp = np.where(rng.random(N_BACKUP) < 0.2, rng.integers(0, 3, N_BACKUP), sample.reserve_opp)
+    fast = exact_backup(net, sample.me, sample.opp, reserve_me, reserve_opp, chunk=64)
+    slow = _scalar_backups(
+        net, zip(*(column.tolist() for column in (sample.me, sample.opp, reserve_me, reserve_opp)), strict=True)
+    )
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-6)
+    known, _ = decided(reserve_me, reserve_opp)
+    assert (
+        20 < known.sum() < N_BACKUP - 20 and len(np.unique(np.round(fast[~known], 6))) > N_BACKUP // 3
+    )  # both kinds, varied
+
+
+def test_exact_backup_of_forced_wins_and_losses_is_exact():
+    """Forced results come out as 1 or 0 through the backup: a roller with one checker left wins after any
+    roll; an opponent with one checker left and none on the board cannot be stopped (no roll captures), so
+    every placement leaves it a decided win; with one checker of it on the board, only that roll helps."""
+    net = load_value_net(SHIPPED)
+    me, opp = bits_of([0, 1, 7]), bits_of([20])
+    lone = exact_backup(net, [me, me, me, me], [opp, 0, 0, opp], [1, 3, 9, 3], [5, 1, 1, 1])
+    assert lone[:3].tolist() == [1.0, 0.0, 0.0]
+    assert 0 < lone[3] <= 1 / 36  # the roll on square 20 captures the opponent's checker; the 35 others lose
+
+
+def test_a_fit_can_start_from_a_net_and_fit_given_targets(tiny_file):
+    """`start` is copied, not changed (0 epochs give its values back), and `targets` replace the outcomes."""
+    data = play_positions([load_agent("greedy")] * 2, 40, 3, Config())
+    start = load_value_net(tiny_file)
+    state = {name: tensor.clone() for name, tensor in start.module.state_dict().items()}
+    rows = ~decided(data["reserve_me"], data["reserve_opp"])[0]
+    x = features(*(data[k][rows] for k in ("me", "opp", "reserve_me", "reserve_opp")))
+    copied, _ = fit(data, [8], 0, 0, start=start, targets=np.full(len(data["me"]), 0.5), log=lambda *a: None)
+    np.testing.assert_array_equal(copied.logits(x), start.logits(x))
+    high, _ = fit(
+        data, [8], 5, 0, start=start, targets=np.full(len(data["me"]), 0.97), batch=64, lr=1e-2, log=lambda *a: None
+    )
+    assert all((start.module.state_dict()[name] == tensor).all() for name, tensor in state.items())
+    assert (1 / (1 + np.exp(-high.logits(x)))).mean() > 0.8 > (1 / (1 + np.exp(-start.logits(x)))).mean()
