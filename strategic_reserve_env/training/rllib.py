@@ -351,8 +351,9 @@ def _train(settings: Settings, out: Path, signals: Signals, saved: tuple[int, di
                     row = progress(iteration, result, seconds, algorithm.env_runner_group.num_healthy_remote_workers())
                     rows.append(row)
                     print(progress_line(row, settings.iterations), flush=True)
-                    log.write(json.dumps(row) + "\n")
-                    log.flush()
+                    with outputs.naming(out / "progress.jsonl"):  # a full disk: one line naming the file
+                        log.write(json.dumps(row) + "\n")
+                        log.flush()
                     save_checkpoint(algorithm, out, iteration, settings, belongs)
                     if signals.requested is not None:
                         raise Stopped(signals.requested, iteration)
