@@ -46,6 +46,7 @@ from . import safe_json
 from .board import brief, clip
 
 LOCK_FILE = ".lock"
+LOCK_TEXT_BYTES = 4096  # what is read of a lock file: its holder's process id and command line (about 210 bytes)
 RUN_FILE = "run.json"
 RUN_ID = re.compile(r"[0-9a-f]{32}")  # what new_run_id() makes: never a path
 MAX_RUN_FILE_BYTES = 1 << 20  # run.json and settings.json hold a few hundred bytes
@@ -222,12 +223,14 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
     the last holder's process id and command line (for that message); the lock is the `flock`, not the
     file, so the file left behind locks nothing. The lock file is opened without following a link, and one
     that is not a plain file of one name (a link, a directory, a FIFO, a hard link to another file) is
-    refused with `OutputBusyError` before anything is written to it. A directory this call created
+    refused with `OutputBusyError` before anything is written to it. A block that raises (a refusal) leaves
+    the lock file as it was found (its old text, or none if it had none). A directory this call created
     that holds nothing but the lock file at the end (the run failed before writing) is removed again."""
     directory = Path(directory)
     created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOCK_FILE
+    found = os.path.lexists(path)
     flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
     try:
         descriptor = os.open(path, flags, FILE_MODE)
@@ -240,15 +243,23 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(descriptor, 4096, 0).decode("utf-8", "replace").strip() or "unknown"
+            holder = os.pread(descriptor, LOCK_TEXT_BYTES, 0).decode("utf-8", "replace").strip() or "unknown"
             raise OutputBusyError(
                 f"{option} {directory} is in use by another process ({clip(holder, 200)}); wait for it to end, "
                 "or choose another folder"
             ) from None
+        previous = os.pread(descriptor, LOCK_TEXT_BYTES, 0)
         os.ftruncate(descriptor, 0)
         command = " ".join(sys.argv).encode("utf-8", "backslashreplace")  # an argument may hold stray bytes
         os.pwrite(descriptor, f"pid {os.getpid()}: ".encode() + command[:200], 0)
-        yield directory
+        try:
+            yield directory
+        except BaseException:  # a refusal (or a failure): the lock file left as it was found
+            os.ftruncate(descriptor, 0)
+            os.pwrite(descriptor, previous, 0)
+            if not found and not created:
+                os.unlink(path)  # while still holding the lock, as below
+            raise
     finally:
         if created and [entry.name for entry in directory.iterdir()] == [LOCK_FILE]:
             os.unlink(path)  # while still holding the lock: no other process took it meanwhile

@@ -126,3 +126,25 @@ def test_the_lock_survives_a_command_line_that_is_not_utf8(tmp_path, monkeypatch
     with outputs.lock(tmp_path / "out"):
         holder = (tmp_path / "out" / outputs.LOCK_FILE).read_bytes()
     assert holder.startswith(f"pid {os.getpid()}".encode())
+
+
+def test_a_refusal_under_the_lock_leaves_the_lock_file_as_it_was(tmp_path):
+    """A command refused while it holds the folder's lock (a resume below the steps done, another command's
+    folder) writes nothing, its lock file included: the old holder's text stays, and a lock file it created
+    goes; a block that ends well leaves its own holder's line."""
+    out = tmp_path / "run"
+    out.mkdir()
+    lock = out / outputs.LOCK_FILE
+    lock.write_bytes(b"pid 1: an earlier run")
+    with pytest.raises(ValueError, match="refused"), outputs.lock(out):
+        assert lock.read_bytes().startswith(f"pid {os.getpid()}: ".encode())
+        raise ValueError("refused")
+    assert lock.read_bytes() == b"pid 1: an earlier run"
+    lock.unlink()
+    (out / "kept").write_text("a result")
+    with pytest.raises(ValueError, match="refused"), outputs.lock(out):
+        raise ValueError("refused")
+    assert sorted(path.name for path in out.iterdir()) == ["kept"]
+    with outputs.lock(out):
+        pass
+    assert lock.read_bytes().startswith(f"pid {os.getpid()}: ".encode())

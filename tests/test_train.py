@@ -733,12 +733,14 @@ def _files(out) -> dict:
 def _refused(out, capsys, *args: str) -> str:
     """`train --out OUT --resume ARGS`: exit 2, one line (after a warning per checkpoint skipped), not a byte
     of the folder changed; what it printed."""
-    before = _files(out)
+    lock = out / outputs.LOCK_FILE
+    before, lock_before = _files(out), lock.read_bytes() if lock.exists() else None
     assert train.main(["--out", str(out), "--resume", *args]) == 2
     err = capsys.readouterr().err
     *warnings, last = err.splitlines()
     assert last.startswith("error: ") and all(line.startswith("warning: --resume: skipping") for line in warnings), err
     assert _files(out) == before
+    assert (lock.read_bytes() if lock.exists() else None) == lock_before  # its lock file too (issue 34, probe)
     return err
 
 
@@ -867,6 +869,10 @@ def test_special_and_huge_files_are_refused_in_one_line(finished_runs, tmp_path,
     (out / "run.json").unlink()
     (out / "run.json").write_bytes(run)
     settings = (out / "settings.json").read_bytes()
+    (out / "settings.json").unlink()
+    os.mkfifo(out / "settings.json")
+    assert f"cannot read {out / 'settings.json'}: not a regular file" in _refused(out, capsys)
+    (out / "settings.json").unlink()
     (out / "settings.json").write_bytes(settings[:-2] + b" " * (2 << 20) + settings[-2:])
     assert "settings.json is larger than 1,048,576 bytes" in _refused(out, capsys)
     (out / "settings.json").write_bytes(settings)

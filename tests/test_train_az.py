@@ -245,6 +245,15 @@ def test_a_damaged_checkpoint_is_refused_before_use(done, changes, message):
     assert _files(done) == before
 
 
+def test_resume_of_a_complete_run_says_so_and_writes_nothing(done):
+    """`--resume` alone on a finished run: one line saying it is complete, exit 0, not a file rewritten (the
+    first run-kit train-az rewrote settings.json, run.json and the model, and added an event file)."""
+    before = _files(done)
+    status, _, stderr = _main("--out", str(done), "--resume")
+    assert status == 0 and f"the run in {done} is complete" in stderr, stderr
+    assert _files(done) == before
+
+
 def test_commands_refuse_each_others_folders(done, tmp_path, capsys):
     """train-az on a train run's folder, train on a train-az run's folder: one line each, nothing written."""
     ppo = tmp_path / "ppo"

@@ -316,6 +316,13 @@ def run(settings: AZSettings, out: Path, again: str, signals: Signals, log=say) 
     trainer = Trainer(settings)
     if settings.resume:
         _resume(trainer, out, log)
+        if trainer.iteration >= settings.iterations and (outputs.read_run(out) or {}).get("status") == "complete":
+            print(
+                f"the run in {out} is complete ({trainer.iteration} iterations; its model: mctx:net={out / MODEL}); "
+                "--resume --iterations N trains it further",
+                file=sys.stderr,
+            )
+            return 0  # as train's: nothing rewritten
     try:
         start(out, settings)
         _loop(trainer, settings, out, signals, log)

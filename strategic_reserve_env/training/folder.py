@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -117,7 +118,7 @@ def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> 
     if command is not None:
         check_command(out, run, command)
     path = out / SETTINGS_FILE
-    if not path.is_file() and not path.is_symlink():
+    if not os.path.lexists(path):  # anything else there (a FIFO, a link) is refused by the read, in its words
         raise ValueError(f"--resume: {out} holds no {SETTINGS_FILE} (the run's settings)")
     saved = safe_json.loads(outputs.read_regular(path, outputs.MAX_RUN_FILE_BYTES), str(path))
     names = {field.name for field in fields(cls)}
