@@ -71,10 +71,7 @@ The states' `observation` is built for it (also on an env made with `observation
 function has an attribute `reads_observation = False`."""
 
 
-def reserves(states) -> tuple[jax.Array, jax.Array]:
-    """(B,) int32 reserves of the player to move and of the other player (`strategic_reserve_env.pgx_env.
-    reserves`: read from the position, so the env need not build the observation)."""
-    return pgx_env.reserves(states)
+reserves = pgx_env.reserves  # (B,) reserves of the mover and the other player, read from the position (public)
 
 
 def race_evaluation(params, states) -> tuple[jax.Array, jax.Array]:

@@ -330,7 +330,7 @@ def _finished(state: State, observe: bool) -> State:
 
 def _roll(state: State, square: jax.Array) -> State:
     """`StrategicReserve.roll` without the derived fields, for an int32 `square` (-1: not a square)."""
-    valid = (square >= 0) & ~_done(state) & jax_rules.is_zero(_bits(state, "_legal"))
+    valid = (square >= 0) & state.chance_due
     index = jnp.where(valid, square, 0)
     opp, reserve_opp, captured, legal, hit = jax_rules.roll(
         _bits(state, "_me"), _bits(state, "_opp"), state._reserve_opp, jax_rules.square_bits(index)

@@ -38,7 +38,13 @@ from .rules import HIT_NAMES
 _RECORD_KEYS = {"variant", "start", "plies", "description", "players", "seed", "result"}
 RESULTS = ("red", "blue", "unfinished")  # a record's ``result``: the winner's colour, or no winner after the last ply
 MAX_SEED = 2**64  # a record's ``seed`` is an integer of magnitude below this (the dice reduce seeds to 64 bits)
+
 _ERROR_TEXT = 90  # characters of a JSON parser's message repeated in a RecordError
+
+
+def is_seed(value: object, lowest: int = 0) -> bool:
+    """Whether `value` is an integer seed a record holds: `lowest` .. `MAX_SEED` - 1 (bools are not seeds)."""
+    return isinstance(value, int) and not isinstance(value, bool) and lowest <= value < MAX_SEED
 
 
 class RecordError(ValueError):
@@ -132,7 +138,7 @@ def parse_record(data: object) -> Record:
             raise RecordError(f"players must be {{'red': name, 'blue': name}} with string names, got {brief(players)}")
         players = (players["red"], players["blue"])
     seed = data.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not -MAX_SEED < seed < MAX_SEED):
+    if seed is not None and not is_seed(seed, -MAX_SEED + 1):
         raise RecordError(f"seed must be an integer (magnitude below 2**64), got {brief(seed)}")
     result = data.get("result")
     if result is not None and result not in RESULTS:

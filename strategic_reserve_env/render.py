@@ -184,8 +184,7 @@ def rgb_array(game: Game, width: int = FRAME_WIDTH) -> np.ndarray:
         centre = (x + cell / 2, y + cell / 2)
         if square.content != "empty":
             _disc(image, *centre, cell * 0.38, PALETTE[square.content])
-        marks = ("captured",) * (square.content == "empty" and square.captured) + ("legal",) * square.legal
-        for mark in marks + ("rolled",) * square.rolled:
+        for mark in square.marks:
             _mark(image, mark, x, y, cell)
     texts: list[tuple[tuple[float, float], str, str]] = []  # ((x, y), text, anchor)
     for i, (file, rank) in enumerate(zip(view.files, view.ranks, strict=True)):  # column i's file, row i's rank
@@ -407,8 +406,7 @@ def svg(game: Game, cell: int = 40, heat: np.ndarray | None = None) -> str:
                 f'<circle class="checker {square.content}" data-square="{name}" cx="{cx}" cy="{cy}" '
                 f'r="{cell * 0.38:.1f}" fill="{_svg_colour(PALETTE[square.content])}"/>'
             )
-        marks = ("captured",) * (square.content == "empty" and square.captured) + ("legal",) * square.legal
-        for mark in marks + ("rolled",) * square.rolled:
+        for mark in square.marks:
             parts.extend(_svg_mark(mark, x, y, cell, name))
     for column, file in enumerate(view.files):
         row = BOARD_SIZE - 1 - column  # file a's label then rank 1's, file b's then rank 2's, ...

@@ -82,6 +82,11 @@ class Square:
     legal: bool  # a legal placement now, when the scene shows them (always an empty square)
     heat: float  # the heat value given for this square; NaN when none (the square is drawn plain)
 
+    @property
+    def marks(self) -> tuple[str, ...]:
+        """The marks drawn on the square, in drawing order (of `MEANINGS`' names): captured, legal, rolled."""
+        return ("captured",) * self.captured + ("legal",) * self.legal + ("rolled",) * self.rolled
+
 
 @dataclass(frozen=True, slots=True)
 class Reserve:

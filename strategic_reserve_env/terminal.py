@@ -136,7 +136,7 @@ def terminal_game(
     "red", "blue" or "random"; `seed` (None: a fresh one, shown) seeds the dice and the agent."""
     if seat not in (*COLOURS, "random"):
         raise ValueError(f"seat must be 'red', 'blue' or 'random', got {brief(seat)}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < records.MAX_SEED):
+    if seed is not None and not records.is_seed(seed):
         raise ValueError(f"the seed must be an integer in 0 .. 2**64 - 1 (what a game record holds), got {brief(seed)}")
     if save is not None:  # before the game: a device, a FIFO or a folder is never replaced by the record
         try:

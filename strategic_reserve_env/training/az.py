@@ -21,6 +21,7 @@ after the current iteration, with its checkpoint (`Signals`); a second signal at
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -35,7 +36,7 @@ from strategic_reserve_env import outputs, safe_json
 from strategic_reserve_env.model_files import Tensor, check_tensors, npz_headers
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
-from .folder import SETTINGS_FILE, set_status, start
+from .folder import NOT_SETTINGS, SETTINGS_FILE, set_status, start
 from .settings import ACTIONS, MAX_SEED, check_memory, check_range, check_types
 from .signals import Signals, StopNow, Stopped
 
@@ -47,7 +48,7 @@ RUN_STATE = (SETTINGS_FILE, CHECKPOINT, outputs.RUN_FILE)  # what says a folder 
 MAY_CHANGE = ("iterations",)  # the run's length: every other setting defines the network it trains
 MAX_WIDTH = 4096
 GAME_BYTES = 4096  # an upper bound of one game's state in pgx_env, its observation and mask included
-NOT_COMPILED = ("iterations", "out", "resume", "restart")  # settings the jitted iteration does not depend on
+NOT_COMPILED = MAY_CHANGE + NOT_SETTINGS  # settings the jitted iteration does not depend on
 _COMPILED: dict = {}  # the other settings' values -> the jitted iteration: a resumed run compiles nothing new
 
 
@@ -327,6 +328,7 @@ def run(settings: AZSettings, out: Path, again: str, signals: Signals, log=say) 
         start(out, settings)
         _loop(trainer, settings, out, signals, log)
     except (Stopped, StopNow) as stop:
+        signals.shutting_down = True  # a further signal does not cut the stop's writes short (as train's)
         held = trainer.checkpointed
         set_status(out, "interrupted", stopped={"signal": str(stop), "iteration": held})
         _append(out / PROGRESS, {"stopped": str(stop), "iteration": held})
@@ -336,7 +338,9 @@ def run(settings: AZSettings, out: Path, again: str, signals: Signals, log=say) 
         )
         return 128 + stop.signum
     except BaseException as error:
-        set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
+        signals.shutting_down = True
+        with contextlib.suppress(OSError):  # on a full disk the status is written if it can be, as train's
+            set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
         raise
     set_status(out, "complete", iterations=trainer.iteration)
     log(
@@ -386,7 +390,7 @@ def _loop(trainer: Trainer, settings: AZSettings, out: Path, signals: Signals, l
 
     from strategic_reserve_env.agents import az_net
 
-    about = {k: v for k, v in dataclasses.asdict(settings).items() if k not in ("out", "resume", "restart")}
+    about = {k: v for k, v in dataclasses.asdict(settings).items() if k not in NOT_SETTINGS}
     writer = Writer(str(out / LOGS))
     signals.at_once = False  # from here a signal stops the run after the current iteration
     try:
