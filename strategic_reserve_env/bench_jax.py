@@ -13,7 +13,9 @@ Every loop is the one pgx's README drives its games with: B games, one key per g
   field), or the env's `auto_reset_step` (one roll).
 
 pgx's `connect_four` and `backgammon` run in the same loop (categorical, auto-reset by `init`) for scale.
-Compile times are printed apart. Needs the extra `jax`; this module imports jax only when it measures.
+Compile times are printed apart. At each batch size where both were measured, a `guard` line gives the ratio of
+`GUARD` (the env's sampler, the observation, the env's reset) to pgx's connect_four (`GUARD_PEER`) in the same
+run, against its goal `GUARD_GOAL`. Needs the extra `jax`; this module imports jax only when it measures.
 """
 
 from __future__ import annotations
@@ -55,6 +57,12 @@ LOOPS = (
     Loop("backgammon, categorical", "backgammon", "categorical", True, "pgx", max_batch=4096),
 )
 """The loops of `bench --jax`, in report order."""
+GUARD = LOOPS[3]
+"""The guarded loop: the JAX env with its own sampler, the observation and its own auto-reset."""
+GUARD_PEER = LOOPS[5]
+"""What the guarded loop is held against: pgx's connect_four in pgx's loop."""
+GUARD_GOAL = 1.0
+"""The guard: `GUARD`'s plies/s at least this many times `GUARD_PEER`'s (issue 42), at every batch size."""
 
 
 def user_loop(loop: Loop, config: Config, batch_size: int, plies: int, seed: int = 0):
@@ -135,6 +143,16 @@ def mctx_rate(agent, batch_size: int, seconds: float, seed: int = 0) -> tuple[fl
     return _timed(lambda: len(agent.act(observations, masks, rng)), seconds), first
 
 
+def guard_line(batch_size: int, ratio: float) -> str:
+    """The guard's report line: `ratio` (`GUARD`'s plies/s over `GUARD_PEER`'s, same run) against
+    `GUARD_GOAL`, and whether it holds."""
+    verdict = "holds" if ratio >= GUARD_GOAL else "FAILS"
+    return (
+        f"{'guard':<12}B={batch_size:<6}pgx_env {GUARD.label} x{ratio:.2f} pgx {GUARD_PEER.game} "
+        f"(goal >= x{GUARD_GOAL:.0f}: {verdict})"
+    )
+
+
 def check_device(device: str):
     """The jax device `device` ("cpu" or "gpu") names; `ValueError` in one line when jax has none (or the
     extra `jax` is missing: `MissingExtraError`)."""
@@ -167,8 +185,8 @@ def run(
 ) -> Iterator[str]:
     """The report lines, yielded as they are measured: at each batch size the numpy engine's line (up to
     `bench.MAX_BATCH`), then each of `loops` on `device` with its ratio to the engine and its compile
-    time (`loops` default: `LOOPS`); then, given `mctx_batch`, the decisions/s of `mctx_agent` (a loaded
-    agent: this layer loads none)."""
+    time (`loops` default: `LOOPS`), and the `guard` line where `GUARD` and `GUARD_PEER` both ran; then,
+    given `mctx_batch`, the decisions/s of `mctx_agent` (a loaded agent: this layer loads none)."""
     import jax
 
     from .bench import MAX_BATCH as NUMPY_MAX_BATCH
@@ -183,14 +201,18 @@ def run(
             numpy_rate = batched(batch_size, seconds, config) if batch_size <= NUMPY_MAX_BATCH else None
             if numpy_rate is not None:
                 yield row("engine", f"B={batch_size}", "batched numpy arrays", numpy_rate)
+            rates = {}
             for loop in loops:
                 interface = "pgx_env" if loop.game == "strategic_reserve" else "pgx"
                 if batch_size > loop.max_batch:
                     yield f"{interface:<12}B={batch_size:<6}{loop.label}: not measured above B={loop.max_batch}"
                     continue
                 rate, compiled = loop_rate(loop, config, batch_size, seconds)
+                rates[loop] = rate
                 ratio = f"x{rate / numpy_rate:.2f} numpy, " if numpy_rate else ""
                 yield row(interface, f"B={batch_size}", loop.label, rate) + f"  {ratio}compile {compiled:.1f} s"
+            if GUARD in rates and GUARD_PEER in rates:
+                yield guard_line(batch_size, rates[GUARD] / rates[GUARD_PEER])
         if mctx_batch is not None and mctx_agent is not None:
             rate, first = mctx_rate(mctx_agent, mctx_batch, seconds)
             line = row("mctx agent", f"B={mctx_batch}", getattr(mctx_agent, "name", "mctx"), rate)
@@ -199,11 +221,15 @@ def run(
 
 __all__ = [
     "BATCH_SIZES",
+    "GUARD",
+    "GUARD_GOAL",
+    "GUARD_PEER",
     "LOOPS",
     "Loop",
     "MAX_BATCH",
     "PLIES",
     "check_device",
+    "guard_line",
     "loop_rate",
     "mctx_rate",
     "run",

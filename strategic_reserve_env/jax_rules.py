@@ -14,7 +14,7 @@ Needs the optional extra `jax` (`pip install "strategic-reserve-env[jax]"`).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +25,7 @@ from .rules import HIT_ENEMY, HIT_FRIENDLY
 
 WORD_BITS = 32
 _LOW = (1 << WORD_BITS) - 1
+Integers = TypeVar("Integers", int, np.ndarray)
 
 #: passes of :func:`group` unrolled before its ``while_loop`` (most groups of a game settle within them;
 #: a longer group goes on in the loop, one pass an iteration, until it stops growing)
@@ -37,9 +38,15 @@ class Bits(NamedTuple):
     low: jax.Array  # uint32: bits 0..31 of the int64 bitboard
     high: jax.Array  # uint32: bits 32..63
 
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        """`np.asarray(bits)`: a (..., 2) uint32 array, `[..., 0]` the low words and `[..., 1]` the high
+        ones, so that a batch of pairs reads as one array whose batch axes come first."""
+        del copy  # the stacked array is always a new one
+        return np.stack([np.asarray(self.low), np.asarray(self.high)], axis=-1).astype(dtype or np.uint32)
 
-def split(bits: int) -> tuple[int, int]:
-    """A Python-int bitboard -> its (low, high) words as Python ints."""
+
+def split(bits: Integers) -> tuple[Integers, Integers]:
+    """A bitboard -> its (low, high) words: Python ints of a Python int, int64 arrays of an int64 array."""
     return bits & _LOW, bits >> WORD_BITS
 
 
@@ -47,16 +54,6 @@ def constant(bits: int) -> Bits:
     """A Python-int bitboard as a pair of uint32 scalars."""
     low, high = split(bits)
     return Bits(jnp.uint32(low), jnp.uint32(high))
-
-
-def pack(bits: Bits) -> jax.Array:
-    """A pair -> a (..., 2) uint32 array (the State's storage: `[..., 0]` low, `[..., 1]` high)."""
-    return jnp.stack([bits.low, bits.high], axis=-1)
-
-
-def unpack(array: jax.Array) -> Bits:
-    """A (..., 2) uint32 array -> the pair it stores (`pack`'s inverse)."""
-    return Bits(array[..., 0], array[..., 1])
 
 
 #: (36, 2) uint32: square index -> the pair with that square's bit (``board.BIT`` split)

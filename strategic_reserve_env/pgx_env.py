@@ -50,13 +50,19 @@ compile nothing (they are built with numpy).
 
 **pgx's own tools.** `pgx.make("strategic_reserve")` raises `ValueError` (pgx makes its own games only:
 construct `StrategicReserve`), and `pgx.api_test(env)` fails on `state.env_id` not being one of
-pgx's ids; `api_test` runs pgx's checks on this env. States draw themselves (`state.to_svg()`,
-`state.save_svg(path)`, and in a notebook `_repr_html_`) with the project's SVG board
-(`strategic_reserve_env.render.svg`).
+pgx's ids; `api_test(env)` (`strategic_reserve_env.pgx_checks`) runs pgx's checks on this env. States draw
+themselves (`state.to_svg()`, `state.save_svg(path)`, and in a notebook `_repr_html_`) with the project's SVG
+board (`strategic_reserve_env.pgx_svg`); pgx's functions `pgx.save_svg` and `pgx.save_svg_animation` know
+only pgx's games and fail on these States with a bare `AssertionError`.
 
-`to_engine` and `from_engine` convert to and from the numpy
-engine's `State`, so the project's tools
-(records, analysis, rendering, the luck terms) read and continue JAX games.
+**pgx's traps.** The roll of `step` and `init` is a function of the key alone: the same keys passed every ply
+give the same roll every ply (short games, silently); split a fresh key for every step. The methods work on
+one game: a batched State or an action of any shape but a scalar is refused with a one-line `ValueError`
+(`jax.vmap` the method for a batch); the check is on shapes, static under `jit`.
+
+`to_engine` and `from_engine` (`strategic_reserve_env.pgx_state`, beside the `State` they convert) convert to
+and from the numpy engine's `State`, so the project's tools (records, analysis, rendering, the luck terms) read
+and continue JAX games.
 
 Needs the optional extra `jax` (`pip install "strategic-reserve-env[jax]"`:
 jax's CPU build and the pgx version tested).
@@ -66,117 +72,22 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pgx.core as core
-from pgx._src.struct import dataclass
 
-from . import engine, jax_rules, observation
+from . import engine, jax_rules
 from .board import BOARD_SIZE, DEFAULT_RESERVE, FULL, NO_PLAYER, NUM_SQUARES
 from .config import DEFAULT_PLY_LIMIT, Config, StartPosition, make_config
 from .jax_rules import Bits
 from .observation import NUM_PLANES, OBSERVATION_SHAPE
+from .pgx_checks import api_test
+from .pgx_checks import check_state as _check_state  # noqa: F401  # the name tests/test_pgx_env.py imports
+from .pgx_state import ENV_ID, NUM_PLAYERS, State, from_engine, one_game, to_engine
+from .pgx_svg import HTML_GAMES
 from .rules import HIT_ENEMY, HIT_FRIENDLY
-
-ENV_ID = "strategic_reserve"
-NUM_PLAYERS = 2
-HTML_GAMES = 16
-"""The most games of a batched State that `_repr_html_` draws."""
-
-
-@dataclass
-class State(core.State):
-    """One game (`vmap` for a batch: every field gains the batch axes in front).
-
-    The position is held from the mover's side, as `strategic_reserve_env.engine.State`
-    holds it (the fields of the same names without the underscore), with each bitboard as a
-    (low, high) pair of uint32 words (`strategic_reserve_env.jax_rules`). Public fields at a
-    chance node: see the module docstring and `chance_due`.
-    """
-
-    current_player: jax.Array  # () int32 the mover's colour, RED=0 / BLUE=1 (its player id); engine's to_move
-    observation: jax.Array  # (6, 6, 9) bool planes from current_player's side; all False if the env does not observe
-    rewards: jax.Array  # (2,) float32 reward of the latest transition, by player id
-    terminated: jax.Array  # () bool: a player has won (or the other lost by an illegal action)
-    truncated: jax.Array  # () bool: the ply limit ended the game without a winner
-    legal_action_mask: jax.Array  # (36,) bool legal placements; all False at a chance node, all True once over
-    _step_count: jax.Array  # () int32 steps (placements, illegal ones included) since new_game
-    _me: jax.Array  # (2,) uint32 bitboard pair: checkers of the player to move
-    _opp: jax.Array  # (2,) uint32 bitboard pair: checkers of the other player
-    _reserve_me: jax.Array  # () int32 checkers off the board, player to move
-    _reserve_opp: jax.Array  # () int32 checkers off the board, other player
-    _ply: jax.Array  # () int32 placements made so far
-    _winner: jax.Array  # () int32 RED, BLUE, or NO_PLAYER=-1 while nobody has won
-    _rolled: jax.Array  # () int32 square of the latest roll, -1 before the first roll
-    _hit: jax.Array  # () int32 kind of the latest roll: HIT_EMPTY / HIT_ENEMY / HIT_FRIENDLY
-    _captured: jax.Array  # (2,) uint32 bitboard pair: squares the latest roll emptied
-    _legal: jax.Array  # (2,) uint32 bitboard pair: legal placements; 0 when no placement is due
-
-    @property
-    def env_id(self) -> str:  # type: ignore[override]  # not one of pgx's own ids
-        return ENV_ID
-
-    @property
-    def chance_due(self) -> jax.Array:
-        """bool (one per game): a roll is due, no placement (a chance node: after `new_game` or `place`,
-        the game not over). `roll` is the only move that does anything here; `place` loses the game."""
-        return ~(self.terminated | self.truncated) & jax_rules.is_zero(_bits(self, "_legal"))
-
-    def to_svg(self, *, color_theme: str | None = None, scale: float | None = None) -> str:  # type: ignore[override]
-        """The board as SVG (the project's `svg`: checkers, reserves, the
-        rolled and captured squares, the legal placements), for one game; `scale` multiplies its size.
-        `color_theme` is accepted for pgx's signature and ignored (the project has one palette).
-        `ValueError` for a batch: index one game first (`jax.tree.map(lambda x: x[i], state)`)."""
-        del color_theme
-        if np.ndim(self.current_player) != 0:
-            raise ValueError(
-                f"to_svg draws one game, this State holds a batch of shape {np.shape(self.current_player)}: "
-                "index one game first (jax.tree.map(lambda x: x[i], state))"
-            )
-        return _svg(to_engine(self), 0, scale)
-
-    def save_svg(  # type: ignore[override]
-        self, filename: str | Path, *, color_theme: str | None = None, scale: float | None = None
-    ) -> None:
-        """Write `to_svg` to `filename` (atomically)."""
-        from .outputs import write_text
-
-        write_text(filename, self.to_svg(color_theme=color_theme, scale=scale))
-
-    def _repr_html_(self) -> str:
-        """A notebook's view: the board of one game, or the first `HTML_GAMES` games of a batch side
-        by side."""
-        games = to_engine(self)
-        shown = min(games.batch_size, HTML_GAMES)
-        boards = "".join(f'<div style="margin:4px">{_svg(games, i, 0.75)}</div>' for i in range(shown))
-        more = f"<p>{games.batch_size - shown} more games not drawn</p>" if games.batch_size > shown else ""
-        return f'<div style="display:flex;flex-wrap:wrap">{boards}</div>{more}'
-
-
-def _svg(games: engine.State, index: int, scale: float | None) -> str:
-    """Game `index` of `games` drawn by `strategic_reserve_env.render.svg`."""
-    from .game import Game
-    from .render import svg
-
-    game = Game()
-    game.load(games, index)
-    return svg(game, cell=max(8, round(40 * (1.0 if scale is None else scale))))
-
-
-#: the engine's fields and the State's that hold them (bitboards as pairs; to_move is current_player)
-_SCALAR_FIELDS = {
-    "reserve_me": "_reserve_me",
-    "reserve_opp": "_reserve_opp",
-    "to_move": "current_player",
-    "ply": "_ply",
-    "winner": "_winner",
-    "rolled": "_rolled",
-    "hit": "_hit",
-}
-_BITBOARD_FIELDS = {"me": "_me", "opp": "_opp", "captured": "_captured", "legal": "_legal"}
 
 
 def _below(bits: jax.Array, n: jax.Array | int) -> jax.Array:
@@ -204,7 +115,7 @@ def uniform_action(state: State, uniform: jax.Array) -> jax.Array:
     `int(uniform * count)`-th legal square in index order, a uniformly random legal placement for a
     uniform `uniform`; some square where no placement is due. On bitboards, cheaper than a choice
     over the (36,) mask."""
-    legal = _bits(state, "_legal")
+    legal = state._legal
     k = (jnp.asarray(uniform, dtype=jnp.float32) * jax_rules.count(legal)).astype(jnp.int32)
     return jax_rules.nth_square(legal, k)
 
@@ -214,7 +125,7 @@ def random_action(state: State, key: jax.Array) -> jax.Array:
     `1 / count` to within 2**-32), some square where no placement is due (a finished game ignores it).
     One 32-bit draw and a search of the legal bitboard: the cheap sampler for random play, a small
     fraction of `jax.random.categorical` over 36 logits (which draws 36 Gumbel numbers)."""
-    legal = _bits(state, "_legal")
+    legal = state._legal
     return jax_rules.nth_square(legal, _below(jax.random.bits(key, (), dtype=jnp.uint32), jax_rules.count(legal)))
 
 
@@ -249,15 +160,24 @@ def square_index(value) -> jax.Array:
     return jnp.asarray(np.where((array >= 0) & (array < NUM_SQUARES), array, -1).astype(np.int32))
 
 
+def _one_square(state: State, value, what: str) -> jax.Array:
+    """`square_index(value)` for `what` (a method's name) on one game: `ValueError` in one line where
+    `state` holds a batch or `value` is not a scalar (an action of shape (1,) is not one game's action).
+    Checks of shapes, static under `jit`: nothing at run time."""
+    one_game(state, what)
+    if np.ndim(value) != 0:
+        raise ValueError(
+            f"{what} takes one square index 0..35 (a scalar) for one game, got an array of shape "
+            f"{np.shape(value)}: jax.vmap it for a batch"
+        )
+    return square_index(value)
+
+
 def _player_index(value) -> jax.Array:
     """int32 player id (0 or 1), from any integer type (one compile for all)."""
     if isinstance(value, jax.core.Tracer):
         return value.astype(jnp.int32)
     return jnp.asarray(np.asarray(value).astype(np.int32))
-
-
-def _bits(state: State, name: str) -> Bits:
-    return jax_rules.unpack(getattr(state, name))
 
 
 def _done(state: State) -> jax.Array:
@@ -267,7 +187,10 @@ def _done(state: State) -> jax.Array:
 def _select(condition: jax.Array, if_true: State, if_false: State, names: tuple[str, ...]) -> State:
     """`if_false` with the fields `names` taken from `if_true` where `condition` (a scalar per
     game); the other fields are `if_false`'s (selecting only what changed keeps the observation out)."""
-    chosen = {name: jnp.where(condition, getattr(if_true, name), getattr(if_false, name)) for name in names}
+    chosen = {
+        name: jax.tree.map(lambda a, b: jnp.where(condition, a, b), getattr(if_true, name), getattr(if_false, name))
+        for name in names
+    }
     return if_false.replace(**chosen)  # type: ignore[attr-defined]
 
 
@@ -297,10 +220,10 @@ def planes(state: State, player_id: jax.Array) -> jax.Array:
     (as observation.encode builds them), then all nine are unpacked at once."""
     player_id = jnp.asarray(player_id, dtype=jnp.int32)
     to_move = state.current_player
-    own, other = jax_rules.from_side(_bits(state, "_me"), _bits(state, "_opp"), to_move, player_id)
+    own, other = jax_rules.from_side(state._me, state._opp, to_move, player_id)
     own_reserve, other_reserve = jax_rules.from_side(state._reserve_me, state._reserve_opp, to_move, player_id)
     none = jax_rules.constant(0)
-    legal = jax_rules.select(player_id == to_move, _bits(state, "_legal"), none)
+    legal = jax_rules.select(player_id == to_move, state._legal, none)
     rolled = jax_rules.select(state._rolled >= 0, jax_rules.square_bits(jnp.maximum(state._rolled, 0)), none)
     full = jax_rules.constant(FULL)
     bitboards = [
@@ -308,7 +231,7 @@ def planes(state: State, player_id: jax.Array) -> jax.Array:
         other,
         legal,
         rolled,
-        _bits(state, "_captured"),
+        state._captured,
         jax_rules.select(state._hit == HIT_ENEMY, full, none),
         jax_rules.select(state._hit == HIT_FRIENDLY, full, none),
         jax_rules.first_squares(own_reserve),
@@ -321,7 +244,7 @@ def planes(state: State, player_id: jax.Array) -> jax.Array:
 def _finished(state: State, observe: bool) -> State:
     """`state` with its derived fields set from its position: the action mask, and the observation
     (current_player's side) if `observe` (else it stays as it is: all False)."""
-    mask = jax_rules.squares(_bits(state, "_legal")) | _done(state)
+    mask = jax_rules.squares(state._legal) | _done(state)
     if not observe:
         return state.replace(legal_action_mask=mask)  # type: ignore[attr-defined]
     observed = planes(state, state.current_player)
@@ -333,15 +256,15 @@ def _roll(state: State, square: jax.Array) -> State:
     valid = (square >= 0) & state.chance_due
     index = jnp.where(valid, square, 0)
     opp, reserve_opp, captured, legal, hit = jax_rules.roll(
-        _bits(state, "_me"), _bits(state, "_opp"), state._reserve_opp, jax_rules.square_bits(index)
+        state._me, state._opp, state._reserve_opp, jax_rules.square_bits(index)
     )
     rolled = state.replace(  # type: ignore[attr-defined]
-        _opp=jax_rules.pack(opp),
+        _opp=opp,
         _reserve_opp=reserve_opp,
         _rolled=index,
         _hit=hit,
-        _captured=jax_rules.pack(captured),
-        _legal=jax_rules.pack(legal),
+        _captured=captured,
+        _legal=legal,
     )
     return _select(valid, rolled, state, _ROLL_CHANGES)
 
@@ -356,10 +279,10 @@ def _rewards(winner: jax.Array) -> jax.Array:
 def _place(state: State, action: jax.Array, ply_limit: int, penalty: float) -> State:
     """`StrategicReserve.place` without the derived fields, for an int32 `action` (-1: not a square)."""
     placed = jax_rules.square_bits(jnp.maximum(action, 0))
-    legal = (action >= 0) & ~jax_rules.is_zero(jax_rules.and_(placed, _bits(state, "_legal")))
+    legal = (action >= 0) & ~jax_rules.is_zero(jax_rules.and_(placed, state._legal))
     after = jax_rules.place(
-        _bits(state, "_me"),
-        _bits(state, "_opp"),
+        state._me,
+        state._opp,
         state._reserve_me,
         state._reserve_opp,
         state.current_player,
@@ -369,8 +292,8 @@ def _place(state: State, action: jax.Array, ply_limit: int, penalty: float) -> S
     )
     steps = state._step_count + 1
     moved = state.replace(  # type: ignore[attr-defined]
-        _me=jax_rules.pack(after.me),
-        _opp=jax_rules.pack(after.opp),
+        _me=after.me,
+        _opp=after.opp,
         _reserve_me=after.reserve_me,
         _reserve_opp=after.reserve_opp,
         current_player=after.to_move,
@@ -378,7 +301,7 @@ def _place(state: State, action: jax.Array, ply_limit: int, penalty: float) -> S
         _winner=after.winner,
         terminated=after.winner != NO_PLAYER,
         truncated=after.truncated,
-        _legal=jax_rules.pack(after.legal),
+        _legal=after.legal,
         rewards=_rewards(after.winner),
         _step_count=steps,
     )
@@ -389,7 +312,7 @@ def _place(state: State, action: jax.Array, ply_limit: int, penalty: float) -> S
     forfeited = state.replace(  # type: ignore[attr-defined]
         _winner=loser ^ 1,
         terminated=jnp.asarray(True),
-        _legal=jnp.zeros_like(state._legal),
+        _legal=jax.tree.map(jnp.zeros_like, state._legal),
         rewards=punished,
         _step_count=steps,
     )
@@ -504,7 +427,7 @@ class StrategicReserve(core.Env):
         """The chance half of a turn: the roll on `square` (0..35, any integer type) resolves its captures
         and sets the legal placements. A square outside 0..35, a finished game, or a game whose placement
         is due (`chance_due` False) leaves `state` unchanged."""
-        return _roll_compiled(state, square_index(square), observe=self.observes)
+        return _roll_compiled(state, _one_square(state, square, "roll"), observe=self.observes)
 
     def place(self, state: State, action: jax.Array) -> State:
         """The decision half: the mover places on `action` (0..35, any integer type); the game ends
@@ -512,7 +435,7 @@ class StrategicReserve(core.Env):
         action that is not a legal placement (out of range, not legal, or made at a chance node, where no
         placement is legal) loses the game for the mover (pgx's illegal-action rule: rewards -1 and +1,
         `terminated`); a finished game stays as it is, with zero rewards."""
-        return _place_compiled(state, square_index(action), **self._static)
+        return _place_compiled(state, _one_square(state, action, "place"), **self._static)
 
     # -- pgx's API ------------------------------------------------------------------------------------------
 
@@ -522,10 +445,17 @@ class StrategicReserve(core.Env):
 
     def step(self, state: State, action: jax.Array, key: jax.Array | None = None) -> State:  # type: ignore[override]
         """`place(state, action)`, then the next roll drawn from `key`: ``roll(place(state, action),
-        draw_square(key))``. `key` is required (the game has dice)."""
+        draw_square(key))``. `key` is required (the game has dice).
+
+        The roll is a function of `key` alone (pgx's semantics): the same key gives the same roll, so a
+        loop that passes the same keys every ply rolls the same square every ply. Split a fresh key for
+        every step (`key, step_key = jax.random.split(key)`).
+
+        One game: `state` of one game and a scalar `action` (`ValueError` in one line otherwise);
+        `jax.vmap(env.step)` steps a batch."""
         if key is None:
             raise ValueError("StrategicReserve.step needs a key: the next roll is drawn from it")
-        return _step_compiled(state, square_index(action), key, **self._static)
+        return _step_compiled(state, _one_square(state, action, "step"), key, **self._static)
 
     def auto_reset_step(self, state: State, action: jax.Array, key: jax.Array) -> State:
         """`step` with pgx's auto-reset (`pgx.experimental.auto_reset(env.step, env.init)`), for less: a
@@ -534,10 +464,14 @@ class StrategicReserve(core.Env):
         wrapper keeps them; the next call plays it). One roll and one threefry block a step, instead of a
         step, an `init` on a split key and a selection over every field: the same games in distribution as
         pgx's wrapper (whose split key gives other rolls)."""
-        return _auto_reset_compiled(state, square_index(action), key, self._start, **self._static)
+        return _auto_reset_compiled(
+            state, _one_square(state, action, "auto_reset_step"), key, self._start, **self._static
+        )
 
     def observe(self, state: State, player_id: jax.Array | None = None) -> jax.Array:  # type: ignore[override]
-        """(6, 6, 9) bool planes from `player_id`'s side (default: the current player's)."""
+        """(6, 6, 9) bool planes from `player_id`'s side (default: the current player's), of one game
+        (`ValueError` in one line for a batch: `jax.vmap(env.observe)`)."""
+        one_game(state, "observe")
         if player_id is None:
             player_id = state.current_player
         return jax.lax.stop_gradient(_planes_compiled(state, _player_index(player_id)))
@@ -572,120 +506,6 @@ class StrategicReserve(core.Env):
     @property
     def observation_shape(self) -> tuple[int, ...]:
         return OBSERVATION_SHAPE
-
-
-# -- pgx's checks ------------------------------------------------------------------------------------------
-
-_PUBLIC_FIELDS = {"current_player", "observation", "rewards", "terminated", "truncated", "legal_action_mask"}
-
-
-def _check_state(state: State, env: StrategicReserve) -> None:
-    """pgx's per-state checks (`pgx._src.api_test`), the env id checked against this env's."""
-    assert state.env_id == env.id, state.env_id
-    assert state.current_player.dtype == jnp.int32, state.current_player.dtype
-    assert state.terminated.dtype == jnp.bool_, state.terminated.dtype
-    assert state.rewards.dtype == jnp.float32, state.rewards.dtype
-    assert state.legal_action_mask.dtype == jnp.bool_, state.legal_action_mask.dtype
-    public = {name for name in vars(state) if not name.startswith("_")}
-    assert public <= _PUBLIC_FIELDS, f"public fields beyond pgx's: {sorted(public - _PUBLIC_FIELDS)}"
-    assert bool(jnp.all(state.current_player >= 0)), "current_player must be >= 0"
-    over = np.asarray(state.terminated | state.truncated)
-    assert np.asarray(state.legal_action_mask)[over].all(), "the mask of a finished game must be all True"
-
-
-def api_test(env: StrategicReserve | None = None, num: int = 10, batch_size: int = 4) -> None:
-    """`pgx.api_test`'s checks on this env (pgx's own rejects it only because `env_id` is not one of
-    pgx's ids): `num` games played one by one with pgx's `act_randomly` (after `init`: a non-empty
-    mask, `_step_count` 0, zero rewards; after every step: `current_player` int32 and >= 0,
-    `terminated` bool, `rewards` float32, the mask bool, no public field beyond pgx's six,
-    `_step_count` up by one, the mask all True once over), the last state drawn as SVG; then `num`
-    batches of `batch_size` games under `vmap` until every game is over. `AssertionError` on the
-    first check that fails."""
-    from pgx.experimental.utils import act_randomly
-
-    env = env if env is not None else StrategicReserve()
-    init, step, act = jax.jit(env.init), jax.jit(env.step), jax.jit(act_randomly)
-    rng = jax.random.PRNGKey(849020)
-    for _ in range(num):
-        rng, key = jax.random.split(rng)
-        state = init(key)
-        assert bool(state.legal_action_mask.any()), "legal_action_mask at init state cannot be zero"
-        assert int(state._step_count) == 0 and not np.asarray(state.rewards).any()
-        _check_state(state, env)
-        steps = 0
-        while not bool(state.terminated | state.truncated):
-            rng, key, roll_key = jax.random.split(rng, 3)
-            state = step(state, act(key, state.legal_action_mask[None])[0], roll_key)  # act_randomly: batched
-            steps += 1
-            assert int(state._step_count) == steps, (int(state._step_count), steps)
-            _check_state(state, env)
-    assert state.to_svg().startswith("<svg")
-    batch_init, batch_step = jax.jit(jax.vmap(env.init)), jax.jit(jax.vmap(env.step))
-    rng = jax.random.PRNGKey(9999)
-    for _ in range(num):
-        rng, key = jax.random.split(rng)
-        state = batch_init(jax.random.split(key, batch_size))
-        while not bool((state.terminated | state.truncated).all()):
-            rng, key, roll_key = jax.random.split(rng, 3)
-            state = batch_step(state, act(key, state.legal_action_mask), jax.random.split(roll_key, batch_size))
-        _check_state(state, env)
-
-
-# -- converters -------------------------------------------------------------------------------------------
-
-
-def _flat(value: jax.Array, trailing: tuple[int, ...]) -> np.ndarray:
-    """A field as numpy, its leading batch axes flattened into one: (B, *trailing)."""
-    return np.asarray(value).reshape((-1, *trailing))
-
-
-def to_engine(state: State) -> engine.State:
-    """The numpy engine's State of the same games (any leading batch axes flattened to B; one game is
-    B = 1). `rewards` and `_step_count` have no engine field and are dropped."""
-    values = {}
-    for name, field in _SCALAR_FIELDS.items():
-        values[name] = _flat(getattr(state, field), ()).astype(np.int64)
-    for name, field in _BITBOARD_FIELDS.items():
-        pair = _flat(getattr(state, field), (2,)).astype(np.int64)
-        values[name] = pair[:, 0] | (pair[:, 1] << jax_rules.WORD_BITS)
-    values["truncated"] = _flat(state.truncated, ()).astype(bool)
-    return engine.State(**values)
-
-
-def from_engine(state: engine.State, observe: bool = True) -> State:
-    """The games of an engine State as a State with batch axis (B,): the same position, its
-    observation (all False unless `observe`: for an env built with `observation=False`) and mask
-    derived, zero rewards, and `_step_count` taken as the plies made. Built with numpy (no compile)."""
-
-    def int32(name: str) -> jax.Array:
-        return jnp.asarray(np.asarray(getattr(state, name), dtype=np.int64).astype(np.int32))
-
-    def pair(name: str) -> jax.Array:
-        bits = np.asarray(getattr(state, name), dtype=np.int64)
-        words = np.stack([bits & ((1 << jax_rules.WORD_BITS) - 1), bits >> jax_rules.WORD_BITS], axis=-1)
-        return jnp.asarray(words.astype(np.uint32))
-
-    size = state.batch_size
-    planes_ = observation.planes(state, state.to_move).astype(bool) if observe else None
-    return State(
-        current_player=int32("to_move"),
-        observation=jnp.asarray(planes_) if observe else jnp.zeros((size, *OBSERVATION_SHAPE), dtype=jnp.bool_),
-        rewards=jnp.zeros((size, NUM_PLAYERS), dtype=jnp.float32),
-        terminated=jnp.asarray(np.asarray(state.winner) != NO_PLAYER),
-        truncated=jnp.asarray(np.asarray(state.truncated, dtype=bool)),
-        legal_action_mask=jnp.asarray(state.legal_mask() | state.done[:, None]),
-        _step_count=int32("ply"),
-        _me=pair("me"),
-        _opp=pair("opp"),
-        _reserve_me=int32("reserve_me"),
-        _reserve_opp=int32("reserve_opp"),
-        _ply=int32("ply"),
-        _winner=int32("winner"),
-        _rolled=int32("rolled"),
-        _hit=int32("hit"),
-        _captured=pair("captured"),
-        _legal=pair("legal"),
-    )
 
 
 assert OBSERVATION_SHAPE == (BOARD_SIZE, BOARD_SIZE, NUM_PLANES)

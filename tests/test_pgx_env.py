@@ -698,3 +698,112 @@ def test_bench_jax_prints_the_users_loops_beside_numpy(capsys, monkeypatch):
     assert main(["bench", "--jax", "--batch-sizes", "16"]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and "pip install" in captured.err and len(captured.err.splitlines()) == 1
+
+
+def test_a_key_per_step_gives_varied_rolls_and_the_same_keys_every_ply_the_same_roll():
+    """pgx's semantics, as the card and `step`'s docstring say: the roll is a function of the step's key, so
+    the same keys passed every ply roll each game's same square every ply; a key split for every step gives
+    rolls that vary from ply to ply and cover the board."""
+    env = StrategicReserve(observation=False)
+    size, plies = 32, 12
+
+    @jax.jit
+    def play(key, fresh_keys: bool):
+        fixed = jax.random.split(jax.random.fold_in(key, 1), size)
+
+        def ply(state, key):
+            act_key, step_key = jax.random.split(key)
+            keys = jax.random.split(step_key, size) if fresh_keys else fixed
+            state = jax.vmap(env.step)(state, jax.vmap(random_action)(state, jax.random.split(act_key, size)), keys)
+            return state, (state._rolled, state.terminated | state.truncated)
+
+        first = jax.vmap(env.init)(jax.random.split(key, size))
+        return fixed, jax.lax.scan(ply, first, jax.random.split(key, plies))[1]
+
+    fixed, (rolled, over) = play(jax.random.PRNGKey(3), False)
+    rolled, over = np.asarray(rolled), np.asarray(over)  # (plies, size)
+    same = np.asarray(jax.vmap(draw_square)(fixed))
+    live = ~over
+    assert live.sum() > size  # games went on over several plies
+    assert np.array_equal(np.broadcast_to(same, rolled.shape)[live], rolled[live])  # each game: one square, every ply
+    _, (varied, _) = play(jax.random.PRNGKey(3), True)
+    varied = np.asarray(varied)
+    assert all(len(set(varied[:, game])) > 1 for game in range(size))  # every game's rolls vary
+    assert len(set(varied.ravel())) == NUM_SQUARES  # and cover the board
+
+
+def test_one_game_methods_refuse_a_batch_and_an_action_that_is_not_a_scalar():
+    """Outside `vmap` the methods work on one game: a batched State (`observe`, `step`, `place`, `roll`,
+    `auto_reset_step`) and a one-game action of shape (1,) or (1, 1), under `jit` or `vmap` too, are a
+    one-line ValueError (a check of shapes at trace time) instead of a state of mixed shapes; the State
+    and the env stay usable."""
+    env = StrategicReserve(reserve=5, ply_limit=33)
+    key = jax.random.PRNGKey(6)
+    state = env.init(key)
+    batch = jax.vmap(env.init)(jax.random.split(key, 3))
+    legal = int(np.flatnonzero(np.asarray(state.legal_action_mask))[0])
+    calls = {
+        "observe": lambda s, a: env.observe(s),
+        "step": lambda s, a: env.step(s, a, key),
+        "place": lambda s, a: env.place(s, a),
+        "roll": lambda s, a: env.roll(s, a),
+        "auto_reset_step": lambda s, a: env.auto_reset_step(s, a, key),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=rf"^{name} works on one game, this State holds a batch of shape \(3,\)"):
+            call(batch, legal)
+        if name == "observe":
+            continue
+        for shape in ((1,), (1, 1)):
+            action = jnp.full(shape, legal, dtype=jnp.int32)
+            message = rf"^{name} takes one square index 0..35 \(a scalar\) for one game, got an array of shape"
+            with pytest.raises(ValueError, match=message) as refused:
+                call(state, action)
+            assert "\n" not in str(refused.value)
+            with pytest.raises(ValueError, match=message):
+                jax.jit(call)(state, action)
+    with pytest.raises(ValueError, match="^step takes one square index"):
+        jax.vmap(env.step, in_axes=(0, 0, None))(batch, jnp.full((3, 1), legal, dtype=jnp.int32), key)
+    stepped = env.step(state, legal, key)  # the same State and env, a scalar action: one game's step
+    assert int(stepped._ply) == 1 and stepped.legal_action_mask.shape == (NUM_SQUARES,)
+    assert np.asarray(env.observe(stepped)).shape == observation.OBSERVATION_SHAPE
+    batched = jax.vmap(env.step, in_axes=(0, 0, None))(batch, jnp.full(3, legal, dtype=jnp.int32), key)
+    assert batched.current_player.shape == (3,) and batched.legal_action_mask.shape == (3, NUM_SQUARES)
+
+
+def test_pgx_drawing_functions_refuse_our_states_and_the_states_own_save_svg_draws(tmp_path):
+    """What the card says of pgx's own drawing: `pgx.save_svg` and `pgx.save_svg_animation` know only pgx's
+    games (an AssertionError on our State, nothing written), while `state.save_svg` writes the board."""
+    import pgx
+
+    env = StrategicReserve()
+    state = env.init(jax.random.PRNGKey(7))
+    with pytest.raises(AssertionError):
+        pgx.save_svg(state, tmp_path / "pgx.svg")
+    with pytest.raises(AssertionError):
+        pgx.save_svg_animation([state, state], tmp_path / "pgx_animation.svg")
+    assert not list(tmp_path.iterdir())
+    state.save_svg(tmp_path / "board.svg")
+    assert (tmp_path / "board.svg").read_text() == state.to_svg()
+
+
+def test_bench_jax_prints_the_guard_ratio_of_the_env_loop_to_connect_four(capsys, monkeypatch):
+    """`bench --jax` ends each batch size where both ran with the guard line: the env's own sampler,
+    observation and reset over pgx's connect_four in the same run, and whether the goal (x1) holds. The
+    rates are given (the loops compile for minutes): the line's arithmetic and verdict are what is held."""
+    from strategic_reserve_env import bench_jax
+    from strategic_reserve_env.__main__ import main
+
+    for ours, verdict in ((1_370.0, "holds"), (640.0, "FAILS")):
+        rates = {bench_jax.GUARD: ours, bench_jax.GUARD_PEER: 1_000.0}
+        monkeypatch.setattr(bench_jax, "LOOPS", (bench_jax.GUARD, bench_jax.GUARD_PEER))
+        monkeypatch.setattr(bench_jax, "loop_rate", lambda loop, *_, rates=rates, **__: (rates[loop], 0.0))
+        assert main(["bench", "--jax", "--batch-sizes", "16", "--seconds", "0.01"]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[-1] == (
+            f"guard       B=16    pgx_env random_action, obs, env reset x{ours / 1000:.2f} pgx connect_four "
+            f"(goal >= x1: {verdict})"
+        )
+    monkeypatch.setattr(bench_jax, "LOOPS", (bench_jax.GUARD,))  # no peer measured: no guard line
+    assert main(["bench", "--jax", "--batch-sizes", "16", "--seconds", "0.01"]) == 0
+    assert not any(line.startswith("guard") for line in capsys.readouterr().out.splitlines())
