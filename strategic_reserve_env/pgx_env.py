@@ -56,9 +56,10 @@ board (`strategic_reserve_env.pgx_svg`); pgx's functions `pgx.save_svg` and `pgx
 only pgx's games and fail on these States with a bare `AssertionError`.
 
 **pgx's traps.** The roll of `step` and `init` is a function of the key alone: the same keys passed every ply
-give the same roll every ply (short games, silently); split a fresh key for every step. The methods work on
-one game: a batched State or an action of any shape but a scalar is refused with a one-line `ValueError`
-(`jax.vmap` the method for a batch); the check is on shapes, static under `jit`.
+give the same roll every ply, silently; split a fresh key for every step. `step`, `auto_reset_step`,
+`observe`, `roll` and `place` work on one game: a batched State or an action of any shape but a scalar is
+refused with a one-line `ValueError` (`jax.vmap` the method for a batch); the check is on shapes, static
+under `jit`.
 
 `to_engine` and `from_engine` (`strategic_reserve_env.pgx_state`, beside the `State` they convert) convert to
 and from the numpy engine's `State`, so the project's tools (records, analysis, rendering, the luck terms) read
