@@ -38,11 +38,23 @@ class Bits(NamedTuple):
     low: jax.Array  # uint32: bits 0..31 of the int64 bitboard
     high: jax.Array  # uint32: bits 32..63
 
+    # Read from outside (tests, a user's look at a State), pairs read as one (..., 2) array of their words,
+    # `[..., 0]` the low words and `[..., 1]` the high ones, batch axes first: its shape, dtype and numpy array.
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of the pairs as one array: the words' shape, then 2."""
+        return (*jnp.shape(self.low), 2)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The words' dtype (uint32)."""
+        return np.dtype(self.low.dtype)
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        """`np.asarray(bits)`: a (..., 2) uint32 array, `[..., 0]` the low words and `[..., 1]` the high
-        ones, so that a batch of pairs reads as one array whose batch axes come first."""
+        """`np.asarray(bits)`: the (..., 2) array of the words (`shape`)."""
         del copy  # the stacked array is always a new one
-        return np.stack([np.asarray(self.low), np.asarray(self.high)], axis=-1).astype(dtype or np.uint32)
+        return np.stack([np.asarray(self.low), np.asarray(self.high)], axis=-1).astype(dtype or self.dtype)
 
 
 def split(bits: Integers) -> tuple[Integers, Integers]:
