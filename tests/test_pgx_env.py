@@ -707,7 +707,6 @@ def test_a_key_per_step_gives_varied_rolls_and_the_same_keys_every_ply_the_same_
     env = StrategicReserve(observation=False)
     size, plies = 32, 12
 
-    @jax.jit
     def play(key, fresh_keys: bool):
         fixed = jax.random.split(jax.random.fold_in(key, 1), size)
 
@@ -720,6 +719,7 @@ def test_a_key_per_step_gives_varied_rolls_and_the_same_keys_every_ply_the_same_
         first = jax.vmap(env.init)(jax.random.split(key, size))
         return fixed, jax.lax.scan(ply, first, jax.random.split(key, plies))[1]
 
+    play = jax.jit(play, static_argnames="fresh_keys")
     fixed, (rolled, over) = play(jax.random.PRNGKey(3), False)
     rolled, over = np.asarray(rolled), np.asarray(over)  # (plies, size)
     same = np.asarray(jax.vmap(draw_square)(fixed))
