@@ -4,6 +4,7 @@ agent specs in the Gymnasium env, actions out of range, and one ply numbering in
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import re
 import subprocess
@@ -20,7 +21,15 @@ from strategic_reserve_env.__main__ import COMMANDS, main
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import parse_square
 from strategic_reserve_env.commands import rules
-from strategic_reserve_env.extras import EXIT_MISSING_EXTRA, EXTRAS, needs_extra
+from strategic_reserve_env.extras import (
+    EXIT_MISSING_EXTRA,
+    EXTRAS,
+    TORCH_CPU_INDEX,
+    TORCH_CPU_LINE,
+    TORCH_REQUIREMENT,
+    install_line,
+    needs_extra,
+)
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
 from strategic_reserve_env.terminal import PROMPT, terminal_game
 
@@ -136,7 +145,9 @@ def test_a_command_missing_a_library_says_which_extra_in_one_line(modules, argv,
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert f"needs {library}, which is not installed: pip install 'strategic-reserve-env[{extra}]'" in lines[0]
+    assert f"needs {library}, which is not installed: pip install " in lines[0]
+    assert lines[0].endswith(f"pip install 'strategic-reserve-env[{extra}]'")
+    assert (TORCH_CPU_LINE in lines[0]) == (library == "torch")  # torch's CPU build first, when torch is missing
     assert not (tmp_path / "run").exists()  # refused before anything is written
 
 
@@ -171,8 +182,30 @@ def test_an_agent_spec_missing_its_library_is_a_missing_extra_error():
         "True",
         "True",
         "train",
-        "agent spec 'ppo' needs torch, which is not installed: pip install 'strategic-reserve-env[train]'\n",
+        "agent spec 'ppo' needs torch, which is not installed: pip install torch==2.13.0 --index-url "
+        "https://download.pytorch.org/whl/cpu, then pip install 'strategic-reserve-env[train]'\n",
     ], done.stderr
+
+
+def test_the_hint_the_makefile_and_the_docs_install_the_same_cpu_torch():
+    """One install story (issue 41): the hint for an extra that brings torch, the Makefile's bootstrap, the README
+    and the installation page name the same command for torch's CPU build; the hint leaves it out once torch is
+    installed, and for an extra without torch."""
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(rf"^TORCH \?= {re.escape(TORCH_REQUIREMENT)}$", makefile, re.M)
+    assert re.search(rf"^TORCH_INDEX := {re.escape(TORCH_CPU_INDEX)}$", makefile, re.M)
+    assert re.search(r'pip install .*"\$\(TORCH\)" --index-url \$\(TORCH_INDEX\)', makefile)
+    assert f"{TORCH_REQUIREMENT}\n" in (REPO / "constraints-cpu.txt").read_text()
+    assert TORCH_CPU_LINE == f"pip install {TORCH_REQUIREMENT} --index-url {TORCH_CPU_INDEX}"
+    for page in ("README.md", "docs/installation.md"):
+        text = (REPO / page).read_text()
+        assert TORCH_CPU_LINE in text, page
+        assert not re.search(r"pip install torch==[\d.]+ *(#|$)", text, re.M), page  # PyPI's torch: CUDA on Linux
+    done = hidden(("torch",), "from strategic_reserve_env.extras import install_line\nprint(install_line('rllib'))")
+    assert done.stdout == f"{TORCH_CPU_LINE}, then pip install 'strategic-reserve-env[rllib]'\n", done.stderr
+    if importlib.util.find_spec("torch") is not None:
+        assert install_line("train") == "pip install 'strategic-reserve-env[train]'"
+    assert install_line("jax") == "pip install 'strategic-reserve-env[jax]'"
 
 
 # -- Gymnasium: agent specs, actions out of range, the checker without pygame -----------------------------------------
