@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import models
+from strategic_reserve_env import __version__, models
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
 from strategic_reserve_env.outputs import write_text
@@ -309,6 +309,7 @@ class ScoreCard:
         """The score card in the layout `SCHEMA` (docs/BENCHMARK.md)."""
         return {
             "schema": SCHEMA,
+            "package_version": __version__,
             "agent": self.agent,
             "protocol": self.protocol.as_json(self.panel_names),
             "conformant": self.conformant,

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import arena, engine
+from strategic_reserve_env import __version__, arena, engine
 from strategic_reserve_env.agents import RandomAgent, load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
 from strategic_reserve_env.board import DEFAULT_RESERVE, MESSAGE_LIMIT, RED, brief, clip
@@ -517,6 +517,7 @@ def write_outputs(
         error = UNFINISHED
     directory.mkdir(parents=True, exist_ok=True)
     payload = {
+        "package_version": __version__,
         "complete": ratings is not None and error is None,
         "error": error,
         "settings": asdict(settings),

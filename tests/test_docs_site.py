@@ -13,7 +13,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 import yaml
@@ -186,7 +185,7 @@ def test_a_newcomer_finds_the_pages_of_a_library_site(site):
     # the notebook as executed: its pictures and printed output are on the page
     notebook = pages["examples/inspect_learned_play"]
     assert "<svg" in notebook and "data:image/png;base64," in notebook and "dice stream" in notebook
-    assert "0.3.0" in page_text(pages["changelog"])
+    assert "0.4.0 (2026-11-28)" in page_text(pages["changelog"]) and "Unreleased" not in pages["changelog"]
     for env in ("aec", "gymnasium", "vector", "sb3", "pgx"):
         card = pages[f"envs/{env}"]  # PettingZoo's shape: a picture, then a section for each of these
         sections = ("action-space", "observation", "rewards", "termination-and-truncation", "example")
@@ -221,11 +220,14 @@ def test_page_titles_are_names_and_guides_list_their_sections(site):
     assert "luck-adjusted-scores" in sections and "model-files-run-no-code" in sections
 
 
-def test_site_url_makes_the_404_page_links_absolute(site):
-    """`site_url` is pyproject.toml's Documentation address; with it the 404 page's links are absolute."""
-    url = re.search(r'^Documentation = "([^"]+)"', (REPO / "pyproject.toml").read_text(), flags=re.M).group(1)
-    assert url.startswith("https://")
-    assert f'src="{urlparse(url).path}assets/' in (site / "404.html").read_text()  # not relative to the 404
+def test_the_site_names_no_placeholder_address(site):
+    """`site_url` is pyproject.toml's Documentation address where it has one; the project has none yet, so no
+    page names a canonical link, and no page or the sitemap shows a placeholder (`OWNER`, `<the repository>`)."""
+    assert not re.search(r"^Documentation\s*=", (REPO / "pyproject.toml").read_text(), flags=re.M)
+    for name, page in pages_of(site).items():
+        assert 'rel="canonical"' not in page, name
+        assert "OWNER" not in page and "&lt;the repository&gt;" not in page, name
+    assert "OWNER" not in (site / "404.html").read_text()
 
 
 @pytest.mark.parametrize(

@@ -50,10 +50,29 @@ def test_the_version_is_one_number_everywhere(capsys):
         project = tomllib.load(file)
     assert project["project"]["dynamic"] == ["version"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "strategic_reserve_env.__version__"}
-    assert importlib.metadata.version("strategic-reserve-env") == strategic_reserve_env.__version__ == "0.3.0"
+    assert importlib.metadata.version("strategic-reserve-env") == strategic_reserve_env.__version__ == "0.4.0"
     with pytest.raises(SystemExit):
         main(["--version"])
     assert capsys.readouterr().out.split() == ["strategic-reserve", strategic_reserve_env.__version__]
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert re.search(rf"^## {re.escape(strategic_reserve_env.__version__)} \(\d{{4}}-\d\d-\d\d\)$", changelog, re.M)
+    for page in ("README.md", "docs/installation.md"):  # the wheel the docs install is this release's
+        wheels = set(re.findall(r"strategic_reserve_env-([\d.]+)-py3-none-any\.whl", (REPO / page).read_text()))
+        assert wheels == {strategic_reserve_env.__version__}, page
+
+
+def test_every_file_a_run_writes_names_the_package_version(tmp_path, capsys):
+    """benchmark.json, results.json and run.json say which release wrote them (two score cards of different
+    releases can be told apart)."""
+    from strategic_reserve_env import outputs
+    from strategic_reserve_env.evaluation.benchmark import run_benchmark
+
+    version = strategic_reserve_env.__version__
+    assert run_benchmark("random", games=2, progress=False).as_json()["package_version"] == version
+    assert main(["evaluate", "random", "greedy", "--games", "2", "--no-progress", "--out", str(tmp_path / "t")]) == 0
+    assert json.loads((tmp_path / "t" / "results.json").read_text())["package_version"] == version
+    outputs.write_run(tmp_path, outputs.new_run_id(), "train")
+    assert json.loads((tmp_path / outputs.RUN_FILE).read_text())["package_version"] == version
 
 
 def test_the_licence_and_the_designer_are_in_the_metadata():
@@ -61,7 +80,8 @@ def test_the_licence_and_the_designer_are_in_the_metadata():
     assert "License :: OSI Approved :: MIT License" in metadata.get_all("Classifier")
     assert "Mark Steere" in metadata["Summary"]
     urls = dict(value.split(", ", 1) for value in metadata.get_all("Project-URL"))
-    assert {"Repository", "Documentation", "Issues"} <= set(urls)
+    assert urls["Game rules (designer: Mark Steere)"] == "https://www.marksteeregames.com/"
+    assert not [url for url in urls.values() if "OWNER" in url]  # no placeholder address (issue 41)
     assert (REPO / "LICENSE").read_text().startswith("MIT License")
     assert (REPO / "strategic_reserve_env" / "py.typed").is_file()
 
