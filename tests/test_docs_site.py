@@ -191,9 +191,12 @@ def test_a_newcomer_finds_the_pages_of_a_library_site(site):
         sections = ("action-space", "observation", "rewards", "termination-and-truncation", "example")
         assert "<img" in card and all(f'id="{section}"' in card for section in sections), env
         assert "<table>" in card and "<th>plane</th>" in card, env  # the observation's planes
-    # a code block wraps a long line (its comment is read whole, not cut off at the block's right edge)
+    # a code block keeps its lines and scrolls (a wrapped line read as code at column 0), a cell breaks no word
     assert 'href="stylesheets/extra.css"' in nav
-    assert re.search(r"pre > code \{[^}]*white-space: pre-wrap", (site / "stylesheets" / "extra.css").read_text())
+    css = (site / "stylesheets" / "extra.css").read_text()
+    code_rule = re.search(r"pre > code \{([^}]*)\}", css).group(1)
+    assert "white-space: pre;" in code_rule and "overflow-x: auto" in code_rule
+    assert "pre-wrap" not in css and "break-word" not in css and "anywhere" not in css
     jax_guide = pages["guide/jax-and-pgx"]
     assert 'href="../../api/jax/' in jax_guide and 'href="../../envs/pgx/' in jax_guide
 
