@@ -313,6 +313,18 @@ def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path,
     assert all(f"removed {path}: its agent is not in this run" in out for path in stale)
 
 
+def test_a_card_stopped_before_an_opponent_finished_says_so_not_zero_games():
+    """Stopped during the first opponent (Ctrl-C after 8,000 games), the card printed "0 games in 0.0 s"; it
+    says that no opponent finished, and a card stopped later counts the finished opponents' games as theirs."""
+    card = run_benchmark("random", games=2, progress=False)
+    stopped = ScoreCard(card.agent, card.protocol, 2, card.panel_names, error="stopped: interrupted")
+    assert stopped.speed_line().startswith("no opponent finished: the games of the one under way are not scored")
+    assert "0 games" not in stopped.text()
+    stopped.results = card.results[:1]
+    assert stopped.speed_line().startswith("2 games against the opponents finished in ")
+    assert card.speed_line().startswith(f"{card.games:,} games in ")
+
+
 def test_reference_outside_a_clone_is_refused_in_one_line_writing_nothing(tmp_path, monkeypatch, capsys):
     """`strategic-reserve reference` in a folder that is not a clone (no docs/BENCHMARK.md with its markers)
     used to play for minutes and write docs/benchmark/ there; it is refused before anything is played."""
