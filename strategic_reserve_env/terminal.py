@@ -135,8 +135,9 @@ def terminal_game(
 ) -> int:
     """Run one game between a person (`read`/`say`) and `agent` (a
     `Policy`); returns an exit code (0, `INTERRUPTED` after Ctrl-C,
-    `SAVE_FAILED` when the record was printed instead of saved, `INPUT_ENDED` when the input ended first). `seat`: the person's colour,
-    "red", "blue" or "random"; `seed` (None: a fresh one, shown) seeds the dice and the agent."""
+    `SAVE_FAILED` when the record was printed instead of saved, `INPUT_ENDED` when the input ended first).
+    `seat`: the person's colour, "red", "blue" or "random"; `seed` (None: a fresh one, shown) seeds the dice
+    and the agent."""
     if seat not in (*COLOURS, "random"):
         raise ValueError(f"seat must be 'red', 'blue' or 'random', got {brief(seat)}")
     if seed is not None and not records.is_seed(seed):
