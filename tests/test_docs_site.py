@@ -189,8 +189,11 @@ def test_a_newcomer_finds_the_pages_of_a_library_site(site):
     for env in ("aec", "gymnasium", "vector", "sb3", "pgx"):
         card = pages[f"envs/{env}"]  # PettingZoo's shape: a picture, then a section for each of these
         sections = ("action-space", "observation", "rewards", "termination-and-truncation", "example")
+        sections += ("arguments", "starting-state", "version-history")  # Gymnasium's and PettingZoo's too
         assert "<img" in card and all(f'id="{section}"' in card for section in sections), env
         assert "<table>" in card and "<th>plane</th>" in card, env  # the observation's planes
+        assert not re.search(r"<th>\s*</th>", card), env  # no spec table with an empty header row
+    assert 'src="../../pictures/game.gif"' in pages["envs/aec"]  # the animated game on the AEC card
     # a code block keeps its lines and scrolls (a wrapped line read as code at column 0), a cell breaks no word
     assert 'href="stylesheets/extra.css"' in nav
     css = (site / "stylesheets" / "extra.css").read_text()
