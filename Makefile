@@ -8,9 +8,21 @@ STAMP := $(VENV)/.installed
 IVENV := .venv-integrations
 IBIN := $(IVENV)/bin
 ISTAMP := $(IVENV)/.installed
-# torch must be the CPU build: install it first, then hold it there with a constraint
+# torch must be the CPU build: install it first from PyTorch's CPU index, then hold it there with a constraint.
+# Where that index is out of reach, pip gives up on it within seconds (no retry) and takes $(TORCH) from PyPI
+# and the local wheels it is configured with; the line after says which build was installed.
+# strategic_reserve_env/extras.py (TORCH_REQUIREMENT, TORCH_CPU_INDEX) and docs/installation.md name the same
+# command (tests/test_library.py).
 TORCH ?= torch==2.13.0
+TORCH_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_TIMEOUT_S := 5
 PIP := $(BIN)/python -m pip
+# $(call install_torch,PYTHON): the CPU build of $(TORCH) into PYTHON's venv, saying which build it got
+define install_torch
+	$(1) -m pip install --timeout $(TORCH_TIMEOUT_S) --retries 0 "$(TORCH)" --index-url $(TORCH_INDEX) \
+		|| { echo "make: $(TORCH_INDEX) is out of reach: $(TORCH) from PyPI"; $(1) -m pip install "$(TORCH)"; }
+	$(1) -c "import torch; print('make: torch', torch.__version__, 'CPU build' if torch.version.cuda is None else 'CUDA ' + torch.version.cuda + ' build')"
+endef
 
 .PHONY: test test-core test-wheel test-integrations lint docs train bench install clean
 
@@ -20,7 +32,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml constraints-cpu.txt | $(BIN)/python
-	$(PIP) install "$(TORCH)"
+	$(call install_torch,$(BIN)/python)
 	$(PIP) install -c constraints-cpu.txt -e ".[train,test,docs,jax,mctx]"
 	touch $@
 
@@ -28,7 +40,7 @@ $(IBIN)/python:
 	$(PYTHON) -m venv $(IVENV)
 
 $(ISTAMP): pyproject.toml constraints-cpu.txt | $(IBIN)/python
-	$(IBIN)/python -m pip install "$(TORCH)"
+	$(call install_torch,$(IBIN)/python)
 	$(IBIN)/python -m pip install -c constraints-cpu.txt -e ".[train,test,integrations]"
 	touch $@
 

@@ -203,17 +203,16 @@ def on_env(env, config, files):
 GUIDES_BEFORE = "Rules"  # the nav entry of mkdocs.yml the guides come before
 
 
-def documentation_url() -> str:
-    """pyproject.toml's Documentation address (`[project.urls]`), the site's `site_url`."""
+def documentation_url() -> str | None:
+    """pyproject.toml's Documentation address (`[project.urls]`), the site's `site_url`; None while the project
+    has none (the site then names no canonical address rather than a made-up one)."""
     found = re.search(r'^Documentation\s*=\s*"([^"]+)"', PYPROJECT.read_text(encoding="utf-8"), flags=re.M)
-    if not found:
-        raise ValueError(f"{PYPROJECT}: no Documentation address in [project.urls]")
-    return found.group(1).rstrip("/") + "/"
+    return found.group(1).rstrip("/") + "/" if found else None
 
 
 def on_config(config):
-    """`site_url` from pyproject.toml; the nav: home, then the nav of mkdocs.yml with the README's guides, in
-    order, before its Rules."""
+    """`site_url` from pyproject.toml (left out where it has none); the nav: home, then the nav of mkdocs.yml
+    with the README's guides, in order, before its Rules."""
     config["site_url"] = config["site_url"] or documentation_url()
     _, pages = _sections()
     nav = list(config["nav"])

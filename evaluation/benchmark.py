@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import models
+from strategic_reserve_env import __version__, models
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
 from strategic_reserve_env.outputs import write_text
@@ -274,12 +274,15 @@ class ScoreCard:
         )
 
     def speed_line(self) -> str:
-        rate = self.games / self.seconds if self.seconds else 0.0
+        """The games played and their speed; on a card stopped early, those of the opponents finished only
+        (the games against the opponent under way are not scored, so not counted)."""
         load = f", load average {self.load_average:.1f}" if self.load_average is not None else ""
-        return (
-            f"{self.games:,} games in {self.seconds:.1f} s: {rate:,.0f} games/s; wall time {self.wall_seconds:.1f} s "
-            f"with loading and checks{load}"
-        )
+        wall = f"wall time {self.wall_seconds:.1f} s with loading and checks{load}"
+        if not self.results:
+            return f"no opponent finished: the games of the one under way are not scored; {wall}"
+        rate = self.games / self.seconds if self.seconds else 0.0
+        finished = " against the opponents finished" if self.unfinished else ""
+        return f"{self.games:,} games{finished} in {self.seconds:.1f} s: {rate:,.0f} games/s; {wall}"
 
     def text(self) -> str:
         lines = [
@@ -309,6 +312,7 @@ class ScoreCard:
         """The score card in the layout `SCHEMA` (docs/BENCHMARK.md)."""
         return {
             "schema": SCHEMA,
+            "package_version": __version__,
             "agent": self.agent,
             "protocol": self.protocol.as_json(self.panel_names),
             "conformant": self.conformant,
@@ -372,9 +376,10 @@ def run_benchmark(
     total = sum(games or member.games for member in protocol.panel)
     if on_start is not None:
         on_start(card)
-    with Progress(total, "game", enabled=progress) as bar:
-        for member, opponent in zip(protocol.panel, panel, strict=True):
-            bar.set_description(f"{agent.name} vs {member.label}")
+    # no time left shown: the opponents' speeds differ by orders of magnitude (the slowest may be still to come)
+    with Progress(total, "game", enabled=progress, time_left=False) as bar:
+        for number, (member, opponent) in enumerate(zip(protocol.panel, panel, strict=True), start=1):
+            bar.set_description(f"{agent.name} vs {member.label} ({number}/{len(panel)})")
             try:
                 pairing = play_pairing(agent, opponent, protocol.settings(games or member.games), bar, luck=luck)
             except PairingError as error:

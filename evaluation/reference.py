@@ -10,7 +10,9 @@ reference-table markers, deletes the cards in `docs/benchmark/` of agents
 not in the run (a renamed model file leaves no old card behind), and prints
 the cards with their wall times. It runs from the repository root whatever
 the working directory, so the names of model files read the same on every
-machine.
+machine. Outside a clone (no `docs/BENCHMARK.md` with its reference-table markers in the docs folder, the
+current directory's `docs/` or `--docs DIR`) it is refused in one line before anything is played or written.
+Ctrl-C (or SIGTERM) stops it in one line, exit 130 (143); the cards finished before stay written.
 
 It then fits the panel's ratings anew from the games the panel's members
 played against each other and compares them with the ratings the protocol
@@ -105,9 +107,28 @@ def replace_block(text: str, block: str) -> str:
     return before + START + "\n" + block + "\n" + END + rest.split(END, 1)[1]
 
 
+def benchmark_document(docs: Path) -> Path:
+    """`docs/BENCHMARK.md`, checked before anything is played or written: a docs folder of a clone (the file
+    there, with its reference-table markers). `ValueError` naming the file otherwise."""
+    document = docs / "BENCHMARK.md"
+    try:
+        replace_block(document.read_text(encoding="utf-8"), "")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ValueError(
+            f"{document} cannot be read ({getattr(error, 'strerror', None) or error}): run reference from the "
+            "root of a clone of strategic-reserve-env, or name its docs folder with --docs DIR"
+        ) from None
+    except ValueError as error:
+        raise ValueError(f"{document}: {error}") from None
+    return document
+
+
 def regenerate(docs: Path, agents: list[str], protocol: Protocol, progress: bool = True) -> int:
     """Benchmark `agents` under `protocol`, write their cards and the reference table into `docs` (see the
-    module docstring), print them, and check the panel's ratings; returns the exit status (1: they moved)."""
+    module docstring), print them, and check the panel's ratings; returns the exit status (1: they moved).
+    `ValueError` before anything is played or written when `docs` is not a clone's docs folder
+    (`benchmark_document`)."""
+    document = benchmark_document(docs)
     out = check_out(docs / "benchmark")
     cards = []
     for spec in agents:
@@ -119,7 +140,6 @@ def regenerate(docs: Path, agents: list[str], protocol: Protocol, progress: bool
         print(f"removed {path}: its agent is not in this run")
     table = reference_table(cards)
     write_text(out / REFERENCE_TABLE, f"# Reference score cards, protocol {protocol.version}\n\n{table}\n")
-    document = docs / "BENCHMARK.md"
     write_text(document, replace_block(document.read_text(), table))
     print(f"wrote {out}/ and the table in {document}")
     try:

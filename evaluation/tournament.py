@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import arena, engine
+from strategic_reserve_env import __version__, arena, engine
 from strategic_reserve_env.agents import RandomAgent, load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
 from strategic_reserve_env.board import DEFAULT_RESERVE, MESSAGE_LIMIT, RED, brief, clip
@@ -376,6 +376,18 @@ def duel_of(pairing: Pairing, i: int, j: int, adjusted: bool = True) -> Duel:
     return Duel(i, j, pairing.score * pairing.games, pairing.games)
 
 
+def anchor_of(names: list[str]) -> str:
+    """The agent whose rating is fixed at 0 (Elo scale): `random` when it plays, else the first agent."""
+    return RandomAgent.name if RandomAgent.name in names else names[0]
+
+
+def anchor_line(ratings: dict[str, tuple[float, float]]) -> str:
+    """The line under a ratings table saying which agent the ratings are relative to."""
+    anchor = anchor_of(list(ratings))
+    why = "" if anchor == RandomAgent.name else " (the first agent given; random is anchored when it plays)"
+    return f"ratings relative to {anchor}, fixed at 0{why}: only differences between ratings mean anything"
+
+
 def bradley_terry(names: list[str], pairings: list[Pairing]) -> dict[str, tuple[float, float]]:
     """Elo-scale ratings and 95 % half-widths, fitted by maximum likelihood on all pairings
     (`random` fixed at 0 when present, else the first agent); names must be distinct."""
@@ -385,7 +397,7 @@ def bradley_terry(names: list[str], pairings: list[Pairing]) -> dict[str, tuple[
     unknown = sorted(({p.a for p in pairings} | {p.b for p in pairings}) - set(index))
     if unknown:
         raise ValueError(f"pairings of agents not rated: {unknown}")
-    anchor = index.get(RandomAgent.name, 0)
+    anchor = index[anchor_of(names)]
     ratings, half = fit_ratings(len(names), [duel_of(p, index[p.a], index[p.b]) for p in pairings], {anchor: 0.0})
     return {name: (float(ratings[i]), float(half[i])) for name, i in index.items()}
 
@@ -517,6 +529,7 @@ def write_outputs(
         error = UNFINISHED
     directory.mkdir(parents=True, exist_ok=True)
     payload = {
+        "package_version": __version__,
         "complete": ratings is not None and error is None,
         "error": error,
         "settings": asdict(settings),
@@ -543,6 +556,8 @@ def write_outputs(
             "## Bradley-Terry ratings (Elo scale, 95 % intervals; from the adjusted scores)",
             "",
             markdown_table(["agent", "rating", "95% CI"], rating_rows(ratings)),
+            "",
+            f"*{anchor_line(ratings)}.*",
             "",
         ]
     else:

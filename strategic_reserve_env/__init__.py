@@ -20,7 +20,7 @@ from .registration import ENV_NAME
 if TYPE_CHECKING:
     from .aec_env import env, raw_env
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 #: names this package exposes from its env adapters, imported at first access (PEP 562): importing the
 #: package (and its core: board, config, rules, engine, game, records) imports numpy only

@@ -11,6 +11,11 @@ writes nothing and shows the options without the extra where the command's modul
 later (an agent spec's, or one a command imports) is named the same way. The hint names the extra that brings
 the missing library for that command (`train-rllib` without torch: `[rllib]`, not `[train]`), and the
 exit status is `EXIT_MISSING_EXTRA` (2, as for any other refusal before a command starts).
+
+An extra that brings torch (`train`, `rllib`) while torch is not installed is named after the command that
+installs torch's CPU build (`TORCH_REQUIREMENT` from `TORCH_CPU_INDEX`): on Linux, PyPI's torch is the CUDA build
+with about 3 GB of NVIDIA libraries, and pip keeps a torch already installed that satisfies the extra. The
+Makefile (`TORCH`, `TORCH_INDEX`), the README and docs/installation.md name the same command.
 """
 
 from __future__ import annotations
@@ -18,6 +23,15 @@ from __future__ import annotations
 import importlib.util
 
 DISTRIBUTION = "strategic-reserve-env"  # the name pip installs
+
+TORCH_REQUIREMENT = "torch==2.13.0"
+"""The torch release the project is tested with (the Makefile's `TORCH`, constraints-cpu.txt)."""
+
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+"""PyTorch's index of CPU builds (the Makefile's `TORCH_INDEX`)."""
+
+TORCH_CPU_LINE = f"pip install {TORCH_REQUIREMENT} --index-url {TORCH_CPU_INDEX}"
+"""The command that installs torch's CPU build, before an extra that brings torch."""
 
 EXIT_MISSING_EXTRA = 2
 """The exit status of a command refused because a library of an optional extra is not installed (nothing run,
@@ -51,9 +65,21 @@ class MissingExtraError(ImportError, ValueError):
         self.extra = extra
 
 
+def _installed(module: str) -> bool:
+    """Whether `module` can be imported (found without importing it)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a module entry without a spec, or a broken install
+        return False
+
+
 def install_line(extra: str) -> str:
-    """The pip command that installs `extra`."""
-    return f"pip install '{DISTRIBUTION}[{extra}]'"
+    """The pip command that installs `extra`: after `TORCH_CPU_LINE` when the extra brings torch and torch is
+    not installed (else pip would take PyPI's CUDA build of torch on Linux)."""
+    line = f"pip install '{DISTRIBUTION}[{extra}]'"
+    if "torch" in EXTRAS.get(extra, ()) and not _installed("torch"):
+        return f"{TORCH_CPU_LINE}, then {line}"
+    return line
 
 
 def _missing(module: str, what: str, declared: tuple[str, ...]) -> MissingExtraError | None:
@@ -78,11 +104,7 @@ def missing_extra(declared: tuple[str, ...], what: str) -> MissingExtraError | N
     (found without importing anything), None when all are."""
     for extra in declared:
         for module in EXTRAS[extra]:
-            try:
-                found = importlib.util.find_spec(module) is not None
-            except (ImportError, ValueError):  # a module entry without a spec, or a broken install
-                found = False
-            if not found:
+            if not _installed(module):
                 return _missing(module, what, declared)
     return None
 
@@ -93,6 +115,9 @@ __all__ = [
     "EXTRAS",
     "EXTRA_OF_MODULE",
     "MissingExtraError",
+    "TORCH_CPU_INDEX",
+    "TORCH_CPU_LINE",
+    "TORCH_REQUIREMENT",
     "install_line",
     "missing_extra",
     "needs_extra",

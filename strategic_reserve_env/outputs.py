@@ -42,7 +42,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from . import safe_json
+from . import __version__, safe_json
 from .board import brief, clip
 
 LOCK_FILE = ".lock"
@@ -298,7 +298,9 @@ def read_run(directory: str | Path) -> dict | None:
 
 
 def write_run(directory: str | Path, run_id: str, command: str) -> dict:
-    """Write `directory`'s run file for run `run_id` of `command`; returns its contents."""
-    run = {"run_id": run_id, "command": command, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    """Write `directory`'s run file for run `run_id` of `command` (with the package version that wrote it);
+    returns its contents."""
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    run = {"run_id": run_id, "command": command, "package_version": __version__, "started": started}
     write_text(Path(directory) / RUN_FILE, json.dumps(run, indent=1) + "\n")
     return run

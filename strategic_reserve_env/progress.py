@@ -23,6 +23,7 @@ from typing import IO, TypeVar
 
 PLAIN_INTERVAL = 30.0  # seconds between two plain progress lines
 SECONDS_PER_MINUTE = 60
+NO_TIME_LEFT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]"  # tqdm's bar, no estimate
 
 T = TypeVar("T")
 
@@ -51,7 +52,9 @@ class Progress:
     """Progress of `total` units of work towards `stream` (stderr by default); see the module docstring.
 
     `enabled=False` draws nothing (`write` still prints). `interval` is the
-    time between two plain lines; `clock` (seconds, monotonic) is replaceable for tests.
+    time between two plain lines; `clock` (seconds, monotonic) is replaceable for tests. `time_left=False`
+    shows no estimate of the time left: for work whose parts run at rates far apart (the benchmark's opponents,
+    random to expectimax), where the rate so far says nothing of the parts to come.
     Use it as a context manager, or call `close` (which writes the last plain line).
     """
 
@@ -66,18 +69,23 @@ class Progress:
         stream: IO[str] | None = None,
         interval: float = PLAIN_INTERVAL,
         clock: Callable[[], float] = time.monotonic,
+        time_left: bool = True,
     ) -> None:
         self.stream = sys.stderr if stream is None else stream
         self.total, self.unit, self.description = total, unit, description
         self.count = self.start_count = initial
         self.enabled, self.interval, self.clock = enabled, interval, clock
+        self.time_left = time_left
         self.started = self.last_line = clock()
         self.closed = False
         self._bar = None
         if enabled and is_terminal(self.stream):
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, initial=initial, unit=unit, desc=description or None, file=self.stream)
+            shape = {} if time_left else {"bar_format": NO_TIME_LEFT}
+            self._bar = tqdm(
+                total=total, initial=initial, unit=unit, desc=description or None, file=self.stream, **shape
+            )
 
     @property
     def plain(self) -> bool:
@@ -116,7 +124,7 @@ class Progress:
         else:
             text += f" {units}"
         text += f", {rate:,.0f} {plural(self.unit)}/s"
-        if self.total and rate > 0 and self.count < self.total:
+        if self.time_left and self.total and rate > 0 and self.count < self.total:
             text += f", {_duration((self.total - self.count) / rate)} left"
         return f"[{self.description}] {text}" if self.description else text
 

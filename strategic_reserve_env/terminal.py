@@ -12,6 +12,8 @@ seed: 0 .. 2**64 - 1, what a record holds).
 The record is never lost: Ctrl-C stops the game as `q` does (the exit status
 is then 130), and when the record cannot be written (an unwritable path, or a
 second Ctrl-C at the save question) it is printed as one line of JSON instead.
+When the input ends before the game does (stdin closed), the save question is not asked: the record is
+saved to `save` if given, else printed as one line of JSON, and the exit status is 1 (`INPUT_ENDED`).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ GAME_WORDS = (*QUIT_WORDS, *HELP_WORDS, *YES_WORDS, "?")  # answers to the game'
 QUIT_PROMPT = "Quit this game? Type y to quit, anything else to go on: "
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT, as a shell reports it)
 SAVE_FAILED = 1  # exit status when the record could not be written where asked (it is printed instead)
+INPUT_ENDED = 1  # exit status when the input ended before the game did (the record printed, or saved to `save`)
 
 
 def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], None]) -> int | None:
@@ -132,8 +135,9 @@ def terminal_game(
 ) -> int:
     """Run one game between a person (`read`/`say`) and `agent` (a
     `Policy`); returns an exit code (0, `INTERRUPTED` after Ctrl-C,
-    `SAVE_FAILED` when the record was printed instead of saved). `seat`: the person's colour,
-    "red", "blue" or "random"; `seed` (None: a fresh one, shown) seeds the dice and the agent."""
+    `SAVE_FAILED` when the record was printed instead of saved, `INPUT_ENDED` when the input ended first).
+    `seat`: the person's colour, "red", "blue" or "random"; `seed` (None: a fresh one, shown) seeds the dice
+    and the agent."""
     if seat not in (*COLOURS, "random"):
         raise ValueError(f"seat must be 'red', 'blue' or 'random', got {brief(seat)}")
     if seed is not None and not records.is_seed(seed):
@@ -174,7 +178,7 @@ def terminal_game(
                 game.place(square)
     except EOFError:
         say("\nInput ended; the game stops here.")
-        quit_early = True
+        quit_early, status = True, INPUT_ENDED
     except KeyboardInterrupt:
         say("\nInterrupted; the game stops here.")
         quit_early, status = True, INTERRUPTED
@@ -183,6 +187,9 @@ def terminal_game(
         say("You won!" if game.winner == human else f"{name} won." if game.winner >= 0 else "Truncated.")
     players = (name, "person") if human == BLUE else ("person", name)
     record = records.record_of(game, players=players, seed=seed)
+    if status == INPUT_ENDED and save is None:  # no one is there to answer the save question
+        _print_record(record, "No input to ask where to save it", say)
+        return status
     saved = _offer_save(record, save, read, say)  # also after Ctrl-C: the record is kept
     return status or saved
 
@@ -240,6 +247,7 @@ def _print_record(record: records.Record, reason: str, say: Callable[[str], None
 
 
 __all__ = [
+    "INPUT_ENDED",
     "INTERRUPTED",
     "INTRODUCTION",
     "PROMPT",

@@ -313,6 +313,60 @@ def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path,
     assert all(f"removed {path}: its agent is not in this run" in out for path in stale)
 
 
+def test_a_card_stopped_before_an_opponent_finished_says_so_not_zero_games():
+    """Stopped during the first opponent (Ctrl-C after 8,000 games), the card printed "0 games in 0.0 s"; it
+    says that no opponent finished, and a card stopped later counts the finished opponents' games as theirs."""
+    card = run_benchmark("random", games=2, progress=False)
+    stopped = ScoreCard(card.agent, card.protocol, 2, card.panel_names, error="stopped: interrupted")
+    assert stopped.speed_line().startswith("no opponent finished: the games of the one under way are not scored")
+    assert "0 games" not in stopped.text()
+    stopped.results = card.results[:1]
+    assert stopped.speed_line().startswith("2 games against the opponents finished in ")
+    assert card.speed_line().startswith(f"{card.games:,} games in ")
+
+
+def test_reference_outside_a_clone_is_refused_in_one_line_writing_nothing(tmp_path, monkeypatch, capsys):
+    """`strategic-reserve reference` in a folder that is not a clone (no docs/BENCHMARK.md with its markers)
+    used to play for minutes and write docs/benchmark/ there; it is refused before anything is played."""
+    from strategic_reserve_env.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["reference", "--agents", "random"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "docs/BENCHMARK.md" in err and "--docs DIR" in err, err
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "BENCHMARK.md").write_text("# not this project's\n")
+    assert main(["reference", "--agents", "random"]) == 2
+    assert "lacks the markers" in capsys.readouterr().err
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["BENCHMARK.md", "docs"]
+
+
+def test_reference_stops_on_ctrl_c_in_one_line_with_130(tmp_path, monkeypatch, capsys):
+    """A SIGINT while the second agent plays: one line on stderr, exit 130, the first card written."""
+    import signal
+
+    from strategic_reserve_env.commands import reference as reference_command
+    from strategic_reserve_env.evaluation import reference
+
+    played = []
+
+    def benchmark(spec, protocol, progress):
+        played.append(spec)
+        if len(played) == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+        return run_benchmark(spec, protocol, games=2, progress=False)
+
+    monkeypatch.setattr(reference, "run_benchmark", benchmark)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "BENCHMARK.md").write_text(f"# Benchmark\n\n{START}\nold table\n{END}\n")
+    assert reference_command.main(["--docs", str(docs), "--agents", "random", "greedy", "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "interrupted (SIGINT, Ctrl-C)" in err and "Traceback" not in err, err
+    assert sorted(path.name for path in (docs / "benchmark").iterdir()) == ["random.json", "random.md"]
+    assert "old table" in (docs / "BENCHMARK.md").read_text()
+
+
 def test_protocol_1_is_still_played_and_scored_raw(tmp_path):
     """`--protocol 1` plays v1 (its batch, its raw scoring: the rating from the win counts, as before v2);
     the card still carries the adjusted scores beside the raw ones."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -73,3 +74,37 @@ def test_readme_commands_explain_themselves(command, mentions):
     result = subprocess.run([sys.executable, *command], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     assert mentions in result.stdout
+
+
+def _arguments_section(card: str) -> str:
+    return card.split("## Arguments", 1)[1].split("\n## ", 1)[0]
+
+
+@pytest.mark.parametrize(
+    "card, constructor",
+    [
+        ("aec", "strategic_reserve_env.aec_env:raw_env"),
+        ("gymnasium", "strategic_reserve_env.gym_env:StrategicReserveEnv"),
+        ("vector", "strategic_reserve_env.gym_env:StrategicReserveVectorEnv"),
+        ("sb3", "strategic_reserve_env.sb3_env:StrategicReserveVecEnv"),
+        ("pgx", "strategic_reserve_env.pgx_env:StrategicReserve"),
+    ],
+)
+def test_every_env_card_lists_every_constructor_argument_with_its_default(card, constructor):
+    """The Arguments section of each environment card (docs/envs/) names each argument of the constructor with
+    the default the code has: a new or changed argument shows here."""
+    import importlib
+    import inspect
+
+    module, _, name = constructor.partition(":")
+    if name == "StrategicReserve":
+        pytest.importorskip("jax")
+    cls = getattr(importlib.import_module(module), name)
+    section = _arguments_section((REPO / "docs" / "envs" / f"{card}.md").read_text())
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", section, flags=re.M))
+    parameters = [p for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"]
+    assert set(rows) == {p.name for p in parameters}, (card, set(rows) ^ {p.name for p in parameters})
+    for parameter in parameters:
+        shown = rows[parameter.name].strip()
+        expected = "(required)" if parameter.default is inspect.Parameter.empty else f"`{parameter.default!r}`"
+        assert shown == expected.replace("'", '"'), (card, parameter.name, shown, expected)

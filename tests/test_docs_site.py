@@ -13,7 +13,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 import yaml
@@ -186,15 +185,21 @@ def test_a_newcomer_finds_the_pages_of_a_library_site(site):
     # the notebook as executed: its pictures and printed output are on the page
     notebook = pages["examples/inspect_learned_play"]
     assert "<svg" in notebook and "data:image/png;base64," in notebook and "dice stream" in notebook
-    assert "0.3.0" in page_text(pages["changelog"])
+    assert "0.4.0 (2026-11-28)" in page_text(pages["changelog"]) and "Unreleased" not in pages["changelog"]
     for env in ("aec", "gymnasium", "vector", "sb3", "pgx"):
         card = pages[f"envs/{env}"]  # PettingZoo's shape: a picture, then a section for each of these
         sections = ("action-space", "observation", "rewards", "termination-and-truncation", "example")
+        sections += ("arguments", "starting-state", "version-history")  # Gymnasium's and PettingZoo's too
         assert "<img" in card and all(f'id="{section}"' in card for section in sections), env
         assert "<table>" in card and "<th>plane</th>" in card, env  # the observation's planes
-    # a code block wraps a long line (its comment is read whole, not cut off at the block's right edge)
+        assert not re.search(r"<th>\s*</th>", card), env  # no spec table with an empty header row
+    assert 'src="../../pictures/game.gif"' in pages["envs/aec"]  # the animated game on the AEC card
+    # a code block keeps its lines and scrolls (a wrapped line read as code at column 0), a cell breaks no word
     assert 'href="stylesheets/extra.css"' in nav
-    assert re.search(r"pre > code \{[^}]*white-space: pre-wrap", (site / "stylesheets" / "extra.css").read_text())
+    css = (site / "stylesheets" / "extra.css").read_text()
+    code_rule = re.search(r"pre > code \{([^}]*)\}", css).group(1)
+    assert "white-space: pre;" in code_rule and "overflow-x: auto" in code_rule
+    assert "pre-wrap" not in css and "break-word" not in css and "anywhere" not in css
     jax_guide = pages["guide/jax-and-pgx"]
     assert 'href="../../api/jax/' in jax_guide and 'href="../../envs/pgx/' in jax_guide
 
@@ -221,11 +226,14 @@ def test_page_titles_are_names_and_guides_list_their_sections(site):
     assert "luck-adjusted-scores" in sections and "model-files-run-no-code" in sections
 
 
-def test_site_url_makes_the_404_page_links_absolute(site):
-    """`site_url` is pyproject.toml's Documentation address; with it the 404 page's links are absolute."""
-    url = re.search(r'^Documentation = "([^"]+)"', (REPO / "pyproject.toml").read_text(), flags=re.M).group(1)
-    assert url.startswith("https://")
-    assert f'src="{urlparse(url).path}assets/' in (site / "404.html").read_text()  # not relative to the 404
+def test_the_site_names_no_placeholder_address(site):
+    """`site_url` is pyproject.toml's Documentation address where it has one; the project has none yet, so no
+    page names a canonical link, and no page or the sitemap shows a placeholder (`OWNER`, `<the repository>`)."""
+    assert not re.search(r"^Documentation\s*=", (REPO / "pyproject.toml").read_text(), flags=re.M)
+    for name, page in pages_of(site).items():
+        assert 'rel="canonical"' not in page, name
+        assert "OWNER" not in page and "&lt;the repository&gt;" not in page, name
+    assert "OWNER" not in (site / "404.html").read_text()
 
 
 @pytest.mark.parametrize(

@@ -445,3 +445,17 @@ def test_json_text_keeps_number_lists_on_one_line_and_refuses_nan():
     assert '"pair_scores": [0.5, 1.0, 0.0, 0.25]' in text and '"ci95": [-1e-05, 2.5e+300]' in text
     with pytest.raises(ValueError):
         json_text({"score": float("nan")})
+
+
+def test_a_two_agent_evaluate_says_which_agent_is_anchored_at_0(tmp_path, capsys):
+    """Without random the first agent is fixed at 0 (it showed "+0" without saying so); with random, random is."""
+    from strategic_reserve_env.__main__ import main
+
+    out = tmp_path / "t"
+    assert main(["evaluate", "greedy", "expectimax:depth=1", "--games", "2", "--no-progress", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "ratings relative to greedy, fixed at 0 (the first agent given; random is anchored when it plays)" in printed
+    assert "*ratings relative to greedy, fixed at 0 (the first agent given" in (out / "results.md").read_text()
+    assert main(["evaluate", "greedy", "random", "--games", "2", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "ratings relative to random, fixed at 0: only differences between ratings mean anything" in printed

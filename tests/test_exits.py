@@ -334,4 +334,4 @@ def test_a_signal_while_the_distillation_labels_stops_it_in_one_line_and_it_resu
         f"go on with: python train.py --out {out} --resume"
     ]
     assert outputs.read_run(out)["status"] == "interrupted"
-    assert folder.resumed_settings(out, {}, command="train.py").distill_games == 2000
+    assert folder.resumed_settings(out, {}, command="train").distill_games == 2000

@@ -4,6 +4,7 @@ agent specs in the Gymnasium env, actions out of range, and one ply numbering in
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import re
 import subprocess
@@ -20,7 +21,15 @@ from strategic_reserve_env.__main__ import COMMANDS, main
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import parse_square
 from strategic_reserve_env.commands import rules
-from strategic_reserve_env.extras import EXIT_MISSING_EXTRA, EXTRAS, needs_extra
+from strategic_reserve_env.extras import (
+    EXIT_MISSING_EXTRA,
+    EXTRAS,
+    TORCH_CPU_INDEX,
+    TORCH_CPU_LINE,
+    TORCH_REQUIREMENT,
+    install_line,
+    needs_extra,
+)
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
 from strategic_reserve_env.terminal import PROMPT, terminal_game
 
@@ -41,10 +50,29 @@ def test_the_version_is_one_number_everywhere(capsys):
         project = tomllib.load(file)
     assert project["project"]["dynamic"] == ["version"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "strategic_reserve_env.__version__"}
-    assert importlib.metadata.version("strategic-reserve-env") == strategic_reserve_env.__version__ == "0.3.0"
+    assert importlib.metadata.version("strategic-reserve-env") == strategic_reserve_env.__version__ == "0.4.0"
     with pytest.raises(SystemExit):
         main(["--version"])
     assert capsys.readouterr().out.split() == ["strategic-reserve", strategic_reserve_env.__version__]
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert re.search(rf"^## {re.escape(strategic_reserve_env.__version__)} \(\d{{4}}-\d\d-\d\d\)$", changelog, re.M)
+    for page in ("README.md", "docs/installation.md"):  # the wheel the docs install is this release's
+        wheels = set(re.findall(r"strategic_reserve_env-([\d.]+)-py3-none-any\.whl", (REPO / page).read_text()))
+        assert wheels == {strategic_reserve_env.__version__}, page
+
+
+def test_every_file_a_run_writes_names_the_package_version(tmp_path, capsys):
+    """benchmark.json, results.json and run.json say which release wrote them (two score cards of different
+    releases can be told apart)."""
+    from strategic_reserve_env import outputs
+    from strategic_reserve_env.evaluation.benchmark import run_benchmark
+
+    version = strategic_reserve_env.__version__
+    assert run_benchmark("random", games=2, progress=False).as_json()["package_version"] == version
+    assert main(["evaluate", "random", "greedy", "--games", "2", "--no-progress", "--out", str(tmp_path / "t")]) == 0
+    assert json.loads((tmp_path / "t" / "results.json").read_text())["package_version"] == version
+    outputs.write_run(tmp_path, outputs.new_run_id(), "train")
+    assert json.loads((tmp_path / outputs.RUN_FILE).read_text())["package_version"] == version
 
 
 def test_the_licence_and_the_designer_are_in_the_metadata():
@@ -52,7 +80,8 @@ def test_the_licence_and_the_designer_are_in_the_metadata():
     assert "License :: OSI Approved :: MIT License" in metadata.get_all("Classifier")
     assert "Mark Steere" in metadata["Summary"]
     urls = dict(value.split(", ", 1) for value in metadata.get_all("Project-URL"))
-    assert {"Repository", "Documentation", "Issues"} <= set(urls)
+    assert urls["Game rules (designer: Mark Steere)"] == "https://www.marksteeregames.com/"
+    assert not [url for url in urls.values() if "OWNER" in url]  # no placeholder address (issue 41)
     assert (REPO / "LICENSE").read_text().startswith("MIT License")
     assert (REPO / "strategic_reserve_env" / "py.typed").is_file()
 
@@ -136,7 +165,9 @@ def test_a_command_missing_a_library_says_which_extra_in_one_line(modules, argv,
     assert "Traceback" not in done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert f"needs {library}, which is not installed: pip install 'strategic-reserve-env[{extra}]'" in lines[0]
+    assert f"needs {library}, which is not installed: pip install " in lines[0]
+    assert lines[0].endswith(f"pip install 'strategic-reserve-env[{extra}]'")
+    assert (TORCH_CPU_LINE in lines[0]) == (library == "torch")  # torch's CPU build first, when torch is missing
     assert not (tmp_path / "run").exists()  # refused before anything is written
 
 
@@ -171,8 +202,30 @@ def test_an_agent_spec_missing_its_library_is_a_missing_extra_error():
         "True",
         "True",
         "train",
-        "agent spec 'ppo' needs torch, which is not installed: pip install 'strategic-reserve-env[train]'\n",
+        "agent spec 'ppo' needs torch, which is not installed: pip install torch==2.13.0 --index-url "
+        "https://download.pytorch.org/whl/cpu, then pip install 'strategic-reserve-env[train]'\n",
     ], done.stderr
+
+
+def test_the_hint_the_makefile_and_the_docs_install_the_same_cpu_torch():
+    """One install story (issue 41): the hint for an extra that brings torch, the Makefile's bootstrap, the README
+    and the installation page name the same command for torch's CPU build; the hint leaves it out once torch is
+    installed, and for an extra without torch."""
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(rf"^TORCH \?= {re.escape(TORCH_REQUIREMENT)}$", makefile, re.M)
+    assert re.search(rf"^TORCH_INDEX := {re.escape(TORCH_CPU_INDEX)}$", makefile, re.M)
+    assert re.search(r'pip install .*"\$\(TORCH\)" --index-url \$\(TORCH_INDEX\)', makefile)
+    assert f"{TORCH_REQUIREMENT}\n" in (REPO / "constraints-cpu.txt").read_text()
+    assert TORCH_CPU_LINE == f"pip install {TORCH_REQUIREMENT} --index-url {TORCH_CPU_INDEX}"
+    for page in ("README.md", "docs/installation.md"):
+        text = (REPO / page).read_text()
+        assert TORCH_CPU_LINE in text, page
+        assert not re.search(r"pip install torch==[\d.]+ *(#|$)", text, re.M), page  # PyPI's torch: CUDA on Linux
+    done = hidden(("torch",), "from strategic_reserve_env.extras import install_line\nprint(install_line('rllib'))")
+    assert done.stdout == f"{TORCH_CPU_LINE}, then pip install 'strategic-reserve-env[rllib]'\n", done.stderr
+    if importlib.util.find_spec("torch") is not None:
+        assert install_line("train") == "pip install 'strategic-reserve-env[train]'"
+    assert install_line("jax") == "pip install 'strategic-reserve-env[jax]'"
 
 
 # -- Gymnasium: agent specs, actions out of range, the checker without pygame -----------------------------------------

@@ -55,6 +55,22 @@ def test_a_terminal_gets_a_tqdm_bar():
     assert "10/10" in stream.getvalue()
 
 
+def test_work_of_uneven_parts_shows_no_time_left():
+    """The benchmark's opponents play at rates far apart: with `time_left=False` neither the plain line nor the
+    bar estimates the time left from the rate so far (issue 41: "10 s left" with the slowest opponent to come)."""
+    stream, clock = io.StringIO(), Clock()
+    with Progress(1000, "game", stream=stream, clock=clock, time_left=False) as progress:
+        clock.now += 10
+        progress.update(420)
+    assert stream.getvalue() == "420/1,000 games (42.0 %), 42 games/s\n"
+    terminal = Terminal()
+    with Progress(1000, "game", stream=terminal, time_left=False) as progress:
+        progress.update(420)
+    with Progress(1000, "game", stream=(shown := Terminal())) as progress:
+        progress.update(420)
+    assert "<" not in terminal.getvalue() and "<" in shown.getvalue()  # tqdm's "elapsed<left"
+
+
 def test_disabled_progress_writes_only_text():
     for stream in (io.StringIO(), Terminal()):
         with Progress(10, enabled=False, stream=stream) as progress:

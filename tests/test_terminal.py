@@ -20,10 +20,12 @@ from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.board import SQUARE_NAMES, parse_square
 from strategic_reserve_env.render import TEXT_WIDTH, ansi, legal_line
 from strategic_reserve_env.terminal import (
+    INPUT_ENDED,
     INTERRUPTED,
     INTRODUCTION,
     PROMPT,
     SAVE_FAILED,
+    SAVE_PROMPT,
     dice_line,
     terminal_game,
     why_not_legal,
@@ -97,8 +99,26 @@ def test_terminal_game_quits_and_handles_end_of_input(tmp_path):
         raise EOFError
 
     said = []
-    assert terminal_game(load_agent("random"), seat="red", seed=1, read=closed, say=said.append) == 0
+    assert terminal_game(load_agent("random"), seat="red", seed=1, read=closed, say=said.append) == INPUT_ENDED == 1
     assert "Input ended" in "\n".join(said)
+
+
+def test_closed_input_is_not_asked_the_save_question_and_exits_1(tmp_path):
+    """stdin closed (`play < /dev/null`): the game stops, the save question is not asked (it was, then exit 0),
+    the record is printed as one line of JSON, or saved where --save says; exit 1."""
+    asked = []
+
+    def closed(prompt):
+        asked.append(prompt)
+        raise EOFError
+
+    said = []
+    assert terminal_game(load_agent("random"), seat="red", seed=1, read=closed, say=said.append) == 1
+    assert SAVE_PROMPT not in asked and said[-2].startswith("No input to ask where to save it")
+    assert json.loads(said[-1])["seed"] == 1
+    path = tmp_path / "game.json"
+    assert terminal_game(load_agent("random"), seed=1, save=str(path), read=closed, say=said.append) == 1
+    assert SAVE_PROMPT not in asked and json.loads(path.read_text())["seed"] == 1
 
 
 def scripted(answers: list[str], interrupt_at: int | None = None, interrupt_prompt: str | None = None):

@@ -822,7 +822,7 @@ def test_another_commands_folder_is_refused_whatever_the_options(tmp_path, capsy
         assert train.main([*TINY, "--out", str(out), *options]) == 2
         err = capsys.readouterr().err
         assert err == (
-            f"error: --out {out} holds run {run_id} of train_az.py, not of train.py; this command neither resumes "
+            f"error: --out {out} holds run {run_id} of train_az.py, not of train; this command neither resumes "
             "nor replaces another command's run: choose another folder\n"
         )
         assert _files(out) == before
@@ -831,6 +831,22 @@ def test_another_commands_folder_is_refused_whatever_the_options(tmp_path, capsy
     outputs.write_run(theirs, outputs.new_run_id(), "train.py")
     with pytest.raises(ValueError, match="not of train_rllib.py"):
         folder.claim(theirs, TrainSettings(resume=True), "train_rllib.py")
+
+
+def test_run_json_names_the_command_and_a_0_3_0_folder_still_resumes(tmp_path):
+    """run.json says `"command": "train"` (the command a user ran; it said "train.py", a script a wheel does
+    not have), with the package version; a folder 0.3.0 wrote with "train.py" is still train's."""
+    out = tmp_path / "run"
+    out.mkdir()
+    run_id = folder.claim(out, TrainSettings(), train.COMMAND)
+    run = outputs.read_run(out)
+    assert run["command"] == "train" and run["run_id"] == run_id and "package_version" in run
+    old = tmp_path / "old"
+    old.mkdir()
+    old_id = outputs.write_run(old, outputs.new_run_id(), "train.py")["run_id"]
+    assert folder.claim(old, TrainSettings(resume=True), train.COMMAND) == old_id
+    with pytest.raises(ValueError, match="of train.py, not of train-az"):
+        folder.claim(old, TrainSettings(resume=True), "train-az")
 
 
 def test_links_and_paths_in_a_resumed_folder_are_refused(finished_runs, tmp_path, capsys):

@@ -246,11 +246,13 @@ def test_a_damaged_checkpoint_is_refused_before_use(done, changes, message):
 
 
 def test_resume_of_a_complete_run_says_so_and_writes_nothing(done):
-    """`--resume` alone on a finished run: one line saying it is complete, exit 0, not a file rewritten (the
-    first run-kit train-az rewrote settings.json, run.json and the model, and added an event file)."""
+    """`--resume` alone on a finished run: one line saying it is complete (and no "resumed at"), exit 0, not a
+    file rewritten (the first run-kit train-az rewrote settings.json, run.json and the model, and added an event
+    file)."""
     before = _files(done)
-    status, _, stderr = _main("--out", str(done), "--resume")
+    status, stdout, stderr = _main("--out", str(done), "--resume")
     assert status == 0 and f"the run in {done} is complete" in stderr, stderr
+    assert "resumed at" not in stdout + stderr  # it printed "resumed at iteration 3" first (issue 41)
     assert _files(done) == before
 
 

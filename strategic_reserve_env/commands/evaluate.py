@@ -76,6 +76,7 @@ from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
     PairingError,
     Settings,
+    anchor_line,
     check_agent,
     load_agents,
     luck_line,
@@ -295,7 +296,7 @@ def play_tournament(settings: Settings, agents: list, out) -> int:
     try:
         pairings, ratings = run(settings, agents, on_pairing=save, checked=True)
         say(text_table(PAIRING_HEADER, pairing_rows(pairings)), luck_line(pairings), *red_lines(pairings), "")
-        say(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)))
+        say(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)), anchor_line(ratings))
         save(pairings, ratings)
         if out is not None:
             say(f"\nwrote {out}/results.json, results.md, ratings.png")

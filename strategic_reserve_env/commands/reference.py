@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -29,10 +30,22 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """Regenerate the reference cards; exit 1 when the panel's ratings moved."""
+    """Regenerate the reference cards; exit 1 when the panel's ratings moved, 2 outside a clone's docs folder
+    (nothing written), 130 / 143 on Ctrl-C / SIGTERM (one line; the cards printed before it stay written)."""
     args = build_parser(prog).parse_args(argv)
+    from strategic_reserve_env.commands.evaluate import BAD_INPUT, fail, stop_reason
     from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
     from strategic_reserve_env.evaluation.reference import regenerate
+    from strategic_reserve_env.training.signals import Signals, StopNow
 
     protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
-    return regenerate(Path(args.docs).resolve(), list(args.agents), protocol, progress=not args.no_progress)
+    docs = Path(args.docs).resolve()
+    try:
+        with Signals():
+            return regenerate(docs, list(args.agents), protocol, progress=not args.no_progress)
+    except ValueError as error:
+        return fail(str(error), BAD_INPUT)
+    except (KeyboardInterrupt, StopNow) as error:
+        reason, status = stop_reason(error)
+        sys.stdout.flush()
+        return fail(f"{reason}; the cards printed before it are written in {docs / 'benchmark'}", status)

@@ -41,7 +41,7 @@ from strategic_reserve_env.training.folder import claim, resumed_settings
 from strategic_reserve_env.training.pool import OpponentPool
 from strategic_reserve_env.training.settings import TrainSettings, max_file_bytes
 
-COMMAND = "train.py"  # what run.json says made the folder
+COMMAND = "train"  # what run.json says made the folder (the command, `strategic-reserve train`; 0.3.0: train.py)
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:

@@ -324,6 +324,8 @@ def run(settings: AZSettings, out: Path, again: str, signals: Signals, log=say) 
                 file=sys.stderr,
             )
             return 0  # as train's: nothing rewritten
+        if trainer.iteration:  # after the check above: a complete run is not "resumed"
+            log(f"resumed at iteration {trainer.iteration}")
     try:
         start(out, settings)
         _loop(trainer, settings, out, signals, log)
@@ -363,8 +365,6 @@ def _resume(trainer: Trainer, out: Path, log) -> None:
         kept = [line for line in lines if _iteration_of(line, str(path)) <= trainer.iteration]
         if kept != lines:
             outputs.write_text(path, "".join(line + "\n" for line in kept))
-    if trainer.iteration:
-        log(f"resumed at iteration {trainer.iteration}")
 
 
 def _iteration_of(line: str, where: str) -> float:

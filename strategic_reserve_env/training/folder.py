@@ -40,7 +40,7 @@ MAY_CHANGE = (  # settings a resumed run may change; every other one defines the
 NOT_SETTINGS = ("out", "resume", "restart")  # how this process runs, not what the run is
 
 
-def claim(out: Path, settings, command: str = "train.py", results: tuple = RESULTS, state: tuple = RUN_STATE) -> str:
+def claim(out: Path, settings, command: str = "train", results: tuple = RESULTS, state: tuple = RUN_STATE) -> str:
     """The run id of this run in `out` (whose lock the caller holds): the folder's own with --resume (nothing
     written); else a new one, written to run.json, after --restart removed another run's results and
     state. `ValueError` (one line, nothing written) if the folder holds another run and neither option is
@@ -65,9 +65,17 @@ def claim(out: Path, settings, command: str = "train.py", results: tuple = RESUL
     return outputs.write_run(out, outputs.new_run_id(), command)["run_id"]
 
 
+#: run.json's `command` as 0.3.0 wrote it (the script's name) -> the command's name it writes now
+FORMER_COMMANDS = {"train.py": "train"}
+
+
 def check_command(out: Path, run: dict | None, command: str) -> None:
-    """`ValueError` if `run` (the run file of `out`) is a run of another command than `command`."""
-    if run is not None and run.get("command") != command:
+    """`ValueError` if `run` (the run file of `out`) is a run of another command than `command` (a run file
+    of 0.3.0 naming the script, `FORMER_COMMANDS`, is its command's)."""
+    made_by = None if run is None else run.get("command")
+    if isinstance(made_by, str):
+        made_by = FORMER_COMMANDS.get(made_by, made_by)
+    if run is not None and made_by != command:
         raise ValueError(
             f"--out {out} holds run {run['run_id']} of {str(run.get('command'))[:40]}, not of {command}; this "
             "command neither resumes nor replaces another command's run: choose another folder"
