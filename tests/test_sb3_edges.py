@@ -10,7 +10,7 @@ from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.learner import OpponentError, ResetNeeded
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 
-from edge_helpers import assert_unchanged, snapshot
+from env_checks import assert_unchanged, snapshot
 
 
 def lowest(observations, masks, rng):
