@@ -1,4 +1,5 @@
-"""Gymnasium single-agent and vector envs: checks, cross-interface determinism, auto-reset, masks."""
+"""Gymnasium single-agent and vector envs: checks, cross-interface determinism, auto-reset, masks, per-game
+seeding, and bad input (actions, call order, faulty opponents) answered by a clear error with nothing changed."""
 
 from __future__ import annotations
 
