@@ -17,7 +17,7 @@ import pytest
 
 from strategic_reserve_env import arena, engine, models, outputs
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.board import array_to_bitboards
+from strategic_reserve_env.board import ECHO_LIMIT, array_to_bitboards
 from strategic_reserve_env.commands.evaluate import main
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation import benchmark, tournament
@@ -648,3 +648,18 @@ def test_the_size_limits_are_the_settings_own():
     with pytest.raises(ValueError, match="batch"):
         tournament.Settings(agents=[], batch=tournament.MAX_BATCH + 2)
     tournament.Settings(agents=[], games=tournament.MAX_GAMES, batch=tournament.MAX_BATCH)
+
+
+# -- two spellings of one agent, echoed shortened ---------------------------------------------------------------------
+
+
+def test_two_spellings_of_one_agent_are_echoed_shortened():
+    from strategic_reserve_env.evaluation.tournament import load_agents
+
+    padded = "expectimax:" + "," * 100_000 + "depth=2"
+    with pytest.raises(ValueError, match="same agent") as caught:
+        load_agents(["expectimax", padded])
+    assert "," * (ECHO_LIMIT + 1) not in str(caught.value) and len(str(caught.value)) < 500
+    with pytest.raises(ValueError, match="given 2 times") as caught:
+        load_agents([padded, padded])
+    assert "," * (ECHO_LIMIT + 1) not in str(caught.value)

@@ -10,9 +10,9 @@ from gymnasium.utils.env_checker import check_env
 
 import strategic_reserve_env  # noqa: F401 - registers the envs
 from strategic_reserve_env import IllegalActionError, raw_env
-from strategic_reserve_env.config import StartPosition
+from strategic_reserve_env.config import Config, StartPosition
 from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
-from strategic_reserve_env.learner import OpponentError, ResetNeeded
+from strategic_reserve_env.learner import LearnerGames, OpponentError, ResetNeeded
 
 from env_checks import assert_unchanged, assert_vector_masks, snapshot
 
@@ -637,3 +637,27 @@ def test_a_stochastic_opponent_that_draws_then_fails_leaves_the_generator_as_it_
         got, expected = env.step(actions), twin.step(actions)
         np.testing.assert_array_equal(got[0], expected[0])
         np.testing.assert_array_equal(env.action_masks(), twin.action_masks())
+
+
+# -- a ply limit that ends the game before the learner's first move ---------------------------------------------------
+
+
+GYM_ID = next(name for name in gymnasium.registry if name.startswith("StrategicReserve-v"))
+
+
+@pytest.mark.parametrize("seat", ["blue", "random"])
+def test_a_ply_limit_that_ends_the_game_before_the_learners_first_move_is_refused(seat):
+    with pytest.raises(ValueError, match="ply_limit"):
+        gymnasium.make(GYM_ID, ply_limit=1, seat=seat)
+    with pytest.raises(ValueError, match="ply_limit"):
+        LearnerGames(Config(ply_limit=1), 2, seat=seat)
+
+
+def test_a_ply_limit_of_one_is_fine_for_the_first_mover():
+    env = gymnasium.make(GYM_ID, ply_limit=1, seat="red")
+    _, info = env.reset(seed=0)
+    assert info["action_mask"].any()
+    blue_first = Config(ply_limit=1, start=StartPosition(to_move="blue"))
+    LearnerGames(blue_first, 1, seat="blue")
+    with pytest.raises(ValueError, match="ply_limit"):
+        LearnerGames(blue_first, 1, seat="red")
