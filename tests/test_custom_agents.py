@@ -17,6 +17,7 @@ from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation.tournament import check_agent, probe_positions
 from strategic_reserve_env.learner import LearnerGames
 from strategic_reserve_env.observation import mover_planes
+from strategic_reserve_env.policies import InvalidActionsError
 
 from conftest import REPO
 
@@ -334,3 +335,13 @@ def test_an_agent_whose_attribute_raises_gets_the_load_error(tmp_path, attribute
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.splitlines()[-1].startswith("error: agent spec"), result.stderr
+
+
+# -- a single-game function's answer ----------------------------------------------------------------------------------
+
+
+def test_a_single_game_function_returning_true_is_refused():
+    agent = SingleGameAgent(lambda observation, mask: True)
+    masks = np.ones((2, 36), dtype=bool)
+    with pytest.raises(InvalidActionsError, match="returned True, a bool, not an integer square index 0..35"):
+        agent.act(np.zeros((2, 6, 6, 9), np.int8), masks, np.random.default_rng(0))

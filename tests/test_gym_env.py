@@ -661,3 +661,14 @@ def test_a_ply_limit_of_one_is_fine_for_the_first_mover():
     LearnerGames(blue_first, 1, seat="blue")
     with pytest.raises(ValueError, match="ply_limit"):
         LearnerGames(blue_first, 1, seat="red")
+
+
+# -- a numpy integer seed ---------------------------------------------------------------------------------------------
+
+
+def test_the_single_gymnasium_env_takes_a_numpy_integer_seed():
+    one, other = gymnasium.make("StrategicReserve-v1"), gymnasium.make("StrategicReserve-v1")
+    observation, info = one.reset(seed=np.int64(5))
+    expected, expected_info = other.reset(seed=5)
+    assert np.array_equal(observation, expected) and info.keys() == expected_info.keys()
+    assert all(np.array_equal(info[key], expected_info[key]) for key in info)

@@ -6,7 +6,14 @@ import numpy as np
 import pytest
 
 from strategic_reserve_env.board import bitboards_to_array
-from strategic_reserve_env.policies import MAX_ACT_SECONDS, ActTimeoutError, TimeLimited, UniformRandomPolicy
+from strategic_reserve_env.policies import (
+    MAX_ACT_SECONDS,
+    ActTimeoutError,
+    InvalidActionsError,
+    TimeLimited,
+    UniformRandomPolicy,
+    checked_actions,
+)
 
 
 def test_act_from_uniforms_is_the_choice_act_makes_from_the_same_uniforms():
@@ -54,3 +61,11 @@ def test_the_largest_act_timeout_on_a_large_batch_does_not_overflow():
                           MAX_ACT_SECONDS)  # fmt: skip
     masks = np.ones((4096, 36), dtype=bool)
     assert limited.act(None, masks, np.random.default_rng(0)).shape == (4096,)
+
+
+# -- the checks of an answer ------------------------------------------------------------------------------------------
+
+
+def test_a_uint64_answer_past_int64_is_reported_as_it_is():
+    with pytest.raises(InvalidActionsError, match="returned 9223372036854775808, not a square index 0..35"):
+        checked_actions(np.array([2**63], dtype=np.uint64), np.array([1], dtype=np.int64))
