@@ -12,7 +12,7 @@ ISTAMP := $(IVENV)/.installed
 TORCH ?= torch==2.13.0
 PIP := $(BIN)/python -m pip
 
-.PHONY: test test-core test-wheel test-integrations lint docs train bench install clean
+.PHONY: test test-fast test-core test-wheel test-integrations lint docs train bench install clean
 
 install: $(STAMP)
 
@@ -47,6 +47,10 @@ docs: $(STAMP)
 
 test-core: $(STAMP)
 	$(BIN)/python -m pytest -n 2
+
+# a contributor's loop: the core tests but those marked slow (over a few seconds each; `make test` runs them all)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -m "not slow"
 
 # the wheel, installed (not editable) in a fresh venv, run from folders outside the checkout (tests/wheel/check.sh)
 test-wheel: $(STAMP)
