@@ -24,7 +24,7 @@ define install_torch
 	$(1) -c "import torch; print('make: torch', torch.__version__, 'CPU build' if torch.version.cuda is None else 'CUDA ' + torch.version.cuda + ' build')"
 endef
 
-.PHONY: test test-core test-wheel test-integrations lint docs train bench install clean
+.PHONY: test test-fast test-core test-wheel test-integrations lint docs train bench install clean
 
 install: $(STAMP)
 
@@ -59,6 +59,10 @@ docs: $(STAMP)
 
 test-core: $(STAMP)
 	$(BIN)/python -m pytest -n 2
+
+# a contributor's loop: the core tests but those marked slow (over a few seconds each; `make test` runs them all)
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -m "not slow"
 
 # the wheel, installed (not editable) in a fresh venv, run from folders outside the checkout (tests/wheel/check.sh)
 test-wheel: $(STAMP)

@@ -737,3 +737,14 @@ def test_env_wrappers_behave_as_pettingzoos_own():
             errors.append(str(caught.value))
         assert errors[0] == errors[1], name
     assert _wrapped_trace(fast, 11, 600) == _wrapped_trace(stock, 11, 600)
+
+
+# -- forced rolls come in order ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rolls, kind", [({"a1", "b2"}, "set"), ({"a1": 0}, "dict"), (frozenset({3}), "frozenset")])
+def test_forced_rolls_must_come_in_order(rolls, kind):
+    game = env()
+    with pytest.raises(ValueError, match=f"rolls must be a sequence of squares in order \\(a list\\), got a {kind}"):
+        game.reset(seed=1, options={"rolls": rolls})
+    game.reset(seed=1, options={"rolls": ["a1", 7]})  # the env stays usable

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +13,15 @@ from strategic_reserve_env import engine, models
 from strategic_reserve_env.agents import KNOWN_AGENTS, expectimax, load_agent
 from strategic_reserve_env.agents.expectimax import ExpectimaxAgent, win_probability
 from strategic_reserve_env.agents.greedy import expected_losses
-from strategic_reserve_env.board import BIT, bitboards_to_array, board_string, squares_of
+from strategic_reserve_env.agents.luck_values import load_luck_value
+from strategic_reserve_env.board import BIT, ECHO_LIMIT, bitboards_to_array, board_string, squares_of
 from strategic_reserve_env.config import Config
+from strategic_reserve_env.evaluation.benchmark import PROTOCOLS
 from strategic_reserve_env.observation import mover_planes
 from strategic_reserve_env.reference import ReferenceGame
 from strategic_reserve_env.sampling import uniform_square
+
+from conftest import REPO
 
 SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "models" / "ppo_baseline.safetensors"
 SHIPPED_ZIP = SHIPPED_MODEL.with_suffix(".zip")  # the SB3 model it was converted from
@@ -266,3 +272,91 @@ def test_shipped_policy_file_replays_the_published_tournament():
     assert pairing.pair_scores == row["pair_scores"]
     assert (pairing.wins_as_red, pairing.wins_as_blue) == (row["wins_as_red"], row["wins_as_blue"])
     assert pairing.score_adjusted == pytest.approx(row["score_adjusted"], abs=1e-12)
+
+
+# -- every name an agent gives loads back as that agent; a huge spec is echoed shortened ------------------------------
+
+
+SPECS = [
+    "random",
+    "greedy",
+    "expectimax",
+    "expectimax:depth=1",
+    "expectimax:depth=1,width=3",
+    "rollout:rollouts=4,width=2",
+    "rollout:rollouts=4,luck=false,horizon=3",
+    "rollout:rollouts=4,base=ppo",
+    "ppo",
+    "ppo:deterministic=false",
+    "ppo:deterministic=true",
+    "value",
+    "value:depth=1",
+    "value:width=3,depth=1",
+    f"ppo:{models.path(models.SHIPPED_POLICY)},deterministic=false",
+    f"value:{models.path(models.VALUE_NET)},depth=1",
+]
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_every_canonical_name_loads_as_the_same_agent(spec):
+    name = load_agent(spec).name
+    assert load_agent(name).name == name
+
+
+def test_the_benchmark_panels_names_load():
+    for protocol in PROTOCOLS.values():
+        for member in protocol.panel:
+            name = load_agent(member.spec).name
+            assert load_agent(name).name == name
+
+
+def test_a_user_agents_name_with_options_loads(tmp_path):
+    path = tmp_path / "mine.py"
+    path.write_text("from strategic_reserve_env.agents import ExpectimaxAgent\ndef make(depth=2):\n"
+                    "    return ExpectimaxAgent(depth=depth)\n")  # fmt: skip
+    name = load_agent(f"{path}:make:depth=1").name
+    assert load_agent(name).name == name
+
+
+HUGE = "x" * 100_000
+
+
+HUGE_SPECS = [
+    HUGE,
+    f"{HUGE}.py:act",
+    f"pkg.{HUGE}:act",
+    f"{REPO}/evaluate.py:{HUGE}",
+    f"greedy:{HUGE}",
+    f"expectimax:depth={HUGE}",
+    f"expectimax:{HUGE}=1",
+    f"ppo:{HUGE}.safetensors",
+    f"value:{HUGE}.safetensors",
+    f"rollout:base={HUGE}",
+    f"random:{HUGE}",
+]
+
+
+@pytest.mark.parametrize("spec", HUGE_SPECS, ids=range(len(HUGE_SPECS)))
+def test_a_huge_spec_is_echoed_shortened(spec):
+    with pytest.raises(ValueError) as caught:
+        load_agent(spec)
+    message = str(caught.value)
+    assert "x" * (ECHO_LIMIT + 1) not in message, message[:200]
+    assert len(message) < 2000
+
+
+def test_a_huge_luck_value_spec_is_echoed_shortened():
+    with pytest.raises(ValueError) as caught:
+        load_luck_value(HUGE)
+    assert "x" * (ECHO_LIMIT + 1) not in str(caught.value)
+
+
+def test_evaluate_echoes_a_huge_spec_shortened():
+    result = subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", "evaluate", "random", f"greedy:{HUGE}"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert result.returncode == 2 and len(result.stderr) < 2000, result.stderr[:300]

@@ -3,7 +3,9 @@ functions, classes and factories with options, entry-point plugins, and the erro
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -13,7 +15,11 @@ from strategic_reserve_env.agents.custom import NamedAgent, SingleGameAgent
 from strategic_reserve_env.board import bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation.tournament import check_agent, probe_positions
+from strategic_reserve_env.learner import LearnerGames
 from strategic_reserve_env.observation import mover_planes
+from strategic_reserve_env.policies import InvalidActionsError
+
+from conftest import REPO
 
 BOTS = '''
 import numpy as np
@@ -256,7 +262,6 @@ def test_an_agent_written_for_one_game_is_never_asked_about_a_game_with_no_move_
     """A single-game function that reads its mask's first legal square fails on an empty mask: as the only
     opponent of a batch, it is called only for the games where it is to place, as in evaluate."""
     from strategic_reserve_env.gym_env import StrategicReserveVectorEnv
-    from strategic_reserve_env.learner import LearnerGames
     from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 
     (tmp_path / "first.py").write_text(ONE_GAME_AGENT)
@@ -280,3 +285,63 @@ def test_an_agent_written_for_one_game_is_never_asked_about_a_game_with_no_move_
         masks = env.action_masks()
         actions = np.array([rng.choice(np.flatnonzero(m)) if m.any() else 0 for m in masks])
         env.step(actions)
+
+
+# -- an agent whose attributes raise gets the one-line load error -----------------------------------------------------
+
+
+RAISING = {
+    "act": """
+        class Agent:
+            @property
+            def act(self):
+                raise RuntimeError("no act today")
+        agent = Agent()
+        """,
+    "uses_observation": """
+        import numpy as np
+        class Agent:
+            @property
+            def uses_observation(self):
+                raise RuntimeError("cannot say")
+            def act(self, observations, masks, rng):
+                return np.argmax(masks, axis=-1)
+        agent = Agent()
+        """,
+    "name of a class": """
+        class Agent:
+            def __init__(self):
+                pass
+            @property
+            def act(self):
+                raise KeyError("built, then broken")
+        """,
+}
+
+
+@pytest.mark.parametrize("attribute", list(RAISING))
+def test_an_agent_whose_attribute_raises_gets_the_load_error(tmp_path, attribute):
+    path = tmp_path / "raising.py"
+    path.write_text(textwrap.dedent(RAISING[attribute]))
+    name = "Agent" if attribute == "name of a class" else "agent"
+    with pytest.raises(ValueError, match="agent spec .*raised"):
+        load_agent(f"{path}:{name}")
+    result = subprocess.run(
+        [sys.executable, "-m", "strategic_reserve_env", "evaluate", "random", f"{path}:{name}", "--games", "2"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines()[-1].startswith("error: agent spec"), result.stderr
+
+
+# -- a single-game function's answer ----------------------------------------------------------------------------------
+
+
+def test_a_single_game_function_returning_true_is_refused():
+    agent = SingleGameAgent(lambda observation, mask: True)
+    masks = np.ones((2, 36), dtype=bool)
+    with pytest.raises(InvalidActionsError, match="returned True, a bool, not an integer square index 0..35"):
+        agent.act(np.zeros((2, 6, 6, 9), np.int8), masks, np.random.default_rng(0))

@@ -8,7 +8,15 @@ import pickle
 import numpy as np
 import pytest
 
-from strategic_reserve_env.dice import ROLLS_AHEAD, BatchDice, GameDice, rolled_square, stream_key
+from strategic_reserve_env.dice import (
+    CHANCE_TAG,
+    ROLLS_AHEAD,
+    BatchDice,
+    GameDice,
+    UniformStreams,
+    rolled_square,
+    stream_key,
+)
 
 
 @pytest.mark.parametrize("seed", [0, 7, -3, 2**70])
@@ -71,3 +79,22 @@ def test_pickles_hold_key_counter_and_forced_and_load_across_versions():
     assert dice.__reduce_ex__(2)[2] == (None, {"key": stream_key(5), "counter": 2, "forced": [7]})  # no cache
     old = pickle.loads(EARLIER_PICKLE)
     assert [old.next() for _ in range(3)] == [7, rolled_square(stream_key(5), 2), rolled_square(stream_key(5), 3)]
+
+
+# -- the chance streams beside the dice (from the gym edges) ----------------------------------------------------------
+
+
+def test_chance_streams():
+    # take(games) gives and advances exactly what next(mask) would; tag 1 is not the dice stream
+    seeds = np.arange(10) * 7 + 3
+    by_mask, by_index = UniformStreams(seeds), UniformStreams(seeds)
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        mask = rng.random(10) < 0.4
+        expected = by_mask.next(mask)[mask]
+        np.testing.assert_array_equal(by_index.take(np.flatnonzero(mask)), expected)
+        np.testing.assert_array_equal(by_index.counters, by_mask.counters)
+        assert np.all((0 <= expected) & (expected < 1))
+    assert stream_key(5, CHANCE_TAG) != stream_key(5) == BatchDice([5]).keys[0]
+    values = UniformStreams(np.arange(4000)).next()
+    assert abs(values.mean() - 0.5) < 0.02 and len(np.unique(values)) == 4000

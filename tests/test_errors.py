@@ -246,3 +246,14 @@ def test_the_engine_and_the_learner_check_actions_alike(values):
         as_actions(values, 2)
     assert str(engine_error.value) == str(learner_error.value)
     assert str(engine_error.value).startswith("actions must ")
+
+
+# -- bench's time -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seconds", ["nan", "-1", "0", "inf"])
+def test_bench_refuses_a_time_that_is_not_a_finite_positive_number(seconds, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bench", "--seconds", seconds])
+    assert exit_.value.code == 2
+    assert f"argument --seconds: must be a finite number of seconds > 0, got '{seconds}'" in capsys.readouterr().err

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -15,7 +16,7 @@ from strategic_reserve_env.board import STANDARD_BOARD, parse_square, square_nam
 from strategic_reserve_env.config import MAX_PLY_LIMIT, Config, StartPosition
 from strategic_reserve_env.sampling import uniform_square
 
-from conftest import random_start
+from conftest import REPO, random_start
 
 LONG_GAME = 1_600  # plies: longer than the environments' default ply limit of 1000
 
@@ -283,3 +284,15 @@ def test_bad_header_fields_are_rejected_naming_them(field, value, message):
         return
     with pytest.raises(records.RecordError, match=message):
         records.parse_record(data)
+
+
+# -- a record with a duplicate key ------------------------------------------------------------------------------------
+
+
+def test_a_record_with_a_duplicate_key_is_refused():
+    record = json.loads((REPO / "tests/data/conformance/cling_game_00.json").read_text())
+    text = json.dumps(record)
+    doubled = text[:-1] + ', "plies": []}'
+    assert records.load_record(io.BytesIO(text.encode()), name="ok").plies  # the record itself reads
+    with pytest.raises(records.RecordError, match=r"^dup: key 'plies' appears twice in one object$"):
+        records.load_record(io.BytesIO(doubled.encode()), name="dup")

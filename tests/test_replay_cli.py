@@ -1,4 +1,4 @@
-"""Hostile input to `python -m strategic_reserve_env replay` and `records.load_record`: bounded reads,
+"""Hostile input to `python -m strategic_reserve_env replay` (and `analyse`) and `records.load_record`: bounded reads,
 one error line naming the file and the fault (input echoed only in part), `-` for the standard input."""
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ import pytest
 
 from strategic_reserve_env import records
 from strategic_reserve_env.__main__ import main
+from strategic_reserve_env.agents import RandomAgent
+from strategic_reserve_env.arena import play_logged
 from strategic_reserve_env.board import ECHO_LIMIT
+from strategic_reserve_env.config import Config
 
 from conftest import REPO
 
@@ -219,3 +222,55 @@ def test_header_errors_echo_long_values_in_part(tmp_path, capsys):
         path = _write(tmp_path, "header.json", json.dumps({**header, "plies": []}).encode())
         status, out, err = _replay([str(path)], capsys)
         assert status == 1 and _one_error_line(err, path).startswith(f"error: {path}: ")
+
+
+# -- replay and analyse at the edges: a huge duplicate key, a closed standard input, a full standard output -----------
+
+
+def command(*args: str, shell_suffix: str = "") -> subprocess.CompletedProcess:
+    line = " ".join([f"'{sys.executable}'", "-m", "strategic_reserve_env", *(f"'{a}'" for a in args)]) + shell_suffix
+    return subprocess.run(["bash", "-c", line], capture_output=True, text=True, cwd=REPO, timeout=120)
+
+
+def one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in stderr, stderr[:500]
+    return lines[0]
+
+
+@pytest.mark.parametrize("tool", ["replay", "analyse"])
+def test_a_two_megabyte_duplicate_key_is_echoed_shortened(tmp_path, tool):
+    key = "k" * 2_000_000
+    path = tmp_path / "dup.json"
+    path.write_text('{"plies": [], "' + key + '": 1, "' + key + '": 2}')
+    result = command(tool, str(path))
+    assert result.returncode == 1
+    line = one_line(result.stderr)
+    assert "appears twice" in line and "k" * (ECHO_LIMIT + 1) not in line and len(line) < 300
+
+
+@pytest.mark.parametrize("tool", ["replay", "analyse"])
+def test_a_closed_standard_input_is_one_line(tool):
+    result = command(tool, "-", shell_suffix=" <&-")
+    assert result.returncode == 1
+    assert "standard input" in one_line(result.stderr)
+
+
+@pytest.mark.parametrize("tool", ["replay", "analyse"])
+def test_a_full_standard_output_is_one_line(tmp_path, tool):
+    path = tmp_path / "good.json"
+    path.write_text(json.dumps(GAME))
+    result = command(tool, str(path), shell_suffix=" > /dev/full")
+    assert result.returncode == 1
+    assert "standard output" in one_line(result.stderr)
+
+
+def test_a_full_standard_output_on_a_long_replay_is_one_line(tmp_path):
+    """Past the first buffer's worth of lines, the failure comes in the middle of the printing."""
+    path = tmp_path / "long.json"
+    _, game = play_logged([RandomAgent(), RandomAgent()], 0, dice_seed=3, config=Config(ply_limit=1000))
+    records.write_record(records.record_of(game), path)
+    assert len(records.load_record(path).plies) > 20  # more lines than fit a small write
+    result = command("replay", str(path), shell_suffix=" > /dev/full")
+    assert result.returncode == 1
+    one_line(result.stderr)

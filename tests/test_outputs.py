@@ -1,5 +1,5 @@
-"""Where outputs go and who may write them, against hostile surroundings (issue 29, items 8-10): an agent that
-changes directory at import, a `.lock` that is a link or not a plain file, paths that are empty or not UTF-8.
+"""Output folders (`outputs.py`): where outputs go and who may write them, against hostile surroundings: an agent
+that changes directory at import, a `.lock` that is a link or not a plain file, paths that are empty or not UTF-8.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Helpers of the env edge tests: what a failed call must leave unchanged, and the vector env's masks."""
+"""Checks shared by the env tests: what a failed call must leave unchanged, and the vector env's masks."""
 
 from __future__ import annotations
 
