@@ -10,6 +10,7 @@ run makes (to place a full disk at the last ones) and the files of a run that ne
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -86,7 +87,7 @@ def entry_digest(path: Path) -> str:
     return head
 
 
-def digest(root: Path, skip: Path | None = None) -> dict[str, str]:
+def digest(root: Path, skip: tuple[Path, ...] = ()) -> dict[str, str]:
     """Every entry under `root` (links not followed), relative name -> `entry_digest`; `skip` left out."""
     found: dict[str, str] = {}
     if not os.path.lexists(root):
@@ -96,10 +97,10 @@ def digest(root: Path, skip: Path | None = None) -> dict[str, str]:
     for folder, folders, files in os.walk(root, followlinks=False):
         for name in [*folders, *files]:
             path = Path(folder) / name
-            if skip is not None and path == skip:
+            if path in skip:
                 continue
             found[str(path.relative_to(root))] = entry_digest(path)
-        folders[:] = [name for name in folders if skip is None or Path(folder) / name != skip]
+        folders[:] = [name for name in folders if Path(folder) / name not in skip]
     return found
 
 
@@ -220,32 +221,31 @@ class Baselines:
     def __init__(self, cli: Cli, root: Path) -> None:
         self.cli = cli
         self.root = root
-        self.made: dict[tuple[str, str], Path] = {}
-        self.writes: dict[str, int] = {}
 
     def run_folder(self, command: Command, which: str) -> Path:
         """The folder of a finished run: `complete` (argv, its writes counted), `other` (other_argv) or
-        `unstopped` (long_argv)."""
-        key = (command.name, which)
-        if key not in self.made:
-            work = self.root / f"{command.name}-{which}"
-            shutil.rmtree(work, ignore_errors=True)
-            (work / "cwd").mkdir(parents=True)
-            out = work / "run"
-            argv = {"complete": command.argv, "other": command.other_argv, "unstopped": command.long_argv}[which]
-            log = work / "writes.log"
-            inject = {"FAULT_ROOT": str(out), "FAULT_LOG": str(log), "FAULT_ENOSPC_AT": "0"}
-            ran, _ = self.cli.run([*argv, "--out", str(out)], work / "cwd", inject=inject)
-            if ran.status != 0:
-                raise RuntimeError(f"baseline {command.name} {which} failed ({ran.status}): {ran.stderr[-600:]}")
-            if which == "complete":
-                self.writes[command.name] = len(log.read_text().splitlines()) if log.exists() else 0
-            self.made[key] = out
-        return self.made[key]
+        `unstopped` (long_argv). Made once under `root`, shared by processes (pytest-xdist workers) through
+        a lock file: the first to ask makes it, the others wait and reuse it."""
+        work = self.root / f"{command.name}-{which}"
+        out, log, done = work / "run", work / "writes.log", work / "done"
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / f"{command.name}-{which}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                shutil.rmtree(work, ignore_errors=True)
+                (work / "cwd").mkdir(parents=True)
+                argv = {"complete": command.argv, "other": command.other_argv, "unstopped": command.long_argv}
+                inject = {"FAULT_ROOT": str(out), "FAULT_LOG": str(log), "FAULT_ENOSPC_AT": "0"}
+                ran, _ = self.cli.run([*argv[which], "--out", str(out)], work / "cwd", inject=inject)
+                if ran.status != 0:
+                    raise RuntimeError(f"baseline {command.name} {which} failed ({ran.status}): {ran.stderr[-600:]}")
+                done.touch()
+        return out
 
     def write_count(self, command: Command) -> int:
-        self.run_folder(command, "complete")
-        return self.writes[command.name]
+        """How many opens for writing inside its folder a complete run of `command` makes."""
+        log = self.run_folder(command, "complete").parent / "writes.log"
+        return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 def matching(folder: Path, run_file: RunFile) -> Path | None:
@@ -394,7 +394,7 @@ def run_case(case: Case, cli: Cli, work: Path, baselines: Baselines) -> Outcome:
             ready = work / AGENT_READY
             trigger = (None, 0.2, int(signal.SIGINT))
     before = digest(out) if os.path.lexists(out) and not out.is_symlink() else None
-    outside_before = digest(work, skip=work / "run")
+    outside_before = digest(work, skip=(work / "run", work / AGENT_READY))
     ran, fired = cli.run([*argv, "--out", str(out)], work / "cwd", stdout, stderr, inject, trigger, ready)
     for stream in (stdout, stderr):
         if isinstance(stream, int) and stream >= 0:
@@ -409,7 +409,7 @@ def run_case(case: Case, cli: Cli, work: Path, baselines: Baselines) -> Outcome:
     after = digest(out) if os.path.lexists(out) and not out.is_symlink() else None
     outcome = Outcome(
         case, ran.status, ran.stdout, ran.stderr, ran.timed_out, fired, before, after,
-        outside_before, digest(work, skip=work / "run"), note=note,
+        outside_before, digest(work, skip=(work / "run", work / AGENT_READY)), note=note,
     )  # fmt: skip
     stopped = fault.kind in ("signal", "kill", "enospc") and fired and not ran.timed_out
     if command.resumes and stopped:
