@@ -38,7 +38,9 @@ def ci_case(case: catalogue.Case) -> bool:
     hashes lowest (stable across runs and machines)."""
     if case.command.name not in CI_COMMANDS:
         return False
-    same_kind = [other for other in catalogue.all_cases() if (other.command, other.fault.kind) == (case.command, case.fault.kind)]
+    same_kind = [
+        other for other in catalogue.all_cases() if (other.command, other.fault.kind) == (case.command, case.fault.kind)
+    ]
     return case == min(same_kind, key=lambda other: stable_hash(other.id))
 
 
@@ -62,7 +64,11 @@ def parameters() -> list:
 @pytest.fixture(scope="session")
 def baselines(tmp_path_factory) -> runner.Baselines:
     """The baseline runs, shared by the xdist workers (their base temp folder's parent is common)."""
-    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else tmp_path_factory.getbasetemp()
+    shared = (
+        tmp_path_factory.getbasetemp().parent
+        if os.environ.get("PYTEST_XDIST_WORKER")
+        else tmp_path_factory.getbasetemp()
+    )
     return runner.Baselines(CLI, shared / "fault-baselines")
 
 
