@@ -13,7 +13,7 @@ prints that mark an instant of a phase. `faults(command)` turns one row into eve
   link (to a copy outside the folder, whose bytes must not change), a FIFO; applied to a complete run and then
   `--resume` (commands that resume), or placed at an output name before a fresh run (commands that do not);
 - stdout or stderr on /dev/full, stdout on a closed pipe;
-- a bad `--out` (too long; a link to a folder outside);
+- a bad `--out` (a name too long; a regular file);
 - user agents that misbehave (commands that take agent specs): raise, exit, sleep past `--act-timeout`, catch
   signals (then SIGINT), raise KeyboardInterrupt, return 2**70.
 
@@ -35,7 +35,7 @@ TAMPERINGS = ("missing", "truncated", "wrong_type", "out_of_range", "other_run",
 EARLY_WRITES = (1, 2, 3, 4, 6, 8)  # the Nth open for writing inside the folder that fails
 LATE_WRITES = (-1, -2, -3)  # counted from the last write of a calibration run (-1: the last)
 STREAM_FAULTS = ("stdout_full", "stderr_full", "stdout_closed")
-BAD_OUTS = ("out_too_long", "out_link")
+BAD_OUTS = ("out_too_long", "out_is_file")
 AGENT_FAULTS = ("raises", "exits", "sleeps", "catches_signals", "keyboard_interrupt", "returns_huge")
 ACT_TIMEOUT = "0.5"  # seconds, given with the agent that sleeps past its time
 
@@ -188,7 +188,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="evaluate",
         argv=("evaluate", "random", "greedy", "--games", "2", "--no-progress"),
-        long_argv=("evaluate", "random", "greedy", "expectimax:depth=1", "--games", "200", "--no-progress"),
+        long_argv=("evaluate", "random", "greedy", "--games", "400", "--batch", "20", "--no-progress"),
         other_argv=("evaluate", "random", "greedy", "--games", "2", "--seed", "5", "--no-progress"),
         run_files=(
             RunFile("results.json", "json", ("pairings", 3)),
@@ -202,7 +202,7 @@ COMMANDS: tuple[Command, ...] = (
     Command(
         name="benchmark",
         argv=("benchmark", "random", "--benchmark-games", "2", "--no-progress"),
-        long_argv=("benchmark", "random", "--benchmark-games", "200", "--no-progress"),
+        long_argv=("benchmark", "random", "--benchmark-games", "40", "--no-progress"),
         other_argv=("benchmark", "greedy", "--benchmark-games", "2", "--no-progress"),
         run_files=(RunFile("benchmark.json", "json", ("protocol", 99)), RunFile("benchmark.md", "binary")),
         phases=(Phase(START, ""), Phase("playing", r"vs|score|random")),

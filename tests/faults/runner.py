@@ -30,6 +30,7 @@ INJECT = Path(__file__).resolve().parent / "inject"  # the sitecustomize of the 
 CASE_TIMEOUT = 240.0  # seconds a command of a case may run before it counts as a hang
 PHASE_TIMEOUT = 150.0  # seconds to wait for a phase's line
 AGENT_READY = "agent_ready"  # the file a user agent that catches signals creates in work/ when it is running
+WRITES_LOG = "writes.log"  # the injector's log of the opens for writing
 TOO_LONG = 300  # characters of one path component: over every file system's 255
 HUGE = 2**70
 
@@ -227,7 +228,7 @@ class Baselines:
         `unstopped` (long_argv). Made once under `root`, shared by processes (pytest-xdist workers) through
         a lock file: the first to ask makes it, the others wait and reuse it."""
         work = self.root / f"{command.name}-{which}"
-        out, log, done = work / "run", work / "writes.log", work / "done"
+        out, log, done = work / "run", work / WRITES_LOG, work / "done"
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / f"{command.name}-{which}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -244,7 +245,7 @@ class Baselines:
 
     def write_count(self, command: Command) -> int:
         """How many opens for writing inside its folder a complete run of `command` makes."""
-        log = self.run_folder(command, "complete").parent / "writes.log"
+        log = self.run_folder(command, "complete").parent / WRITES_LOG
         return len(log.read_text().splitlines()) if log.exists() else 0
 
 
@@ -315,6 +316,12 @@ AGENTS = {
 }
 
 
+def scratch(work: Path) -> tuple[Path, ...]:
+    """What a case's folder holds that is not the command's doing: the run folder itself, the injector's
+    log, the agent's ready file."""
+    return (work / "run", work / WRITES_LOG, work / AGENT_READY)
+
+
 def agent_file(work: Path, variant: str) -> Path:
     """A user agent that misbehaves as `variant` says from its second call on (the first is legal)."""
     path = work / "agents" / "bad_agent.py"
@@ -360,7 +367,7 @@ def run_case(case: Case, cli: Cli, work: Path, baselines: Baselines) -> Outcome:
         writes = baselines.write_count(command)
         at = fault.write if fault.write > 0 else writes + 1 + fault.write
         note = f"write {at} of {writes}"
-        inject = {"FAULT_ROOT": str(out), "FAULT_LOG": str(work / "writes.log"), "FAULT_ENOSPC_AT": str(max(at, 1))}
+        inject = {"FAULT_ROOT": str(out), "FAULT_LOG": str(work / WRITES_LOG), "FAULT_ENOSPC_AT": str(max(at, 1))}
     elif fault.kind == "tamper":
         run_file = next(run_file for run_file in command.run_files if run_file.name == fault.run_file)
         if command.resumes:
@@ -384,9 +391,7 @@ def run_case(case: Case, cli: Cli, work: Path, baselines: Baselines) -> Outcome:
         if fault.variant == "out_too_long":
             out = work / "parent" / ("n" * TOO_LONG)
         else:
-            target = work / "outside" / "target"
-            target.mkdir()
-            out.symlink_to(target)
+            out.write_text("a file the user keeps\n")
     elif fault.kind == "agent":
         spec = f"{agent_file(work, fault.variant)}:act"
         argv = agent_argv(command, spec, fault.variant)
@@ -394,7 +399,7 @@ def run_case(case: Case, cli: Cli, work: Path, baselines: Baselines) -> Outcome:
             ready = work / AGENT_READY
             trigger = (None, 0.2, int(signal.SIGINT))
     before = digest(out) if os.path.lexists(out) and not out.is_symlink() else None
-    outside_before = digest(work, skip=(work / "run", work / AGENT_READY))
+    outside_before = digest(work, skip=scratch(work))
     ran, fired = cli.run([*argv, "--out", str(out)], work / "cwd", stdout, stderr, inject, trigger, ready)
     for stream in (stdout, stderr):
         if isinstance(stream, int) and stream >= 0:
@@ -402,14 +407,14 @@ def run_case(case: Case, cli: Cli, work: Path, baselines: Baselines) -> Outcome:
         elif hasattr(stream, "close"):
             stream.close()
     if fault.kind == "enospc":
-        log = work / "writes.log"
+        log = work / WRITES_LOG
         fired = log.exists() and len(log.read_text().splitlines()) >= int(inject["FAULT_ENOSPC_AT"])  # type: ignore[index]
     if fault.kind == "agent" and fault.variant != "catches_signals":
         fired = True
     after = digest(out) if os.path.lexists(out) and not out.is_symlink() else None
     outcome = Outcome(
         case, ran.status, ran.stdout, ran.stderr, ran.timed_out, fired, before, after,
-        outside_before, digest(work, skip=(work / "run", work / AGENT_READY)), note=note,
+        outside_before, digest(work, skip=scratch(work)), note=note,
     )  # fmt: skip
     stopped = fault.kind in ("signal", "kill", "enospc") and fired and not ran.timed_out
     if command.resumes and stopped:

@@ -91,7 +91,7 @@ def test_the_catalogue_gives_every_command_every_kind_of_fault() -> None:
         assert ("SIGKILL@start+0s" in labels) == command.resumes
         for run_file in command.run_files:
             assert f"{run_file.name}:symlink" in labels and f"{run_file.name}:fifo" in labels
-        assert {"stream:stdout_full", "bad_out:out_too_long", "enospc@write1"} <= labels
+        assert {"stream:stdout_full", "bad_out:out_too_long", "bad_out:out_is_file", "enospc@write1"} <= labels
         assert ("agent:raises" in labels) == bool(command.agent_argv)
 
 
