@@ -123,7 +123,7 @@ def test_a_signal_stops_after_the_iteration_with_its_checkpoint(runs, signum, ex
     out, (status, stdout, stderr) = root / signum.name, stopped[signum]
     assert status == exit_status
     assert stderr.strip().splitlines() == [
-        f"{signum.name}: interrupted after iteration 1 (the checkpoint holds iteration 1); "
+        f"{signum.name} stopped the run after iteration 1 (checkpoint of iteration 1 kept); "
         f"go on with: {PROG} --out {out} --resume"
     ]
     assert "interrupted" not in stdout and "iteration 1/2" in stdout
@@ -141,7 +141,7 @@ def test_a_second_signal_stops_at_once_and_names_the_iteration_its_checkpoint_ho
     status, _, stderr = _stopped_by(signal.SIGINT, out, at=2, times=2)
     assert status == 130
     assert stderr.strip().splitlines() == [
-        f"SIGINT: interrupted after iteration 1 (the checkpoint holds iteration 1); "
+        f"SIGINT stopped the run at once (checkpoint of iteration 1 kept); "
         f"go on with: {PROG} --out {out} --resume"
     ]
     assert outputs.read_run(out)["stopped"] == {"signal": "SIGINT", "iteration": 1}

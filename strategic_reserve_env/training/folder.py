@@ -90,7 +90,9 @@ def resumed_settings(out: Path, given: dict, cls=TrainSettings, command: str | N
                 f"{_shown(saved[name])}, not {_shown(now)}; leave it out (or --restart to start over)"
             )
     tuples = {field.name for field in fields(cls) if str(field.type).startswith("tuple")}
-    stored = {name: tuple(value) if name in tuples and isinstance(value, list) else value for name, value in saved.items()}
+    stored = {
+        name: tuple(value) if name in tuples and isinstance(value, list) else value for name, value in saved.items()
+    }
     given = {name: value for name, value in given.items() if name in may_change}
     place = {"out": str(out), "resume": True, "restart": False}
     try:

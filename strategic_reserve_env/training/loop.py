@@ -214,13 +214,14 @@ def resume(run: Run, model, env, pool) -> tuple[int, dict[str, float] | None]:
     settings, out = run.settings, run.out
     steps = checkpoint.checkpoint_steps(out, run.run_id)
     if not steps:
-        run.check_found(None)
+        run.resume_from(None)
         distillation.check_saved(out, settings, run.belongs)
         return 0, None
     done, saved = checkpoint.latest(out, run.run_id, max_file_bytes(settings))
     check_resumable(json.loads(saved["settings"]), settings, done)
     for later in (step for step in steps if step > done):
         outputs.check_replaceable(checkpoint.checkpoint_path(out, later, run.run_id))
+    run.resume_from(done)
     try:
         return done, checkpoint.load_into(saved, model, env, pool)
     except (KeyError, TypeError, AttributeError, RuntimeError, ValueError, IndexError) as error:

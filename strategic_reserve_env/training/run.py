@@ -4,16 +4,20 @@ A run lives in its folder (`--out`) and moves through these states, each entered
 (`strategic_reserve_env.outputs.atomic`: a temporary file renamed over its name), so a kill at any instant
 leaves the folder in one of them:
 
-| state | the folder holds | `--resume` alone | a fresh run | `--restart` |
-|---|---|---|---|---|
-| new | no `run.json` (no folder, or files of no run) | refused: no run | claims it (refused if it holds a run's file names: files of no run are never replaced) | as a fresh run (removes nothing) |
-| claimed | `run.json` (run id, command, status `claimed`) | refused in one line: nothing trained, start it afresh | takes it over | takes it over |
-| settings written | the above and `settings.json` | goes on from the start | refused: holds a run | removes the run's files, starts over |
-| running | `run.json` status `running` | goes on from the start (or the distillation so far) | refused | starts over |
-| checkpointed | status `running`, `checkpoint` N, the checkpoint files | goes on from the newest checkpoint that loads | refused | starts over |
-| interrupted | status `interrupted`, `stopped` (the signal) | goes on from the newest checkpoint | refused | starts over |
-| failed | status `failed`, `error` | goes on from the newest checkpoint | refused | starts over |
-| complete | status `complete`, the results | says it is complete, writes nothing (unless asked for more) | refused | starts over |
+| state | run.json | the folder also holds | `--resume` alone |
+|---|---|---|---|
+| new | none | nothing of a run | refused: no run |
+| claimed | run id, command, `claimed` | nothing of it | refused: start it again (nothing trained) |
+| settings written | `claimed` | settings.json | goes on from the start |
+| running | `running` | settings.json, partial results | goes on from the start (train: its distillation) |
+| checkpointed | `running`, `checkpoint` N | a checkpoint of N | goes on from the newest checkpoint that loads |
+| interrupted | `interrupted`, `stopped` | as checkpointed | goes on from the newest checkpoint that loads |
+| failed | `failed`, `error` | as checkpointed | goes on from the newest checkpoint that loads |
+| complete | `complete`, the length done | the results | says it is complete, writes nothing (unless asked for more) |
+
+A fresh run claims a new folder and takes over a claimed one; it refuses any other run, and a folder holding
+the run's file names but no run.json (files of no run are never replaced). `--restart` removes the entries of
+this command's run in the folder (results first, run.json last) and starts over; it removes nothing else.
 
 The transitions: `claim` (new -> claimed, under the folder's lock), `Run.start` (claimed -> settings written
 -> running; on resume: the `.partial` files of a killed write cleaned, the progress file trimmed to the
@@ -253,9 +257,10 @@ class Run:
         done = self.record.get(self.kind.unit, 0) if complete else 0
         return max(self.checkpoint, done if isinstance(done, int) and not isinstance(done, bool) else 0)
 
-    def check_found(self, found: int | None) -> None:
-        """`ValueError` if run.json says a checkpoint was written but none of this run was found (`found`
-        None): the run would start over and replace its results."""
+    def resume_from(self, found: int | None) -> None:
+        """The resumed run goes on from its checkpoint of `found` steps (iterations; None: none of it was
+        found); `ValueError` if run.json says one was written but none was found (the run would start over
+        and replace its results)."""
         expected = self.expected_checkpoint()
         if expected and found is None:
             raise ValueError(
@@ -263,6 +268,7 @@ class Run:
                 f"{self.kind.unit} {expected:,}, but none of it is in {self.out}; nothing was changed: --restart "
                 "to start over, or put its checkpoint back"
             )
+        self.checkpoint = found or 0
 
     def complete_already(self, done: int) -> bool:
         """The one rule: a resumed run is complete (nothing to do, nothing written) when run.json says so
@@ -301,10 +307,12 @@ class Run:
         self.checkpoint = count
         self.set_status("running")
 
-    def supervise(self, signals, body: Callable[[], dict], again: str, on_stop: Callable[[], None] | None = None):
+    def supervise(
+        self, signals, body: Callable[[], dict], again: str, on_stop: Callable[[BaseException], None] | None = None
+    ):
         """Run `body` (returning run.json's details of a complete run) under `signals`: complete at its end
         (exit status 0); interrupted on a signal (the line saying where it stopped, what is kept and
-        `again`, the command that goes on; 128 + the signal's number; `on_stop` run first); failed on an
+        `again`, the command that goes on; 128 + the signal's number; `on_stop(stop)` run first); failed on an
         error, which is raised again (run.json written if the disk lets it)."""
         try:
             details = body()
@@ -317,9 +325,13 @@ class Run:
                 kept = self.kind.early[1]
             else:
                 kept = "no checkpoint yet"
-            where = f"{'at' if unit == 'step' else 'after'} {unit} {stop.steps:,}" if isinstance(stop, Stopped) else "at once"
+            where = (
+                f"{'at' if unit == 'step' else 'after'} {unit} {stop.steps:,}"
+                if isinstance(stop, Stopped)
+                else "at once"
+            )
             if on_stop is not None:
-                on_stop()
+                on_stop(stop)
             self.set_status("interrupted", stopped={"signal": str(stop), self.kind.stopped_key: self.checkpoint})
             print(f"\n{stop} stopped the run {where} ({kept}); go on with: {again}", file=sys.stderr, flush=True)
             return 128 + stop.signum

@@ -71,11 +71,11 @@ def check_types(settings) -> None:
     type (an `int` field takes no bool or float; a `float` field takes an int): settings read back from a
     file are checked like those of the command line."""
     hints = typing.get_type_hints(type(settings))
-    for field in fields(settings):
-        value, hint = getattr(settings, field.name), hints[field.name]
+    for item in fields(settings):
+        value, hint = getattr(settings, item.name), hints[item.name]
         allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
         if not any(_is(value, kind) for kind in allowed):
-            raise ValueError(f"{option(field.name)} must be {hint}, got {value!r:.60}")
+            raise ValueError(f"{option(item.name)} must be {hint}, got {value!r:.60}")
 
 
 def _is(value, kind) -> bool:
