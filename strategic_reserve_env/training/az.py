@@ -11,7 +11,7 @@ examples/alphazero. Each iteration:
 3. `updates` Adam steps on the iteration's decisions (cross-entropy on the legal placements plus squared
    value error).
 
-The run folder is the run kit's (`folder`): run.json (the run id, the command `train-az`, the
+The run folder is the run lifecycle's (`run`): run.json (the run id, the command `train-az`, the
 status), settings.json (what `--resume` alone goes on with), `checkpoint.npz` (everything a resume needs,
 the games in progress included: a resumed run gives the same network as one that never stopped; checked
 before use), `model.safetensors` (the network), `progress.jsonl` (one line per iteration; its lines

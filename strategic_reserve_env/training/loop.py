@@ -219,8 +219,9 @@ def resume(run: Run, model, env, pool) -> tuple[int, dict[str, float] | None]:
         return 0, None
     done, saved = checkpoint.latest(out, run.run_id, max_file_bytes(settings))
     check_resumable(json.loads(saved["settings"]), settings, done)
-    for later in (step for step in steps if step > done):
-        outputs.check_replaceable(checkpoint.checkpoint_path(out, later, run.run_id))
+    for later in (checkpoint.checkpoint_path(out, step, run.run_id) for step in steps if step > done):
+        if not later.is_file() or later.is_symlink():  # a name the run will write its checkpoint under
+            raise ValueError(f"--out {out}: {later} is not a regular file, so the run cannot write its checkpoint")
     run.resume_from(done)
     try:
         return done, checkpoint.load_into(saved, model, env, pool)

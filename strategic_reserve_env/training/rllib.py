@@ -1,7 +1,7 @@
 """The RLlib self-play run behind `train-rllib`, top to bottom: `train`, on the run kit.
 
 Both seats play one shared RLModule (strategic_reserve_env/rllib.py). The run owns its folder as `train`'s
-does (`folder`: run.json naming the command, settings.json, the lock; `--resume` alone goes on with
+does (`run`: run.json naming the command, settings.json, the lock; `--resume` alone goes on with
 the stored settings, `--restart` starts over); after each iteration the module is written to
 `checkpoints/iteration_N/` (pickle-free, the last two kept); SIGINT and SIGTERM stop it after the current
 iteration (`Signals`), a second signal at once. What RLlib's state holds beyond the

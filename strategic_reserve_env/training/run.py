@@ -74,6 +74,11 @@ class RunKind:
     early: tuple[str, str] | None = None
 
     @property
+    def one(self) -> str:
+        """What one unit of the run's length is called: step, iteration."""
+        return self.unit.removesuffix("s")
+
+    @property
     def names(self) -> tuple[str, ...]:
         """Every entry of `--out` the run makes, results first, run.json last (the order `--restart` removes)."""
         return (*self.results, SETTINGS_FILE, *self.state, outputs.RUN_FILE)
@@ -97,10 +102,10 @@ def read_record(out: Path) -> dict | None:
     return run
 
 
-def is_claimed_only(out: Path, run: dict | None) -> bool:
+def is_claimed_only(out: Path, run: dict | None, kind: RunKind) -> bool:
     """Whether `run` (run.json of `out`) was stopped after it claimed the folder, before its settings were
-    written (nothing else of it is there)."""
-    return run is not None and run.get("status") == "claimed" and not os.path.lexists(out / SETTINGS_FILE)
+    written: nothing of it but run.json is there."""
+    return run is not None and not any(os.path.lexists(out / name) for name in kind.names[:-1])
 
 
 def prepare(settings, kind: RunKind) -> Path:
@@ -129,7 +134,7 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
         if run is None:
             raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
         return Run(out, kind, settings, run["run_id"], run)
-    ours = run is not None and not is_claimed_only(out, run)
+    ours = run is not None and not is_claimed_only(out, run, kind)
     if ours and not settings.restart:
         held = [name for name in (SETTINGS_FILE, *kind.state) if os.path.lexists(out / name)]
         raise ValueError(
@@ -184,13 +189,15 @@ def newest_loadable(candidates: list[tuple[int, Path]], load: Callable[[Path], o
 
 def progress_lines(path: Path, last: int):
     """The lines of the progress file `path` about iterations up to `last`, read a line at a time (a large
-    file costs no more memory than its longest line, at most `MAX_PROGRESS_LINE` bytes); and whether a line
-    went (a line of a later iteration, or one that is not a JSON object naming its iteration)."""
-    kept, dropped = [], False
-    with outputs.open_regular(path, 1 << 62) as handle:
+    file costs no more memory than `MAX_PROGRESS_LINE` bytes a line); and whether a line went (a line of a
+    later iteration, one longer than that, or one that is not a JSON object naming its iteration)."""
+    kept, dropped, inside_long = [], False, False
+    with outputs.open_regular(path, sys.maxsize) as handle:
         for line in iter(lambda: handle.readline(MAX_PROGRESS_LINE + 1), b""):
+            whole, long = line.endswith(b"\n"), inside_long  # a line with no end: longer than the limit, or cut
+            inside_long = not whole
             iteration = None
-            if len(line) <= MAX_PROGRESS_LINE and line.endswith(b"\n"):
+            if whole and not long:
                 with contextlib.suppress(ValueError):
                     record = safe_json.loads(line, str(path))
                     iteration = record.get("iteration") if isinstance(record, dict) else None
@@ -265,7 +272,7 @@ class Run:
         if expected and found is None:
             raise ValueError(
                 f"--resume: {self.out / outputs.RUN_FILE} says run {self.run_id} wrote a checkpoint of "
-                f"{self.kind.unit} {expected:,}, but none of it is in {self.out}; nothing was changed: --restart "
+                f"{self.kind.one} {expected:,}, but none of it is in {self.out}; nothing was changed: --restart "
                 "to start over, or put its checkpoint back"
             )
         self.checkpoint = found or 0
@@ -318,7 +325,7 @@ class Run:
             details = body()
         except (Stopped, StopNow) as stop:
             signals.shutting_down = True  # a further signal changes nothing now: the files say how it ended
-            unit = self.kind.unit.rstrip("s")
+            unit = self.kind.one
             if self.checkpoint:
                 kept = f"checkpoint of {unit} {self.checkpoint:,} kept"
             elif self.kind.early is not None and (self.out / self.kind.early[0]).is_dir():
