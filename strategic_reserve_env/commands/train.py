@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         pool = OpponentPool(settings.opponents, settings.max_snapshots)  # loads the agents: errors before any write
         experts = distill_agents(settings) if settings.distill_games else None
         with outputs.lock(out):
-            return loop.train(claim(out, settings, loop.KIND), pool, experts, again)
+            return loop.run(claim(out, settings, loop.KIND), pool, experts, again)
     except (ValueError, OSError) as error:
         return error_status(error)
 

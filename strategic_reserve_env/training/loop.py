@@ -262,27 +262,27 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
     return "wall time: " + ", ".join(f"{name} {100 * value / max(total, 1e-9):.1f} %" for name, value in parts.items())
 
 
-def train(run: Run, pool: OpponentPool, experts, again: str) -> int:
-    """The claimed `run` (its folder locked), from its newest checkpoint on resume; `experts`: the
+def run(claimed: Run, pool: OpponentPool, experts, again: str) -> int:
+    """The `claimed` run (its folder locked), from its newest checkpoint on resume; `experts`: the
     distillation's expert and opponents (loaded once, by the command); `again`: the command line that resumes
     it (for the line a signal prints). Everything a resumed run reads is checked first (`resume`): a refusal
     (`ValueError`) writes nothing, and a complete run asked for no more steps stays as it is. Returns the exit
     status: 0, or 128 + the signal's number when a signal stopped it. A full disk is `OutputLost` (one line
     naming the file)."""
-    settings, out = run.settings, run.out
+    settings, out = claimed.settings, claimed.out
     torch.set_num_threads(settings.threads)
     env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
     model = build_model(settings, VecMonitor(env), out)
     schedule = None
     if settings.resume:
-        done, schedule = resume(run, model, env, pool)
-        if run.complete_already(done):
+        done, schedule = resume(claimed, model, env, pool)
+        if claimed.complete_already(done):
             return 0
         if schedule is None:
             print("--resume: no PPO checkpoint yet: the run goes on from its distillation so far", file=sys.stderr)
-    run.start()
+    claimed.start()
     with Signals() as signals:
-        return run.supervise(signals, lambda: _run(run, pool, (model, env, schedule), experts, signals), again)
+        return claimed.supervise(signals, lambda: _run(claimed, pool, (model, env, schedule), experts, signals), again)
 
 
 def _run(run: Run, pool: OpponentPool, built, experts, signals) -> dict:

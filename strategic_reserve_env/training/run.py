@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from strategic_reserve_env import outputs, safe_json
 
@@ -135,7 +136,7 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
             raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
         return Run(out, kind, settings, run["run_id"], run)
     ours = run is not None and not is_claimed_only(out, run, kind)
-    if ours and not settings.restart:
+    if run is not None and ours and not settings.restart:
         held = [name for name in (SETTINGS_FILE, *kind.state) if os.path.lexists(out / name)]
         raise ValueError(
             f"--out {out} holds run {run['run_id']} ({run.get('command', '')}, started {run.get('started')}): "
@@ -166,7 +167,7 @@ def error_status(error: BaseException) -> int:
     return 1 if isinstance(error, outputs.OutputLost) else 2
 
 
-def check_length(kind: RunKind, asked: int, done: int, saved: int) -> None:
+def check_length(kind: RunKind, asked: int, done: int, saved: int | None) -> None:
     """`ValueError` if a resumed run is asked for fewer `asked` steps (iterations) than the `done` ones,
     unless `asked` is the run's own length `saved` (a run whose last update went past it is trained)."""
     if asked < done and asked != saved:
@@ -245,7 +246,7 @@ class Run:
 
     out: Path
     kind: RunKind
-    settings: object
+    settings: Any  # the command's RunSettings
     run_id: str
     record: dict
     checkpoint: int = field(init=False)
