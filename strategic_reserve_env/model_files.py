@@ -139,7 +139,7 @@ def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[s
                         f"{info.file_size} bytes"
                     )
                 found[name] = Tensor(str(dtype), tuple(shape))
-    except (OSError, zipfile.BadZipFile, EOFError) as problem:
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as problem:
         raise error(f"{path}: not a readable .npz archive ({problem})") from None
     except ValueError as problem:  # numpy's header parser: a malformed .npy header
         if isinstance(problem, error):

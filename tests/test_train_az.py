@@ -141,8 +141,7 @@ def test_a_second_signal_stops_at_once_and_names_the_iteration_its_checkpoint_ho
     status, _, stderr = _stopped_by(signal.SIGINT, out, at=2, times=2)
     assert status == 130
     assert stderr.strip().splitlines() == [
-        f"SIGINT stopped the run at once (checkpoint of iteration 1 kept); "
-        f"go on with: {PROG} --out {out} --resume"
+        f"SIGINT stopped the run at once (checkpoint of iteration 1 kept); go on with: {PROG} --out {out} --resume"
     ]
     assert outputs.read_run(out)["stopped"] == {"signal": "SIGINT", "iteration": 1}
     assert [(p["iteration"], "stopped" in p) for p in _progress(out)] == [(1, False), (1, True)]
@@ -408,4 +407,4 @@ def test_a_settings_field_of_the_wrong_type_names_the_file_and_field(done):
     settings = json.loads((done / "settings.json").read_text())
     (done / "settings.json").write_text(json.dumps(settings | {"hidden": 8}))
     line = _refused_here(done, "--out", str(done), "--resume")
-    assert f"{done / 'settings.json'}: \"hidden\" must be tuple[int, ...], got 8" in line
+    assert f'{done / "settings.json"}: "hidden" must be tuple[int, ...], got 8' in line
