@@ -143,15 +143,13 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
             f"--resume to continue it, --restart to start over (removes its {', '.join(held + [outputs.RUN_FILE])} "
             "and results), or choose another folder"
         )
-    if ours:
-        outputs.remove(out, kind.names)
-    elif run is None:
-        foreign = [name for name in kind.names if os.path.lexists(out / name)]
-        if foreign:
-            raise ValueError(
-                f"--out {out} holds {', '.join(foreign)} but no run ({outputs.RUN_FILE}): files of no run are "
-                "never replaced or removed, --restart or not; move them away or choose another folder"
-            )
+    foreign = [name for name in kind.names if run is None and os.path.lexists(out / name)]
+    if foreign:
+        raise ValueError(
+            f"--out {out} holds {', '.join(foreign)} but no run ({outputs.RUN_FILE}): files of no run are "
+            "never replaced or removed, --restart or not; move them away or choose another folder"
+        )
+    outputs.remove(out, kind.names if ours else [])  # and the trash of a removal a kill cut short
     refuse_links(out, kind.names)
     run_id = outputs.new_run_id()
     record = {"run_id": run_id, "command": kind.command, "started": now(), "status": "claimed"}
