@@ -12,6 +12,7 @@ actually holds, read from its headers only, before they allocate anything:
 - `npz_headers`: each member of an `.npz` archive, read from the zip
   directory and the member's `.npy` header, without reading its data
   (object dtypes and sizes that disagree with the directory are refused);
+  `npz_arrays` then reads the arrays, a damaged member one line;
 - `header_description` and `check_description`: the JSON description
   (under the format's metadata key of a safetensors header, or a file of its
   own), its `format`, `version` and no field the format does not know;
@@ -29,6 +30,7 @@ from __future__ import annotations
 import math
 import os
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,13 +139,25 @@ def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[s
                         f"{info.file_size} bytes"
                     )
                 found[name] = Tensor(str(dtype), tuple(shape))
-    except (OSError, zipfile.BadZipFile, EOFError) as problem:
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as problem:
         raise error(f"{path}: not a readable .npz archive ({problem})") from None
     except ValueError as problem:  # numpy's header parser: a malformed .npy header
         if isinstance(problem, error):
             raise
         raise error(f"{path}: an .npy header does not parse ({str(problem).splitlines()[0]})") from None
     return found
+
+
+def npz_arrays(path: str | Path, names, error: type[Exception] = ValueError) -> dict[str, np.ndarray]:
+    """The arrays `names` of the `.npz` file `path` (whose headers the caller checked, `npz_headers`), read
+    without pickles; `error` (one line naming `path`) for a damaged member (a bad CRC, a broken deflate
+    stream, a truncated archive) instead of zipfile's or zlib's traceback."""
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            return {name: arrays[name] for name in names}
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError) as problem:
+        reason = str(problem).splitlines()[0][:160] if str(problem) else ""
+        raise error(f"{path}: a damaged .npz member ({type(problem).__name__}: {reason})") from None
 
 
 def header_description(

@@ -249,9 +249,16 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
                 "or choose another folder"
             ) from None
         previous = os.pread(descriptor, LOCK_TEXT_BYTES, 0)
-        os.ftruncate(descriptor, 0)
         command = " ".join(sys.argv).encode("utf-8", "backslashreplace")  # an argument may hold stray bytes
-        os.pwrite(descriptor, f"pid {os.getpid()}: ".encode() + command[:200], 0)
+        text = f"pid {os.getpid()}: ".encode() + command[:200]
+        try:
+            with naming(path):  # a full disk: one line naming the lock file, which is left as it was found
+                os.pwrite(descriptor, text, 0)  # over the old text's block first: a full disk changes nothing
+                os.ftruncate(descriptor, len(text))
+        except OutputLost:
+            if not found and not created:
+                os.unlink(path)
+            raise
         try:
             yield directory
         except BaseException:  # a refusal (or a failure): the lock file left as it was found

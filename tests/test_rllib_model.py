@@ -282,14 +282,14 @@ def _rllib_run(out, iterations: int = 2, status: str = "complete"):
 
     from strategic_reserve_env import outputs
     from strategic_reserve_env.training import folder
-    from strategic_reserve_env.training.rllib import COMMAND, MAY_CHANGE, Settings
+    from strategic_reserve_env.training.rllib import COMMAND, Settings
 
     settings = Settings(iterations=iterations, channels=4, conv_layers=1, hidden=8, out=str(out))
     out.mkdir()
     run_id = outputs.write_run(out, outputs.new_run_id(), COMMAND)["run_id"]
-    folder.start(out, settings)
-    folder.set_status(out, status)
-    digest = folder.settings_hash(settings, MAY_CHANGE)
+    (out / "settings.json").write_text(json.dumps(dataclasses.asdict(settings)))
+    (out / "run.json").write_text(json.dumps(outputs.read_run(out) | {"status": status, "checkpoint": iterations}))
+    digest = folder.settings_hash(settings)
     weights = {k: v.numpy() for k, v in rllib_model.BoardNet(settings.network()).state_dict().items()}
     for iteration in range(1, iterations + 1):
         notes = {"iteration": iteration, "run_id": run_id, "settings_hash": digest}
@@ -322,7 +322,7 @@ def test_train_rllib_resume_refusals_write_nothing_and_a_finished_run_stays_comp
     assert train_rllib.main(["--out", str(out), "--resume"]) == 0
     assert "is complete (2 iterations" in capsys.readouterr().err and _files(out) == before
     for args, message in (
-        (["--iterations", "1"], "--iterations 1 is below the 2 iterations done"),
+        (["--iterations", "1"], "--iterations 1 is below the 2 iterations already done"),
         (["--seed", "5"], "--seed defines the run, which was started with --seed 0, not 5"),
     ):
         assert train_rllib.main(["--out", str(out), "--resume", *args]) == 2

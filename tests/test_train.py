@@ -597,7 +597,7 @@ def test_model_zip_is_written_atomically(tmp_path, monkeypatch, capsys):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(MaskablePPO, "save", full_disk)
-    assert train.main(["--out", str(out), "--resume", "--total-steps", "1024"]) == 2
+    assert train.main(["--out", str(out), "--resume", "--total-steps", "1024"]) == 1
     err = capsys.readouterr().err
     assert err.splitlines()[-1] == f"error: cannot write {out / 'model.zip'} (No space left on device)"
     assert "Traceback" not in err
@@ -762,7 +762,7 @@ def test_a_refused_resume_writes_nothing(finished_runs, tmp_path, capsys):
 
     out = tmp_path / "run"
     shutil.copytree(finished_runs / "0", out)
-    assert "--total-steps 512 is below the 1,024 steps already trained" in _refused(out, capsys, "--total-steps", "512")
+    assert "--total-steps 512 is below the 1,024 steps already done" in _refused(out, capsys, "--total-steps", "512")
     settings = json.loads((out / "settings.json").read_text())
     (out / "settings.json").write_text(json.dumps(settings | {"reward": "luck_adjusted"}))
     assert "the checkpoint was trained with --reward outcome, not luck_adjusted" in _refused(
@@ -829,8 +829,10 @@ def test_another_commands_folder_is_refused_whatever_the_options(tmp_path, capsy
     theirs = tmp_path / "train"
     theirs.mkdir()
     outputs.write_run(theirs, outputs.new_run_id(), "train.py")
+    from strategic_reserve_env.training import rllib, run
+
     with pytest.raises(ValueError, match="not of train_rllib.py"):
-        folder.claim(theirs, TrainSettings(resume=True), "train_rllib.py")
+        run.claim(theirs, TrainSettings(resume=True), rllib.KIND)
 
 
 def test_run_json_names_the_command_and_a_0_3_0_folder_still_resumes(tmp_path):
@@ -934,4 +936,4 @@ def test_settings_that_pass_the_checks_but_would_crash_are_refused_on_resume(fin
     shutil.copytree(finished_runs / "0", out)
     settings = json.loads((out / "settings.json").read_text())
     (out / "settings.json").write_text(json.dumps(settings | {"net_arch": []}))
-    assert "--net-arch needs one or more sizes >= 1, got []" in _refused(out, capsys)
+    assert f'{out / "settings.json"}: "net_arch" needs one or more sizes >= 1, got []' in _refused(out, capsys)

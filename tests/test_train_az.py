@@ -123,7 +123,7 @@ def test_a_signal_stops_after_the_iteration_with_its_checkpoint(runs, signum, ex
     out, (status, stdout, stderr) = root / signum.name, stopped[signum]
     assert status == exit_status
     assert stderr.strip().splitlines() == [
-        f"{signum.name}: interrupted after iteration 1 (the checkpoint holds iteration 1); "
+        f"{signum.name} stopped the run after iteration 1 (checkpoint of iteration 1 kept); "
         f"go on with: {PROG} --out {out} --resume"
     ]
     assert "interrupted" not in stdout and "iteration 1/2" in stdout
@@ -141,8 +141,7 @@ def test_a_second_signal_stops_at_once_and_names_the_iteration_its_checkpoint_ho
     status, _, stderr = _stopped_by(signal.SIGINT, out, at=2, times=2)
     assert status == 130
     assert stderr.strip().splitlines() == [
-        f"SIGINT: interrupted after iteration 1 (the checkpoint holds iteration 1); "
-        f"go on with: {PROG} --out {out} --resume"
+        f"SIGINT stopped the run at once (checkpoint of iteration 1 kept); go on with: {PROG} --out {out} --resume"
     ]
     assert outputs.read_run(out)["stopped"] == {"signal": "SIGINT", "iteration": 1}
     assert [(p["iteration"], "stopped" in p) for p in _progress(out)] == [(1, False), (1, True)]
@@ -350,3 +349,64 @@ def test_bad_model_files_are_refused_before_their_tensors_load(runs, tmp_path):
         az_net.load(huge)
     with pytest.raises(ValueError, match="no such network file"):
         load_agent(f"mctx:net={tmp_path / 'missing.safetensors'}")
+
+
+# -- the run lifecycle (training/run.py, issue 40) ---------------------------------------------------------------
+
+
+def _refused_here(out: Path, *argv: str) -> str:
+    """train-az ARGV: exit 2, one line, not a byte of `out` changed; the line."""
+    before = _files(out)
+    status, stdout, stderr = _main(*argv)
+    assert status == 2 and stdout == "" and stderr.count("\n") == 1, stderr
+    assert _files(out) == before
+    return stderr
+
+
+def test_a_checkpoint_of_another_run_or_other_settings_is_refused(done):
+    """checkpoint.npz carries its run id and settings digest: under another run's run.json, or with a
+    learning rate changed in settings.json, --resume refuses it in one line (main trained on silently)."""
+    run = json.loads((done / "run.json").read_text())
+    (done / "run.json").write_text(json.dumps(run | {"run_id": "0" * 32}))
+    line = _refused_here(done, "--out", str(done), "--resume", "--iterations", "3")
+    assert f"{done / az.CHECKPOINT} belongs to run {run['run_id']}, not to run {'0' * 32}" in line
+    (done / "run.json").write_text(json.dumps(run))
+    settings = json.loads((done / "settings.json").read_text())
+    (done / "settings.json").write_text(json.dumps(settings | {"learning_rate": 0.5}))
+    assert "was made with other settings" in _refused_here(done, "--out", str(done), "--resume", "--iterations", "3")
+
+
+def test_a_resume_without_its_checkpoint_is_refused_and_keeps_the_progress(done):
+    """A complete run whose checkpoint.npz is gone: --resume refuses in one line (main trained from iteration 0
+    and wiped progress.jsonl)."""
+    (done / az.CHECKPOINT).unlink()
+    line = _refused_here(done, "--out", str(done), "--resume", "--iterations", "3")
+    assert "wrote a checkpoint of iteration 2, but none of it is in" in line
+
+
+def test_restart_never_removes_files_of_no_run(tmp_path):
+    """A folder with a model, a progress file and logs but no run.json: --restart refuses and removes nothing
+    (main deleted them)."""
+    out = tmp_path / "mine"
+    (out / az.LOGS).mkdir(parents=True)
+    (out / az.LOGS / "events").write_bytes(b"mine")
+    (out / az.MODEL).write_bytes(b"my model")
+    (out / az.PROGRESS).write_text('{"iteration": 1}\n')
+    assert "files of no run are never replaced" in _refused_here(out, *TINY, "--out", str(out), "--restart")
+
+
+def test_a_progress_file_that_is_a_link_is_refused_before_a_fresh_run(tmp_path):
+    out, outside = tmp_path / "run", tmp_path / "outside.jsonl"
+    out.mkdir()
+    outside.write_text("theirs\n")
+    (out / az.PROGRESS).symlink_to(outside)
+    _refused_here(out, *TINY, "--out", str(out))
+    assert outside.read_text() == "theirs\n"
+
+
+def test_a_settings_field_of_the_wrong_type_names_the_file_and_field(done):
+    """settings.json with "hidden": 8: one line naming the file and the field (main: a TypeError traceback)."""
+    settings = json.loads((done / "settings.json").read_text())
+    (done / "settings.json").write_text(json.dumps(settings | {"hidden": 8}))
+    line = _refused_here(done, "--out", str(done), "--resume")
+    assert f'{done / "settings.json"}: "hidden" must be tuple[int, ...], got 8' in line

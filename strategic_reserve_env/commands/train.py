@@ -28,62 +28,38 @@ strategic_reserve_env/training/.
 
 from __future__ import annotations
 
-import json
 import shlex
 import sys
 from pathlib import Path
 
 from strategic_reserve_env import outputs
 from strategic_reserve_env.commands import arguments, named
-from strategic_reserve_env.training import checkpoint, loop
+from strategic_reserve_env.training import loop
 from strategic_reserve_env.training.distillation import distill_agents
-from strategic_reserve_env.training.folder import claim, resumed_settings
+from strategic_reserve_env.training.folder import resumed_settings
 from strategic_reserve_env.training.pool import OpponentPool
-from strategic_reserve_env.training.settings import TrainSettings, max_file_bytes
+from strategic_reserve_env.training.run import claim, error_status, prepare
+from strategic_reserve_env.training.settings import TrainSettings
 
-COMMAND = "train"  # what run.json says made the folder (the command, `strategic-reserve train`; 0.3.0: train.py)
+COMMAND = loop.KIND.command  # what run.json says made the folder
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (`argv`, default `sys.argv[1:]`); `prog`: the name `--help` shows (default the
-    script's). Exit status 0, 2 for bad settings (one line), 130 / 143 when SIGINT / SIGTERM stopped the run."""
+    script's). Exit status 0, 2 for bad settings or a refused folder (one line), 1 for a file that cannot be
+    written (one line naming it), 130 / 143 when SIGINT / SIGTERM stopped the run."""
     given = arguments.given(TrainSettings, argv, prog, named(__doc__, "train.py", prog))
     out = Path(given.get("out", TrainSettings.out))
     again = f"{prog or 'python train.py'} --out {shlex.quote(str(out))} --resume"
     try:
         settings = resumed_settings(out, given, command=COMMAND) if given.get("resume") else TrainSettings(**given)
-        out = outputs.check_out(settings.out)  # absolute before any agent loads (one may change directory)
+        out = prepare(settings, loop.KIND)  # absolute before any agent loads (one may change directory)
         pool = OpponentPool(settings.opponents, settings.max_snapshots)  # loads the agents: errors before any write
-        if settings.distill_games:
-            distill_agents(settings)
+        experts = distill_agents(settings) if settings.distill_games else None
         with outputs.lock(out):
-            run_id = claim(out, settings, COMMAND)
-            saved = None
-            if settings.resume and checkpoint.checkpoint_steps(out, run_id):
-                saved = checkpoint.latest(out, run_id, max_file_bytes(settings))
-            if saved is not None:  # a refusal writes nothing: the checkpoint's settings first
-                loop.check_resumable(json.loads(saved["settings"]), settings, saved["steps"])
-            if settings.resume and complete(out, settings, saved):
-                return 0
-            return loop.run(settings, pool, out, run_id, saved, again)
+            return loop.run(claim(out, settings, loop.KIND), pool, experts, again)
     except (ValueError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-
-
-def complete(out: Path, settings: TrainSettings, saved: dict | None) -> bool:
-    """Whether the run in `out` finished and `--resume` asks for no more steps (it stays complete: nothing
-    is written); says so."""
-    run = outputs.read_run(out) or {}
-    steps = saved["steps"] if saved is not None else 0
-    if run.get("status") != "complete" or settings.total_steps > steps:
-        return False
-    print(
-        f"the run in {out} is complete ({steps:,} steps; its model: ppo:{out / 'model.safetensors'}); "
-        "--resume --total-steps N trains it further",
-        file=sys.stderr,
-    )
-    return True
+        return error_status(error)
 
 
 cli = main  # the repository's train.py calls cli()

@@ -28,14 +28,15 @@ from strategic_reserve_env import outputs
 from strategic_reserve_env.commands import arguments
 from strategic_reserve_env.training import az
 from strategic_reserve_env.training.az import AZSettings
-from strategic_reserve_env.training.folder import claim, resumed_settings
+from strategic_reserve_env.training.folder import resumed_settings
+from strategic_reserve_env.training.run import claim, error_status, prepare
 from strategic_reserve_env.training.signals import Signals, StopNow
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line (`argv`, default `sys.argv[1:]`); `prog`: the name `--help` shows. Exit status
-    0, 2 for bad settings or a file that cannot be written (one line), 130 / 143 when SIGINT / SIGTERM
-    stopped the run."""
+    0, 2 for bad settings or a refused folder, 1 for a file that cannot be written (one line), 130 / 143 when
+    SIGINT / SIGTERM stopped the run."""
     given = arguments.given(AZSettings, argv, prog, __doc__)
     out = Path(given.get("out", AZSettings.out))
     again = f"{prog or 'strategic-reserve train-az'} --out {shlex.quote(str(out))} --resume"
@@ -45,16 +46,14 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             import optax  # noqa: F401
 
             if given.get("resume"):
-                settings = resumed_settings(out, given, AZSettings, az.MAY_CHANGE, az.COMMAND)
+                settings = resumed_settings(out, given, AZSettings, az.COMMAND)
             else:
                 settings = AZSettings(**given)
-            out = outputs.check_out(settings.out, az.FILES)
+            out = prepare(settings, az.KIND)
             with outputs.lock(out):
-                claim(out, settings, command=az.COMMAND, results=az.RESULTS, state=az.RUN_STATE)
-                return az.run(settings, out, again, signals)
+                return az.run(claim(out, settings, az.KIND), again, signals)
         except (ValueError, OSError) as error:
-            print(f"error: {error}", file=sys.stderr)
-            return 2
+            return error_status(error)
         except StopNow as stop:
             print(f"{stop}: train-az stopped at once", file=sys.stderr)
             return 128 + stop.signum

@@ -31,8 +31,9 @@ import sys
 from pathlib import Path
 
 from strategic_reserve_env.commands import arguments, named
-from strategic_reserve_env.training import folder
-from strategic_reserve_env.training.rllib import COMMAND, MAY_CHANGE, Settings, train
+from strategic_reserve_env.training.folder import resumed_settings
+from strategic_reserve_env.training.rllib import COMMAND, Settings, train
+from strategic_reserve_env.training.run import error_status
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -41,12 +42,10 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     out = Path(given.get("out", Settings.out))
     again = f"{prog or 'python train_rllib.py'} --out {shlex.quote(str(out))} --resume"
     try:
-        resume = given.get("resume")
-        settings = folder.resumed_settings(out, given, Settings, MAY_CHANGE, COMMAND) if resume else Settings(**given)
+        settings = resumed_settings(out, given, Settings, COMMAND) if given.get("resume") else Settings(**given)
         return train(settings, again)
     except (ValueError, OSError) as error:  # a bad setting, a folder another process writes (OutputBusyError)
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return error_status(error)
 
 
 if __name__ == "__main__":

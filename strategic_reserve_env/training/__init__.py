@@ -5,7 +5,8 @@
 - `pool`: the opponent pool (baseline agents and frozen snapshots of the learner);
 - `distillation`: the expert's labelled decisions and the supervised fit before PPO;
 - `checkpoint`: the checkpoint file (what it holds, checked when read) and SB3's private learner fields;
-- `folder`: the run folder: who owns it, what `--restart` removes, its settings for `--resume`;
+- `run`: the run lifecycle (its states, the claim, what `--restart` removes, resume, status, stop);
+- `folder`: the run's settings file as `--resume` reads it, and the settings' digest;
 - `loop`: the run itself, top to bottom: build, (distil,) PPO with snapshots, evaluations and
   checkpoints, stop on a signal after the update, save, evaluate;
 - `az`: `train-az`'s run (AlphaZero-style self-play with chance nodes), on the same folder and

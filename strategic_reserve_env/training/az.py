@@ -11,7 +11,7 @@ examples/alphazero. Each iteration:
 3. `updates` Adam steps on the iteration's decisions (cross-entropy on the legal placements plus squared
    value error).
 
-The run folder is the run kit's (`folder`): run.json (the run id, the command `train-az`, the
+The run folder is the run lifecycle's (`run`): run.json (the run id, the command `train-az`, the
 status), settings.json (what `--resume` alone goes on with), `checkpoint.npz` (everything a resume needs,
 the games in progress included: a resumed run gives the same network as one that never stopped; checked
 before use), `model.safetensors` (the network), `progress.jsonl` (one line per iteration; its lines
@@ -21,42 +21,59 @@ after the current iteration, with its checkpoint (`Signals`); a second signal at
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import math
-import sys
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import outputs, safe_json
-from strategic_reserve_env.model_files import Tensor, check_tensors, npz_headers
+from strategic_reserve_env import outputs
+from strategic_reserve_env.model_files import Tensor, check_tensors, npz_arrays, npz_headers
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
-from .folder import NOT_SETTINGS, SETTINGS_FILE, set_status, start
-from .settings import ACTIONS, MAX_SEED, check_memory, check_range, check_types
-from .signals import Signals, StopNow, Stopped
+from .distillation import check_belongs
+from .folder import SETTINGS_FILE
+from .run import Run, RunKind, check_length
+from .settings import (
+    ACTIONS,
+    PROCESS,
+    RunSettings,
+    changeable,
+    check_memory,
+    check_range,
+    defining,
+    process_field,
+    with_role,
+)
+from .signals import Signals, Stopped
 
-COMMAND = "train-az"  # what run.json records: another command's folder is refused, and this one by the others
 CHECKPOINT, MODEL, PROGRESS, LOGS = "checkpoint.npz", "model.safetensors", "progress.jsonl", "tb"
-FILES = (CHECKPOINT, MODEL, PROGRESS, SETTINGS_FILE, outputs.RUN_FILE)  # regular files of the folder
-RESULTS = (MODEL, PROGRESS, LOGS)  # what --restart removes first
-RUN_STATE = (SETTINGS_FILE, CHECKPOINT, outputs.RUN_FILE)  # what says a folder holds a run (run file last)
-MAY_CHANGE = ("iterations",)  # the run's length: every other setting defines the network it trains
+KIND = RunKind(
+    command="train-az",  # what run.json records: another command's folder is refused, and this one by the others
+    results=(MODEL, PROGRESS, LOGS),
+    state=(CHECKPOINT,),
+    files=(CHECKPOINT, MODEL, PROGRESS, SETTINGS_FILE, outputs.RUN_FILE),
+    length="iterations",
+    unit="iterations",
+    model="mctx:net={out}/" + MODEL,
+    progress=PROGRESS,
+    stopped_key="iteration",
+)
+COMMAND = KIND.command
 MAX_WIDTH = 4096
 GAME_BYTES = 4096  # an upper bound of one game's state in pgx_env, its observation and mask included
-NOT_COMPILED = MAY_CHANGE + NOT_SETTINGS  # settings the jitted iteration does not depend on
-_COMPILED: dict = {}  # the other settings' values -> the jitted iteration: a resumed run compiles nothing new
+_COMPILED: dict = {}  # the defining settings -> the jitted iteration: a resumed run compiles nothing new
 
 
 @dataclass(frozen=True)
-class AZSettings:
+class AZSettings(RunSettings):
     """Settings of an AlphaZero-style run (every field is a command-line option)."""
 
-    iterations: int = 100
+    iterations: int = changeable(100)
     """Iterations of self-play and training; the only setting --resume may change (not below the iterations
     done)."""
     games: int = 64
@@ -76,20 +93,16 @@ class AZSettings:
     """Weight of the Dirichlet noise mixed into the root's priors in self-play, in [0, 1]."""
     dirichlet_alpha: float = 0.3
     """Concentration of that noise (> 0)."""
-    seed: int = 0
-    """Seed of everything random in the run (network, search, dice), in 0..4294967295."""
-    out: str = "runs/az"
+    out: str = process_field("runs/az")
     """Folder of the run's files (settings, checkpoint, model, progress, TensorBoard)."""
-    resume: bool = False
+    resume: bool = process_field(False)
     """Continue the run in --out from its checkpoint, with the settings it was started with (its
     settings.json); only --iterations may be given again. The resumed run trains the same network as one that
     never stopped."""
-    restart: bool = False
-    """Start over in an --out that holds another train-az run: its results, settings and checkpoint go first."""
 
     def __post_init__(self) -> None:
         """`ValueError` (one line naming the option) for the first bad setting, before anything is written."""
-        check_types(self)
+        super().__post_init__()
         for name in ("iterations", "games", "steps", "simulations", "updates"):
             check_range(name, getattr(self, name), 1)
         if not self.hidden or not all(1 <= width <= MAX_WIDTH for width in self.hidden):
@@ -99,11 +112,6 @@ class AZSettings:
         check_range("learning_rate", self.learning_rate, 0, 1, open_low=True)
         check_range("dirichlet_fraction", self.dirichlet_fraction, 0, 1)
         check_range("dirichlet_alpha", self.dirichlet_alpha, 0, open_low=True)
-        check_range("seed", self.seed, 0, MAX_SEED)
-        if self.resume and self.restart:
-            raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
-        if not self.out:
-            raise ValueError("--out must name a folder, got ''")
         check_memory(self, memory_needed)
 
 
@@ -156,8 +164,7 @@ class Trainer:
         self.games = jax.vmap(self.env.roll)(self.start, squares)
         self.key = key
         self.iteration = 0
-        self.checkpointed = 0  # the iteration the folder's checkpoint holds (0: none yet)
-        shared = tuple(v for k, v in dataclasses.asdict(settings).items() if k not in NOT_COMPILED)
+        shared = json.dumps(defining(settings), sort_keys=True)
         if shared not in _COMPILED:
             _COMPILED[shared] = jax.jit(self._iteration)
         self._iterate = _COMPILED[shared]
@@ -258,7 +265,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
 
-    def _leaves(self) -> dict[str, np.ndarray]:
+    def _leaves(self, belongs: tuple[str, str]) -> dict[str, np.ndarray]:
         import jax
 
         arrays = {f"params/{name}": np.asarray(value) for name, value in self.params.items()}
@@ -267,32 +274,31 @@ class Trainer:
                 arrays[f"{group}/{i}"] = np.asarray(leaf)
         arrays["key"] = np.asarray(jax.random.key_data(self.key))
         arrays["iteration"] = np.asarray(self.iteration, dtype=np.int64)
+        arrays["run_id"] = np.frombuffer(belongs[0].encode("ascii"), dtype=np.uint8)
+        arrays["settings_hash"] = np.frombuffer(belongs[1].encode("ascii"), dtype=np.uint8)
         return arrays
 
-    def save_checkpoint(self, path: Path) -> None:
-        """Everything a resume needs, atomically."""
+    def save_checkpoint(self, path: Path, belongs: tuple[str, str]) -> None:
+        """Everything a resume needs, with the run id and settings digest it `belongs` to, atomically."""
         with outputs.atomic(path) as handle:
-            np.savez(handle, **self._leaves())
-        self.checkpointed = self.iteration
+            np.savez(handle, **self._leaves(belongs))
 
-    def load_checkpoint(self, path: Path) -> None:
-        """Continue from `path` (written by a run with the same settings): its arrays' names, shapes and types
-        are checked against this run's before any is read, and their values (an iteration in 1..--iterations,
-        finite network and optimiser numbers) before any is used; `ValueError` naming the file otherwise."""
+    def load_checkpoint(self, path: Path, belongs: tuple[str, str]) -> None:
+        """Continue from `path` (written by this run, `belongs`: its run id and settings digest): its arrays'
+        names, shapes and types are checked against this run's before any is read, and their values (its run
+        and settings, an iteration >= 1, finite network and optimiser numbers) before any is used;
+        `ValueError` naming the file otherwise."""
         import jax
         import jax.numpy as jnp
 
-        expected = {name: Tensor(str(a.dtype), a.shape) for name, a in self._leaves().items()}
-        check_tensors(npz_headers(path), expected, f"{path} (a run with other settings?)")
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in expected}
+        expected = {name: Tensor(str(a.dtype), a.shape) for name, a in self._leaves(belongs).items()}
+        check_tensors(npz_headers(path), expected, f"{path} (a run with other settings, or of an older version?)")
+        arrays = npz_arrays(path, expected)
+        found = tuple(arrays[name].tobytes().decode("ascii", "replace") for name in ("run_id", "settings_hash"))
+        check_belongs(path, found, belongs)  # type: ignore[arg-type]
         iteration = int(arrays["iteration"])
         if iteration < 1:
             raise ValueError(f"{path}: iteration {iteration} is not a count of iterations done (damaged?)")
-        if iteration > self.settings.iterations:
-            raise ValueError(
-                f"--resume: --iterations {self.settings.iterations} is below the {iteration} iterations already done"
-            )
         for name, array in arrays.items():
             if name.startswith(("params/", "opt/")) and array.dtype.kind == "f" and not np.isfinite(array).all():
                 raise ValueError(f"{path}: {name} holds NaN or infinite numbers (damaged?); it is not used")
@@ -304,77 +310,47 @@ class Trainer:
         self.params = {name: jnp.asarray(arrays[f"params/{name}"]) for name in self.params}
         self.opt_state, self.games = rebuilt("opt", self.opt_state), rebuilt("games", self.games)
         self.key = jax.random.wrap_key_data(jnp.asarray(arrays["key"]))
-        self.iteration = self.checkpointed = iteration
+        self.iteration = iteration
 
 
-def run(settings: AZSettings, out: Path, again: str, signals: Signals, log=say) -> int:
-    """The run in `out` (locked, claimed for `train-az`), from its checkpoint with `settings.resume`;
-    `again`: the command line that resumes it (for the line a signal prints); `signals`: the command's
-    (a signal before the run starts raises `StopNow` out of here, nothing trained); `log`: where
-    the progress lines go. Returns the exit status: 0, or 128 + the signal's number when a signal stopped
-    it. A resume refused (a damaged checkpoint, --iterations below those done) raises `ValueError` having
-    written nothing."""
+def run(claimed: Run, again: str, signals: Signals, log=say) -> int:
+    """The `claimed` run (its folder locked), from its checkpoint on resume; `again`: the command line that
+    resumes it (for the line a signal prints); `signals`: the command's (a signal before the run starts
+    raises `StopNow` out of here, nothing trained); `log`: where the progress lines go. Returns the exit
+    status: 0, or 128 + the signal's number when a signal stopped it. A resume refused (a damaged checkpoint,
+    another run's, --iterations below those done) raises `ValueError` having written nothing."""
+    settings, out = claimed.settings, claimed.out
     trainer = Trainer(settings)
     if settings.resume:
-        _resume(trainer, out, log)
-        if trainer.iteration >= settings.iterations and (outputs.read_run(out) or {}).get("status") == "complete":
-            print(
-                f"the run in {out} is complete ({trainer.iteration} iterations; its model: mctx:net={out / MODEL}); "
-                "--resume --iterations N trains it further",
-                file=sys.stderr,
-            )
+        if os.path.lexists(out / CHECKPOINT):
+            trainer.load_checkpoint(out / CHECKPOINT, claimed.belongs)
+        claimed.resume_from(trainer.iteration or None)
+        check_length(KIND, settings.iterations, trainer.iteration, None)
+        if claimed.complete_already(trainer.iteration):
             return 0  # as train's: nothing rewritten
-        if trainer.iteration:  # after the check above: a complete run is not "resumed"
-            log(f"resumed at iteration {trainer.iteration}")
-    try:
-        start(out, settings)
-        _loop(trainer, settings, out, signals, log)
-    except (Stopped, StopNow) as stop:
-        signals.shutting_down = True  # a further signal does not cut the stop's writes short (as train's)
-        held = trainer.checkpointed
-        set_status(out, "interrupted", stopped={"signal": str(stop), "iteration": held})
-        _append(out / PROGRESS, {"stopped": str(stop), "iteration": held})
-        kept = f"the checkpoint holds iteration {held}" if held else "no checkpoint yet"
-        print(
-            f"\n{stop}: interrupted after iteration {held} ({kept}); go on with: {again}", file=sys.stderr, flush=True
+        log(
+            f"resumed at iteration {trainer.iteration}"
+            if trainer.iteration
+            else f"--resume: {out} holds no checkpoint yet: the run starts from iteration 0"
         )
-        return 128 + stop.signum
-    except BaseException as error:
-        signals.shutting_down = True
-        with contextlib.suppress(OSError):  # on a full disk the status is written if it can be, as train's
-            set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
-        raise
-    set_status(out, "complete", iterations=trainer.iteration)
-    log(
-        f"wrote {out / MODEL} (agent spec mctx:net={out / MODEL}); the run's files: {out} "
-        f"({CHECKPOINT}, {PROGRESS}, {LOGS}/)"
+    claimed.start()
+
+    def body() -> dict:
+        _loop(trainer, claimed, signals, log)
+        return {"iterations": trainer.iteration}
+
+    status = claimed.supervise(
+        signals,
+        body,
+        again,
+        on_stop=lambda stop: _append(out / PROGRESS, {"stopped": str(stop), "iteration": claimed.checkpoint}),
     )
-    return 0
-
-
-def _resume(trainer: Trainer, out: Path, log) -> None:
-    """Load the folder's checkpoint into `trainer` (checked) and drop the progress lines of iterations after
-    it (a run stopped between writing them and its checkpoint redoes those iterations)."""
-    if (out / CHECKPOINT).is_file():
-        trainer.load_checkpoint(out / CHECKPOINT)
-    else:
-        log(f"--resume: {out} holds no checkpoint yet: the run starts from iteration 0")
-    path = out / PROGRESS
-    if path.is_file():
-        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-        kept = [line for line in lines if _iteration_of(line, str(path)) <= trainer.iteration]
-        if kept != lines:
-            outputs.write_text(path, "".join(line + "\n" for line in kept))
-
-
-def _iteration_of(line: str, where: str) -> float:
-    """The iteration a progress line is about (`inf` for a line that names none: it goes)."""
-    try:
-        record = safe_json.loads(line.encode("utf-8"), where)
-    except ValueError:
-        return math.inf
-    iteration = record.get("iteration") if isinstance(record, dict) else None
-    return iteration if isinstance(iteration, int) else math.inf
+    if status == 0:
+        log(
+            f"wrote {out / MODEL} (agent spec mctx:net={out / MODEL}); the run's files: {out} "
+            f"({CHECKPOINT}, {PROGRESS}, {LOGS}/)"
+        )
+    return status
 
 
 def _append(path: Path, record: dict) -> None:
@@ -383,15 +359,18 @@ def _append(path: Path, record: dict) -> None:
         progress.write(json.dumps(record) + "\n")
 
 
-def _loop(trainer: Trainer, settings: AZSettings, out: Path, signals: Signals, log) -> None:
-    """Iterate up to `settings.iterations`; after each: its progress line, the checkpoint, the model and the
-    logs; a signal noted meanwhile stops the run there (`Stopped`), with that iteration's checkpoint."""
+def _loop(trainer: Trainer, claimed: Run, signals: Signals, log) -> None:
+    """Iterate up to `settings.iterations`; after each: its progress line, the checkpoint (run.json then says
+    so), the model and the logs; a signal noted meanwhile stops the run there (`Stopped`), with that
+    iteration's checkpoint."""
     from tensorboard.summary import Writer
 
     from strategic_reserve_env.agents import az_net
 
-    about = {k: v for k, v in dataclasses.asdict(settings).items() if k not in NOT_SETTINGS}
-    writer = Writer(str(out / LOGS))
+    settings, out = claimed.settings, claimed.out
+    about = {k: v for k, v in dataclasses.asdict(settings).items() if k not in with_role(settings, PROCESS)}
+    with outputs.naming(out / LOGS):
+        writer = Writer(str(out / LOGS))
     signals.at_once = False  # from here a signal stops the run after the current iteration
     try:
         first = True
@@ -403,7 +382,8 @@ def _loop(trainer: Trainer, settings: AZSettings, out: Path, signals: Signals, l
             stats = trainer.iterate()
             stats["seconds"] = time.perf_counter() - started
             _append(out / PROGRESS, {"iteration": trainer.iteration} | stats)
-            trainer.save_checkpoint(out / CHECKPOINT)
+            trainer.save_checkpoint(out / CHECKPOINT, claimed.belongs)
+            claimed.checkpointed(trainer.iteration)
             az_net.save(out / MODEL, trainer.params, {"settings": about, "iteration": trainer.iteration})
             with outputs.naming(out / LOGS):
                 for name, value in stats.items():

@@ -19,7 +19,6 @@ import json
 import math
 import random
 import re
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -28,6 +27,8 @@ import torch
 
 from strategic_reserve_env import outputs
 from strategic_reserve_env.agents.policy_file import architecture_of
+
+from .run import newest_loadable
 
 CHECKPOINT = re.compile(r"checkpoint_(\d+)-([0-9a-f]{32})\.pt")  # steps, run id
 CHECKPOINT_FORMAT = "strategic-reserve-train-checkpoint"
@@ -157,6 +158,29 @@ def check_contents(payload: dict) -> None:
         isinstance(tensor, torch.Tensor) and tensor.is_floating_point() for tensor in payload["policy"].values()
     ):
         raise ValueError("its policy is not a dict of float tensors")
+    settings = json.loads(payload["settings"])
+    if not isinstance(settings, dict) or starts.shape[0] != settings.get("n_envs"):
+        raise ValueError(f"its learner's last_episode_starts has {starts.shape[0]} games, not its settings' n_envs")
+    for name in ("policy", "optimizer", "snapshots"):
+        if not all_finite(payload[name]):
+            raise ValueError(f"its {name} holds NaN or infinite numbers (damaged?); it is not used")
+
+
+def all_finite(tree) -> bool:
+    """Whether every floating-point tensor anywhere in `tree` (dicts, lists and tuples of them) is finite."""
+    return all(bool(torch.isfinite(tensor).all()) for tensor in _float_tensors(tree))
+
+
+def _float_tensors(tree):
+    if isinstance(tree, torch.Tensor):
+        if tree.is_floating_point():
+            yield tree
+    elif isinstance(tree, dict):
+        for value in tree.values():
+            yield from _float_tensors(value)
+    elif isinstance(tree, (list, tuple)):
+        for value in tree:
+            yield from _float_tensors(value)
 
 
 def load_into(checkpoint: dict, model, env, pool) -> dict[str, float]:
@@ -225,23 +249,18 @@ def read(path: Path, limit: int) -> dict:
     return payload
 
 
-def latest(out: Path, run_id: str, limit: int) -> dict:
-    """The newest checkpoint of run `run_id` in `out` that loads (`read`), warning on stderr about
-    each newer one that does not; `ValueError` when none loads, or when the newest that loads holds another
-    run (a file renamed into this run's name is refused, not used)."""
+def latest(out: Path, run_id: str, limit: int) -> tuple[int, dict]:
+    """The steps and contents of the newest checkpoint of run `run_id` in `out` that loads (`read`;
+    `run.newest_loadable`); `ValueError` when none loads, or when the newest that loads holds another run
+    (a file renamed into this run's name is refused, not used)."""
     steps = checkpoint_steps(out, run_id)
     if not steps:
         raise ValueError(
             f"--resume: no checkpoint of run {run_id} (checkpoint_STEPS-{run_id}.pt) in {out / 'checkpoints'}"
         )
-    for last in reversed(steps):
-        path = checkpoint_path(out, last, run_id)
-        try:
-            payload = read(path, limit)
-        except ValueError as error:
-            print(f"warning: --resume: skipping {path}: it does not load ({error})", file=sys.stderr)
-            continue
-        if payload["run_id"] != run_id:
-            raise ValueError(f"--resume: {path} holds run {payload['run_id']:.32}, not run {run_id} of this folder")
-        return payload
-    raise ValueError(f"--resume: none of the {len(steps)} checkpoint(s) in {out / 'checkpoints'} loads")
+    candidates = [(step, checkpoint_path(out, step, run_id)) for step in steps]
+    done, payload = newest_loadable(candidates, lambda path: read(path, limit), out / "checkpoints")
+    if payload["run_id"] != run_id:
+        path = checkpoint_path(out, done, run_id)
+        raise ValueError(f"--resume: {path} holds run {payload['run_id']:.32}, not run {run_id} of this folder")
+    return done, payload

@@ -25,10 +25,11 @@ import torch
 from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import distill, load_agent
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
-from strategic_reserve_env.model_files import npz_headers
+from strategic_reserve_env.model_files import npz_arrays, npz_headers
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.progress import Progress
 
+from .checkpoint import all_finite
 from .settings import OBSERVATION_SIZE, TrainSettings, max_file_bytes
 
 FOLDER = "distillation"
@@ -118,8 +119,12 @@ def read_chunk(
         raise ValueError(f"{path}: not a chunk of labelled decisions (arrays {sorted(headers)})")
     if not 0 < decisions <= CHUNK_GAMES * MAX_DECISIONS_PER_GAME:
         raise ValueError(f"{path}: {decisions} decisions, more than {CHUNK_GAMES} games can hold")
-    with np.load(path, allow_pickle=False) as arrays:
-        loaded = {name: arrays[name] for name in expected}
+    loaded = npz_arrays(path, expected)
+    values, outcomes = loaded["values"], loaded["outcomes"]  # a value NaN: a square the expert did not search
+    if np.isinf(values).any() or np.isnan(values).all(axis=-1).any():
+        raise ValueError(f"{path}: its values hold infinities or a decision with no searched square (damaged?)")
+    if not (np.isfinite(outcomes) & (np.abs(outcomes) <= 1)).all():
+        raise ValueError(f"{path}: its outcomes are not all finite numbers in -1..1 (damaged?); they are not used")
     if belongs is not None:
         check_belongs(path, (loaded["run_id"].tobytes().decode(), loaded["settings_hash"].tobytes().decode()), belongs)
     cursor = distill.Cursor(int(loaded["opponent"]), int(loaded["start"]), loaded["generators"])
@@ -202,15 +207,18 @@ def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> d
         or not isinstance(saved["generator"], torch.Tensor)
     ):
         raise ValueError(f"{path}: not the state of a distillation fit")
+    if not 0 < epoch <= settings.distill_epochs or not all_finite([saved["policy"], saved["optimizer"]]):
+        raise ValueError(f"{path}: its epoch or its network's numbers are out of range (NaN?); it is not used")
     return saved
 
 
-def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[str, str]) -> None:
+def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[str, str], experts) -> None:
     """Label the expert's decisions and fit `policy` (in place) to them, going on from what `out` holds
-    (see the module docstring); prints what it did and how often the network now agrees with the expert."""
+    (see the module docstring); `experts`: the expert and its opponents (`distill_agents`, loaded once by the
+    command). Prints what it did and how often the network now agrees with the expert."""
     from torch.utils.tensorboard import SummaryWriter
 
-    expert, opponents = distill_agents(settings)
+    expert, opponents = experts
     folder = out / FOLDER
     start = time.perf_counter()
     positions = label(expert, opponents, settings, folder, belongs)
@@ -231,7 +239,7 @@ def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[st
     saved = read_fit(folder / FIT_FILE, settings, belongs)
     if saved is not None:
         print(f"distillation: the fit goes on after epoch {saved['epoch']}", flush=True)
-    with SummaryWriter(str(out / "tb" / "distillation")) as writer:
+    with outputs.naming(out / "tb" / "distillation"), SummaryWriter(str(out / "tb" / "distillation")) as writer:
 
         def after_epoch(state: dict) -> None:
             row = state["history"][-1]

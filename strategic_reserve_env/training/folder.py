@@ -1,12 +1,10 @@
-"""The run folder (`--out`): who owns it, what `--restart` removes, the settings `--resume` reads.
+"""The run folder's own files as a resume reads them: run.json's command, links, settings.json.
 
-A run owns its folder: it writes a run id (`run.json`, with the run's status: running, interrupted,
-complete or failed) and its settings (`settings.json`) when it starts, and holds the folder's lock
-(`strategic_reserve_env.outputs`) while it runs, so a second process on the same folder is refused. A
-folder that holds another run is refused unless `--resume` (go on with it) or `--restart` (start over:
-its results go first, then its settings, checkpoints and run file, each moved whole into a trash folder
-inside `--out` and deleted from there without following a link, so a kill mid-way leaves no old result
-under its name and nothing half-cleared; `strategic_reserve_env.outputs.remove`).
+A run owns its folder (its states and transitions: `run`): it writes a run id (`run.json`) and its settings
+(`settings.json`), and holds the folder's lock while it runs. `resumed_settings` reads settings.json back as
+untrusted JSON, checks each field (its type and range, named as a field of that file) and merges the options
+given again that may change (`settings.changeable`); `settings_hash` is the digest of the settings that
+define the run, which every file of it carries.
 """
 
 from __future__ import annotations
@@ -14,55 +12,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
-from dataclasses import asdict, fields
+import re
+from dataclasses import fields
 from pathlib import Path
 
 from strategic_reserve_env import outputs, safe_json
 
-from .settings import TrainSettings, option
+from .settings import MAY_CHANGE, PROCESS, TrainSettings, defining, option, with_role
 
 SETTINGS_FILE = "settings.json"
-# what --restart removes, in this order: the results first (a kill mid-way leaves none of the old run's
-# results looking current), the run file last (until it goes, the folder still holds the old run)
-RESULTS = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "distilled.safetensors", "tb")
-RUN_STATE = (SETTINGS_FILE, "distillation", "checkpoints", outputs.RUN_FILE)  # what says a folder holds a run
-MAY_CHANGE = (  # settings a resumed run may change; every other one defines the training and must stay
-    "total_steps",  # larger: train on
-    "eval_every",
-    "eval_games",
-    "final_eval_games",
-    "checkpoint_every",
-    "progress",
-    "threads",
-    "device",
-)
-NOT_SETTINGS = ("out", "resume", "restart")  # how this process runs, not what the run is
-
-
-def claim(out: Path, settings, command: str = "train", results: tuple = RESULTS, state: tuple = RUN_STATE) -> str:
-    """The run id of this run in `out` (whose lock the caller holds): the folder's own with --resume (nothing
-    written); else a new one, written to run.json, after --restart removed another run's results and
-    state. `ValueError` (one line, nothing written) if the folder holds another run and neither option is
-    given, a run of another command (run.json's `command`) whatever the options, or on --resume a link
-    among its `results` and `state` (a run never writes through a link)."""
-    run = outputs.read_run(out)
-    check_command(out, run, command)
-    if settings.resume:
-        refuse_links(out, results + state)
-        if run is None:
-            raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
-        return run["run_id"]
-    held = [name for name in state if (out / name).exists() or (out / name).is_symlink()]
-    if held and not settings.restart:
-        owner = f"run {run['run_id']} ({run.get('command', '')}, started {run.get('started')})" if run else "a run"
-        raise ValueError(
-            f"--out {out} holds {owner}: --resume to continue it, --restart to start over (removes its "
-            f"{', '.join(held)} and results), or choose another folder"
-        )
-    if settings.restart:
-        outputs.remove(out, results + state)
-    return outputs.write_run(out, outputs.new_run_id(), command)["run_id"]
 
 
 #: run.json's `command` as 0.3.0 wrote it (the script's name) -> the command's name it writes now
@@ -93,33 +51,18 @@ def refuse_links(out: Path, names: tuple) -> None:
             )
 
 
-def settings_hash(settings, may_change: tuple = MAY_CHANGE) -> str:
-    """A digest of the settings that define the run (all but `may_change` and how this process runs): each
-    file of a run (a checkpoint, a chunk of labels, the fit's state) carries it with the run id, and a file
-    whose digest is not the run's is refused."""
-    defining = {name: value for name, value in asdict(settings).items() if name not in may_change + NOT_SETTINGS}
-    return hashlib.sha256(json.dumps(defining, sort_keys=True).encode()).hexdigest()
-
-
-def start(out: Path, settings) -> None:
-    """Write the run's settings (those it goes on with after --resume) and mark it running."""
-    outputs.write_text(out / SETTINGS_FILE, json.dumps(asdict(settings), indent=1) + "\n")
-    set_status(out, "running")
-
-
-def set_status(out: Path, status: str, **details) -> None:
-    """Record the run's `status` (running, interrupted, complete, failed) and its `details` in run.json."""
-    run = outputs.read_run(out) or {}
-    for stale in ("stopped", "error"):
-        run.pop(stale, None)
-    run |= {"status": status, "updated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **details}
-    outputs.write_text(out / outputs.RUN_FILE, json.dumps(run, indent=1) + "\n")
+def settings_hash(settings) -> str:
+    """A digest of the settings that define the run (`settings.defining`: neither `changeable` nor how this
+    process runs): each file of a run (a checkpoint, a chunk of labels, the fit's state) carries it with the
+    run id, and a file whose digest is not the run's is refused."""
+    return hashlib.sha256(json.dumps(defining(settings), sort_keys=True).encode()).hexdigest()
 
 
 def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> dict:
     """The settings a run in `out` was started with (its settings.json, a regular file of a bounded size,
-    read as untrusted JSON); `ValueError` if there is none, it is not a settings file of the dataclass
-    `cls`, or (`command` given) the run is another command's."""
+    read as untrusted JSON); `ValueError` if there is none (saying what to type when the run was stopped
+    before writing them), it is not a settings file of the dataclass `cls`, or (`command` given) the run is
+    another command's."""
     run = outputs.read_run(out)
     if run is None:
         raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
@@ -127,6 +70,11 @@ def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> 
         check_command(out, run, command)
     path = out / SETTINGS_FILE
     if not os.path.lexists(path):  # anything else there (a FIFO, a link) is refused by the read, in its words
+        if run.get("status") == "claimed":
+            raise ValueError(
+                f"--resume: run {run['run_id']} in {out} was stopped before its settings were written, so nothing "
+                f"was trained: start it again without --resume (--out {out} and the options you meant)"
+            )
         raise ValueError(f"--resume: {out} holds no {SETTINGS_FILE} (the run's settings)")
     saved = safe_json.loads(outputs.read_regular(path, outputs.MAX_RUN_FILE_BYTES), str(path))
     names = {field.name for field in fields(cls)}
@@ -135,24 +83,35 @@ def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> 
     return saved
 
 
-def resumed_settings(
-    out: Path, given: dict, cls=TrainSettings, may_change: tuple = MAY_CHANGE, command: str | None = None
-):
+def resumed_settings(out: Path, given: dict, cls=TrainSettings, command: str | None = None):
     """The settings of the run in `out` (`saved_settings`), with those of `given` (the options on the
-    command line, by field name) that may change mid-run; `ValueError` naming an option given that may not,
-    or a --total-steps below the saved one; a run of another command than `command` (when given)."""
+    command line, by field name) that may change mid-run (`settings.changeable`); `ValueError` naming an
+    option given that may not; a settings.json field of the wrong type or out of range, named as a field of
+    that file; a run of another command than `command` (when given)."""
     saved = saved_settings(out, cls, command)
+    may_change, process = with_role(cls, MAY_CHANGE), with_role(cls, PROCESS)
     for name, value in given.items():
         now = list(value) if isinstance(value, tuple) else value
-        if name not in may_change + NOT_SETTINGS and now != saved[name]:
+        if name not in may_change + process and now != saved[name]:
             raise ValueError(
                 f"--resume: {option(name)} defines the run, which was started with {option(name)} "
                 f"{_shown(saved[name])}, not {_shown(now)}; leave it out (or --restart to start over)"
             )
-    merged = saved | {name: value for name, value in given.items() if name in may_change}
-    merged |= {"out": str(out), "resume": True, "restart": False}
     tuples = {field.name for field in fields(cls) if str(field.type).startswith("tuple")}
-    return cls(**{name: tuple(value) if name in tuples else value for name, value in merged.items()})
+    stored = {
+        name: tuple(value) if name in tuples and isinstance(value, list) else value for name, value in saved.items()
+    }
+    given = {name: value for name, value in given.items() if name in may_change}
+    place = {"out": str(out), "resume": True, "restart": False}
+    try:
+        return cls(**stored | given | place)
+    except ValueError as error:
+        try:  # the file's own fault, or an option given again?
+            cls(**stored | place)
+        except ValueError as fault:  # named as the fields of the file, not as options
+            words = re.sub(r"--([a-z][a-z-]*)", lambda m: f'"{m.group(1).replace("-", "_")}"', str(fault))
+            raise ValueError(f"--resume: {out / SETTINGS_FILE}: {words}") from None
+        raise error from None
 
 
 def _shown(value) -> str:

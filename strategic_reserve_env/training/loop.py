@@ -11,7 +11,6 @@ final paired-dice evaluation.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import time
@@ -33,10 +32,24 @@ from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
 
 from . import checkpoint, distillation
-from .folder import MAY_CHANGE, NOT_SETTINGS, set_status, settings_hash, start
+from .folder import SETTINGS_FILE
 from .pool import OpponentPool
-from .settings import TrainSettings, option
-from .signals import Signals, StopNow, Stopped
+from .run import Run, RunKind, check_length
+from .settings import TrainSettings, defining, max_file_bytes, option
+from .signals import Signals, Stopped
+
+RESULTS = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "distilled.safetensors")
+KIND = RunKind(
+    command="train",  # 0.3.0 wrote train.py: folder.FORMER_COMMANDS
+    results=(*RESULTS, "tb"),
+    state=(distillation.FOLDER, "checkpoints"),
+    files=(*RESULTS, SETTINGS_FILE, outputs.RUN_FILE),
+    length="total_steps",
+    unit="steps",
+    model="ppo:{out}/model.safetensors",
+    stopped_key="checkpoint_steps",
+    early=(distillation.FOLDER, "the distillation's labels and fit so far kept"),
+)
 
 
 class TimedVecEnv(StrategicReserveVecEnv):
@@ -75,9 +88,9 @@ class TrainingCallback(BaseCallback):
     stop asked for by a signal, after which the callback raises `Stopped`.
     """
 
-    def __init__(self, settings, pool, env, out: Path, run_id: str, signals: Signals, schedule=None) -> None:
+    def __init__(self, run: Run, pool, env, signals: Signals, schedule=None) -> None:
         super().__init__()
-        self.settings, self.pool, self.env, self.out, self.run_id = settings, pool, env, out, run_id
+        self.settings, self.pool, self.env, self.run = run.settings, pool, env, run
         self.signals = signals
         self.schedule = dict(schedule) if schedule else {}
         self.outcomes: dict[str, list[int]] = {}
@@ -119,7 +132,7 @@ class TrainingCallback(BaseCallback):
         self.collecting_since = time.perf_counter()
         stop = self.signals.requested
         if self.checkpoint_due or stop is not None:  # the update on the last rollout is done: a run goes on here
-            checkpoint.save(self.model, self.env, self.pool, self.schedule, self.settings, self.out, self.run_id)
+            save_checkpoint(self.run, self.model, self.env, self.pool, self.schedule)
             self.checkpoint_due = False
             self.seconds["evaluating and checkpointing"] += time.perf_counter() - self.collecting_since
         if stop is not None:
@@ -174,30 +187,47 @@ def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
     )
 
 
+def save_checkpoint(run: Run, model, env, pool, schedule: dict[str, float]) -> None:
+    """The checkpoint of `run` at the learner's steps, then run.json says so (checkpointed)."""
+    checkpoint.save(model, env, pool, schedule, run.settings, run.out, run.run_id)
+    run.checkpointed(model.num_timesteps)
+
+
 def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
     """`ValueError` naming the first training-defining setting in which `settings` differ from the
-    `saved` ones of a checkpoint, or a --total-steps below the `steps` already trained that is not the
-    run's own (a run whose last update went past its total steps is trained: it resumes to its model)."""
-    for name, value in asdict(settings).items():
-        now = list(value) if isinstance(value, tuple) else value
-        if name not in MAY_CHANGE + NOT_SETTINGS and saved.get(name) != now:
+    `saved` ones of a checkpoint, or a --total-steps below the `steps` already trained (`run.check_length`)."""
+    for name, now in defining(settings).items():
+        if saved.get(name) != now:
             raise ValueError(
                 f"--resume: the checkpoint was trained with {option(name)} {saved.get(name)}, not {now} "
                 f"(the run's settings.json was changed)"
             )
-    if settings.total_steps < steps and settings.total_steps != saved.get("total_steps"):
-        raise ValueError(f"--resume: --total-steps {settings.total_steps} is below the {steps:,} steps already trained")
+    check_length(KIND, settings.total_steps, steps, saved.get("total_steps"))
 
 
-def continue_from(saved: dict, settings: TrainSettings, model, env, pool) -> dict[str, float]:
-    """Load the checkpoint `saved` into the learner, the pool, the games and the generators after
-    `check_resumable`; returns its schedule. `ValueError` if it does not fit."""
-    check_resumable(json.loads(saved["settings"]), settings, saved["steps"])
+def resume(run: Run, model, env, pool) -> tuple[int, dict[str, float] | None]:
+    """Everything the resumed `run` reads, checked before its first write: the newest checkpoint of the run
+    that loads (its settings, its contents, its fit into the learner, then loaded into the learner, the pool,
+    the games and the generators) and the checkpoint names after it; without one, the distillation's files
+    and that run.json names no checkpoint. Returns the steps done and the schedule (None without a
+    checkpoint). `ValueError` (one line) otherwise."""
+    settings, out = run.settings, run.out
+    steps = checkpoint.checkpoint_steps(out, run.run_id)
+    if not steps:
+        run.resume_from(None)
+        distillation.check_saved(out, settings, run.belongs)
+        return 0, None
+    done, saved = checkpoint.latest(out, run.run_id, max_file_bytes(settings))
+    check_resumable(json.loads(saved["settings"]), settings, done)
+    for later in (checkpoint.checkpoint_path(out, step, run.run_id) for step in steps if step > done):
+        if not later.is_file() or later.is_symlink():  # a name the run will write its checkpoint under
+            raise ValueError(f"--out {out}: {later} is not a regular file, so the run cannot write its checkpoint")
+    run.resume_from(done)
     try:
-        return checkpoint.load_into(saved, model, env, pool)
+        return done, checkpoint.load_into(saved, model, env, pool)
     except (KeyError, TypeError, AttributeError, RuntimeError, ValueError, IndexError) as error:
         raise ValueError(
-            f"--resume: the checkpoint of step {saved['steps']} is malformed "
+            f"--resume: the checkpoint of step {done} is malformed "
             f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
         ) from None
 
@@ -232,53 +262,38 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
     return "wall time: " + ", ".join(f"{name} {100 * value / max(total, 1e-9):.1f} %" for name, value in parts.items())
 
 
-def run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, saved: dict | None, again: str) -> int:
-    """The run in `out` (locked, owned by run `run_id`), from the checkpoint `saved` if given; `again`:
-    the command line that resumes it (for the line a signal prints). Everything a resumed run reads is checked
-    first (the checkpoint's settings and its fit into the learner, the distillation's files): a refusal
-    (`ValueError`) writes nothing. Returns the exit status: 0, or 128 + the signal's number when a signal
-    stopped it. A full disk is `OutputLost` (one line naming the file)."""
+def run(claimed: Run, pool: OpponentPool, experts, again: str) -> int:
+    """The `claimed` run (its folder locked), from its newest checkpoint on resume; `experts`: the
+    distillation's expert and opponents (loaded once, by the command); `again`: the command line that resumes
+    it (for the line a signal prints). Everything a resumed run reads is checked first (`resume`): a refusal
+    (`ValueError`) writes nothing, and a complete run asked for no more steps stays as it is. Returns the exit
+    status: 0, or 128 + the signal's number when a signal stopped it. A full disk is `OutputLost` (one line
+    naming the file)."""
+    settings, out = claimed.settings, claimed.out
     torch.set_num_threads(settings.threads)
-    belongs = (run_id, settings_hash(settings))
     env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
     model = build_model(settings, VecMonitor(env), out)
     schedule = None
-    if saved is not None:
-        schedule = continue_from(saved, settings, model, env, pool)
-    elif settings.resume:
-        distillation.check_saved(out, settings, belongs)
-        print("--resume: no PPO checkpoint yet: the run goes on from its distillation so far", file=sys.stderr)
-    start(out, settings)
+    if settings.resume:
+        done, schedule = resume(claimed, model, env, pool)
+        if claimed.complete_already(done):
+            return 0
+        if schedule is None:
+            print("--resume: no PPO checkpoint yet: the run goes on from its distillation so far", file=sys.stderr)
+    claimed.start()
     with Signals() as signals:
-        try:
-            return _run(settings, pool, out, run_id, (model, env, schedule), saved is not None, signals)
-        except (Stopped, StopNow) as stop:
-            signals.shutting_down = True  # a further signal changes nothing now: the files say how it ended
-            steps = checkpoint.checkpoint_steps(out, run_id)
-            where = f"at step {stop.steps:,}" if isinstance(stop, Stopped) else "at once"
-            if steps:
-                kept = f"checkpoint of step {steps[-1]:,} kept"
-            elif (out / "distillation").is_dir():
-                kept = "the distillation's labels and fit so far kept"
-            else:
-                kept = "no checkpoint yet"
-            set_status(out, "interrupted", stopped={"signal": str(stop), "checkpoint_steps": steps[-1] if steps else 0})
-            print(f"\n{stop} stopped the run {where} ({kept}); go on with: {again}", file=sys.stderr, flush=True)
-            return 128 + stop.signum
-        except BaseException as error:
-            signals.shutting_down = True
-            with contextlib.suppress(OSError):  # on a full disk the status is written if it can be
-                set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
-            raise
+        return claimed.supervise(signals, lambda: _run(claimed, pool, (model, env, schedule), experts, signals), again)
 
 
-def _run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, built, resumed: bool, signals) -> int:
+def _run(run: Run, pool: OpponentPool, built, experts, signals) -> dict:
+    settings, out = run.settings, run.out
     model, env, schedule = built
+    resumed = schedule is not None
     if resumed:
         print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
     else:
         if settings.distill_games:
-            distillation.distill_policy(model.policy, settings, out, (run_id, settings_hash(settings)))
+            distillation.distill_policy(model.policy, settings, out, run.belongs, experts)
             save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
         if pool.self_weight > 0:
             pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
@@ -286,11 +301,12 @@ def _run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, bu
 
     start, steps_before = time.perf_counter(), model.num_timesteps
     remaining = settings.total_steps - model.num_timesteps
-    callback = TrainingCallback(settings, pool, env, out, run_id, signals, schedule)
+    callback = TrainingCallback(run, pool, env, signals, schedule)
     if remaining > 0:
         signals.at_once = False  # from here a signal stops the run after the current update
         try:
-            model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name="ppo")
+            with outputs.naming(out / "tb"):  # SB3's TensorBoard writer on a full disk: one line naming it
+                model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name="ppo")
         finally:
             signals.at_once = True
             if callback.progress is not None:
@@ -298,7 +314,7 @@ def _run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, bu
     seconds = time.perf_counter() - start
     steps_done = model.num_timesteps - steps_before
     if steps_done:
-        checkpoint.save(model, env, pool, callback.schedule, settings, out, run_id)
+        save_checkpoint(run, model, env, pool, callback.schedule)
     if signals.requested is not None:  # it came during the last update: the run is trained, not evaluated
         raise Stopped(signals.requested, model.num_timesteps)
     with outputs.atomic(out / "model.zip") as handle:  # SB3's own save, through the same atomic path
@@ -318,5 +334,4 @@ def _run(settings: TrainSettings, pool: OpponentPool, out: Path, run_id: str, bu
         f"wrote {out / 'model.safetensors'} (agent spec ppo:{out / 'model.safetensors'}), {out / 'model.zip'} "
         f"(SB3), {out / 'evaluation.json'}, {out / 'evaluation.md'}"
     )
-    set_status(out, "complete", steps=model.num_timesteps)
-    return 0
+    return {"steps": model.num_timesteps}

@@ -1,7 +1,7 @@
 """The RLlib self-play run behind `train-rllib`, top to bottom: `train`, on the run kit.
 
 Both seats play one shared RLModule (strategic_reserve_env/rllib.py). The run owns its folder as `train`'s
-does (`folder`: run.json naming the command, settings.json, the lock; `--resume` alone goes on with
+does (`run`: run.json naming the command, settings.json, the lock; `--resume` alone goes on with
 the stored settings, `--restart` starts over); after each iteration the module is written to
 `checkpoints/iteration_N/` (pickle-free, the last two kept); SIGINT and SIGTERM stop it after the current
 iteration (`Signals`), a second signal at once. What RLlib's state holds beyond the
@@ -11,7 +11,6 @@ starts with fresh Adam moments, new games in the env runners and RLlib's counter
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -26,11 +25,11 @@ from strategic_reserve_env import extras, outputs
 from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, make_config
-from strategic_reserve_env.outputs import check_out, lock
 
-from . import folder
-from .settings import PPOSettings, check_ppo, check_range, check_types
-from .signals import Signals, StopNow, Stopped
+from .folder import SETTINGS_FILE
+from .run import Run, RunKind, check_length, claim, newest_loadable, prepare
+from .settings import PPOSettings, changeable, check_ppo, check_range, process_field
+from .signals import Signals, Stopped
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
@@ -40,16 +39,16 @@ class Settings(PPOSettings):
     """Settings of an RLlib self-play run (every field is a command-line option; the PPO ones are
     `PPOSettings`')."""
 
-    iterations: int = 100
+    iterations: int = changeable(100)
     """Training iterations; each samples --train-batch-size env steps, then runs the PPO update on them."""
-    num_env_runners: int = 2
+    num_env_runners: int = changeable(2)
     """Sampling processes (Ray actors, one CPU each); 0 samples in the driver process."""
     envs_per_runner: int = 8
     """Games each env runner plays at once (one batched forward pass of the module for all of them)."""
-    address: str | None = None
+    address: str | None = changeable(None)
     """Ray cluster to join: "auto" (the one `ray start` runs on this node) or the head's HOST:PORT.
     Default: start a local Ray for this run."""
-    num_cpus: int | None = None
+    num_cpus: int | None = changeable(None)
     """CPUs of the local Ray (default: all of the machine's); not used with --address."""
     train_batch_size: int = 4000
     """Env steps (placements, both seats together) per iteration."""
@@ -70,23 +69,21 @@ class Settings(PPOSettings):
     seed: int = 0
     """Seed of the env runners' dice and of the network. With --num-env-runners 0 a run repeats exactly;
     remote env runners get new weights without RLlib waiting for them, so runs part after the first iteration."""
-    threads: int = 1
+    threads: int = changeable(1)
     """Torch CPU threads of this (driver) process, which runs the PPO update (and the sampling with
     --num-env-runners 0). Env runners use one thread each; more threads here pay only on idle cores."""
-    out: str = "runs/rllib"
+    out: str = process_field("runs/rllib")
     """Output directory: model.json, weights.npz, progress.jsonl, the run's settings and checkpoints."""
-    resume: bool = False
+    resume: bool = process_field(False)
     """Go on with the run in --out from its last checkpoint, with its own settings (only --iterations,
     --num-env-runners, --address, --num-cpus and --threads may be given again)."""
-    restart: bool = False
-    """Start over in an --out that holds another run: its results, settings and checkpoints go first."""
 
     def network(self) -> NetworkConfig:
         return NetworkConfig(channels=self.channels, conv_layers=self.conv_layers, hidden=self.hidden)
 
     def __post_init__(self) -> None:
         """`ValueError` naming the first bad setting (nothing read from disk: `--out` is checked after)."""
-        check_types(self)
+        super().__post_init__()
         for name in ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "threads"):
             check_range(name, getattr(self, name), 1)
         check_range("num_env_runners", self.num_env_runners, 0)
@@ -98,10 +95,6 @@ class Settings(PPOSettings):
             check_range("num_cpus", self.num_cpus, 1)
         check_ppo(self)
         check_range("vf_coef", self.vf_coef, 0)
-        if not self.out:
-            raise ValueError("--out must name a folder, got ''")
-        if self.resume and self.restart:
-            raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
         self.network()
         make_config(reserve=self.reserve, ply_limit=self.ply_limit)
 
@@ -176,11 +169,21 @@ def start_ray(settings: Settings) -> bool:
     return True
 
 
-COMMAND = "train_rllib.py"  # what run.json says made the folder
+PROGRESS = "progress.jsonl"
+RESULTS = ("model.json", "weights.npz", PROGRESS)  # what --restart removes first
+KIND = RunKind(
+    command="train_rllib.py",
+    results=RESULTS,
+    state=("checkpoints",),
+    files=(*RESULTS, SETTINGS_FILE, outputs.RUN_FILE),
+    length="iterations",
+    unit="iterations",
+    model="rllib:{out}",
+    progress=PROGRESS,
+    stopped_key="checkpoint_iteration",
+)
+COMMAND = KIND.command  # what run.json says made the folder
 EXTRAS = ("rllib",)  # what it needs installed (the registry declares the same for `strategic-reserve train-rllib`)
-MAY_CHANGE = ("iterations", "num_env_runners", "address", "num_cpus", "threads")  # on --resume
-RESULTS = ("model.json", "weights.npz", "progress.jsonl")  # what --restart removes first
-RUN_STATE = ("settings.json", "checkpoints", outputs.RUN_FILE)
 CHECKPOINTS_KEPT = 2
 
 
@@ -214,44 +217,29 @@ def save_checkpoint(algorithm, out: Path, iteration: int, settings: Settings, be
     )
 
 
-def latest_checkpoint(out: Path, belongs: tuple[str, str]) -> tuple[int, dict]:
-    """The iteration and the module's weights of the newest checkpoint in `out` that loads (warning about
-    each newer one that does not); `ValueError` if none does, or if the newest that loads belongs to another
-    run or other settings (its notes). Read before the run writes anything."""
+def latest_checkpoint(out: Path, belongs: tuple[str, str]) -> tuple[int, dict] | None:
+    """The iteration and the module's weights of the newest checkpoint in `out` that loads
+    (`run.newest_loadable`; None if there is none); `ValueError` if none loads, or if the newest that loads
+    belongs to another run or other settings (its notes). Read before the run writes anything."""
     from strategic_reserve_env.agents import rllib_model
 
     from .distillation import check_belongs
 
     iterations = checkpoint_iterations(out)
     if not iterations:
-        raise ValueError(f"--resume: no checkpoint (iteration_N) in {out / 'checkpoints'}")
-    for iteration in reversed(iterations):
-        path = checkpoint_path(out, iteration)
-        try:
-            net, description = rllib_model.load(path)
-            notes = description.get("notes", {})
-            if notes.get("iteration") != iteration:
-                raise ValueError(f"{path}: its model.json does not say iteration {iteration}")
-        except ValueError as error:
-            print(f"warning: --resume: skipping {path}: it does not load ({error})", file=sys.stderr)
-            continue
-        check_belongs(path, (str(notes.get("run_id")), str(notes.get("settings_hash"))), belongs)
-        return iteration, {name: tensor.numpy() for name, tensor in net.state_dict().items()}
-    raise ValueError(f"--resume: none of the {len(iterations)} checkpoint(s) in {out / 'checkpoints'} loads")
+        return None
 
+    def load(path: Path):
+        net, description = rllib_model.load(path)
+        notes = description.get("notes", {})
+        if notes.get("iteration") != int(path.name.removeprefix("iteration_")):
+            raise ValueError(f"{path}: its model.json does not say iteration {path.name}")
+        return net, notes
 
-def keep_progress(path: Path, iterations: int) -> None:
-    """Keep the rows of `path` (progress.jsonl) up to iteration `iterations` (a run stopped after
-    logging an iteration but before its checkpoint does it again); rows that do not parse go too."""
-    kept = []
-    for line in path.read_text().splitlines() if path.is_file() else []:
-        try:
-            row = json.loads(line)  # the rows may hold NaN (no game ended in an iteration), as json.dumps wrote them
-        except ValueError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get("iteration"), int) and row["iteration"] <= iterations:
-            kept.append(line + "\n")
-    outputs.write_text(path, "".join(kept))
+    candidates = [(iteration, checkpoint_path(out, iteration)) for iteration in iterations]
+    iteration, (net, notes) = newest_loadable(candidates, load, out / "checkpoints")
+    check_belongs(checkpoint_path(out, iteration), (str(notes.get("run_id")), str(notes.get("settings_hash"))), belongs)
+    return iteration, {name: tensor.numpy() for name, tensor in net.state_dict().items()}
 
 
 def _check_extras() -> None:
@@ -266,49 +254,35 @@ def train(settings: Settings, again: str = "python train_rllib.py") -> int:
     `--resume` the checkpoint is read and checked first: a refusal (`ValueError`) writes nothing, and a
     complete run asked for no more iterations stays as it is. Without the `rllib` extra: its one line
     (`MissingExtraError`), before anything is written (the clone's script does not pass the registry)."""
-    out = check_out(settings.out)  # absolute, before anything else runs
+    out = prepare(settings, KIND)  # absolute, before anything else runs
     if not settings.resume:
         _check_extras()  # before the lock and the run file
-    with lock(out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
-        run_id = folder.claim(out, settings, COMMAND, RESULTS, RUN_STATE)
-        belongs = (run_id, folder.settings_hash(settings, MAY_CHANGE))
-        saved = latest_checkpoint(out, belongs) if settings.resume else None
-        if saved is not None and saved[0] > settings.iterations:
-            raise ValueError(f"--resume: --iterations {settings.iterations} is below the {saved[0]} iterations done")
-        if saved is not None and saved[0] == settings.iterations and outputs.read_run(out).get("status") == "complete":
-            print(f"the run in {out} is complete ({saved[0]} iterations; its module: rllib:{out})", file=sys.stderr)
-            return 0
+    with outputs.lock(out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
+        run = claim(out, settings, KIND)
+        saved = latest_checkpoint(out, run.belongs) if settings.resume else None
         if settings.resume:
+            run.resume_from(saved[0] if saved else None)
+            check_length(KIND, settings.iterations, run.checkpoint, None)
+            if run.complete_already(run.checkpoint):
+                return 0
             _check_extras()  # after the refusals of a resume, which need no library, before its first write
-        folder.start(out, settings)
+        run.start()
         with Signals() as signals:
-            try:
-                _train(settings, out, signals, saved, belongs)
-            except (Stopped, StopNow) as stop:
-                signals.shutting_down = True
-                done = checkpoint_iterations(out)
-                where = f"after iteration {stop.steps}" if isinstance(stop, Stopped) else "at once"
-                kept = f"checkpoint of iteration {done[-1]} kept" if done else "no checkpoint yet"
-                folder.set_status(
-                    out, "interrupted", stopped={"signal": str(stop), "checkpoint_iteration": done[-1] if done else 0}
-                )
-                print(f"\n{stop} stopped the run {where} ({kept}); go on with: {again}", file=sys.stderr, flush=True)
-                return 128 + stop.signum
-            except BaseException as error:
-                signals.shutting_down = True
-                with contextlib.suppress(OSError):  # on a full disk the status is written if it can be
-                    folder.set_status(out, "failed", error=f"{type(error).__name__}: {str(error)[:200]}")
-                raise
-        folder.set_status(out, "complete")
-    return 0
+
+            def body() -> dict:
+                _train(run, signals, saved)
+                return {}
+
+            return run.supervise(signals, body, again)
 
 
-def _train(settings: Settings, out: Path, signals: Signals, saved: tuple[int, dict] | None, belongs) -> list[dict]:
+def _train(run: Run, signals: Signals, saved: tuple[int, dict] | None) -> list[dict]:
     import ray
     import torch
 
     from strategic_reserve_env.rllib import ppo_config, save_module, set_module_weights
 
+    settings, out = run.settings, run.out
     torch.set_num_threads(settings.threads)
     config = ppo_config(
         network=settings.network(),
@@ -341,8 +315,7 @@ def _train(settings: Settings, out: Path, signals: Signals, saved: tuple[int, di
                 set_module_weights(algorithm, saved[1])
                 first = saved[0] + 1
                 print(f"resuming after iteration {first - 1}", file=sys.stderr, flush=True)
-                keep_progress(out / "progress.jsonl", first - 1)
-            with open(out / "progress.jsonl", "a" if settings.resume else "w") as log:
+            with outputs.naming(out / PROGRESS), open(out / PROGRESS, "a" if settings.resume else "w") as log:
                 signals.at_once = False  # from here a signal stops the run after the current iteration
                 for iteration in range(first, settings.iterations + 1):
                     clock = time.perf_counter()
@@ -351,10 +324,11 @@ def _train(settings: Settings, out: Path, signals: Signals, saved: tuple[int, di
                     row = progress(iteration, result, seconds, algorithm.env_runner_group.num_healthy_remote_workers())
                     rows.append(row)
                     print(progress_line(row, settings.iterations), flush=True)
-                    with outputs.naming(out / "progress.jsonl"):  # a full disk: one line naming the file
+                    with outputs.naming(out / PROGRESS):  # a full disk: one line naming the file
                         log.write(json.dumps(row) + "\n")
                         log.flush()
-                    save_checkpoint(algorithm, out, iteration, settings, belongs)
+                    save_checkpoint(algorithm, out, iteration, settings, run.belongs)
+                    run.checkpointed(iteration)
                     if signals.requested is not None:
                         raise Stopped(signals.requested, iteration)
                 signals.at_once = True

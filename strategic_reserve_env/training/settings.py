@@ -5,7 +5,9 @@ mixture, the memory its sizes will allocate), without touching the disk or loadi
 loads the agents and checks `--out` after it. `PPOSettings` declares the PPO hyperparameters
 that `train` and `train-rllib` share (one name each: `learning_rate`, `n_epochs`, `clip_range`,
 `ent_coef`, `gamma`, `gae_lambda`; each library's own names are given at its call), `check_ppo`
-their checks.
+their checks. `RunSettings` is what every training command's settings share (`--out`, `--resume`,
+`--restart`, `--seed`), and says of each field, in its metadata, whether it defines the run, may change on
+`--resume` (`changeable`) or says how this process runs (`process_field`: the run folder and the two options).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import math
 import os
 import types
 import typing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.outcome import REWARDS
@@ -27,6 +29,38 @@ ACTIONS = 36
 DECISIONS_PER_GAME = 40  # an upper bound of the expert's decisions in a distillation game (about 13 on average)
 
 
+ROLE = "lifecycle"  # the metadata key of a settings field's role on --resume
+MAY_CHANGE = "may change on resume"  # e.g. the run's length, its cadence of evaluations
+PROCESS = "how this process runs"  # not a setting of the run: its folder, --resume, --restart
+
+
+def changeable(default):
+    """A settings field that a resumed run may change (`--resume --total-steps N`): not part of the run's
+    settings digest, and given again on the command line it replaces the saved value."""
+    return field(default=default, metadata={ROLE: MAY_CHANGE})
+
+
+def process_field(default):
+    """A settings field that says how this process runs, not what the run is (neither in the digest nor
+    compared on resume)."""
+    return field(default=default, metadata={ROLE: PROCESS})
+
+
+def with_role(cls, role: str) -> tuple[str, ...]:
+    """The names of the fields of the settings dataclass `cls` (or instance) whose metadata gives them `role`."""
+    return tuple(item.name for item in fields(cls) if item.metadata.get(ROLE) == role)
+
+
+def defining(settings) -> dict:
+    """The fields of `settings` that define the run (neither `changeable` nor `process_field`), by name,
+    tuples as lists (as settings.json holds them)."""
+    return {
+        item.name: list(value) if isinstance(value := getattr(settings, item.name), tuple) else value
+        for item in fields(settings)
+        if ROLE not in item.metadata
+    }
+
+
 def option(name: str) -> str:
     """The command-line option of a field: `n_envs` -> `--n-envs`."""
     return "--" + name.replace("_", "-")
@@ -37,11 +71,11 @@ def check_types(settings) -> None:
     type (an `int` field takes no bool or float; a `float` field takes an int): settings read back from a
     file are checked like those of the command line."""
     hints = typing.get_type_hints(type(settings))
-    for field in fields(settings):
-        value, hint = getattr(settings, field.name), hints[field.name]
+    for item in fields(settings):
+        value, hint = getattr(settings, item.name), hints[item.name]
         allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
         if not any(_is(value, kind) for kind in allowed):
-            raise ValueError(f"{option(field.name)} must be {hint}, got {value!r:.60}")
+            raise ValueError(f"{option(item.name)} must be {hint}, got {value!r:.60}")
 
 
 def _is(value, kind) -> bool:
@@ -103,7 +137,35 @@ def opponent_mixture(text: str) -> list[tuple[str, float]]:
 
 
 @dataclass(frozen=True)
-class PPOSettings:
+class RunSettings:
+    """What the settings of every training command (`train`, `train-az`, `train-rllib`) share: the run's
+    folder, how it starts (fresh, `--resume`, `--restart`) and its seed. Checked by `__post_init__`, which
+    each command's settings call first."""
+
+    seed: int = 0
+    """Seed of everything random in the run, in 0..4294967295."""
+    out: str = process_field("runs/run")
+    """Output directory: the run's folder."""
+    resume: bool = process_field(False)
+    """Continue the run in --out from its last checkpoint, with the settings it was started with (its
+    settings.json)."""
+    restart: bool = process_field(False)
+    """Start over in an --out that holds another run of this command: its results, settings and checkpoints go
+    first (files of no run are never removed)."""
+
+    def __post_init__(self) -> None:
+        """`ValueError` (one line naming the option) for a value of the wrong type, a seed out of range, an
+        empty --out, or --resume with --restart."""
+        check_types(self)
+        check_range("seed", self.seed, 0, MAX_SEED)
+        if self.resume and self.restart:
+            raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
+        if not self.out:
+            raise ValueError("--out must name a folder, got ''")
+
+
+@dataclass(frozen=True)
+class PPOSettings(RunSettings):
     """The PPO hyperparameters of both training commands (`train`: SB3's MaskablePPO; `train-rllib`:
     RLlib's PPO), declared once, under one name each; each library's own names are given at its call.
     Checked by `check_ppo`."""
@@ -127,7 +189,7 @@ class TrainSettings(PPOSettings):
     """Settings of a training run (every field is a command-line option; the PPO ones are
     `PPOSettings`')."""
 
-    total_steps: int = 0
+    total_steps: int = changeable(0)
     """PPO: learner decisions to train on (environment steps, summed over the games); 0: no PPO, the
     distilled network is the model. PPO after the distillation lost strength in our measurements (see
     models/README.md), so it is off by default; from scratch (--distill-games 0) give it millions."""
@@ -149,13 +211,13 @@ class TrainSettings(PPOSettings):
     """Steps between two snapshots of the learner added to the pool."""
     max_snapshots: int = 4
     """Snapshots kept in the pool (the oldest leave first); at least 1 (no self-play: give "self" weight 0)."""
-    eval_every: int = 1_000_000
+    eval_every: int = changeable(1_000_000)
     """Steps between evaluations against random and greedy (0: none)."""
-    eval_games: int = 400
+    eval_games: int = changeable(400)
     """Games per opponent in a periodic evaluation (paired dice)."""
-    final_eval_games: int = 2000
+    final_eval_games: int = changeable(2000)
     """Games per opponent in the final evaluation (paired dice)."""
-    checkpoint_every: int = 500_000
+    checkpoint_every: int = changeable(500_000)
     """Steps between checkpoints (a resumed run loses at most this much; a signal writes one too)."""
     reward: str = "outcome"
     """The learner's reward: "outcome" (+1 win, -1 loss) or "luck_adjusted" (the outcome minus the learner's
@@ -163,21 +225,21 @@ class TrainSettings(PPOSettings):
     strategic_reserve_env.outcome)."""
     seed: int = 0
     """Seed of the dice, the opponents, the seats and the network."""
-    out: str = "runs/ppo"
+    out: str = process_field("runs/ppo")
     """Output directory: the run's folder (its settings, checkpoints, model and evaluation)."""
-    device: str = "cpu"
+    device: str = changeable("cpu")
     """Torch device."""
-    threads: int = 1
+    threads: int = changeable(1)
     """Torch CPU threads, at most the machine's cores (on shared cores a second thread waits more than it
     computes)."""
-    resume: bool = False
+    resume: bool = process_field(False)
     """Continue the run in --out from its last checkpoint, with the settings it was started with (its
     settings.json); only --total-steps, the evaluation and checkpoint cadence, --threads, --device and
     --progress may be given again, to change them. The resumed run makes the same games and updates as one
     that never stopped."""
-    restart: bool = False
+    restart: bool = process_field(False)
     """Start over in an --out that holds another run: its run file, settings, checkpoints and results go first."""
-    progress: bool = True
+    progress: bool = changeable(True)
     """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
     distill_games: int = 10_000
     """Distillation before PPO: games (even) the expert plays against each of --distill-opponents, its
@@ -238,14 +300,9 @@ class TrainSettings(PPOSettings):
             raise ValueError(f"--net-arch needs one or more sizes >= 1, got {list(self.net_arch)}")
         if self.features not in FEATURES:
             raise ValueError(f"--features must be one of {', '.join(FEATURES)}, got {self.features!r:.40}")
-        check_range("seed", self.seed, 0, MAX_SEED)
         self._check_device()
         if not self.distill_games and not self.total_steps:
             raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
-        if self.resume and self.restart:
-            raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
-        if not self.out:
-            raise ValueError("--out must name a folder, got ''")
         opponent_mixture(self.opponents)
         check_memory(self)
 
