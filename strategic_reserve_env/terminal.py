@@ -175,9 +175,9 @@ def terminal_game(
     except EOFError:
         say("\nInput ended; the game stops here.")
         quit_early = True
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM / SIGHUP with a status of its own (`signals.Ended`)
         say("\nInterrupted; the game stops here.")
-        quit_early, status = True, INTERRUPTED
+        quit_early, status = True, getattr(error, "status", INTERRUPTED)
     if not quit_early:
         say(ansi(game))
         say("You won!" if game.winner == human else f"{name} won." if game.winner >= 0 else "Truncated.")
