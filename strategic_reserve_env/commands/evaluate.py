@@ -64,6 +64,7 @@ import signal
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents, load_agent
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
@@ -87,10 +88,12 @@ from strategic_reserve_env.evaluation.tournament import (
     write_outputs,
 )
 from strategic_reserve_env.interrupts import exit_status, stop_line
-from strategic_reserve_env.outputs import OutputBusyError, OutputLost, check_out, lock
+from strategic_reserve_env.outputs import OutputBusyError, OutputLost, check_out, lock, read_run
 from strategic_reserve_env.policies import InvalidActionsError, TimeLimited, act_seconds_argument
+from strategic_reserve_env.training.folder import check_command
 from strategic_reserve_env.training.signals import Signals, StopNow
 
+COMMAND = "evaluate/benchmark"  # for the refusal of another command's run folder (these results make no run)
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")
 TOURNAMENT_FILES = ("results.json", "results.md", "ratings.png")
 BENCHMARK_FILES = ("benchmark.json", "benchmark.md")
@@ -254,6 +257,16 @@ def limited(agent, args: argparse.Namespace):
     return agent if args.act_timeout is None else TimeLimited(agent, args.act_timeout)
 
 
+def results_folder(path: str | None, files: tuple[str, ...]) -> Path | None:
+    """`--out PATH` checked (`check_out`) for `files`, None without one; `ValueError` for a folder that holds
+    another command's run (a `run.json`: train's, train-az's), which these results never join."""
+    if path is None:
+        return None
+    out = check_out(path, files)
+    check_command(out, read_run(out), COMMAND)
+    return out
+
+
 def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     given = {name: getattr(args, name) for name in TOURNAMENT_ONLY if getattr(args, name) is not None}
     try:
@@ -262,7 +275,7 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(as_option(str(error)))
     start = time.perf_counter()
     try:
-        out = check_out(args.out, TOURNAMENT_FILES) if args.out is not None else None
+        out = results_folder(args.out, TOURNAMENT_FILES)
         load_luck_value(settings.luck_value)  # a bad --luck-value fails before the agents load
         agents = [limited(agent, args) for agent in load_agents(settings.agents)]
         for agent in agents:
@@ -345,7 +358,7 @@ def run_benchmark_command(
         except ValueError as error:
             parser.error(f"--benchmark-{as_option(str(error))[2:]}")
     try:
-        out = check_out(out_path, BENCHMARK_FILES) if out_path is not None else None
+        out = results_folder(out_path, BENCHMARK_FILES)
         agent = load_agent(spec)
         agent = agent if act_timeout is None else TimeLimited(agent, act_timeout)
     except ValueError as error:
