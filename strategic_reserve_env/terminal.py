@@ -136,8 +136,8 @@ def terminal_game(
     "red", "blue" or "random"; `seed` (None: a fresh one, shown) seeds the dice and the agent."""
     if seat not in (*COLOURS, "random"):
         raise ValueError(f"seat must be 'red', 'blue' or 'random', got {brief(seat)}")
-    if seed is not None and not records.is_seed(seed):
-        raise ValueError(f"the seed must be an integer in 0 .. 2**64 - 1 (what a game record holds), got {brief(seed)}")
+    if seed is not None:
+        records.check_seed(seed)
     if save is not None:  # before the game: a device, a FIFO or a folder is never replaced by the record
         try:
             check_replaceable(save)
