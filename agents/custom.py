@@ -154,6 +154,8 @@ class SingleGameAgent:
                 squares[row] = operator.index(answer)
             except TypeError:
                 raise InvalidActionsError(f"returned {answer!r:.60}, not an integer square index 0..35", row) from None
+            except OverflowError:  # past int64 (2**70): out of range, as any other number but 0..35
+                raise InvalidActionsError(f"returned {brief(answer)}, not a square index 0..35", row) from None
         return squares
 
     def __repr__(self) -> str:

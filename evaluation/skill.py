@@ -54,7 +54,7 @@ from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
 from strategic_reserve_env.luck import RANDOM_RACE_VALUE
-from strategic_reserve_env.outputs import write_text
+from strategic_reserve_env.outputs import write_figure, write_text
 from strategic_reserve_env.policies import NamedPolicy
 
 from .benchmark import SHIPPED_PPO
@@ -755,7 +755,7 @@ def plot_variants(path: Path, report: Report) -> None:
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(path, dpi=FIGURE_DPI)
+    write_figure(path, figure, dpi=FIGURE_DPI)
     plt.close(figure)
 
 
@@ -766,7 +766,7 @@ def plot_first_player(path: Path, data: dict) -> None:
     """Save [first_player_figure][] of `data` at `path`."""
     plt = _pyplot()
     figure = first_player_figure(data)
-    figure.savefig(path, dpi=FIGURE_DPI)
+    write_figure(path, figure, dpi=FIGURE_DPI)
     plt.close(figure)
 
 

@@ -53,7 +53,7 @@ from strategic_reserve_env.board import DEFAULT_RESERVE, MESSAGE_LIMIT, RED, bri
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
 from strategic_reserve_env.luck import ValueFunction
 from strategic_reserve_env.outcome import SCORE_SCALE, reward
-from strategic_reserve_env.outputs import write_text
+from strategic_reserve_env.outputs import write_figure, write_text
 from strategic_reserve_env.policies import NamedPolicy
 from strategic_reserve_env.progress import Progress
 from strategic_reserve_env.sampling import uniform_square
@@ -583,7 +583,7 @@ def plot_ratings(path: Path, settings: Settings, ratings) -> None:
     axes.set_title(f"Strategic Reserve, {settings.games} games per pairing")
     axes.grid(axis="x", alpha=0.3)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    write_figure(path, figure, dpi=120)
     plt.close(figure)
 
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# isort: off
+from . import interrupts  # noqa: F401  first: as the console command, its signals are held from here on (before numpy)
+
+# isort: on
 from . import engine, records, registration, render, rules  # render: Jupyter shows a Game as SVG
 from .board import BLUE, BOARD_SIZE, NUM_SQUARES, RED
 from .config import Config, StartPosition

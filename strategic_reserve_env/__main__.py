@@ -14,12 +14,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from strategic_reserve_env.commands import GuardedStdout, StdoutLost, flush_stdout, stdout_lost
 from strategic_reserve_env.extras import EXIT_MISSING_EXTRA, missing_extra, needs_extra
+from strategic_reserve_env.outputs import OutputLost
 from strategic_reserve_env.training import signals
 
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
 HELP = {"-h", "--help"}  # a command's help: shown without its extras, when its module imports without them
 OWN_CTRL_C = ("play",)  # commands that handle Ctrl-C themselves (the terminal game asks before it quits)
+OUTPUT_FAILED = 1  # the exit status when a write failed (a full disk, the standard output on a full device)
 
 
 @dataclass(frozen=True)
@@ -121,36 +124,90 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Run `argv` (default `sys.argv[1:]`): `COMMAND ARGS...`; returns the exit status. `prog`: the name
     the help texts give the command. Run as the process's own command (`argv` None), a signal while the
-    command imports, or while it runs outside its own handling, exits 130 / 143 without a traceback, and one
-    after it returned is ignored (`strategic_reserve_env.training.signals`; `play` keeps Ctrl-C)."""
+    command imports, or while it runs outside its own handling, exits 130 / 143 / 129 with one line and no
+    traceback, and one after it returned is ignored (`strategic_reserve_env.training.signals`; `play` keeps
+    Ctrl-C). The output faults of every command are handled here, once (`output_failed`): a write that
+    fails (a full disk, standard output on a full device) is one line naming what could not be written, exit
+    1; a reader that went away (a broken pipe: `| head`) ends the command quietly with its status."""
     process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
+    if process and sys.stdout is not None and not isinstance(sys.stdout, GuardedStdout):
+        sys.stdout = GuardedStdout(sys.stdout)
+    try:
+        with signals.quiet() if process else contextlib.nullcontext():
+            try:
+                status = _run(argv, prog, process)
+            except SystemExit:  # argparse: --help, --version, a usage error
+                if _flushed():
+                    raise
+                raise SystemExit(OUTPUT_FAILED) from None
+            return status if _flushed() else OUTPUT_FAILED
+    except signals.StopNow as stop:
+        return signals.stopped(stop)
+    except OSError as error:
+        return output_failed(error)
+    finally:
+        if process:
+            signals.ignore_until_exit()
+
+
+def _run(argv: list[str], prog: str, process: bool) -> int:
+    """`main` without its handling of signals and output faults."""
     if not argv or argv[0] not in COMMANDS:
         build_parser(prog).parse_args(argv)  # --help, --version, or a usage error (exit 2)
         return 2  # not reached: every argument list that is not a command ends in the parser
     name, rest = argv[0], argv[1:]
     command, what = COMMANDS[name], f"{prog} {name}"
-    guard = signals.quiet if process else contextlib.nullcontext
-    try:
-        # before the command's code, so nothing is read or written; its --help is shown without the extra
-        missing = None if HELP & set(rest) else missing_extra(command.extras, what)
-        if missing is None:
-            try:
-                with guard():
-                    run = command.load()
-                with guard() if name not in OWN_CTRL_C else contextlib.nullcontext():
+    # before the command's code, so nothing is read or written; its --help is shown without the extra
+    missing = None if HELP & set(rest) else missing_extra(command.extras, what)
+    if missing is None:
+        try:
+            run = command.load()
+            if name in OWN_CTRL_C and process:
+                with signals.own_ctrl_c():
                     return run(rest, what)
-            except BrokenPipeError:  # e.g. piped into head
-                return 0
-            except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra
-                missing = needs_extra(error, what, command.extras)
-                if missing is None:
-                    raise
-        print(f"error: {missing}", file=sys.stderr)
-        return EXIT_MISSING_EXTRA
-    finally:
-        if process:
-            signals.ignore_until_exit()
+            return run(rest, what)
+        except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra
+            missing = needs_extra(error, what, command.extras)
+            if missing is None:
+                raise
+    say_error(str(missing))
+    return EXIT_MISSING_EXTRA
+
+
+def say_error(text: str) -> None:
+    """`error: text` on stderr; a lost stderr loses only the line (the exit status still says it)."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(f"error: {text}", file=sys.stderr, flush=True)
+
+
+def _flushed() -> bool:
+    """Flush the standard output; False (after saying so in one line) if it could not be written."""
+    try:
+        flush_stdout()
+    except BrokenPipeError as error:  # the reader went away (| head): it has what it wanted
+        stdout_lost(error)
+    except OSError as error:
+        say_error(stdout_lost(error))
+        return False
+    return True
+
+
+def output_failed(error: OSError) -> int:
+    """A write that failed in a command (`error`): one line naming what could not be written (the file, or
+    the standard output), and the exit status; a broken pipe (the reader went away) is no failure."""
+    if isinstance(error, BrokenPipeError):
+        stdout_lost(error)
+        return 0
+    if isinstance(error, StdoutLost):
+        say_error(stdout_lost(error))
+    elif isinstance(error, OutputLost):
+        say_error(str(error))
+    elif error.filename is not None:
+        say_error(f"{error.filename}: {error.strerror or error}")
+    else:
+        say_error(f"a write failed ({error.strerror or error}), naming no file")
+    return OUTPUT_FAILED
 
 
 if __name__ == "__main__":

@@ -160,6 +160,7 @@ from .engine import IllegalActionError, integers
 from .game import Game
 from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
 from .outcome import OUTCOME, Ledger, OutcomeReward, Transition, as_reward_function, reward
+from .records import check_seed
 from .registration import ENV_NAME
 from .rules import HIT_NAMES
 
@@ -398,7 +399,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         rolls = parse_rolls(options["rolls"]) if options and "rolls" in options else []
-        dice = GameDice(seed) if seed is not None else self.dice  # ValueError for a bad seed
+        dice = GameDice(check_seed(seed, "seed")) if seed is not None else self.dice  # ValueError for a bad seed
         # everything is validated: from here on nothing raises
         if seed is None:
             dice.forced.clear()

@@ -21,6 +21,7 @@ luck-adjusted result, with the same expectation as the outcome.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ from .board import COLOURS, MESSAGE_LIMIT, RED, clip, square_name
 from .config import Config
 from .dice import BatchDice, GameDice
 from .game import Game
+from .interrupts import HANDLED, StopRun
 from .luck import ValueFunction
 from .outcome import Ledger, Scale
 from .policies import InvalidActionsError, choose
@@ -51,12 +53,6 @@ class AgentError(RuntimeError):
         self.agent, self.name, self.game, self.detail, self.position = agent, name, game, detail, position
 
 
-class StopRun(BaseException):
-    """A request to stop the whole run from outside the agents (a signal handler raises one, as SIGINT raises
-    `KeyboardInterrupt`): `choose_checked` lets it through instead of blaming the agent that was
-    running when it came."""
-
-
 def describe(state: engine.State, game: int) -> str:
     """One line on game `game` of `state` awaiting a placement: board, reserves, mover and roll."""
     one = state[game]
@@ -74,24 +70,50 @@ def choose_checked(
     """`choose` for games `games` of `state` ((k,) indices), turning any failure of the agent into an
     `AgentError` (`game_numbers`: (N,) numbers of the state's games for the message). Whatever the
     agent raises is its failure, `BaseException` included (`sys.exit()`, `GeneratorExit`, a class of its
-    own, the time budget's `ActTimeoutError`): it does not end the program. Only a stop of the whole run
-    passes through: `KeyboardInterrupt` (Ctrl-C) and `StopRun`."""
+    own, the time budget's `ActTimeoutError`, a `KeyboardInterrupt` of its own where a command handles the
+    signals): it does not end the program. Only a stop of the whole run passes through: `StopRun`, and
+    `KeyboardInterrupt` where SIGINT is Python's own (a Ctrl-C in a library session). An agent that replaces
+    the handler of a signal the command stops on fails too (its handler is put back), so Ctrl-C still stops."""
+    handlers = [signal.getsignal(signum) for signum in HANDLED]
     try:
-        return choose(agent, state[games], rng)
-    except (KeyboardInterrupt, StopRun):
+        actions = choose(agent, state[games], rng)
+        now = [signal.getsignal(signum) for signum in HANDLED]
+        taken = [signum for signum, before, after in zip(HANDLED, handlers, now, strict=True) if after != before]
+        if taken:
+            for signum, handler in zip(HANDLED, handlers, strict=True):
+                if handler is not None:
+                    signal.signal(signum, handler)
+            name = signal.Signals(taken[0]).name
+            raise InvalidActionsError(f"replaced the handler of {name}, which stops the command; an agent may not")
+        return actions
+    except StopRun:
         raise
     except BaseException as error:
+        if isinstance(error, KeyboardInterrupt) and handlers[0] is signal.default_int_handler:
+            raise
         row = error.row if isinstance(error, InvalidActionsError) else None
         game = int(games[row if row is not None else 0])
+        said = f": {clip(str(error), MESSAGE_LIMIT)}" if str(error) else ""
         detail = (
             str(error)
             if isinstance(error, InvalidActionsError)
-            else f"raised {type(error).__name__}: {clip(str(error), MESSAGE_LIMIT)}"
+            else f"raised {type(error).__name__}{said}{raised_at(error)}"
         )
         if row is None:
             detail += f" (choosing for {len(games)} game(s) at once, the first shown)"
         name = str(getattr(agent, "name", repr(agent)))
         raise AgentError(index, name, int(game_numbers[game]), detail, describe(state, game)) from error
+
+
+def raised_at(error: BaseException) -> str:
+    """Where `error` was raised, as ` at FILE, line N` (the innermost frame of its traceback), '' without one:
+    the one line that names an agent's failure says where in its code, instead of a traceback."""
+    frames = error.__traceback__
+    if frames is None:
+        return ""
+    while frames.tb_next is not None:
+        frames = frames.tb_next
+    return f" at {frames.tb_frame.f_code.co_filename}, line {frames.tb_lineno}"
 
 
 @dataclass(frozen=True)

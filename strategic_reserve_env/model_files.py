@@ -43,6 +43,7 @@ MAX_HEADER_BYTES = 16 * 2**20  # a safetensors header larger than this is refuse
 MAX_NPY_HEADER_BYTES = 10_000  # numpy's own default bound on an .npy header
 SAFETENSORS_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1}
 SAFETENSORS_DTYPES |= {"BOOL": 1, "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+ANY_SIZE = 2**63 - 1  # a model file's size is bounded by its header's claims (checked), not before opening it
 _LENGTH_BYTES = 8  # a safetensors file starts with its header's length, a little-endian u64
 
 
@@ -70,7 +71,8 @@ def safetensors_header(
     shapes, and together fill the rest of the file exactly."""
     path = Path(path)
     try:
-        with open(path, "rb") as file:
+        # a regular file, opened without blocking: a FIFO with no writer is refused, never waited on
+        with safe_json.open_regular(path, ANY_SIZE, f"{path}", error) as file:
             size = os.fstat(file.fileno()).st_size
             length = int.from_bytes(file.read(_LENGTH_BYTES), "little")
             if size < _LENGTH_BYTES or length > min(MAX_HEADER_BYTES, size - _LENGTH_BYTES):

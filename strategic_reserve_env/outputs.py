@@ -94,6 +94,14 @@ def check_out(path: str | Path, files: Iterable[str] = (), option: str = "--out"
     except UnicodeEncodeError:
         raise ValueError(f"{option} {brief(text)}: the path is not valid UTF-8; choose another name") from None
     directory = Path(os.path.abspath(text))
+    try:
+        return _check_out(directory, path, files, option)
+    except OSError as error:  # a name too long, a loop of links, a folder we may not search
+        raise ValueError(f"{option} {brief(text)}: {error.strerror or error}; choose another folder") from None
+
+
+def _check_out(directory: Path, path: str | Path, files: Iterable[str], option: str) -> Path:
+    """`check_out` of the absolute `directory` (`path` as given)."""
     existing = directory
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
@@ -214,6 +222,13 @@ def write_text(path: str | Path, text: str) -> None:
     """Write `text` (UTF-8) to `path` atomically (`atomic`)."""
     with atomic(path, "w") as handle:
         handle.write(text)
+
+
+def write_figure(path: str | Path, figure, dpi: float) -> None:
+    """Save the matplotlib `figure` as a PNG at `path` atomically (`atomic`): a link there is replaced,
+    never written through."""
+    with atomic(path, "wb") as handle:
+        figure.savefig(handle, dpi=dpi, format="png")
 
 
 @contextlib.contextmanager

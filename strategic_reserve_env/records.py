@@ -23,6 +23,7 @@ message names the ply (or the field of the header) and the fault.
 from __future__ import annotations
 
 import json
+import operator
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,6 +46,18 @@ _ERROR_TEXT = 90  # characters of a JSON parser's message repeated in a RecordEr
 def is_seed(value: object, lowest: int = 0) -> bool:
     """Whether `value` is an integer seed a record holds: `lowest` .. `MAX_SEED` - 1 (bools are not seeds)."""
     return isinstance(value, int) and not isinstance(value, bool) and lowest <= value < MAX_SEED
+
+
+def check_seed(seed: object, what: str = "the seed") -> int:
+    """`seed` (an int or a numpy integer) as an int if it is one a record holds (`is_seed`: 0 .. `MAX_SEED` - 1);
+    `ValueError` naming `what` otherwise: the dice reduce a seed to 64 bits, so 2**64 would play seed 0's game."""
+    try:
+        number = seed if isinstance(seed, bool) else operator.index(seed)
+    except TypeError:  # a float, a string: not a seed
+        number = seed
+    if not is_seed(number):
+        raise ValueError(f"{what} must be an integer in 0 .. 2**64 - 1 (what a game record holds), got {brief(seed)}")
+    return number
 
 
 class RecordError(ValueError):

@@ -140,8 +140,8 @@ def terminal_game(
     and the agent."""
     if seat not in (*COLOURS, "random"):
         raise ValueError(f"seat must be 'red', 'blue' or 'random', got {brief(seat)}")
-    if seed is not None and not records.is_seed(seed):
-        raise ValueError(f"the seed must be an integer in 0 .. 2**64 - 1 (what a game record holds), got {brief(seed)}")
+    if seed is not None:
+        records.check_seed(seed)
     if save is not None:  # before the game: a device, a FIFO or a folder is never replaced by the record
         try:
             check_replaceable(save)
@@ -179,9 +179,9 @@ def terminal_game(
     except EOFError:
         say("\nInput ended; the game stops here.")
         quit_early, status = True, INPUT_ENDED
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM / SIGHUP with a status of its own (`signals.Ended`)
         say("\nInterrupted; the game stops here.")
-        quit_early, status = True, INTERRUPTED
+        quit_early, status = True, getattr(error, "status", INTERRUPTED)
     if not quit_early:
         say(ansi(game))
         say("You won!" if game.winner == human else f"{name} won." if game.winner >= 0 else "Truncated.")

@@ -22,6 +22,7 @@ import pytest
 from strategic_reserve_env import outputs
 from strategic_reserve_env.commands.evaluate import main
 from strategic_reserve_env.evaluation import tournament
+from strategic_reserve_env.interrupts import stop_line
 
 from conftest import REPO, as_from_a_shell
 
@@ -273,11 +274,11 @@ ENTRIES = {  # a command run as the process's own, the two ways: a repository sc
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRIES))
-@pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+@pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_while_the_command_imports_exits_with_its_status_and_no_traceback(tmp_path, entry, stop, status):
     """A signal while a command's modules import (torch, SB3, Ray take seconds; here a module that signals
-    itself while it imports): exit 130 / 143, nothing on either stream (0.3.0: a KeyboardInterrupt traceback,
-    or death by SIGTERM)."""
+    itself while it imports): exit 130 / 143 / 129, the one stop line on stderr, nothing on stdout (0.3.0: a
+    KeyboardInterrupt traceback, or death by SIGTERM; main before issue 40: SIGHUP killed it, no line)."""
     (tmp_path / "slow_import.py").write_text(
         f"import os, time\nos.kill(os.getpid(), {int(stop)})\ntime.sleep(30)\n\n"
         "def main(argv=None, prog=None):\n    return 0\n"
@@ -285,7 +286,7 @@ def test_a_signal_while_the_command_imports_exits_with_its_status_and_no_traceba
     code = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n{ENTRIES[entry]}"
     process = start("-c", code)
     stdout, stderr = process.communicate(timeout=120)
-    assert (process.returncode, stdout, stderr) == (status, "", "")
+    assert (process.returncode, stdout, stderr) == (status, "", f"error: {stop_line(stop)}\n")
 
 
 def test_a_second_sigterm_after_trains_stop_line_exits_143(tmp_path):

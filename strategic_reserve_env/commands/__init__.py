@@ -30,6 +30,48 @@ def flush_stdout() -> None:
     if sys.stdout is None:
         raise OSError("the standard output is closed")
     sys.stdout.flush()
+    failed = getattr(sys.stdout, "failed", None)
+    if failed is not None:  # an earlier write failed where its caller swallowed the error
+        raise failed
+
+
+class StdoutLost(OSError):
+    """Writing the standard output failed (a full device, an input/output error): the `OSError` with its
+    errno and reason, known to be the standard output's (`GuardedStdout`)."""
+
+
+class GuardedStdout:
+    """The standard output (`stream`, every attribute its own) with its failures told apart: an `OSError`
+    of `write`, `writelines` or `flush` is `StdoutLost` (a `BrokenPipeError`, the reader gone, stays
+    itself), so the command line can say that it was the standard output that could not be written."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self.failed: StdoutLost | None = None  # the first failure, even one a caller swallowed (argparse's)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
+
+    def _guarded(self, call, *arguments):
+        try:
+            return call(*arguments)
+        except BrokenPipeError:
+            raise
+        except StdoutLost:
+            raise
+        except OSError as error:
+            lost = StdoutLost(error.errno, error.strerror or str(error))
+            self.failed = self.failed or lost
+            raise lost from None
+
+    def write(self, text: str) -> int:
+        return self._guarded(self.stream.write, text)
+
+    def writelines(self, lines) -> None:
+        self._guarded(self.stream.writelines, lines)
+
+    def flush(self) -> None:
+        self._guarded(self.stream.flush)
 
 
 def stdout_lost(error: OSError) -> str:

@@ -63,12 +63,13 @@ import contextlib
 import signal
 import sys
 import time
-import traceback
 from dataclasses import replace
+from pathlib import Path
 
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents, load_agent
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
+from strategic_reserve_env.arena import raised_at
 from strategic_reserve_env.board import MESSAGE_LIMIT, clip
 from strategic_reserve_env.commands import flush_stdout, named, stdout_lost
 from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
@@ -87,23 +88,25 @@ from strategic_reserve_env.evaluation.tournament import (
     text_table,
     write_outputs,
 )
-from strategic_reserve_env.outputs import OutputBusyError, OutputLost, check_out, lock
+from strategic_reserve_env.interrupts import exit_status, stop_line
+from strategic_reserve_env.outputs import OutputBusyError, OutputLost, check_out, lock, read_run
 from strategic_reserve_env.policies import InvalidActionsError, TimeLimited, act_seconds_argument
+from strategic_reserve_env.training.folder import check_command
 from strategic_reserve_env.training.signals import Signals, StopNow
 
+COMMAND = "evaluate/benchmark"  # for the refusal of another command's run folder (these results make no run)
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")
 TOURNAMENT_FILES = ("results.json", "results.md", "ratings.png")
 BENCHMARK_FILES = ("benchmark.json", "benchmark.md")
-AGENT_FAILED, BAD_INPUT, INTERRUPTED, TERMINATED = 1, 2, 130, 143  # exit statuses (128 + the signal's number)
+AGENT_FAILED, BAD_INPUT = 1, 2  # exit statuses (a signal: 128 + its number, `interrupts.exit_status`)
 
 
 def stop_reason(error: BaseException) -> tuple[str, int]:
     """What stopped a run (for its files and stderr) and its exit status: anything that ends a run early is
     named, with its cause, never left as a run still going."""
-    if isinstance(error, KeyboardInterrupt) or isinstance(error, StopNow) and error.signum == signal.SIGINT:
-        return "stopped: interrupted (SIGINT, Ctrl-C)", INTERRUPTED
-    if isinstance(error, StopNow):
-        return "stopped: terminated (SIGTERM)", TERMINATED
+    if isinstance(error, (KeyboardInterrupt, StopNow)):  # KeyboardInterrupt: Ctrl-C where no handler is ours
+        signum = error.signum if isinstance(error, StopNow) else signal.SIGINT
+        return stop_line(signum), exit_status(signum)
     if isinstance(error, PairingError):
         return str(error), AGENT_FAILED
     if isinstance(error, OutputLost):
@@ -217,16 +220,17 @@ def fail(message: str, status: int) -> int:
     return status
 
 
-def print_cause(error: BaseException) -> None:
-    """Print the traceback of the exception at the root of `error` (raised in an agent's own code,
-    or while importing it), unless there is none or the agent merely answered wrongly (the message
-    says everything then)."""
+def raised_in(error: BaseException) -> str:
+    """Where the exception at the root of `error` was raised (in an agent's own code, or while importing it),
+    as ` (at FILE, line N)` for its one line, unless there is none, the agent merely answered wrongly (the
+    message says everything then) or the message names it already."""
     cause = error
     while cause.__cause__ is not None:
         cause = cause.__cause__
-    if cause is not error and not isinstance(cause, InvalidActionsError):
-        print("where it came from:", file=sys.stderr)
-        traceback.print_exception(cause, file=sys.stderr)
+    place = raised_at(cause)
+    if cause is error or isinstance(cause, InvalidActionsError) or not place or place in str(error):
+        return ""
+    return f" ({place[1:]})"
 
 
 def add_protocol(parser: argparse.ArgumentParser) -> None:
@@ -254,6 +258,16 @@ def limited(agent, args: argparse.Namespace):
     return agent if args.act_timeout is None else TimeLimited(agent, args.act_timeout)
 
 
+def results_folder(path: str | None, files: tuple[str, ...]) -> Path | None:
+    """`--out PATH` checked (`check_out`) for `files`, None without one; `ValueError` for a folder that holds
+    another command's run (a `run.json`: train's, train-az's), which these results never join."""
+    if path is None:
+        return None
+    out = check_out(path, files)
+    check_command(out, read_run(out), COMMAND)
+    return out
+
+
 def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     given = {name: getattr(args, name) for name in TOURNAMENT_ONLY if getattr(args, name) is not None}
     try:
@@ -262,14 +276,13 @@ def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(as_option(str(error)))
     start = time.perf_counter()
     try:
-        out = check_out(args.out, TOURNAMENT_FILES) if args.out is not None else None
+        out = results_folder(args.out, TOURNAMENT_FILES)
         load_luck_value(settings.luck_value)  # a bad --luck-value fails before the agents load
         agents = [limited(agent, args) for agent in load_agents(settings.agents)]
         for agent in agents:
             check_agent(agent, settings.config(), settings.seed)
     except ValueError as error:
-        print_cause(error)
-        return fail(str(error), BAD_INPUT)
+        return fail(str(error) + raised_in(error), BAD_INPUT)
     settings = replace(settings, agents=[agent.name for agent in agents])  # canonical names from here on
     try:
         with lock(out) if out is not None else contextlib.nullcontext(), Signals():
@@ -307,8 +320,6 @@ def play_tournament(settings: Settings, agents: list, out) -> int:
             with contextlib.suppress(OutputLost):
                 say(text_table(PAIRING_HEADER, pairing_rows(kept)))
         lost = keep(lambda why: save(kept, error=why), reason)
-        if isinstance(error, PairingError):
-            print_cause(error)
         where = f" in {out}/results.json" if out is not None and kept and not lost else ""
         finished_before = f"; the {len(kept)} pairing(s) finished before are kept{where}" if kept else ""
         return fail(f"{reason}{finished_before}{lost}", status)
@@ -348,12 +359,11 @@ def run_benchmark_command(
         except ValueError as error:
             parser.error(f"--benchmark-{as_option(str(error))[2:]}")
     try:
-        out = check_out(out_path, BENCHMARK_FILES) if out_path is not None else None
+        out = results_folder(out_path, BENCHMARK_FILES)
         agent = load_agent(spec)
         agent = agent if act_timeout is None else TimeLimited(agent, act_timeout)
     except ValueError as error:
-        print_cause(error)
-        return fail(str(error), BAD_INPUT)
+        return fail(str(error) + raised_in(error), BAD_INPUT)
     try:
         with lock(out) if out is not None else contextlib.nullcontext(), Signals():
             return play_benchmark(agent, protocol, games, progress, out)
@@ -381,8 +391,7 @@ def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool,
             on_start=save,
         )
     except ValueError as error:
-        print_cause(error)
-        return fail(str(error), BAD_INPUT)
+        return fail(str(error) + raised_in(error), BAD_INPUT)
     except BaseException as error:
         return stopped_benchmark(error, error.card if isinstance(error, PairingError) else None, latest, out, save)
     try:
@@ -406,8 +415,6 @@ def stopped_benchmark(error: BaseException, card, latest: list, out, save) -> in
     with contextlib.suppress(OutputLost):
         say(card.text())
     lost = keep(lambda why: save(card), reason)
-    if isinstance(error, PairingError):
-        print_cause(error)
     kept = f"; the opponents finished before are in {out}/benchmark.json" if out is not None and not lost else ""
     return fail(reason + kept + lost, status)
 
