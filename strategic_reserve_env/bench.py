@@ -8,15 +8,16 @@ games. Dice and choices come from a seeded generator drawn in blocks.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from . import engine, turns
-from .board import brief
+from .board import array_to_bitboards, brief
 from .config import Config
 from .game import Game
 from .reference import ReferenceGame
+from .registration import GYM_ID, register_gymnasium
 from .sampling import uniform_square
 
 BLOCK = 256  # plies of dice and uniforms drawn per generator call
@@ -87,55 +88,163 @@ def single(seconds: float, config: Config, seed: int = 0) -> float:
     return _timed(run_block, seconds)
 
 
+def _uniforms(rng: np.random.Generator) -> Iterator[float]:
+    """Uniform floats in [0, 1) without end, drawn `BLOCK` at a time (a random choice each)."""
+    while True:
+        yield from rng.random(BLOCK).tolist()
+
+
+def _whole_games(play_game: Callable[[], tuple[int, int]]) -> Callable[[], tuple[int, int]]:
+    """A block of `play_game` (one game or episode: returns (steps, plies)) repeated until it made at least
+    `BLOCK` steps; the block's (steps, plies)."""
+
+    def run_block() -> tuple[int, int]:
+        steps = plies = 0
+        while steps < BLOCK:
+            more_steps, more_plies = play_game()
+            steps, plies = steps + more_steps, plies + more_plies
+        return steps, plies
+
+    return run_block
+
+
+def aec_loop(environment, uniforms: Iterator[float]) -> tuple[int, int]:
+    """One game in the loop a PettingZoo user writes (`reset`, `agent_iter`, `last`, a uniformly random
+    legal action from the mask, `step`; `None` for a done agent): (plies, plies) it made, a ply being a
+    step with an action other than `None` (`_whole_games` counts its blocks in plies)."""
+    environment.reset()
+    plies = 0
+    for _ in environment.agent_iter():
+        observation, _, terminated, truncated, _ = environment.last()
+        action = None
+        if not (terminated or truncated):
+            legal = observation["action_mask"].nonzero()[0]
+            action = int(legal[int(next(uniforms) * len(legal))])
+            plies += 1
+        environment.step(action)
+    return plies, plies
+
+
 def aec(seconds: float, config: Config, seed: int = 0, wrapped: bool = True, reward: str = "outcome") -> float:
     """Plies/s of the PettingZoo env (`env()`, or `raw_env` if not `wrapped`) with the reward
-    `reward` under random masked play through the public API (`last`/`step`)."""
+    `reward` in the user's loop (`aec_loop`)."""
     from .aec_env import env as make_env
     from .aec_env import raw_env
 
     make = make_env if wrapped else raw_env
     environment = make(reserve=config.reserve, ply_limit=config.ply_limit, start=config.start, reward=reward)
     environment.reset(seed=seed)
+    uniforms = _uniforms(np.random.default_rng(seed))
+    return _timed(lambda: _whole_games(lambda: aec_loop(environment, uniforms))()[0], seconds)
+
+
+def connect_four(seconds: float, seed: int = 0) -> float:
+    """Plies/s of PettingZoo's own `connect_four_v3.raw_env` in the same loop (`aec_loop`)."""
+    from pettingzoo.classic import connect_four_v3
+
+    environment = connect_four_v3.raw_env()
+    environment.reset(seed=seed)
+    uniforms = _uniforms(np.random.default_rng(seed))
+    return _timed(lambda: _whole_games(lambda: aec_loop(environment, uniforms))()[0], seconds)
+
+
+def gym_episode(environment, uniforms: Iterator[float], masked: bool) -> tuple[int, int]:
+    """One episode in the loop a Gymnasium user writes (`reset`, then `step` with a uniformly random
+    action, legal by `info["action_mask"]` where `masked`, until terminated or truncated): (steps,
+    plies), the plies both players' placements (`info["ply"]`; a step where there is none)."""
+    _, info = environment.reset()
+    steps, actions = 0, environment.action_space.n
+    while True:
+        if masked:
+            legal = info["action_mask"].nonzero()[0]
+            action = int(legal[int(next(uniforms) * len(legal))])
+        else:
+            action = int(next(uniforms) * actions)
+        _, _, terminated, truncated, info = environment.step(action)
+        steps += 1
+        if terminated or truncated:
+            return steps, info.get("ply", steps)
+
+
+def gym_single(seconds: float, config: Config, seed: int = 0, env_id: str = GYM_ID, **kwargs) -> tuple[float, float]:
+    """(steps/s, plies/s) of `gymnasium.make(env_id)` in the user's loop (`gym_episode`); `GYM_ID` (our
+    env, random opponent, `kwargs` such as `reward`) or another id (`"CartPole-v1"`: no mask)."""
+    import gymnasium
+
+    register_gymnasium()
+    ours = env_id == GYM_ID
+    settings = dict(reserve=config.reserve, ply_limit=config.ply_limit, start=config.start, **kwargs) if ours else {}
+    environment = gymnasium.make(env_id, **settings)
+    environment.reset(seed=seed)
+    uniforms = _uniforms(np.random.default_rng(seed))
+    return _rates(_whole_games(lambda: gym_episode(environment, uniforms, ours)), seconds)
+
+
+def _rates(run_block: Callable[[], tuple[int, int]], seconds: float) -> tuple[float, float]:
+    """(steps/s, plies/s) of `run_block` (returns the steps and plies it made) repeated for about `seconds`."""
+    run_block()  # warm-up
+    steps = plies = 0
+    start = time.perf_counter()
+    while True:
+        more_steps, more_plies = run_block()
+        steps, plies = steps + more_steps, plies + more_plies
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return steps / elapsed, plies / elapsed
+
+
+def _random_legal(masks: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """(N,) int64: a uniformly random legal square of each row of `masks` ((N, 36) bool)."""
+    return uniform_square(array_to_bitboards(masks), uniforms)
+
+
+def vector(num_envs: int, seconds: float, config: Config, seed: int = 0, env_id: str = GYM_ID, **kwargs) -> float:
+    """Env steps/s of `gymnasium.make_vec(env_id, num_envs)` stepped with a uniformly random
+    action per env (legal by `infos["action_mask"]` for `GYM_ID`, learner and opponent random, `kwargs`
+    such as `reward`; CartPole-v1's own vector env for `"CartPole-v1"`); an env step is one env's step."""
+    import gymnasium
+
+    register_gymnasium()
+    ours = env_id == GYM_ID
+    if ours:
+        settings = dict(reserve=config.reserve, ply_limit=config.ply_limit, start=config.start, **kwargs)
+        environment = gymnasium.make_vec(env_id, num_envs=num_envs, **settings)
+    else:
+        environment = gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode="vector_entry_point")
+    _, infos = environment.reset(seed=seed)
     rng = np.random.default_rng(seed)
+    steps_per_block = BLOCK // 8
 
     def run_block() -> int:
-        uniforms = iter(rng.random(BLOCK).tolist())
-        plies = 0
-        while plies < BLOCK:
-            if not environment.agents:
-                environment.reset()
-            observation, _, terminated, truncated, _ = environment.last()
-            if terminated or truncated:
-                environment.step(None)
-                continue
-            legal = observation["action_mask"].nonzero()[0]
-            environment.step(int(legal[int(next(uniforms) * len(legal))]))
-            plies += 1
-        return plies
+        nonlocal infos
+        for _ in range(steps_per_block):
+            uniforms = rng.random(num_envs)
+            if ours:
+                actions = _random_legal(infos["action_mask"], uniforms)
+            else:
+                actions = (uniforms * environment.single_action_space.n).astype(np.int64)
+            infos = environment.step(actions)[-1]
+        return steps_per_block * num_envs
 
     return _timed(run_block, seconds)
 
 
-def vector(num_envs: int, seconds: float, config: Config, seed: int = 0) -> float:
-    """Plies/s (both sides' placements) of the Gymnasium vector env, learner and opponent random."""
-    from .gym_env import StrategicReserveVectorEnv
-    from .policies import UniformRandomPolicy
+def sb3(num_envs: int, seconds: float, config: Config, seed: int = 0, **kwargs) -> float:
+    """Env steps/s of the SB3 VecEnv stepped as sb3-contrib's MaskablePPO `collect_rollouts` does
+    (`get_action_masks`: `env_method("action_masks")`, an action per env, `step`), a uniformly
+    random legal action per env; `kwargs` such as `reward`."""
+    from .sb3_env import StrategicReserveVecEnv
 
-    environment = StrategicReserveVectorEnv(
-        num_envs, reserve=config.reserve, ply_limit=config.ply_limit, start=config.start
-    )
-    environment.reset(seed=seed)
-    learner, rng = UniformRandomPolicy(), np.random.default_rng(seed)
+    environment = StrategicReserveVecEnv(num_envs, config=config, seed=seed, **kwargs)
+    environment.reset()
+    rng = np.random.default_rng(seed)
+    steps_per_block = BLOCK // 8
 
     def run_block() -> int:
-        before = int(environment.games.state.ply.sum())
-        finished = 0
-        for _ in range(BLOCK // 8):
-            actions = learner.act(None, environment.action_masks(), rng)
-            _, _, terminated, truncated, _ = environment.step(actions)
-            ended = terminated | truncated
-            finished += int(environment.games.state.ply[ended].sum())  # plies of games about to restart
-        return int(environment.games.state.ply.sum()) - before + finished
+        for _ in range(steps_per_block):
+            masks = np.stack(environment.env_method("action_masks"))
+            environment.step(_random_legal(masks, rng.random(num_envs)))
+        return steps_per_block * num_envs
 
     return _timed(run_block, seconds)
 
@@ -160,12 +269,51 @@ def reference(seconds: float, config: Config, seed: int = 0) -> float:
 
 
 COLUMNS = (12, 8, 32, 12)  # widths of a report row's interface, size, what and rate
+VECTOR_ENVS = 64  # the envs of the vector env and SB3 VecEnv lines (a usual PPO setting)
+PEERS = ("connect_four_v3.raw_env", "CartPole-v1")  # the libraries' own envs the interfaces are measured beside
 
 
-def row(interface: str, size: str, what: str, rate: float) -> str:
+def row(interface: str, size: str, what: str, rate: float, unit: str = "plies/s") -> str:
     """One report line, its columns aligned with every other's (`COLUMNS`)."""
     first, second, third, fourth = COLUMNS
-    return f"{interface:<{first}}{size:<{second}}{what:<{third}}{rate:>{fourth},.0f} plies/s"
+    return f"{interface:<{first}}{size:<{second}}{what:<{third}}{rate:>{fourth},.0f} {unit}"
+
+
+def _interface_lines(seconds: float, config: Config, rates: dict) -> Iterator[str]:
+    """The interfaces in their users' loops, each beside its peer measured in the same run (`PEERS`), the
+    ratio to it at the end of the line; the AEC env's plies/s go into `rates` (`"env"`, `"raw"`)."""
+    four = connect_four(seconds)
+    rates["raw"] = outcome = aec(seconds, config, wrapped=False)
+    rates["env"] = aec(seconds, config)
+    lines = {
+        "env()": rates["env"],
+        "raw_env": outcome,
+        "raw_env luck_adjusted": aec(seconds, config, wrapped=False, reward="luck_adjusted"),
+    }
+    yield row("pettingzoo", "1 game", f"{PEERS[0]}, aec_loop", four)
+    for name, rate in lines.items():
+        yield row("aec", "1 game", f"{name}, aec_loop", rate) + f"  x{rate / four:.2f} connect_four"
+    cart_steps, _ = gym_single(seconds, config, env_id=PEERS[1])
+    yield row("gymnasium", "1 env", f"{PEERS[1]}, gym_episode", cart_steps, "steps/s")
+    for reward in ("outcome", "luck_adjusted"):
+        steps, plies = gym_single(seconds, config, reward=reward)
+        yield (
+            row("gym env", "1 env", f"{reward}, gym_episode", steps, "steps/s")
+            + f"  x{steps / cart_steps:.2f} CartPole, {plies:,.0f} plies/s x{plies / outcome:.2f} aec raw_env"
+        )
+    cart_vector = vector(VECTOR_ENVS, seconds, config, env_id=PEERS[1])
+    yield row("gymnasium", f"{VECTOR_ENVS}", f"{PEERS[1]} vector, masks->step", cart_vector, "steps/s")
+    for reward in ("outcome", "luck_adjusted"):
+        rate = vector(VECTOR_ENVS, seconds, config, reward=reward)
+        yield row("vector env", f"{VECTOR_ENVS}", f"{reward}, masks->step", rate, "steps/s") + (
+            f"  x{rate / cart_vector:.2f} CartPole"
+        )
+    sb3_outcome = sb3(VECTOR_ENVS, seconds, config)
+    yield row("sb3 VecEnv", f"{VECTOR_ENVS}", "outcome, collect_rollouts", sb3_outcome, "steps/s")
+    sb3_luck = sb3(VECTOR_ENVS, seconds, config, reward="luck_adjusted")
+    yield row("sb3 VecEnv", f"{VECTOR_ENVS}", "luck_adjusted, collect_rollouts", sb3_luck, "steps/s") + (
+        f"  x{sb3_luck / sb3_outcome:.2f} outcome"
+    )
 
 
 def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), config: Config | None = None) -> list[str]:
@@ -182,14 +330,7 @@ def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), conf
     for batch_size in batch_sizes:
         rates[batch_size] = batched(batch_size, seconds, config)
         lines.append(row("engine", f"B={batch_size}", "batched numpy arrays", rates[batch_size]))
-    rates["env"] = aec(seconds, config)
-    lines.append(row("aec env()", "1 game", "random masked play, public API", rates["env"]))
-    rates["raw"] = aec(seconds, config, wrapped=False)
-    lines.append(row("aec raw_env", "1 game", "random masked play, public API", rates["raw"]))
-    luck_adjusted = aec(seconds, config, wrapped=False, reward="luck_adjusted")
-    lines.append(row("aec raw_env", "1 game", "the same, luck_adjusted reward", luck_adjusted))
-    vector_envs = max(batch_sizes)
-    lines.append(row("vector env", f"{vector_envs}", "random vs random", vector(vector_envs, seconds, config)))
+    lines.extend(_interface_lines(seconds, config, rates))
     ref = reference(seconds, config)
     lines.append(row("reference", "B=1", "plain scalar (reference.py)", ref))
     best = max(batch_sizes)

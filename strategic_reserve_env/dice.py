@@ -109,6 +109,12 @@ class _Streams:
             self.counters = counters + np.asarray(mask, dtype=np.uint64)
         return counters
 
+    def _next_of_one(self) -> int:
+        """The counter of a batch of one stream before the draw, as a Python int; the stream advances."""
+        counter = int(self.counters[0])
+        self.counters = np.array([counter + 1], dtype=np.uint64)
+        return counter
+
 
 class BatchDice(_Streams):
     """The dice of B games, advanced together: `next()` returns one roll per game, (B,) int64.
@@ -119,6 +125,10 @@ class BatchDice(_Streams):
         """(B,) int64 rolled squares, one per stream; only streams where `mask` advance."""
         return rolled_square(self.keys, self._advance(mask))
 
+    def next_of_one(self) -> int:
+        """The rolled square `next` gives a batch of one stream, on Python ints (B = 1 only)."""
+        return rolled_square(int(self.keys[0]), self._next_of_one())
+
 
 class UniformStreams(_Streams):
     """B streams of uniform floats in [0, 1) (tag `CHANCE_TAG` of each seed), advanced together."""
@@ -128,6 +138,10 @@ class UniformStreams(_Streams):
     def next(self, mask: np.ndarray | None = None) -> np.ndarray:
         """(B,) float64 uniforms in [0, 1), one per stream; only streams where `mask` advance."""
         return uniform(self.keys, self._advance(mask))
+
+    def next_of_one(self) -> float:
+        """The uniform `next` gives a batch of one stream, on Python ints (B = 1 only)."""
+        return uniform(int(self.keys[0]), self._next_of_one())
 
     def take(self, streams: np.ndarray) -> np.ndarray:
         """(K,) float64 uniforms of the streams `streams` ((K,) distinct indices), which alone advance:

@@ -76,19 +76,29 @@ class Game:
         self._origin = self._start
 
     # -- conversion to and from the batched engine ---------------------------------
+    @classmethod
+    def of(cls, state: engine.State, index: int, config: Config) -> Game:
+        """Game `index` of a batched state played under `config`, without building the configured start
+        (the single-game path of a batch of one): `reset` returns to the loaded position."""
+        game = cls.__new__(cls)
+        game.config = config
+        game.load(state, index)
+        game._start = game._origin
+        return game
+
     def load(self, state: engine.State, index: int) -> None:
         """Copy game `index` of a batched state into this game (its history starts empty)."""
         self.history = []
-        for name in _FIELDS:
-            value = getattr(state, name)[index]
-            setattr(self, name, bool(value) if name == "truncated" else int(value))
+        for name in _FIELDS:  # .item: a Python int (truncated a bool)
+            setattr(self, name, getattr(state, name).item(index))
         self._origin = tuple(getattr(self, name) for name in _FIELDS)  # where the history begins
 
     def to_state(self) -> engine.State:
         """This game as a batched state with B = 1."""
-        values = {name: np.array([getattr(self, name)]) for name in _FIELDS}
-        values["truncated"] = values["truncated"].astype(bool)
-        return engine.State(**{k: v if k == "truncated" else v.astype(np.int64) for k, v in values.items()})
+        row = np.array([getattr(self, name) for name in _FIELDS], dtype=np.int64)  # one array, a field a slice
+        values = {name: row[i : i + 1] for i, name in enumerate(_FIELDS)}
+        values["truncated"] = np.array([self.truncated], dtype=bool)
+        return engine.State(**values)
 
     def copy(self) -> Game:
         """An independent copy."""
@@ -165,6 +175,13 @@ class Game:
             self.legal,
         ) = rules.place(rules.place_reads(self), BIT[square], self.config.ply_limit)
         self.history.append((self.rolled, square))
+
+    def forfeit(self) -> None:
+        """The player to move loses (the envs' penalty for an illegal move; not a rule of the game): no
+        checker moves, the other player is the winner (`engine.forfeit` of one game)."""
+        if self.done:
+            raise engine.IllegalActionError("the game is over; reset it first")
+        self.winner, self.legal = self.to_move ^ 1, 0
 
     # -- readable views --------------------------------------------------------------
     @property

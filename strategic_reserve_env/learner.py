@@ -54,13 +54,21 @@ from typing import NamedTuple
 import numpy as np
 
 from . import engine, turns
-from .board import BLUE, COLOURS, NUM_SQUARES, RED, clip
+from .board import BIT, BLUE, COLOURS, NO_PLAYER, NUM_SQUARES, RED, clip
 from .config import Config
 from .dice import BatchDice, UniformStreams
+from .game import Game
 from .observation import OBSERVATION_SHAPE, planes
 from .observation import mask_from_planes as _mask_from_planes
 from .outcome import Ledger, as_reward_function, reward
-from .policies import InvalidActionsError, as_policy, checked_actions, policy_inputs, policy_name
+from .policies import (
+    InvalidActionsError,
+    UniformRandomPolicy,
+    as_policy,
+    checked_actions,
+    policy_inputs,
+    policy_name,
+)
 
 SEATS = ("random", "red", "blue")
 ILLEGAL_ACTION = ("lose", "raise")
@@ -91,6 +99,8 @@ def as_actions(actions: object, num_games: int) -> np.ndarray:
     (`IllegalActionError`, as the PettingZoo env raises for it); a square of the board that is
     not a legal placement now is an illegal action, the documented forfeit (or an error with
     `illegal_action="raise"`)."""
+    if type(actions) is int and num_games == 1 and 0 <= actions < NUM_SQUARES:  # the single env's usual action
+        return np.array([actions], dtype=np.int64)
     integer = isinstance(actions, (int, np.integer)) and not isinstance(actions, bool)
     if num_games == 1 and (
         integer or isinstance(actions, np.ndarray) and actions.shape == () and actions.dtype.kind in "iu"
@@ -159,6 +169,8 @@ class _Results:
 #: the fields of LearnerGames a step may replace (put back by ``_atomically`` when it fails), besides the
 #: dice and chance streams' counters and the state of ``rng``'s generator
 _STEP_FIELDS = ("state", "seat", "opponent_id", "dice", "chance", "rng", "started")
+_ONE_TRUE, _ONE_FALSE = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)  # (1,) bool rows of a batch of one game
+_ONE_TRUE.flags.writeable = _ONE_FALSE.flags.writeable = False
 
 
 class LearnerGames:
@@ -214,6 +226,7 @@ class LearnerGames:
         self.rng = np.random.default_rng()
         self.started = False  # reset() was called: every game is playing or over
         self._cached_view: tuple | None = None  # (state, planes, masks) of the latest state asked about
+        self._cached_game: tuple[engine.State, Game] | None = None  # (state, its one game) of the single-game path
 
     def set_opponents(self, opponents: list, weights=None) -> None:
         """Replace the opponent pool; games keep their opponent until they start again."""
@@ -304,6 +317,9 @@ class LearnerGames:
 
     def _step(self, actions, restart, autoreset: bool) -> LearnerStep:
         actions = as_actions(actions, self.num_games)
+        if self.num_games == 1 and restart is None and not autoreset:
+            self._check_started()
+            return self._step_one(actions)
         restart = np.zeros(self.num_games, dtype=bool) if restart is None else self._game_mask(restart, "restart")
         self._check_started()
         before = self.state.done
@@ -372,11 +388,15 @@ class LearnerGames:
         """The opponent takes its turn where it is to move (`turn`), then the learner rolls,
         in the live games of `mask`: every one of them ends over or awaiting the learner's decision.
         With `ledger`, the rolls of the games of `recorded` ((B,) bool; default `mask`) are recorded
-        in it (`roll`: the opponent's, then the learner's)."""
+        in it (`roll`: the opponent's, then the learner's). A batch of one game takes the single-game
+        path (`_advance_one`)."""
+        recorded = mask if recorded is None else recorded
+        if self.num_games == 1:
+            self._advance_one(mask, ledger, recorded)
+            return
         opponent_turn = mask & ~self.state.done & (self.state.to_move != self.seat)
         on_roll = None
         if ledger is not None:
-            recorded = mask if recorded is None else recorded
             mine, theirs = np.ones(self.num_games, dtype=bool), np.zeros(self.num_games, dtype=bool)
 
             def on_roll(state: engine.State) -> None:
@@ -389,6 +409,74 @@ class LearnerGames:
             self.state = turns.roll(self.state, self.dice, learner_turn)
             if ledger is not None:
                 ledger.roll(self.state, mine, learner_turn & recorded)
+
+    def _advance_one(self, mask: np.ndarray, ledger: Ledger | None, recorded: np.ndarray) -> None:
+        """`_advance` of one game (B = 1) on the single-game path (`Game`, Python ints, as the AEC env
+        plays): the same rolls from the same streams, the opponent asked the same way (`_opponents_decide`),
+        the same records in `ledger`, without the batch machinery's arrays of one."""
+        state = self.state
+        if not mask[0] or state.winner[0] != NO_PLAYER or state.truncated[0]:
+            return
+        game = Game.of(state, 0, self.config)
+        self._play_one(game, ledger, recorded)
+        self._commit_one(game)
+
+    def _commit_one(self, game: Game) -> None:
+        """`game` becomes the batch's one game (`state`), kept beside it for its view (`_view`)."""
+        self.state = game.to_state()
+        self._cached_game = (self.state, game)
+
+    def _play_one(self, game: Game, ledger: Ledger | None, recorded: np.ndarray) -> None:
+        """The opponent's turn in the live `game` (the batch's one game) if it is to move (its roll unless
+        made, its choice, its placement), then the learner's roll unless the game is over; the rolls
+        recorded in `ledger` (made where `recorded`, (1,) bool), as `turns.turn` and `_advance` do."""
+        if game.to_move != self.seat[0]:
+            if not game.legal:
+                game.roll(self.dice.next_of_one())
+            if ledger is not None:
+                ledger.roll(game, _ONE_FALSE, recorded)
+            opponent = self.opponents[int(self.opponent_id[0])]
+            if type(opponent) is UniformRandomPolicy:  # the built-in random opponent: its choice on ints
+                game.place(int(opponent.act_from_uniforms(game.legal, self.chance.next_of_one())))
+            else:
+                game.place(int(self._opponents_decide(game.to_state(), _ONE_TRUE)[0]))
+        if not game.done:
+            game.roll(self.dice.next_of_one())
+            if ledger is not None:
+                ledger.roll(game, _ONE_TRUE, recorded)
+
+    def _step_one(self, actions: np.ndarray) -> LearnerStep:
+        """`_step` of one game (B = 1) with neither restart nor autoreset, on the single-game path
+        (`Game`, as `_advance_one`): the same game, rewards and errors, without the arrays of one."""
+        state, square = self.state, int(actions[0])
+        if state.winner[0] != NO_PLAYER or state.truncated[0]:
+            raise ResetNeeded("game 0 is over (its episode ended): reset (or restart) it before stepping it again")
+        game = Game.of(state, 0, self.config)
+        ledger = Ledger(1, self.reward_function)
+        illegal = not game.legal & BIT[square]
+        if not illegal:
+            game.place(square)
+        elif self.illegal_action == "lose":
+            game.forfeit()
+        else:
+            self._learner_places(actions, _ONE_TRUE)  # raises the batch's IllegalActionError, changing nothing
+        if not game.done:
+            self._play_one(game, ledger, _ONE_TRUE)
+        outcome = np.zeros(1, dtype=np.int64)
+        if game.done:
+            outcome[0] = reward(game.winner, int(self.seat[0]))
+            ledger.end(_ONE_TRUE, outcome)
+        rewards = ledger.settle(np.float32)
+        self._commit_one(game)
+        return LearnerStep(
+            rewards,
+            np.array([game.winner >= 0]),
+            np.array([game.truncated]),
+            np.array([illegal]),
+            None,
+            self.opponent_id.copy(),
+            outcome,
+        )
 
     def _opponents_decide(self, state: engine.State, acting: np.ndarray) -> np.ndarray:
         """(B,) the opponents' choices in the games of `acting` (each opponent once, on its own games)."""
@@ -483,6 +571,12 @@ class LearnerGames:
     def _view(self) -> tuple[np.ndarray, np.ndarray]:
         """The planes and masks of the current state, computed once per state and never handed out."""
         if self._cached_view is None or self._cached_view[0] is not self.state:
-            view = planes(self.state, self.seat)
+            if self.num_games == 1:  # one game: the planes on Python ints (as the AEC env observes)
+                cached = self._cached_game
+                fresh = cached is not None and cached[0] is self.state
+                game = cached[1] if fresh else Game.of(self.state, 0, self.config)
+                view = planes(game, int(self.seat[0]))[None]
+            else:
+                view = planes(self.state, self.seat)
             self._cached_view = (self.state, view, _mask_from_planes(view).view(bool))
         return self._cached_view[1:]

@@ -32,7 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from . import rules
-from .board import BIT_ARRAY, NUM_SQUARES
+from .board import BIT, BIT_ARRAY, NUM_SQUARES
 
 RACE_A, RACE_B = 1.553, 0.368
 """The reserve-race model's coefficients: a logistic regression on the 96,661 decisions of 4,000 greedy
@@ -129,9 +129,61 @@ def every_roll(me, opp, reserve_me, reserve_opp) -> AfterRoll:
     )
 
 
+def distinct_rolls(me: int, opp: int, reserve_me: int, reserve_opp: int) -> tuple[AfterRoll, list[int]]:
+    """The positions after the 36 rolls of one position (Python ints), each told once: `(after, outcome)`,
+    `after` the `AfterRoll` of the distinct positions ((n,) int64 fields, n <= 36) and `outcome` the
+    index into them of each roll `k` (36 ints). Every empty square gives one position (nothing
+    captured), and so does every square of one group (a group of the roller's: the same enemy checkers
+    touch it; an enemy group: the same checkers are captured), so the rules run once per group."""
+    outcome = [0] * NUM_SQUARES
+    groups: list[tuple[int, int]] = []  # (a group of checkers rolled on, the index of its position)
+    covered = 0  # the squares of those groups
+    empty = -1  # the index of the position after a roll on an empty square (-1: none yet)
+    positions = []  # (opp, reserve_opp, legal) after each distinct roll
+    for square, bit in enumerate(BIT):
+        if bit & covered:
+            outcome[square] = next(index for grouped, index in groups if grouped & bit)
+            continue
+        if not bit & (me | opp) and empty >= 0:
+            outcome[square] = empty
+            continue
+        outcome[square] = len(positions)
+        opp_after, reserve_after, captured, legal, _ = rules.roll(me, opp, reserve_opp, bit)
+        positions.append((opp_after, reserve_after, legal))
+        if bit & opp:  # an enemy hit captures the rolled checker's group
+            groups.append((captured, outcome[square]))
+            covered |= captured
+        elif bit & me:
+            grouped = rules.group(bit, me)
+            groups.append((grouped, outcome[square]))
+            covered |= grouped
+        else:
+            empty = outcome[square]
+    count = len(positions)
+    opp_after, reserve_after, legal = (np.array(column, dtype=np.int64) for column in zip(*positions, strict=True))
+    mine = np.full(count, me, dtype=np.int64), np.full(count, reserve_me, dtype=np.int64)
+    return AfterRoll(me=mine[0], opp=opp_after, reserve_me=mine[1], reserve_opp=reserve_after, legal=legal), outcome
+
+
+def _single_roll_values(value: ValueFunction, me: int, opp: int, reserve_me: int, reserve_opp: int) -> np.ndarray:
+    """(36,) float64: `roll_values` of one position (Python ints), `value` asked once about each distinct
+    position after a roll (`distinct_rolls`)."""
+    after, outcome = distinct_rolls(me, opp, reserve_me, reserve_opp)
+    values = np.asarray(value(after), dtype=np.float64)
+    if values.shape != after.me.shape:
+        raise ValueError(
+            f"value function {value.name!r} returned shape {values.shape}, expected {after.me.shape} "
+            "(the shape of the positions it was given)"
+        )
+    return values.take(outcome)
+
+
 def roll_values(value: ValueFunction, me, opp, reserve_me, reserve_opp) -> np.ndarray:
     """`(..., 36)` float64: the roller's win probability after each of its 36 rolls (`value` of
-    `every_roll`), from the position before the roll."""
+    `every_roll`), from the position before the roll. One position of Python ints asks `value` once
+    about each distinct position after a roll (`distinct_rolls`), in one call."""
+    if type(me) is int and type(opp) is int and type(reserve_me) is int and type(reserve_opp) is int:
+        return _single_roll_values(value, me, opp, reserve_me, reserve_opp)
     values = np.asarray(value(every_roll(me, opp, reserve_me, reserve_opp)), dtype=np.float64)
     expected = np.broadcast_shapes(*(np.shape(x) for x in (me, opp, reserve_me, reserve_opp))) + (NUM_SQUARES,)
     if values.shape != expected:
@@ -145,6 +197,10 @@ def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) ->
     broadcast together, `rolled` too): `V(after the roll) - mean over the 36 rolls of V`, float64 of the
     broadcast shape."""
     values = roll_values(value, me, opp, reserve_me, reserve_opp)
+    if values.ndim == 1 and type(rolled) is int:  # one position and one roll (Python ints)
+        if not 0 <= rolled < NUM_SQUARES:
+            raise ValueError(f"rolled squares must be in 0..{NUM_SQUARES - 1}")
+        return values[rolled] - values.mean()
     rolled = np.asarray(rolled, dtype=np.int64)
     if np.any((rolled < 0) | (rolled >= NUM_SQUARES)):
         raise ValueError(f"rolled squares must be in 0..{NUM_SQUARES - 1}")
@@ -157,7 +213,10 @@ def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) ->
 def before_roll(me, opp, reserve_me, reserve_opp, captured) -> tuple[Any, Any, Any, Any]:
     """The position before a roll, from the one just after it (the engine's fields after `roll`: `me` the
     roller's, `opp` and `reserve_opp` after the captures, `captured` the squares the roll emptied):
-    `(me, opp, reserve_me, reserve_opp)`, the captured checkers back on the board and out of the reserve."""
+    `(me, opp, reserve_me, reserve_opp)`, the captured checkers back on the board and out of the reserve
+    (Python ints for Python ints)."""
+    if type(captured) is int and type(opp) is int and type(reserve_opp) is int:
+        return me, opp | captured, reserve_me, reserve_opp - captured.bit_count()
     captured = np.asarray(captured, dtype=np.int64)
     return me, np.asarray(opp) | captured, reserve_me, np.asarray(reserve_opp) - np.bitwise_count(captured)
 
@@ -181,6 +240,7 @@ __all__ = [
     "RaceValue",
     "ValueFunction",
     "before_roll",
+    "distinct_rolls",
     "every_roll",
     "luck_of_latest_roll",
     "race_win_probability",

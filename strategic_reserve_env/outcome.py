@@ -38,7 +38,7 @@ import functools
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -111,9 +111,14 @@ class Roll:
     # reserve_opp) of the roller just before the roll (luck.roll_luck's position)
     rolled: np.ndarray  # (B,) int64: the rolled square, 0..35
     after: AfterRoll  # (B,) fields: the position just after the roll, the roller to place
+    single: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
+    """The roll of one game in every row (a `Game`'s, `latest_roll`): `(me, opp, reserve_me, reserve_opp,
+    rolled)` of `before` and `rolled` as Python ints, so that its luck is worked out once, on ints."""
 
     def luck(self, value: ValueFunction) -> np.ndarray:
         """(B,) float64: the roller's luck of this roll under `value` (0 in the rows where it was not made)."""
+        if self.single is not None:  # one position: its 36 rolls' values once (luck.roll_values on ints)
+            return np.where(self.made, luck.roll_luck(value, *self.single), 0.0)
         result = np.zeros(self.made.shape, dtype=np.float64)
         rows = np.flatnonzero(self.made)
         if rows.size:
@@ -147,15 +152,22 @@ def latest_roll(state, own: np.ndarray, made: np.ndarray) -> Roll:
     """The latest roll of each game of `state` (an engine State, or a Game seen as one row per agent),
     read just after it (the roller to place), as a `Roll` with `own` and `made` ((B,) bool)."""
     before = luck.before_roll(state.me, state.opp, state.reserve_me, state.reserve_opp, state.captured)
-    fields = (state.me, state.opp, state.reserve_me, state.reserve_opp, state.legal)
-    after = AfterRoll(*(np.broadcast_to(np.asarray(x, dtype=np.int64), made.shape) for x in fields))
-    return Roll(
-        made=made,
-        own=own,
-        before=tuple(np.broadcast_to(np.asarray(x, dtype=np.int64), made.shape) for x in before),  # type: ignore[arg-type]
-        rolled=np.broadcast_to(np.asarray(state.rolled, dtype=np.int64), made.shape),
-        after=after,
-    )
+    after = (state.me, state.opp, state.reserve_me, state.reserve_opp, state.legal)
+    single = None
+    if type(state.me) is int:  # a Game: one position in every row, its luck worked out once (Roll.single)
+        single = (*before, state.rolled)
+        rows = [_read_only(np.full(made.shape, x, dtype=np.int64)) for x in (*before, state.rolled, *after)]
+    else:
+        rows = [_rows(x, made.shape) for x in (*before, state.rolled, *after)]
+    return Roll(made, own, tuple(rows[:4]), rows[4], AfterRoll(*rows[5:]), single)  # type: ignore[arg-type]
+
+
+def _rows(x, shape: tuple[int, ...]) -> np.ndarray:
+    """`x` as a read-only int64 array of `shape`: a view of it when it is such an array already (an
+    engine State's field), else broadcast."""
+    if type(x) is np.ndarray and x.shape == shape and x.dtype == np.int64:
+        return _read_only(x.view())
+    return np.broadcast_to(np.asarray(x, dtype=np.int64), shape)
 
 
 @runtime_checkable
@@ -235,9 +247,13 @@ def checked_rewards(rewards: object, rows: int, dtype: type = np.float64) -> np.
     """A reward function's answer as (rows,) `dtype` real numbers, all finite: `TypeError` for anything
     but real numbers (strings, complex numbers, objects), `ValueError` for another shape or a NaN or an
     infinite reward (one that only overflows `dtype` included), each naming what was returned."""
-    if type(rewards) is np.ndarray and rewards.dtype == dtype and rewards.shape == (rows,):  # the usual answer
-        if rows <= _FEW_ROWS and all(map(math.isfinite, rewards.tolist())) or np.isfinite(rewards).all():
-            return rewards
+    if type(rewards) is np.ndarray and rewards.dtype.kind == "f" and rewards.shape == (rows,):  # the usual answer
+        result = rewards
+        if rewards.dtype != dtype:
+            with np.errstate(over="ignore"):  # an overflow is an infinity, refused below
+                result = rewards.astype(dtype)
+        if rows <= _FEW_ROWS and all(map(math.isfinite, result.tolist())) or np.isfinite(result).all():
+            return result
     try:
         array = np.asarray(rewards)
     except (TypeError, ValueError) as error:  # e.g. a ragged list

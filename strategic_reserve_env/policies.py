@@ -68,7 +68,10 @@ class UniformRandomPolicy:
 
     def act_from_uniforms(self, legal: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
         """(B,) int64 squares: the one `act` picks when its generator draws `uniforms` ((B,) floats
-        in [0, 1)), from `legal` ((B,) int64 bitboards); 0 where none is legal."""
+        in [0, 1)), from `legal` ((B,) int64 bitboards); 0 where none is legal. One game's Python ints
+        (`legal` an int, `uniforms` a float) give an int."""
+        if type(legal) is int:
+            return uniform_square(legal, uniforms) if legal else 0
         return np.where(legal != 0, uniform_square(legal, uniforms), 0)
 
     def __repr__(self) -> str:

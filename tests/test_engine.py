@@ -178,23 +178,65 @@ BENCH_LABELS = [  # in bench.COLUMNS: every row's columns start at the same plac
     "engine      B=1     single-game path (Python ints)",
     "engine      B=1     batched numpy arrays",
     "engine      B=8     batched numpy arrays",
-    "aec env()   1 game  random masked play, public API",
-    "aec raw_env 1 game  random masked play, public API",
-    "aec raw_env 1 game  the same, luck_adjusted reward",
-    "vector env  8       random vs random",
+    "pettingzoo  1 game  connect_four_v3.raw_env, aec_loop",
+    "aec         1 game  env(), aec_loop",
+    "aec         1 game  raw_env, aec_loop",
+    "aec         1 game  raw_env luck_adjusted, aec_loop",
+    "gymnasium   1 env   CartPole-v1, gym_episode",
+    "gym env     1 env   outcome, gym_episode",
+    "gym env     1 env   luck_adjusted, gym_episode",
+    "gymnasium   64      CartPole-v1 vector, masks->step",
+    "vector env  64      outcome, masks->step",
+    "vector env  64      luck_adjusted, masks->step",
+    "sb3 VecEnv  64      outcome, collect_rollouts",
+    "sb3 VecEnv  64      luck_adjusted, collect_rollouts",
     "reference   B=1     plain scalar (reference.py)",
 ]
+#: the line each ratio of a bench line is to (by the name it prints)
+BENCH_PEERS = {
+    "connect_four": BENCH_LABELS[3],
+    "CartPole": None,  # the gymnasium line of the same size, just above
+    "outcome": BENCH_LABELS[13],
+    "aec raw_env": BENCH_LABELS[5],
+}
+BENCH_LINE = re.compile(
+    r"(?P<label>.+?)\s+(?P<rate>[\d,]+) (?:plies|steps)/s"
+    r"(?:  x(?P<ratio>[\d.]+) (?P<peer>connect_four|CartPole|outcome))?"
+    r"(?:, (?P<plies>[\d,]+) plies/s x(?P<per_ply>[\d.]+) aec raw_env)?"
+)
 
 
-def test_bench_reports_every_path_and_the_speed_up_of_its_own_figures():
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+def test_bench_reports_every_interface_beside_its_peer_and_the_ratios_of_its_own_figures():
+    """Each interface in its users' loop beside the library's own env of that loop (PettingZoo's connect_four,
+    Gymnasium's CartPole-v1) in the same run; each printed ratio is the ratio of the printed rates."""
     lines = bench.run(seconds=0.01, batch_sizes=(1, 8))
     assert len(lines) == len(BENCH_LABELS) + 1
     rates = {}
     for label, line in zip(BENCH_LABELS, lines, strict=False):
-        match = re.fullmatch(r"(.+?)\s+([\d,]+) plies/s", line)
-        assert match is not None and match[1] == label, line
-        rates[label] = float(match[2].replace(",", ""))
+        match = BENCH_LINE.fullmatch(line)
+        assert match is not None and match["label"] == label, line
+        rates[label] = _number(match["rate"])
         assert rates[label] > 0, line
+        if match["peer"] is not None:
+            peer = BENCH_PEERS[match["peer"]] or BENCH_LABELS[BENCH_LABELS.index(label) - 1 - ("luck" in label)]
+            # rates are printed to whole units, ratios to two decimals
+            assert _number(match["ratio"]) == pytest.approx(rates[label] / rates[peer], rel=0.01, abs=0.006), line
+        if match["plies"] is not None:
+            per_ply = _number(match["plies"]) / rates[BENCH_PEERS["aec raw_env"]]
+            assert _number(match["per_ply"]) == pytest.approx(per_ply, rel=0.01, abs=0.006), line
+    assert [BENCH_LINE.fullmatch(line)["peer"] for line in lines[4:15]] == [
+        *["connect_four"] * 3,
+        None,
+        *["CartPole"] * 2,
+        None,
+        *["CartPole"] * 2,
+        None,
+        "outcome",
+    ]
     speed_up = re.fullmatch(
         r"speed-up vs reference: B=8 x([\d,.]+), single-game path x([\d,.]+), "
         r"aec raw_env x([\d.]+), aec env\(\) x([\d.]+)",
@@ -202,6 +244,6 @@ def test_bench_reports_every_path_and_the_speed_up_of_its_own_figures():
     )
     assert speed_up is not None, lines[-1]
     reference = rates[BENCH_LABELS[-1]]
-    for printed, label in zip(speed_up.groups(), [BENCH_LABELS[i] for i in (2, 0, 4, 3)], strict=True):
+    for printed, label in zip(speed_up.groups(), [BENCH_LABELS[i] for i in (2, 0, 5, 4)], strict=True):
         # the printed rates are rounded to whole plies/s, the ratios to one decimal (the aec ones to two)
         assert float(printed.replace(",", "")) == pytest.approx(rates[label] / reference, abs=0.051)

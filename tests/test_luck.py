@@ -117,7 +117,40 @@ def test_a_value_function_of_the_wrong_shape_and_bad_squares_are_refused():
             return 0.5
 
     with pytest.raises(ValueError, match=r"value function 'scalar' returned shape \(\), expected \(36,\)"):
+        luck.roll_luck(Scalar(), *(np.int64(x) for x in position), 3)  # numpy integers: all 36 rolls
+    # one position of Python ints asks about its distinct positions after a roll (13 from the start)
+    with pytest.raises(ValueError, match=r"returned shape \(\), expected \(13,\) \(the shape of the positions"):
         luck.roll_luck(Scalar(), *position, 3)
     with pytest.raises(ValueError, match="rolled squares must be in 0..35"):
         luck.roll_luck(luck.DEFAULT_VALUE, *position, 36)
     assert isinstance(luck.DEFAULT_VALUE, luck.ValueFunction) and game.to_move == RED
+
+
+def test_one_position_on_ints_gives_the_values_and_luck_of_all_36_rolls_on_arrays(rng):
+    """`distinct_rolls` (one position of Python ints, each group's roll worked out once) expands to
+    `every_roll` field by field, and `roll_values` and `roll_luck` on ints equal their array results bit for bit,
+    under any value function (here one that reads every field)."""
+
+    class EveryField:
+        name = "every-field"
+
+        def __call__(self, after):
+            fields = (after.me, after.opp, after.reserve_me, after.reserve_opp, after.legal)
+            return (sum(np.bitwise_count(x) * (k + 1) for k, x in enumerate(fields)) % 97) / 97.0
+
+    for _ in range(60):
+        start = random_start(rng, max_reserve=9)
+        game = Game(Config(start=start))
+        position = (game.me, game.opp, game.reserve_me, game.reserve_opp)
+        after, outcome = luck.distinct_rolls(*position)
+        every = luck.every_roll(*(np.int64(x) for x in position))
+        for name in ("me", "opp", "reserve_me", "reserve_opp", "legal"):
+            np.testing.assert_array_equal(getattr(after, name).take(outcome), getattr(every, name), err_msg=name)
+        assert len(set(outcome)) == len(after.me)  # each distinct position once
+        for value in (luck.DEFAULT_VALUE, EveryField()):
+            arrays = luck.roll_values(value, *(np.int64(x) for x in position))
+            np.testing.assert_array_equal(luck.roll_values(value, *position), arrays)
+            rolled = int(rng.integers(NUM_SQUARES))
+            assert luck.roll_luck(value, *position, rolled) == luck.roll_luck(
+                value, *(np.int64(x) for x in position), rolled
+            )
