@@ -62,7 +62,7 @@ GUARD = LOOPS[3]
 GUARD_PEER = LOOPS[5]
 """What the guarded loop is held against: pgx's connect_four in pgx's loop."""
 GUARD_GOAL = 1.0
-"""The guard: `GUARD`'s plies/s at least this many times `GUARD_PEER`'s (issue 42), at every batch size."""
+"""The guard (issue 42): `GUARD`'s plies/s at least this many times `GUARD_PEER`'s in the same run."""
 
 
 def user_loop(loop: Loop, config: Config, batch_size: int, plies: int, seed: int = 0):
