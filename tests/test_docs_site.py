@@ -95,6 +95,7 @@ def pages_of(site: Path) -> dict[str, str]:
     return {str(path.parent.relative_to(site)): path.read_text() for path in site.rglob("index.html")}
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_warnings_as_errors(site):
     names = set(pages_of(site))
     assert {".", "RULES", "ARCHITECTURE", "BENCHMARK", "SKILL", "pictures", "api", "api/agents"} <= names
@@ -228,6 +229,7 @@ def test_site_url_makes_the_404_page_links_absolute(site):
     assert f'src="{urlparse(url).path}assets/' in (site / "404.html").read_text()  # not relative to the 404
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "page, fault",
     [

@@ -186,6 +186,7 @@ BENCH_LABELS = [  # in bench.COLUMNS: every row's columns start at the same plac
 ]
 
 
+@pytest.mark.slow
 def test_bench_reports_every_path_and_the_speed_up_of_its_own_figures():
     lines = bench.run(seconds=0.01, batch_sizes=(1, 8))
     assert len(lines) == len(BENCH_LABELS) + 1
