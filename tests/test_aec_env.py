@@ -80,6 +80,7 @@ def test_pettingzoo_seed_test():
     seed_test(env, num_cycles=1000)
 
 
+@pytest.mark.slow
 def test_pettingzoo_render_test():
     render_test(env)
 
@@ -510,6 +511,7 @@ def test_copies_of_a_fresh_env_keep_the_settings():
     assert pickle.loads(pickle.dumps(raw_env())).metadata["name"] == "strategic_reserve_v2"
 
 
+@pytest.mark.slow
 def test_a_copy_with_a_window_opens_its_own():
     original = raw_env(render_mode="human")
     original.reset(seed=0)
@@ -721,6 +723,7 @@ def _wrapped_trace(e, seed: int, steps: int) -> list:
     return trace
 
 
+@pytest.mark.slow
 def test_env_wrappers_behave_as_pettingzoos_own():
     """env()'s wrappers read the step's attributes from the raw env directly: over random play with illegal
     moves, deep copies and resets, they show what PettingZoo's own wrappers in the same order show, and

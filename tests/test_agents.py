@@ -46,6 +46,7 @@ def positions() -> engine.State:
     return engine.concatenate([random_positions(1500, seed=1), random_positions(500, seed=2, reserve=3)])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", AGENT_SPECS)
 def test_every_agent_plays_legal_squares(spec, positions):
     agent = load_agent(spec)
@@ -176,6 +177,7 @@ def test_bad_agent_specs(spec, message):
     assert "expectimax" in KNOWN_AGENTS
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("features", ["mlp", "cnn"])
 def test_ppo_agent_loads_a_policy_file_and_plays_legally(tmp_path, positions, features):
     from sb3_contrib import MaskablePPO
@@ -239,6 +241,7 @@ def test_ppo_without_a_path_is_the_shipped_model_found_as_package_data():
     )
 
 
+@pytest.mark.slow
 def test_shipped_policy_file_is_bit_identical_to_the_shipped_zip():
     """Same probabilities and values on thousands of random positions: the format changes nothing."""
     safe, pickled = load_agent(f"ppo:{SHIPPED_MODEL}"), load_agent(f"ppo:{SHIPPED_ZIP},trust=pickle")
@@ -254,6 +257,7 @@ def test_shipped_policy_file_is_bit_identical_to_the_shipped_zip():
     )
 
 
+@pytest.mark.slow
 def test_shipped_policy_file_replays_the_published_tournament():
     """greedy against the policy file, 2,000 games with the tournament's seed: the same games, pair by pair,
     as results/tournament."""
@@ -297,12 +301,14 @@ SPECS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec", SPECS)
 def test_every_canonical_name_loads_as_the_same_agent(spec):
     name = load_agent(spec).name
     assert load_agent(name).name == name
 
 
+@pytest.mark.slow
 def test_the_benchmark_panels_names_load():
     for protocol in PROTOCOLS.values():
         for member in protocol.panel:
@@ -351,6 +357,7 @@ def test_a_huge_luck_value_spec_is_echoed_shortened():
     assert "x" * (ECHO_LIMIT + 1) not in str(caught.value)
 
 
+@pytest.mark.slow
 def test_evaluate_echoes_a_huge_spec_shortened():
     result = subprocess.run(
         [sys.executable, "-m", "strategic_reserve_env", "evaluate", "random", f"greedy:{HUGE}"],

@@ -97,6 +97,7 @@ def _kinds(outside: Path) -> dict[str, tuple[str, Path | None, str]]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["module", "single-game function", "entry point"])
 def test_an_agent_from_outside_runs_a_tournament_and_a_benchmark(kind, outside, tmp_path):
     spec, pythonpath, name = _kinds(outside)[kind]
@@ -120,6 +121,7 @@ def test_an_agent_from_outside_runs_a_tournament_and_a_benchmark(kind, outside, 
     assert (tmp_path / "bench" / "benchmark.md").read_text().startswith("# Strategic Reserve benchmark, NOT protocol")
 
 
+@pytest.mark.slow
 def test_list_agents_shows_installed_plugins(outside, tmp_path):
     result = _evaluate(["--list-agents"], tmp_path, outside / "plugins")
     assert result.returncode == 0, result.stderr
@@ -127,6 +129,7 @@ def test_list_agents_shows_installed_plugins(outside, tmp_path):
     assert "expectimax[:depth=1|2,width=K]" in result.stdout and "path/to/file.py:attribute" in result.stdout
 
 
+@pytest.mark.slow
 def test_benchmark_errors_come_before_the_first_game(outside, tmp_path):
     missing = _evaluate(["--benchmark", "mybots.heuristics:Nope", *QUICK], tmp_path, outside / "lib")
     assert missing.returncode == 2 and missing.stdout == ""
@@ -152,6 +155,7 @@ def _readme_example() -> tuple[str, str, str]:
     return code.group(1), code.group(2), command.group(1)
 
 
+@pytest.mark.slow
 def test_the_readmes_custom_agent_benchmarks_as_shown(tmp_path):
     code, filename, command = _readme_example()
     assert len(code.strip().splitlines()) <= 12  # "a ten-line custom agent"
@@ -176,6 +180,7 @@ def _schema_fields(heading: str) -> list[str]:
     return re.findall(r"^\| `([a-z_0-9]+)` \|", text, flags=re.MULTILINE)
 
 
+@pytest.mark.slow
 def test_the_json_schema_is_documented_field_by_field():
     card = run_benchmark("random", games=2, progress=False)
     data = card.as_json()
@@ -260,6 +265,7 @@ class FailsLate:
         return np.argmax(masks, axis=1)
 
 
+@pytest.mark.slow
 def test_a_faulty_agent_keeps_the_opponents_played_before(tmp_path):
     agent, seen = FailsLate(calls=10**9), []
 
@@ -279,6 +285,7 @@ def test_a_faulty_agent_keeps_the_opponents_played_before(tmp_path):
     assert "unfinished:" in card.text()
 
 
+@pytest.mark.slow
 def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path, monkeypatch, capsys):
     """A card of an agent the run no longer benchmarks (here: the PPO's old .zip spelling) would linger beside
     the new ones and break the set of reference agents; other files in the folder stay."""
@@ -367,6 +374,7 @@ def test_reference_stops_on_ctrl_c_in_one_line_with_130(tmp_path, monkeypatch, c
     assert "old table" in (docs / "BENCHMARK.md").read_text()
 
 
+@pytest.mark.slow
 def test_protocol_1_is_still_played_and_scored_raw(tmp_path):
     """`--protocol 1` plays v1 (its batch, its raw scoring: the rating from the win counts, as before v2);
     the card still carries the adjusted scores beside the raw ones."""

@@ -54,6 +54,7 @@ def test_python_dash_m_names_itself_so():
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m strategic_reserve_env ")
 
 
+@pytest.mark.slow
 def test_the_benchmark_module_says_where_its_command_is():
     done = subprocess.run(
         [sys.executable, "-m", "strategic_reserve_env.evaluation.benchmark", "--help"],
@@ -64,6 +65,7 @@ def test_the_benchmark_module_says_where_its_command_is():
     assert done.returncode == 1 and "strategic-reserve benchmark SPEC" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_benchmark_command_plays_the_panel_and_its_card_names_the_games_played(capsys, tmp_path):
     assert main(["benchmark", "random", "--benchmark-games", "4", "--no-progress", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out

@@ -319,6 +319,7 @@ RAISING = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attribute", list(RAISING))
 def test_an_agent_whose_attribute_raises_gets_the_load_error(tmp_path, attribute):
     path = tmp_path / "raising.py"

@@ -35,6 +35,7 @@ def positions():
     return collect_positions(load_agent(EXPERT), [load_agent("greedy"), load_agent("random")], 40, seed=3)
 
 
+@pytest.mark.slow
 def test_labels_are_the_experts_choices(positions):
     expert = load_agent(EXPERT)
     assert len(positions) > 500 and positions.observations.dtype == np.int8
@@ -51,6 +52,7 @@ def test_labels_are_the_experts_choices(positions):
     assert ((soft > 0) & (hard == 0)).any()  # a temperature spreads the target over the searched squares
 
 
+@pytest.mark.slow
 def test_the_fitted_network_agrees_with_the_expert_on_held_out_positions(positions):
     torch.manual_seed(0)
     description = {
@@ -77,6 +79,7 @@ def test_the_fitted_network_agrees_with_the_expert_on_held_out_positions(positio
     assert after > max(1.5 * chance, before + 0.1), (chance, before, after)
 
 
+@pytest.mark.slow
 def test_train_distills_then_continues_with_ppo(tmp_path, positions):
     out = tmp_path / "run"
     tiny = "--n-envs 32 --n-steps 16 --batch-size 256 --n-epochs 1 --eval-games 20 --final-eval-games 20 --threads 1"

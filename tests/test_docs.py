@@ -20,6 +20,7 @@ def test_the_readme_has_python_examples():
     assert sum(1 for block in CORE_BLOCKS if "jax" in block.needs) >= 2  # the JAX loop and the chance API
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", CORE_BLOCKS, ids=lambda block: f"example-{block.number}")
 def test_readme_example_runs(block, monkeypatch, capsys):
     run_as_a_reader_would(block, monkeypatch, capsys)
@@ -39,6 +40,7 @@ def test_the_environment_cards_have_examples():
     assert cards == {"aec", "gymnasium", "vector", "sb3", "pgx"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "page, block", PAGE_BLOCKS, ids=lambda item: getattr(item, "stem", None) or f"example-{item.number}"
 )
@@ -61,6 +63,7 @@ def test_needs_markers_are_read(tmp_path):
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command, mentions",
     [

@@ -94,6 +94,7 @@ def pages_of(site: Path) -> dict[str, str]:
     return {str(path.parent.relative_to(site)): path.read_text() for path in site.rglob("index.html")}
 
 
+@pytest.mark.slow
 def test_the_site_builds_with_warnings_as_errors(site):
     names = set(pages_of(site))
     assert {".", "RULES", "ARCHITECTURE", "BENCHMARK", "SKILL", "pictures", "api", "api/agents"} <= names
@@ -236,6 +237,7 @@ def test_the_site_names_no_placeholder_address(site):
     assert "OWNER" not in (site / "404.html").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "page, fault",
     [

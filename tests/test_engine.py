@@ -210,6 +210,7 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
+@pytest.mark.slow
 def test_bench_reports_every_interface_beside_its_peer_and_the_ratios_of_its_own_figures():
     """Each interface in its users' loop beside the library's own env of that loop (PettingZoo's connect_four,
     Gymnasium's CartPole-v1) in the same run; each printed ratio is the ratio of the printed rates."""

@@ -64,6 +64,7 @@ def test_dice_do_not_depend_on_the_agents_randomness():
         assert np.array_equal(a[both], b[both])
 
 
+@pytest.mark.slow
 def test_same_seed_same_results(tmp_path):
     for run in ("a", "b"):
         assert (
@@ -94,6 +95,7 @@ def test_same_seed_same_results(tmp_path):
     assert other.pair_scores != results[0]["pairings"][0]["pair_scores"]
 
 
+@pytest.mark.slow
 def test_pairing_counts_add_up():
     pairing = play_pairing("greedy", "random", Settings(agents=[], games=200, seed=1, batch=100, progress=False))
     assert pairing.games_as_red == pairing.games_as_blue == 100
@@ -120,6 +122,7 @@ def test_bradley_terry_orders_and_anchors():
     assert 0 < ratings["strong"][1] < 60
 
 
+@pytest.mark.slow
 def test_small_tournament_end_to_end(tmp_path):
     out = tmp_path / "results"
     result = subprocess.run(
@@ -149,6 +152,7 @@ def test_small_tournament_end_to_end(tmp_path):
     assert (out / "ratings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_bad_specs_and_settings():
     result = subprocess.run(
         [sys.executable, "evaluate.py", "random", "minimax"], capture_output=True, text=True, cwd=REPO, check=False
@@ -231,6 +235,7 @@ def _strict_json(path):
     return json.loads(path.read_text(), parse_constant=refuse)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "typed, canonical",
     [
@@ -501,6 +506,7 @@ def no_traceback(stderr: str) -> bool:
     return "Traceback" not in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "raised",
     [
@@ -520,6 +526,7 @@ def test_an_agent_raising_a_base_exception_stops_the_run_and_says_so(tmp_path, r
     assert "still running" not in (out / "results.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_benchmark_stops_with_its_reason_when_an_agent_raises_a_base_exception(tmp_path):
     spec = agent_file(tmp_path, "halts", "raise Halt('enough')", prelude="class Halt(BaseException):\n    pass\n")
     out = tmp_path / "out"
@@ -587,6 +594,7 @@ def test_a_full_disk_during_the_benchmark_stops_it_with_the_reason(tmp_path, mon
     assert card["complete"] is False and "No space left on device" in card["error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command", [["evaluate", "random", "greedy", "--games", "2"], ["benchmark", "random", "--benchmark-games", "2"]]
 )
@@ -611,6 +619,7 @@ def test_results_written_while_running_do_not_claim_a_live_run(tmp_path):
     assert "still running" not in (tmp_path / "results.md").read_text()
 
 
+@pytest.mark.slow
 def test_the_act_timeout_holds_against_an_agent_that_catches_exception(tmp_path):
     body = """
     try:
@@ -630,6 +639,7 @@ def test_the_act_timeout_holds_against_an_agent_that_catches_exception(tmp_path)
     assert written["complete"] is False and "ActTimeoutError" in written["error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", ["1e8", str(MAX_ACT_SECONDS * 2)])
 def test_a_huge_act_timeout_is_refused_before_play(option):
     result = run_command("evaluate", "random", "greedy", "--games", "2", "--act-timeout", option)
@@ -637,6 +647,7 @@ def test_a_huge_act_timeout_is_refused_before_play(option):
     assert "OverflowError" not in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args, option",
     [

@@ -83,6 +83,7 @@ def results(out: Path) -> dict:
     return json.loads((out / "results.json").read_text())
 
 
+@pytest.mark.slow
 def test_an_agent_that_calls_sys_exit_in_play_fails_the_run(tmp_path):
     spec = agent_file(tmp_path, "quitter", "sys.exit(0)")
     out = tmp_path / "out"
@@ -94,6 +95,7 @@ def test_an_agent_that_calls_sys_exit_in_play_fails_the_run(tmp_path):
     assert [(p["a"], p["b"]) for p in written["pairings"]] == [("random", "greedy")]  # finished before: kept
 
 
+@pytest.mark.slow
 def test_an_agent_module_that_exits_at_import_is_refused_before_play(tmp_path):
     path = tmp_path / "exits.py"
     path.write_text("import sys\nsys.exit(3)\n")
@@ -104,6 +106,7 @@ def test_an_agent_module_that_exits_at_import_is_refused_before_play(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_act_timeout_stops_a_hanging_agent(tmp_path):
     spec = agent_file(tmp_path, "hangs", "time.sleep(1000)")
     out = tmp_path / "out"
@@ -116,12 +119,14 @@ def test_the_act_timeout_stops_a_hanging_agent(tmp_path):
     assert results(out)["complete"] is False and "ActTimeoutError" in results(out)["error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", ["0", "-1", "nan", "inf", "soon"])
 def test_a_bad_act_timeout_is_refused(option):
     result = evaluate("random", "greedy", "--act-timeout", option)
     assert result.returncode == 2 and "--act-timeout" in result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "stop, status, reason",
     [(signal.SIGTERM, 143, "terminated (SIGTERM)"), (signal.SIGINT, 130, "interrupted (SIGINT, Ctrl-C)")],
@@ -230,6 +235,7 @@ def test_atomic_writes_use_unique_temporary_names(tmp_path):
     assert target.read_text() == "one" and sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
 
 
+@pytest.mark.slow
 def test_the_benchmark_keeps_what_was_finished_when_an_agent_exits(tmp_path):
     """An agent that calls sys.exit() in play fails the benchmark (exit 1); benchmark.json (written when the run
     starts, then after each opponent) says complete false, with the cause."""
@@ -245,6 +251,7 @@ def test_the_benchmark_keeps_what_was_finished_when_an_agent_exits(tmp_path):
 # -- one signal path for every command (issue 34, item 9) ----------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.005, 0.03])
 def test_a_second_sigint_while_evaluate_shuts_down_changes_nothing(tmp_path, delay):
     """The second Ctrl-C a few milliseconds after the first, while the stopped run writes its files: no
@@ -289,6 +296,7 @@ def test_a_signal_while_the_command_imports_exits_with_its_status_and_no_traceba
     assert (process.returncode, stdout, stderr) == (status, "", f"error: {stop_line(stop)}\n")
 
 
+@pytest.mark.slow
 def test_a_second_sigterm_after_trains_stop_line_exits_143(tmp_path):
     """SIGTERM stops train after its update; a second SIGTERM once the stop line is out (the process shutting
     down) neither kills it by signal nor changes its status (0.3.0 died by the signal)."""
@@ -311,6 +319,7 @@ def test_a_second_sigterm_after_trains_stop_line_exits_143(tmp_path):
     assert outputs.read_run(out)["status"] == "interrupted"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_while_the_distillation_labels_stops_it_in_one_line_and_it_resumes(tmp_path, stop, status):
     """A signal while the expert's decisions are labelled: one line saying what was kept and how to go on,

@@ -41,6 +41,7 @@ def test_headroom_rolls_out_every_legal_placement_and_marks_greedys_choices(caps
         headroom_command.main(["--rollouts", "3"])
 
 
+@pytest.mark.slow
 def test_headroom_luck_adjusted_rollouts_are_the_same_games_with_less_noise(capsys):
     """--luck scores the very same rollouts (the luck terms draw nothing), minus the mover's luck: the mean
     stays within the noise and the spread of the results shrinks several times."""

@@ -126,6 +126,7 @@ def _pixel(image: np.ndarray, square, dx: int, dy: int) -> tuple[int, ...]:
     return tuple(int(v) for v in image[y + dy, x + dx])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 7])
 def test_every_backend_draws_the_scene(seed):
     """ANSI, RGB, SVG and matplotlib each show, square by square, what the scene says; the scene is checked
@@ -209,6 +210,7 @@ def test_matplotlib_position_and_heatmap():
     plt.close(figure)
 
 
+@pytest.mark.slow
 def test_replay_viewer_steps_and_exports(tmp_path):
     record_path = next(p for p in conformance_records() if p.stem == "clump_game_00")
     record = records.load_record(record_path)
@@ -265,6 +267,7 @@ def _shown(cell) -> list[tuple[str, str]]:
     return shown
 
 
+@pytest.mark.slow
 def test_example_notebook_executes_and_shows_what_it_shipped_with(monkeypatch):
     """Run the notebook from a clean slate: no errors, and the same printed lines, tables, SVG boards and
     number of figures as the outputs saved in the repository (the game, the model's choices and the

@@ -105,6 +105,7 @@ def _bare_imports(path: Path, names: set[str]) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_no_module_imports_the_bare_agents_or_evaluation_packages():
     """pytest's `pythonpath = ["."]` would let `import agents` pass here and fail from a wheel."""
     files = _python_files()

@@ -105,6 +105,7 @@ def _red_results(a: str, b: str, games: int, seed: int, value) -> tuple[np.ndarr
     return raw, raw - played.red_luck
 
 
+@pytest.mark.slow
 def test_reds_adjusted_mean_is_reds_raw_win_rate_among_random_players():
     """Per seat (where symmetry proves nothing): 4,000 random games, Red's adjusted mean and raw win rate
     differ by the mean of Red's luck, which must be within SIGMAS standard errors of 0; Red's edge (about
@@ -121,6 +122,7 @@ def test_reds_adjusted_mean_is_reds_raw_win_rate_among_random_players():
     assert 0.5 < low and high < 0.55  # Red's first-move edge, resolved by the adjusted score
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("a", "b"), [("greedy", "random"), ("expectimax:depth=1", "greedy")])
 def test_adjusted_and_raw_scores_agree_on_asymmetric_pairings(a, b):
     """Both scores estimate one expectation: they must agree within the combined 95 % interval, and the

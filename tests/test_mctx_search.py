@@ -69,6 +69,7 @@ def edges(model):
     return jax.jit(model.decision_fn), jax.jit(model.chance_fn)
 
 
+@pytest.mark.slow
 def test_decision_edge_is_place_and_chance_edge_is_roll(env, edges):
     decision, chance = edges
     positions = played(Config(), 8, 10, seed=1)
@@ -87,6 +88,7 @@ def test_decision_edge_is_place_and_chance_edge_is_roll(env, edges):
     assert (jitter >= -1e-6).all() and (jitter < CHANCE_JITTER).all() and len({tuple(r) for r in jitter}) == 8
 
 
+@pytest.mark.slow
 def test_afterstate_value_is_the_exact_mean_over_the_36_rolls(env, edges):
     """The race evaluation's afterstate value against luck.py's numpy race model over every roll."""
     decision, _ = edges
@@ -100,6 +102,7 @@ def test_afterstate_value_is_the_exact_mean_over_the_36_rolls(env, edges):
     np.testing.assert_allclose(output.afterstate_value, expected, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_win_pays_the_placer_plus_one_on_the_next_chance_edge_with_discount_zero(edges):
     decision, chance = edges
     config = Config(start=StartPosition(reserves=(3, 1), to_move="blue"))  # Blue places its last checker
@@ -114,6 +117,7 @@ def test_a_win_pays_the_placer_plus_one_on_the_next_chance_edge_with_discount_ze
     assert np.array_equal(result.value, [0.0, 0.0])
 
 
+@pytest.mark.slow
 def test_junk_actions_and_outcomes_give_no_nan_and_illegal_placements_lose(edges):
     decision, chance = edges
     positions = played(Config(), 6, 8, seed=3)
@@ -141,6 +145,7 @@ def plus_search(model):
     return search(jax.random.key(0), states)
 
 
+@pytest.mark.slow
 def test_the_rolls_a_search_visits_spread_over_the_board(plus_search):
     """Each chance node's visits go to distinct rolls until all 36 are seen: visits - 1 children (its first
     visit expands it), at most 36; without the jitter, a node's first visits all went to a1, b1, ..."""
@@ -163,6 +168,7 @@ def test_search_finds_the_placement_that_wins_unless_the_roll_hits_it(plus_searc
     assert (weights[:, SAFE_SQUARE] > 0.5).all()
 
 
+@pytest.mark.slow
 def test_root_priors_follow_the_one_ply_values(model):
     """placement_values is the afterstate value of every placement (-1 where illegal): on the plus-shaped hole,
     c3 is worth 35/36 * 1 + 1/36 * v(captured) and the others far less."""
@@ -176,6 +182,7 @@ def test_root_priors_follow_the_one_ply_values(model):
     np.testing.assert_allclose(values[SAFE_SQUARE], 35 / 36 - captured / 36, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_lookahead_values_a_decision_by_its_best_placement(env):
     """With lookahead, a decision node's value is its best one-ply placement value and its priors follow
     those values (the placement_values of the leaf model, checked above against luck.py)."""
@@ -200,6 +207,7 @@ def agent():
     return load_agent("mctx:simulations=4")  # lookahead is tested above, on the model
 
 
+@pytest.mark.slow
 def test_the_agent_plays_legal_placements_and_its_generator_decides(agent):
     from strategic_reserve_env.observation import planes
 

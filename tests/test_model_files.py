@@ -205,6 +205,7 @@ def file_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.iterdir()) if path.is_dir() else path.stat().st_size
 
 
+@pytest.mark.slow
 def test_crafted_files_cost_no_more_memory_than_their_size_allows(crafted):
     """The peak resident memory a crafted load adds, after the loaders are warm, stays within 4 times the
     file's size plus a fixed allowance (on main the 8192-wide policy took 1.7 GB, the value file 2.2 GB and the
@@ -391,6 +392,7 @@ def az_load(path: Path):
 ALL_LOADERS = LOADERS | {"az": az_load}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loader", sorted(ALL_LOADERS))
 def test_every_loader_refuses_nan_or_infinite_weights_in_one_line(tmp_path, loader):
     """A network with a NaN or an infinite weight would play NaN scores ("All-NaN slice" in the search): each

@@ -9,6 +9,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 HIDE_PYSPIEL = "import sys\nsys.modules['pyspiel'] = None  # import pyspiel now raises ImportError\n"
@@ -32,6 +34,7 @@ def test_importing_the_module_on_python_3_10_says_it_needs_3_11():
     assert "ImportError: strategic_reserve_env.openspiel needs Python 3.11 or newer" in done.stderr
 
 
+@pytest.mark.slow
 def test_the_mcts_agent_without_openspiel_is_a_bad_spec_for_evaluate():
     done = run_python(
         HIDE_PYSPIEL + "from strategic_reserve_env.commands.evaluate import main\n"

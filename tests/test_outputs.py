@@ -30,6 +30,7 @@ def run_command(*args: str | bytes, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["evaluate", "benchmark"])
 def test_an_agent_that_changes_directory_at_import_does_not_move_the_outputs(tmp_path, command):
     elsewhere = tmp_path / "elsewhere"
@@ -96,6 +97,7 @@ def test_a_lock_made_in_a_fresh_folder_still_works(tmp_path):
         pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", [["evaluate", "random", "greedy", "--games", "2"], ["benchmark", "random"]])
 def test_an_empty_out_is_refused(tmp_path, command):
     result = run_command(*command, "--no-progress", "--out", "", cwd=tmp_path)
@@ -110,6 +112,7 @@ def test_check_out_refuses_an_empty_path():
         outputs.check_out("")
 
 
+@pytest.mark.slow
 def test_a_non_utf8_out_is_refused_with_one_line(tmp_path):
     name = b"res\xff"
     result = run_command(

@@ -97,6 +97,7 @@ def restart(state, fresh, done: np.ndarray):
     return jax.tree_util.tree_map(pick, fresh, state)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", CONFIGS)
 def test_lockstep_with_the_engine_every_field_every_ply(compiled, name):
     """Forced rolls and random legal actions through roll and place, and through engine.roll and
@@ -173,6 +174,7 @@ def test_converters_both_ways(compiled):
     assert single.batch_size == 1 and single.board_strings() == engine.init(config, 1).board_strings()
 
 
+@pytest.mark.slow
 def test_step_is_place_then_roll_and_init_is_a_roll_of_new_game(compiled):
     game = compiled["reserve-7"]
     env = game.env
@@ -335,6 +337,7 @@ def check_types(state, batch: tuple[int, ...] = ()) -> None:
         assert value.shape == batch + shape and value.dtype == dtype, (name, value.shape, value.dtype)
 
 
+@pytest.mark.slow
 def test_fixed_dtypes_and_shapes(compiled):
     game = compiled["reserve-7"]
     env = game.env
@@ -349,6 +352,7 @@ def test_fixed_dtypes_and_shapes(compiled):
     assert env.observe(state, 1).dtype == jnp.bool_ and env.observe(state).shape == (6, 6, 9)
 
 
+@pytest.mark.slow
 def test_conformance_records_through_the_chance_api(compiled):
     """Every conformance record replayed through new_game (of the record's own env), roll and place
     reproduces its trace, read back with to_engine and the project's trace code. The records share one
@@ -423,6 +427,7 @@ def fill_passes(seed: int, mask: int) -> int:
         seed = grown
 
 
+@pytest.mark.slow
 def test_resolve_roll_on_dense_positions_and_the_worst_fills():
     """jax_rules.resolve_roll equals rules.resolve_roll on random positions of every density and on
     the fill's worst shapes, as the mover's group (a friendly hit) and as the opponent's (an enemy
@@ -499,6 +504,7 @@ print(digest.hexdigest(), int(states.terminated.sum()), int(states.truncated.sum
 """
 
 
+@pytest.mark.slow
 def test_the_same_games_with_x64_on_and_off():
     """The same keys give the same games, field for field and dtype for dtype, whether or not
     jax_enable_x64 is on (each in a fresh interpreter: the flag is global)."""
@@ -520,6 +526,7 @@ def test_the_same_games_with_x64_on_and_off():
     assert int(outputs[0][1]) > 0  # games were won on the way
 
 
+@pytest.mark.slow
 def test_the_projects_api_test_runs_pgx_checks_and_pgx_tools_refuse_the_env():
     """pgx_env.api_test: pgx.api_test's checks on our env (pgx's own fails on the env id alone), including
     the drawing pgx's test ends with; it fails on a state pgx's checks reject. pgx.make refuses the id (the
@@ -602,6 +609,7 @@ def test_integer_types_share_one_compile():
     assert int(results[0]._ply) == 1 and not bool(results[0].terminated)
 
 
+@pytest.mark.slow
 def test_random_action_and_draw_square_are_uniform():
     """random_action picks each legal square with probability 1 / count and draw_square each square with
     1/36 (chi-square over 72,000 keys, p > 1e-4); _below scales a word exactly (against integer arithmetic)."""
@@ -627,6 +635,7 @@ def test_random_action_and_draw_square_are_uniform():
 AUTO_RESET_CONFIG = Config(reserve=3, ply_limit=7)  # games end every few plies, by wins and truncations
 
 
+@pytest.mark.slow
 def test_auto_reset_step_is_pgx_auto_reset_and_observation_off_changes_only_the_observation():
     """env.auto_reset_step on an env that does not observe gives the games of pgx.experimental.auto_reset
     (its clearing of flags, its reset, what it keeps) around step and init on an env that does, with the
@@ -673,6 +682,7 @@ def test_auto_reset_step_is_pgx_auto_reset_and_observation_off_changes_only_the_
     assert int(theirs.terminated.sum()) > 0 and int(theirs.truncated.sum()) > 0
 
 
+@pytest.mark.slow
 def test_bench_jax_prints_the_users_loops_beside_numpy(capsys, monkeypatch):
     """`strategic-reserve bench --jax`: the header, the numpy engine's line, then each loop with its ratio
     to the engine and its compile time (two loops here: compiles are slow); a missing extra is one line on

@@ -70,6 +70,7 @@ class FakeAnalysis:
         return plies, np.where(plies % 3 == 0, -0.02, 0.06)
 
 
+@pytest.mark.slow
 def test_the_luck_plot_shows_both_colours_its_units_and_whole_plies():
     ax = draw_luck(FakeAnalysis())
     figure = ax.figure
@@ -89,6 +90,7 @@ def test_the_luck_plot_shows_both_colours_its_units_and_whole_plies():
     plt.close(figure)
 
 
+@pytest.mark.slow
 def test_an_rgb_array_frame_has_a_caption_the_result_and_a_size_option():
     game = random_game(2)
     assert game.winner >= 0
@@ -240,6 +242,7 @@ def test_the_docs_heatmap_is_the_shipped_policys_probabilities_over_the_legal_sq
     plt.close(ax.figure)
 
 
+@pytest.mark.slow
 def test_the_first_player_plot_labels_each_pairing_readably_from_the_reports_own_file():
     from strategic_reserve_env.evaluation.skill import first_player_figure
 

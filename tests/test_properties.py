@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -49,6 +50,7 @@ def totals(state: engine.State) -> np.ndarray:
     return on_board + state.reserves()
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(plays, configs)
 def test_batch_invariants(play, config):
@@ -71,6 +73,7 @@ def test_batch_invariants(play, config):
             frozen.setdefault(int(i), state[int(i)])
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(plays, configs)
 def test_batch_element_equals_game_run_alone(play, config):
@@ -184,6 +187,7 @@ def test_group_is_the_connected_component(seed, density, shape, snakes, broadcas
 words = st.integers(0, 2 ** (8 * sampling.WORD_BYTES) - 1) | st.sampled_from([0, 1, FULL, 2**56 - 1, 2**55, 0xFF << 48])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(words, st.floats(0, 1, exclude_max=True)), min_size=1, max_size=40))
 def test_select_equals_the_naive_definition(cases):

@@ -77,6 +77,7 @@ def test_a_1600_ply_game_replays_in_full(tmp_path, capsys):
     assert [json.loads(line) for line in lines] == played
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     reserve=st.integers(1, 12),

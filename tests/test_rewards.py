@@ -181,6 +181,7 @@ def first_episode_returns(reward, num_games: int, seed: int) -> tuple[np.ndarray
     return returns, outcomes
 
 
+@pytest.mark.slow
 def test_luck_adjusted_returns_keep_the_mean_and_lose_most_of_the_variance():
     """Random learners against the random opponent in the vector env, same seeds and moves, both rewards, the
     value function fitted on random play (race-random): the luck-adjusted return's mean is the outcome's (their
@@ -207,6 +208,7 @@ def _agree(returns) -> None:
     assert abs(difference.mean()) < SIGMAS * difference.std(ddof=1) / np.sqrt(games)
 
 
+@pytest.mark.slow
 def test_greedy_learner_against_greedy_keeps_under_an_eighth_of_the_variance():
     """The issue's measure (experiments/reward_variance.py): a greedy learner against greedy in LearnerGames
     (the single-agent envs' engine), 3,000 games, race value: the luck-adjusted return's variance at most 0.12
@@ -217,6 +219,7 @@ def test_greedy_learner_against_greedy_keeps_under_an_eighth_of_the_variance():
     _agree(returns)
 
 
+@pytest.mark.slow
 def test_random_self_play_in_the_arena_keeps_under_a_seventh_of_the_variance():
     """Random self-play in the arena, 3,000 games, race-random value: Red's luck-adjusted return (+-1 scale,
     `arena.Games.adjusted` with REWARD_SCALE) has at most 0.15 of the outcome's variance (measured 0.11;
@@ -564,6 +567,7 @@ def _random_play_trace(environment, seed: int, games: int) -> list:
     return trace
 
 
+@pytest.mark.slow
 def test_the_outcome_step_gives_what_the_general_step_gives():
     """`reward="outcome"` takes the AEC env's fast step (no trial game, no ledger); a callable giving the
     same outcome takes the general one (a trial game, the ledger): over many random games, with wins and

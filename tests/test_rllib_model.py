@@ -203,6 +203,7 @@ def test_saving_checks_the_weights_against_the_network(tmp_path):
     assert not (tmp_path / rllib_model.MODEL_FILE).exists()
 
 
+@pytest.mark.slow
 def test_train_rllib_explains_itself_and_checks_its_settings_without_ray():
     run = [sys.executable, "train_rllib.py"]
     shown = subprocess.run([*run, "--help"], capture_output=True, text=True, cwd=REPO, timeout=120)
@@ -214,6 +215,7 @@ def test_train_rllib_explains_itself_and_checks_its_settings_without_ray():
     assert "--minibatch-size (5000) exceeds --train-batch-size (4000)" in bad.stderr
 
 
+@pytest.mark.slow
 def test_the_clone_script_without_ray_names_the_extra_and_writes_nothing(tmp_path):
     """`python train_rllib.py` passes no registry: its own check of the `rllib` extra comes before the folder is
     locked or claimed (0.3.0 wrote run.json and settings.json first, so the rerun was refused)."""

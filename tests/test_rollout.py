@@ -82,6 +82,7 @@ def test_exact_values_where_the_game_is_decided(horizon):
         np.testing.assert_array_equal(values[valid], expected)
 
 
+@pytest.mark.slow
 def test_luck_adjusted_rollouts_keep_the_mean_and_cut_the_noise(positions):
     """Over 12 generators, one decision's candidate values with and without the luck adjustment: the means
     agree within 4 standard errors of the raw estimate, and the adjusted values vary less than half as much."""
@@ -97,6 +98,7 @@ def test_luck_adjusted_rollouts_keep_the_mean_and_cut_the_noise(positions):
     assert (adjusted.std(axis=0) < 0.5 * raw.std(axis=0)).all()
 
 
+@pytest.mark.slow
 def test_rollout_results_take_the_luck_on_the_scores_scale(positions):
     """A rollout's result is a score (1, 1/2, 0) and a roll's luck a difference of win probabilities: taken
     once (outcome.SCORE_SCALE), they remove most of the variance of four decisions' values over 30 generators
@@ -111,6 +113,7 @@ def test_rollout_results_take_the_luck_on_the_scores_scale(positions):
     assert adjusted.var(axis=0).sum() <= 0.15 * raw.var(axis=0).sum()
 
 
+@pytest.mark.slow
 def test_horizon_values_estimate_the_full_rollouts(positions):
     """Rollouts stopped after 4 turns and scored by the race model's expectation estimate the same win
     probabilities as full rollouts, to within 0.1 on every candidate (the model's error at the horizon;
@@ -125,6 +128,7 @@ def test_horizon_values_estimate_the_full_rollouts(positions):
     assert np.abs(full[2][valid] - short[2][valid]).max() < 0.1
 
 
+@pytest.mark.slow
 def test_move_values_are_the_candidates_values_on_the_board_and_label_an_expert_iteration(positions):
     """move_values puts each candidate's value on its square (NaN elsewhere), as expectimax's does, so the
     distillation pipeline labels the rollout agent's decisions (expert iteration) as it labels expectimax's."""
@@ -145,6 +149,7 @@ def test_move_values_are_the_candidates_values_on_the_board_and_label_an_expert_
     np.testing.assert_array_equal(again.values, labelled.values)
 
 
+@pytest.mark.slow
 def test_base_ppo_takes_the_networks_candidates_and_plays_its_rollouts(positions):
     """base=ppo: the candidates are the shipped network's most probable legal squares, and the rollouts are
     played by the network; the choice is legal and the same for the same generator."""

@@ -137,6 +137,7 @@ def test_a_zip_under_another_name_is_not_unpickled(crafted_zip, tmp_path, marker
     assert not marker.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "command, stdin",
     [

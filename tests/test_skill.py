@@ -47,6 +47,7 @@ def skill(tmp_path_factory):
     return out, done.stdout, json.loads((out / "skill" / "skill.json").read_text()), (out / REPORT).read_text()
 
 
+@pytest.mark.slow
 def test_the_report_has_its_files_parts_and_every_pairing(skill):
     out, stdout, data, markdown = skill
     for name in ("ladder.png", "variants.png", "first_player.png"):

@@ -61,6 +61,7 @@ def _train(*args: str, timeout: float = 240, progress: bool = False) -> subproce
     )
 
 
+@pytest.mark.slow
 def test_smoke_writes_model_logs_and_evaluation(tmp_path):
     out = tmp_path / "run"
     result = _train(
@@ -87,6 +88,7 @@ def test_smoke_writes_model_logs_and_evaluation(tmp_path):
     assert "[train] 3,072/3,000 steps (102.4 %)" in result.stderr
 
 
+@pytest.mark.slow
 def test_resume_after_a_kill(tmp_path):
     out = tmp_path / "run"
     process = subprocess.Popen(
@@ -140,6 +142,7 @@ def _final_state(out) -> tuple[dict, dict]:
     return load_file(out / "model.safetensors"), last
 
 
+@pytest.mark.slow
 def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     """2,560 steps in one go against 1,536 steps, the last checkpoint damaged, and a resume to 2,560: the
     resumed run falls back to the 1,024-step checkpoint with a warning, then plays the same games (dice, seats,
@@ -213,6 +216,7 @@ def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
     )
 
 
+@pytest.mark.slow
 def test_tampered_checkpoint_contents_are_refused_before_use(tmp_path):
     """A checkpoint that loads but holds a negative step count or a schedule holding a string is skipped for
     the one before it, with a warning naming the entry; when none is left, one line and exit 2."""
@@ -321,6 +325,7 @@ def test_out_must_be_a_writable_directory(tmp_path, unwritable_directory, capsys
     assert file.read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_bad_settings_on_the_command_line(tmp_path):
     """The real command: exit status 2, one line on stderr, no traceback."""
     for args, message in [
@@ -333,6 +338,7 @@ def test_bad_settings_on_the_command_line(tmp_path):
         assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.slow
 def test_same_seed_same_run(tmp_path):
     weights = []
     for run in ("a", "b"):
@@ -356,6 +362,7 @@ def test_same_seed_same_run(tmp_path):
     assert [p["pair_scores"] for p in evaluations[0]] == [p["pair_scores"] for p in evaluations[1]]
 
 
+@pytest.mark.slow
 def test_a_run_owns_its_out(tmp_path, capsys):
     """A second run into a folder that holds a run is refused unless --restart (start over: the first run's
     checkpoints go) or --resume; --resume refuses other training-defining settings, naming the setting, and
@@ -426,6 +433,7 @@ def _wait_for_checkpoint(out, process: subprocess.Popen) -> None:
     assert checkpoint.checkpoint_steps(out), "no checkpoint was written"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_after_the_update_with_a_checkpoint_and_resume_by_folder_goes_on(tmp_path, signum, status):
     """The README's pair, small: a PPO run from scratch, stopped by a signal (after its current update: a
@@ -464,6 +472,7 @@ def test_a_signal_stops_after_the_update_with_a_checkpoint_and_resume_by_folder_
     assert json.loads((out / "evaluation.json").read_text())["pairings"][0]["games"] == 20  # the run's own settings
 
 
+@pytest.mark.slow
 def test_a_second_signal_stops_at_once(tmp_path):
     """Slow updates (many epochs): the first SIGINT waits for the update, the second stops the run at once,
     leaving the checkpoints it had; the line says so, and so does run.json."""
@@ -577,6 +586,7 @@ def test_a_killed_restart_leaves_no_old_result_looking_current(old_run, tmp_path
     assert [name for name in results if (old_run / name).exists()] == []
 
 
+@pytest.mark.slow
 def test_model_zip_is_written_atomically(tmp_path, monkeypatch, capsys):
     """A full disk while SB3 writes model.zip (an injected ENOSPC after part of the file): the previous
     model.zip stays whole, no temporary file is left, the run says it failed, one line naming the file, exit 2."""
@@ -638,6 +648,7 @@ DISTILL = [
 ]
 
 
+@pytest.mark.slow
 def test_a_distillation_stopped_while_labelling_or_fitting_goes_on_where_it_stopped(tmp_path, monkeypatch, capsys):
     """Killed after two chunks of labels (the third being made), then again in the fit's third epoch:
     each --resume reads back what was saved and goes on, and the distilled network is the one of a run that
@@ -754,6 +765,7 @@ def finished_runs(tmp_path_factory):
     return runs
 
 
+@pytest.mark.slow
 def test_a_refused_resume_writes_nothing(finished_runs, tmp_path, capsys):
     """A --total-steps below the steps done, a settings.json changed by hand, a checkpoint of another run
     under this run's name: each is refused in one line and the folder is left byte for byte (0.3.0 rewrote
@@ -776,6 +788,7 @@ def test_a_refused_resume_writes_nothing(finished_runs, tmp_path, capsys):
     assert outputs.read_run(out)["status"] == "complete"
 
 
+@pytest.mark.slow
 def test_a_run_past_its_total_steps_resumes_alone_and_a_finished_run_stays_complete(tmp_path, monkeypatch, capsys):
     """--total-steps 700 ends at 1,024 (two updates of 512); a SIGINT during the last update stops the run
     trained but without its model; the command its stop line prints (--resume alone) writes the model and
@@ -903,6 +916,7 @@ def test_special_and_huge_files_are_refused_in_one_line(finished_runs, tmp_path,
     assert "none of the 2 checkpoint(s)" in err
 
 
+@pytest.mark.slow
 def test_files_of_another_run_are_refused(tmp_path, capsys):
     """Labels or the fit's state of a --seed 1 run copied into a --seed 0 run: --resume refuses each in one
     line naming the file, before anything is written (0.3.0 went on with the other run's tensors)."""

@@ -92,6 +92,7 @@ def runs(tmp_path_factory):
     return root, whole, stopped, resumed
 
 
+@pytest.mark.slow
 def test_a_run_says_what_it_does_and_where_its_model_is(runs):
     root, (status, stdout, stderr), _, _ = runs
     out = root / "whole"
@@ -318,6 +319,7 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch):
     assert outputs.read_run(out)["status"] == "failed" and not (out / az.CHECKPOINT).exists()
 
 
+@pytest.mark.slow
 def test_the_model_plays_with_search_and_alone(runs):
     model = runs[0] / "whole" / az.MODEL
     config = Config()

@@ -80,6 +80,7 @@ def test_search_with_the_race_leaf_chooses_like_expectimax_depth_1(positions):
     assert best.sum(axis=1).mean() < masks.sum(axis=1).mean()  # the test has choices to get wrong
 
 
+@pytest.mark.slow
 def test_depth_2_with_the_race_leaf_chooses_like_expectimax_depth_2(positions):
     """Differential: through the opponent's roll, with the race leaf (averaged over the agent's next roll),
     the search is expectimax:depth=2: the same candidates and the same best placements among them."""
@@ -304,6 +305,7 @@ def _scalar_backups(net, positions) -> list[float]:
     ]
 
 
+@pytest.mark.slow
 def test_exact_backup_matches_a_scalar_search_over_rolls_and_placements(positions):
     """The vectorised backup against the reference rules' roll-by-roll, placement-by-placement search, with the
     shipped network, on positions of random games (some decided) and with the opponent's reserve made small."""
