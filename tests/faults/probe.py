@@ -60,7 +60,7 @@ def venv_python(args: argparse.Namespace) -> Path:
         "-c",
         "import strategic_reserve_env, sys; sys.exit('site-packages' not in strategic_reserve_env.__file__)",
     ]
-    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+    if python.exists() and subprocess.run(probe, capture_output=True, cwd="/").returncode == 0:
         return python
     if args.wheel is None:
         sys.exit(f"probe: {venv} does not hold the package: give --wheel")

@@ -309,7 +309,7 @@ AGENTS = {
         "signal.signal(signal.SIGINT, lambda *_: None)\n"
         "        open(READY, 'w').close()\n"
         "        try:\n"
-        "            time.sleep(0.5)\n"
+        "            time.sleep(0.05)\n"
         "        except BaseException:\n"
         "            pass"
     ),

@@ -30,7 +30,14 @@ CLI = runner.Cli([sys.executable, "-m", "strategic_reserve_env"])
 CI_COMMANDS = ("train", "train-az", "evaluate", "benchmark")  # the distillation: the same folder as train's
 
 # case id -> the defect it shows on main (one line). Strict xfails: a fixed defect fails as XPASS.
-KNOWN_DEFECTS: dict[str, str] = {}
+KNOWN_DEFECTS: dict[str, str] = {
+    "evaluate/SIGHUP@start+0.3s": "SIGHUP kills evaluate at any instant (no handler): status -1, not 129",
+    "evaluate/bad_out:out_too_long": "a too-long --out: an OSError traceback, exit 1, and its parent folder created",
+    "evaluate/agent:raises": "a user agent that raises: its traceback printed before the one line",
+    "benchmark/SIGTERM@start+0.3s": "SIGTERM during the imports kills the benchmark: status -15, not 143",
+    "benchmark/stream:stdout_closed": "stdout on a closed pipe: the benchmark exits 0, having printed nothing",
+    "benchmark/agent:catches_signals": "an agent that sets SIGINT's handler makes Ctrl-C do nothing: the run ends 0",
+}
 
 
 def ci_case(case: catalogue.Case) -> bool:
