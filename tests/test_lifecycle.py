@@ -299,3 +299,18 @@ def test_progress_trimming_streams_the_file(tmp_path):
     tracemalloc.stop()
     assert path.read_text().splitlines() == ['{"iteration": 1}', '{"iteration": 2}']
     assert peak < 4 * run.MAX_PROGRESS_LINE + (1 << 20)
+
+
+def test_a_full_disk_in_the_tensorboard_writer_is_one_line(tmp_path, monkeypatch, capsys):
+    """ENOSPC inside SB3's TensorBoard writer: one line naming tb/, exit 1, run.json says failed (main: a
+    traceback)."""
+    from stable_baselines3.common.logger import TensorBoardOutputFormat
+
+    def full(self, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(TensorBoardOutputFormat, "write", full)
+    out = tmp_path / "run"
+    assert train.main([*FINISHED, "--out", str(out)]) == 1
+    assert capsys.readouterr().err == f"error: cannot write {out / 'tb'} (No space left on device)\n"
+    assert outputs.read_run(out)["status"] == "failed"

@@ -305,7 +305,8 @@ def test_help_shows_the_defaults_in_plain_text(capsys):
 
 
 def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch):
-    """The checkpoint's write fails as on a full disk: one line naming the file, exit 2, run.json says failed."""
+    """The checkpoint's write fails as on a full disk: one line naming the file, exit 1 (a file not written, not
+    a refusal), run.json says failed."""
 
     def full_disk(handle, **arrays):
         handle.write(b"PK")
@@ -314,7 +315,7 @@ def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch):
     monkeypatch.setattr(az.np, "savez", full_disk)
     out = tmp_path / "run"
     status, _, stderr = _main(*TINY, "--iterations", "1", "--out", str(out))
-    assert status == 2 and stderr.count("\n") == 1, stderr
+    assert status == 1 and stderr.count("\n") == 1, stderr
     assert "No space left on device" in stderr and str(out / az.CHECKPOINT) in stderr
     assert outputs.read_run(out)["status"] == "failed" and not (out / az.CHECKPOINT).exists()
 

@@ -28,12 +28,11 @@ import torch
 from strategic_reserve_env import outputs
 from strategic_reserve_env.agents.policy_file import architecture_of
 
-from .run import newest_loadable
+from .run import CHECKPOINTS_KEPT, newest_loadable
 
 CHECKPOINT = re.compile(r"checkpoint_(\d+)-([0-9a-f]{32})\.pt")  # steps, run id
 CHECKPOINT_FORMAT = "strategic-reserve-train-checkpoint"
 CHECKPOINT_VERSION = 1
-CHECKPOINTS_KEPT = 2  # the last one and the one before it (the fallback if the last is damaged)
 SCHEDULE = ("snapshot", "eval", "checkpoint")  # the steps at which each falls due next
 
 

@@ -27,7 +27,7 @@ from strategic_reserve_env.board import DEFAULT_RESERVE
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, make_config
 
 from .folder import SETTINGS_FILE
-from .run import Run, RunKind, check_length, claim, newest_loadable, prepare
+from .run import CHECKPOINTS_KEPT, Run, RunKind, check_length, claim, newest_loadable, prepare
 from .settings import PPOSettings, changeable, check_ppo, check_range, process_field
 from .signals import Signals, Stopped
 
@@ -184,7 +184,6 @@ KIND = RunKind(
 )
 COMMAND = KIND.command  # what run.json says made the folder
 EXTRAS = ("rllib",)  # what it needs installed (the registry declares the same for `strategic-reserve train-rllib`)
-CHECKPOINTS_KEPT = 2
 
 
 def checkpoint_path(out: Path, iteration: int) -> Path:

@@ -50,6 +50,7 @@ from .signals import StopNow, Stopped
 
 STATUSES = ("claimed", "running", "interrupted", "failed", "complete")
 PARTIAL = re.compile(r"\.(.+)\.[^./]+\.partial")  # what outputs.atomic leaves behind when killed mid-write
+CHECKPOINTS_KEPT = 2  # the last one and the one before it (the fallback if the last is damaged), every trainer
 MAX_PROGRESS_LINE = 1 << 16  # bytes of one progress line (a few hundred); a longer line is no progress line
 
 

@@ -265,7 +265,7 @@ class TrainSettings(PPOSettings):
     def __post_init__(self) -> None:
         """`ValueError` (one line naming the option) for the first bad setting: nothing is written, loaded or
         trained before every setting has passed."""
-        check_types(self)
+        super().__post_init__()
         for name in ("total_steps", "distill_games", "eval_every"):
             check_range(name, getattr(self, name), 0)
         for name in ("n_envs", "n_steps", "snapshot_every", "max_snapshots", "checkpoint_every", "cnn_channels"):
