@@ -2,6 +2,9 @@
 
 This is the one place where single-agent play is orchestrated; the
 Gymnasium env (B = 1), the Gymnasium vector env and the SB3 VecEnv wrap it.
+A batch of one game (the Gymnasium env) plays its turns on the single-game
+path (`Game` on Python ints, as the AEC env does; `LearnerGames._step_one`),
+drawing the same streams on ints: the same games as the batched path.
 Every observation it returns is a decision of the learner; the opponent's
 turns (its roll and its placement) happen inside `LearnerGames.step`,
 through the one turn loop (`strategic_reserve_env.turns.turn`). One
