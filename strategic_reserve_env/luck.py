@@ -26,6 +26,7 @@ engine's own (`strategic_reserve_env.rules.roll`), applied to every roll at once
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -72,6 +73,16 @@ RACE_TABLE_RESERVES = 1 << _TABLE_BITS
 reserve and 36 on the board), the values `race_win_probability` gives."""
 
 
+@functools.lru_cache(maxsize=16)
+def _race_table(a: float, b: float) -> np.ndarray:
+    """(RACE_TABLE_RESERVES, RACE_TABLE_RESERVES) float64, read-only: `race_win_probability` with `a` and
+    `b` at [mover's reserve, opponent's reserve] (kept per model, not in its `RaceValue`: copies stay small)."""
+    reserves = np.arange(RACE_TABLE_RESERVES)
+    table = race_win_probability(reserves[:, None], reserves[None, :], a, b)
+    table.flags.writeable = False
+    return table
+
+
 @dataclass(frozen=True)
 class AfterRoll:
     """Positions just after a roll, the roller to place; the fields are arrays of one shape (any shape)."""
@@ -103,15 +114,11 @@ class RaceValue:
 
     def __init__(self, a: float = RACE_A, b: float = RACE_B, name: str = "race") -> None:
         self.a, self.b, self.name = float(a), float(b), name
-        reserves = np.arange(RACE_TABLE_RESERVES)
-        #: (RACE_TABLE_RESERVES, RACE_TABLE_RESERVES) float64: the model at [mover's reserve, opponent's reserve]
-        self._table = race_win_probability(reserves[:, None], reserves[None, :], self.a, self.b)
-        self._table.flags.writeable = False
 
     def __call__(self, after: AfterRoll) -> np.ndarray:
         mover, opponent = np.asarray(after.reserve_me), np.asarray(after.reserve_opp)
         if mover.dtype.kind in "iu" and opponent.dtype.kind in "iu" and not ((mover | opponent) >> _TABLE_BITS).any():
-            return self._table[mover, opponent]  # every reserve in 0..RACE_TABLE_RESERVES - 1: looked up
+            return _race_table(self.a, self.b)[mover, opponent]  # every reserve below RACE_TABLE_RESERVES
         return race_win_probability(mover, opponent, self.a, self.b)
 
     def __repr__(self) -> str:
@@ -143,9 +150,9 @@ def every_roll(me, opp, reserve_me, reserve_opp) -> AfterRoll:
 
 
 def distinct_rolls(me: int, opp: int, reserve_me: int, reserve_opp: int) -> tuple[AfterRoll, list[int]]:
-    """The positions after the 36 rolls of one position (Python ints), each told once: `(after, outcome)`,
-    `after` the `AfterRoll` of the distinct positions ((n,) int64 fields, n <= 36) and `outcome` the
-    index into them of each roll `k` (36 ints). Every empty square gives one position (nothing
+    """The positions after the 36 rolls of one position (Python ints): `(after, outcome)`,
+    `after` the `AfterRoll` of one roll per group of alike squares ((n,) int64 fields, n <= 36) and
+    `outcome` the index into them of each roll `k` (36 ints). Every empty square gives one position (nothing
     captured), and so does every square of one group (a group of the roller's: the same enemy checkers
     touch it; an enemy group: the same checkers are captured), so the rules run once per group."""
     outcome = [-1] * NUM_SQUARES
