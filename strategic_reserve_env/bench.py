@@ -292,21 +292,28 @@ def _interface_lines(seconds: float, config: Config, rates: dict) -> Iterator[st
     }
     yield row("pettingzoo", "1 game", f"{PEERS[0]}, aec_loop", four)
     for name, rate in lines.items():
-        yield row("aec", "1 game", f"{name}, aec_loop", rate) + f"  x{rate / four:.2f} connect_four"
+        versus = f", x{rate / outcome:.2f} outcome" if name.endswith("luck_adjusted") else ""
+        yield row("aec", "1 game", f"{name}, aec_loop", rate) + f"  x{rate / four:.2f} connect_four{versus}"
     cart_steps, _ = gym_single(seconds, config, env_id=PEERS[1])
     yield row("gymnasium", "1 env", f"{PEERS[1]}, gym_episode", cart_steps, "steps/s")
+    gym_outcome = 0.0
     for reward in ("outcome", "luck_adjusted"):
         steps, plies = gym_single(seconds, config, reward=reward)
+        versus = f", x{steps / gym_outcome:.2f} outcome" if gym_outcome else ""
+        gym_outcome = gym_outcome or steps
         yield (
             row("gym env", "1 env", f"{reward}, gym_episode", steps, "steps/s")
-            + f"  x{steps / cart_steps:.2f} CartPole, {plies:,.0f} plies/s x{plies / outcome:.2f} aec raw_env"
+            + f"  x{steps / cart_steps:.2f} CartPole{versus}, {plies:,.0f} plies/s x{plies / outcome:.2f} aec raw_env"
         )
     cart_vector = vector(VECTOR_ENVS, seconds, config, env_id=PEERS[1])
     yield row("gymnasium", f"{VECTOR_ENVS}", f"{PEERS[1]} vector, masks->step", cart_vector, "steps/s")
+    vector_outcome = 0.0
     for reward in ("outcome", "luck_adjusted"):
         rate = vector(VECTOR_ENVS, seconds, config, reward=reward)
+        versus = f", x{rate / vector_outcome:.2f} outcome" if vector_outcome else ""
+        vector_outcome = vector_outcome or rate
         yield row("vector env", f"{VECTOR_ENVS}", f"{reward}, masks->step", rate, "steps/s") + (
-            f"  x{rate / cart_vector:.2f} CartPole"
+            f"  x{rate / cart_vector:.2f} CartPole{versus}"
         )
     sb3_outcome = sb3(VECTOR_ENVS, seconds, config)
     yield row("sb3 VecEnv", f"{VECTOR_ENVS}", "outcome, collect_rollouts", sb3_outcome, "steps/s")
