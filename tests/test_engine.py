@@ -228,7 +228,7 @@ def test_bench_reports_every_interface_beside_its_peer_and_the_ratios_of_its_own
             assert _number(match["ratio"]) == pytest.approx(rates[label] / rates[peer], rel=0.01, abs=0.006), line
         if match["vs_outcome"] is not None:  # a luck_adjusted line beside the outcome line just above it
             assert "luck_adjusted" in label
-            outcome = rates[BENCH_LABELS[BENCH_LABELS.index(label) - 1 - (label.startswith("aec"))]]
+            outcome = rates[BENCH_LABELS[BENCH_LABELS.index(label) - 1]]
             assert _number(match["vs_outcome"]) == pytest.approx(rates[label] / outcome, rel=0.01, abs=0.006), line
         else:
             assert "luck_adjusted" not in label or label.startswith("sb3"), line
