@@ -156,22 +156,19 @@ def distinct_rolls(me: int, opp: int, reserve_me: int, reserve_opp: int) -> tupl
     captured), and so does every square of one group (a group of the roller's: the same enemy checkers
     touch it; an enemy group: the same checkers are captured), so the rules run once per group."""
     outcome = [-1] * NUM_SQUARES
-    positions = []  # (opp, reserve_opp, legal) after each distinct roll
+    positions = []  # the AfterRoll fields of each distinct roll
     for square, bit in enumerate(BIT):
         if outcome[square] >= 0:  # a square of a group (or an empty square) already rolled on
             continue
         opp_after, reserve_after, captured, legal, _ = rules.roll(me, opp, reserve_opp, bit)
         index = len(positions)
-        positions.append((opp_after, reserve_after, legal))
+        positions.append((me, opp_after, reserve_me, reserve_after, legal))
         # the squares whose roll gives this position: an enemy hit's captured group, a friendly hit's group,
         # or every empty square
         alike = captured if bit & opp else rules.group(bit, me) if bit & me else FULL ^ (me | opp)
         for other in squares_of(alike):
             outcome[other] = index
-    count = len(positions)
-    opp_after, reserve_after, legal = (np.array(column, dtype=np.int64) for column in zip(*positions, strict=True))
-    mine = np.full(count, me, dtype=np.int64), np.full(count, reserve_me, dtype=np.int64)
-    return AfterRoll(me=mine[0], opp=opp_after, reserve_me=mine[1], reserve_opp=reserve_after, legal=legal), outcome
+    return AfterRoll(*np.array(positions, dtype=np.int64).T.copy()), outcome  # the fields: rows of one array
 
 
 def _single_roll_values(value: ValueFunction, me: int, opp: int, reserve_me: int, reserve_opp: int) -> np.ndarray:
