@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from strategic_reserve_env.dice import ROLLS_AHEAD, BatchDice, GameDice, rolled_square, stream_key
+from strategic_reserve_env.dice import ROLLS_AHEAD, BatchDice, GameDice, UniformStreams, rolled_square, stream_key
 
 
 @pytest.mark.parametrize("seed", [0, 7, -3, 2**70])
@@ -71,3 +71,16 @@ def test_pickles_hold_key_counter_and_forced_and_load_across_versions():
     assert dice.__reduce_ex__(2)[2] == (None, {"key": stream_key(5), "counter": 2, "forced": [7]})  # no cache
     old = pickle.loads(EARLIER_PICKLE)
     assert [old.next() for _ in range(3)] == [7, rolled_square(stream_key(5), 2), rolled_square(stream_key(5), 3)]
+
+
+def test_a_batch_of_one_stream_draws_on_ints_what_next_draws():
+    """`next_of_one` (the single-game path of a batch of one) gives `next`'s values and advances the same way."""
+    for seed in (0, 7, 2**40 + 3):
+        dice, dice_ints = BatchDice([seed]), BatchDice([seed])
+        chance, chance_ints = UniformStreams([seed]), UniformStreams([seed])
+        for _ in range(50):
+            rolled, uniform = dice_ints.next_of_one(), chance_ints.next_of_one()
+            assert type(rolled) is int and type(uniform) is float
+            assert rolled == int(dice.next()[0]) and uniform == float(chance.next()[0])
+        np.testing.assert_array_equal(dice_ints.counters, dice.counters)
+        np.testing.assert_array_equal(chance_ints.counters, chance.counters)
