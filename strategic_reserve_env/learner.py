@@ -576,8 +576,10 @@ class LearnerGames:
         if self._cached_view is None or self._cached_view[0] is not self.state:
             if self.num_games == 1:  # one game: the planes on Python ints (as the AEC env observes)
                 cached = self._cached_game
-                fresh = cached is not None and cached[0] is self.state
-                game = cached[1] if fresh else Game.of(self.state, 0, self.config)
+                if cached is not None and cached[0] is self.state:
+                    game = cached[1]
+                else:
+                    game = Game.of(self.state, 0, self.config)
                 view = planes(game, int(self.seat[0]))[None]
             else:
                 view = planes(self.state, self.seat)

@@ -156,7 +156,7 @@ def distinct_rolls(me: int, opp: int, reserve_me: int, reserve_opp: int) -> tupl
     captured), and so does every square of one group (a group of the roller's: the same enemy checkers
     touch it; an enemy group: the same checkers are captured), so the rules run once per group."""
     outcome = [-1] * NUM_SQUARES
-    positions = []  # the AfterRoll fields of each distinct roll
+    positions: list[tuple[int, int, int, int, int]] = []  # the AfterRoll fields of each distinct roll
     for square, bit in enumerate(BIT):
         if outcome[square] >= 0:  # a square of a group (or an empty square) already rolled on
             continue

@@ -111,7 +111,7 @@ class Roll:
     # reserve_opp) of the roller just before the roll (luck.roll_luck's position)
     rolled: np.ndarray  # (B,) int64: the rolled square, 0..35
     after: AfterRoll  # (B,) fields: the position just after the roll, the roller to place
-    single: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
+    single: tuple[int, int, int, int, int] | None = field(default=None, repr=False, compare=False)
     """The roll of one game in every row (a `Game`'s, `latest_roll`): `(me, opp, reserve_me, reserve_opp,
     rolled)` of `before` and `rolled` as Python ints, so that its luck is worked out once, on ints."""
 
