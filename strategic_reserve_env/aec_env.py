@@ -451,10 +451,10 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         mover = game.to_move
         # the rewards are worked out before anything is committed: an illegal square, a bad forced roll or a
         # failing reward function raises with the game and the dice as they were
-        rewards = self._outcome_step(square) if self._outcome_only else self._ledger_step(square)
+        rewards, over = self._outcome_step(square) if self._outcome_only else self._ledger_step(square)
         self._cumulative_rewards[agent] = 0
         self.rewards = rewards
-        if not game.done:
+        if not over:
             self._hand_over()
         else:
             if game.winner == NO_PLAYER:
@@ -473,23 +473,24 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         roll, so a step needs no trial game and no ledger (`_outcome_step`)."""
         return type(self.reward_function) is OutcomeReward
 
-    def _outcome_step(self, square: int) -> dict[str, float]:
-        """Place on `square` and roll for the next turn, in the env's game; the outcome's rewards
-        (`_OUTCOME_REWARDS`, `OutcomeReward`'s values). The next roll is read
-        (and checked) before the placement, and nothing after the placement can raise."""
+    def _outcome_step(self, square: int) -> tuple[dict[str, float], bool]:
+        """Place on `square` and roll for the next turn, in the env's game: the outcome's rewards
+        (`_OUTCOME_REWARDS`, `OutcomeReward`'s values) and whether the game is over. The next roll is
+        read (and checked) before the placement, and nothing after the placement can raise."""
         game, dice = self.game, self.dice
         rolled = dice.peek()  # ValueError for a bad forced roll, changing nothing
         game.place(square)  # IllegalActionError names the square and the legal ones, changing nothing
         if game.done:
-            return dict(_OUTCOME_REWARDS[game.winner])
+            return dict(_OUTCOME_REWARDS[game.winner]), True
         dice.advance()
         game.roll(rolled)
-        return dict(_OUTCOME_REWARDS[NO_PLAYER])
+        return dict(_OUTCOME_REWARDS[NO_PLAYER]), False
 
-    def _ledger_step(self, square: int) -> dict[str, float]:
+    def _ledger_step(self, square: int) -> tuple[dict[str, float], bool]:
         """The step played on a trial copy of the game, its rewards worked out by the reward function
-        (`Ledger`, one row an agent: its colour), then committed to the env's game and dice;
-        the reward function raising or answering badly raises with nothing committed."""
+        (`Ledger`, one row an agent: its colour), then committed to the env's game and dice; the rewards
+        and whether the game is over. The reward function raising or answering badly raises with nothing
+        committed."""
         game, dice = self.game, self.dice
         rolled = dice.peek()
         trial = game.copy()
@@ -501,10 +502,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
             trial.roll(rolled)
             ledger.roll(trial, _ROLLER[trial.to_move], _EVERY_AGENT)
         rewards = ledger.settle().tolist()  # the reward function's, checked
-        if not trial.done:
+        over = trial.done
+        if not over:
             dice.advance()
         game.restore(trial)
-        return dict(zip(AGENTS, rewards, strict=True))
+        return dict(zip(AGENTS, rewards, strict=True)), over
 
     # -- rendering --------------------------------------------------------------------
     def render(self):

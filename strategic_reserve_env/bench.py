@@ -23,18 +23,25 @@ from .sampling import uniform_square
 BLOCK = 256  # plies of dice and uniforms drawn per generator call
 MAX_BATCH = 262_144
 """The largest batch measured: each game draws `BLOCK` dice and uniforms at a time (4 KiB a game, 1 GiB
-at this size), and the vector env plays as many games as the largest batch."""
+at this size)."""
+
+
+def _rates(run_block: Callable[[], tuple[int, int]], seconds: float) -> tuple[float, float]:
+    """(steps/s, plies/s) of `run_block` (returns the steps and plies it made) repeated for about `seconds`."""
+    run_block()  # warm-up
+    steps = plies = 0
+    start = time.perf_counter()
+    while True:
+        more_steps, more_plies = run_block()
+        steps, plies = steps + more_steps, plies + more_plies
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return steps / elapsed, plies / elapsed
 
 
 def _timed(run_block: Callable[[], int], seconds: float) -> float:
-    """Plies per second of `run_block` (returns plies played) repeated for about `seconds`."""
-    run_block()  # warm-up
-    plies, start = 0, time.perf_counter()
-    while True:
-        plies += run_block()
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return plies / elapsed
+    """Plies per second of `run_block` (returns plies played) repeated for about `seconds` (`_rates`)."""
+    return _rates(lambda: (run_block(), 0), seconds)[0]
 
 
 class _BlockDice:
@@ -133,19 +140,21 @@ def aec(seconds: float, config: Config, seed: int = 0, wrapped: bool = True, rew
 
     make = make_env if wrapped else raw_env
     environment = make(reserve=config.reserve, ply_limit=config.ply_limit, start=config.start, reward=reward)
+    return _aec_rate(environment, seconds, seed)
+
+
+def _aec_rate(environment, seconds: float, seed: int) -> float:
+    """Plies/s of the AEC `environment` in `aec_loop`, seeded `seed`, for about `seconds`."""
     environment.reset(seed=seed)
     uniforms = _uniforms(np.random.default_rng(seed))
-    return _timed(lambda: _whole_games(lambda: aec_loop(environment, uniforms))()[0], seconds)
+    return _rates(_whole_games(lambda: aec_loop(environment, uniforms)), seconds)[0]
 
 
 def connect_four(seconds: float, seed: int = 0) -> float:
     """Plies/s of PettingZoo's own `connect_four_v3.raw_env` in the same loop (`aec_loop`)."""
     from pettingzoo.classic import connect_four_v3
 
-    environment = connect_four_v3.raw_env()
-    environment.reset(seed=seed)
-    uniforms = _uniforms(np.random.default_rng(seed))
-    return _timed(lambda: _whole_games(lambda: aec_loop(environment, uniforms))()[0], seconds)
+    return _aec_rate(connect_four_v3.raw_env(), seconds, seed)
 
 
 def gym_episode(environment, uniforms: Iterator[float], masked: bool) -> tuple[int, int]:
@@ -178,19 +187,6 @@ def gym_single(seconds: float, config: Config, seed: int = 0, env_id: str = GYM_
     environment.reset(seed=seed)
     uniforms = _uniforms(np.random.default_rng(seed))
     return _rates(_whole_games(lambda: gym_episode(environment, uniforms, ours)), seconds)
-
-
-def _rates(run_block: Callable[[], tuple[int, int]], seconds: float) -> tuple[float, float]:
-    """(steps/s, plies/s) of `run_block` (returns the steps and plies it made) repeated for about `seconds`."""
-    run_block()  # warm-up
-    steps = plies = 0
-    start = time.perf_counter()
-    while True:
-        more_steps, more_plies = run_block()
-        steps, plies = steps + more_steps, plies + more_plies
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return steps / elapsed, plies / elapsed
 
 
 def _random_legal(masks: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
@@ -292,21 +288,28 @@ def _interface_lines(seconds: float, config: Config, rates: dict) -> Iterator[st
     }
     yield row("pettingzoo", "1 game", f"{PEERS[0]}, aec_loop", four)
     for name, rate in lines.items():
-        yield row("aec", "1 game", f"{name}, aec_loop", rate) + f"  x{rate / four:.2f} connect_four"
+        versus = f", x{rate / outcome:.2f} outcome" if name.endswith("luck_adjusted") else ""
+        yield row("aec", "1 game", f"{name}, aec_loop", rate) + f"  x{rate / four:.2f} connect_four{versus}"
     cart_steps, _ = gym_single(seconds, config, env_id=PEERS[1])
     yield row("gymnasium", "1 env", f"{PEERS[1]}, gym_episode", cart_steps, "steps/s")
+    gym_outcome = 0.0
     for reward in ("outcome", "luck_adjusted"):
         steps, plies = gym_single(seconds, config, reward=reward)
+        versus = f", x{steps / gym_outcome:.2f} outcome" if gym_outcome else ""
+        gym_outcome = gym_outcome or steps
         yield (
             row("gym env", "1 env", f"{reward}, gym_episode", steps, "steps/s")
-            + f"  x{steps / cart_steps:.2f} CartPole, {plies:,.0f} plies/s x{plies / outcome:.2f} aec raw_env"
+            + f"  x{steps / cart_steps:.2f} CartPole{versus}, {plies:,.0f} plies/s x{plies / outcome:.2f} aec raw_env"
         )
     cart_vector = vector(VECTOR_ENVS, seconds, config, env_id=PEERS[1])
     yield row("gymnasium", f"{VECTOR_ENVS}", f"{PEERS[1]} vector, masks->step", cart_vector, "steps/s")
+    vector_outcome = 0.0
     for reward in ("outcome", "luck_adjusted"):
         rate = vector(VECTOR_ENVS, seconds, config, reward=reward)
+        versus = f", x{rate / vector_outcome:.2f} outcome" if vector_outcome else ""
+        vector_outcome = vector_outcome or rate
         yield row("vector env", f"{VECTOR_ENVS}", f"{reward}, masks->step", rate, "steps/s") + (
-            f"  x{rate / cart_vector:.2f} CartPole"
+            f"  x{rate / cart_vector:.2f} CartPole{versus}"
         )
     sb3_outcome = sb3(VECTOR_ENVS, seconds, config)
     yield row("sb3 VecEnv", f"{VECTOR_ENVS}", "outcome, collect_rollouts", sb3_outcome, "steps/s")

@@ -28,6 +28,7 @@ from .board import (
 from .config import Config, StartPosition
 
 _FIELDS = tuple(f.name for f in fields(engine.State))  # the State fields a Game holds, in order
+_BIT_OF = dict(enumerate(BIT))  # square index -> its bitboard (no entry: not a square)
 
 
 class Game:
@@ -150,7 +151,13 @@ class Game:
         self.rolled = int(square)
 
     def place(self, square: int) -> None:
-        """Put a checker on `square`; `IllegalActionError` if that is not legal now."""
+        """Put a checker on `square`; `IllegalActionError` if that is not legal now.
+
+        A legal placement is told by one test: `legal` holds the square only while a placement is due,
+        which is never once the game is over; every other case goes on to the checks that say why not."""
+        if type(square) is int and self.legal & _BIT_OF.get(square, 0):
+            self._place(square)
+            return
         if self.done:
             raise engine.IllegalActionError("the game is over; reset it first")
         if not self.legal:
@@ -162,7 +169,10 @@ class Game:
                 else repr(square)
             )
             raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
-        square = int(square)  # a numpy integer too: the history holds ints
+        self._place(int(square))  # a numpy integer too: the history holds ints
+
+    def _place(self, square: int) -> None:
+        """`place` of a legal `square` (an int), checked by the caller."""
         (
             self.me,
             self.opp,

@@ -2,6 +2,9 @@
 
 This is the one place where single-agent play is orchestrated; the
 Gymnasium env (B = 1), the Gymnasium vector env and the SB3 VecEnv wrap it.
+A batch of one game (the Gymnasium env) plays its turns on the single-game
+path (`Game` on Python ints, as the AEC env does; `LearnerGames._step_one`),
+drawing the same streams on ints: the same games as the batched path.
 Every observation it returns is a decision of the learner; the opponent's
 turns (its roll and its placement) happen inside `LearnerGames.step`,
 through the one turn loop (`strategic_reserve_env.turns.turn`). One
@@ -573,8 +576,10 @@ class LearnerGames:
         if self._cached_view is None or self._cached_view[0] is not self.state:
             if self.num_games == 1:  # one game: the planes on Python ints (as the AEC env observes)
                 cached = self._cached_game
-                fresh = cached is not None and cached[0] is self.state
-                game = cached[1] if fresh else Game.of(self.state, 0, self.config)
+                if cached is not None and cached[0] is self.state:
+                    game = cached[1]
+                else:
+                    game = Game.of(self.state, 0, self.config)
                 view = planes(game, int(self.seat[0]))[None]
             else:
                 view = planes(self.state, self.seat)

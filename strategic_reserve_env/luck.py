@@ -26,13 +26,14 @@ engine's own (`strategic_reserve_env.rules.roll`), applied to every roll at once
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import rules
-from .board import BIT, BIT_ARRAY, NUM_SQUARES
+from .board import BIT, BIT_ARRAY, FULL, NUM_SQUARES, squares_of
 
 RACE_A, RACE_B = 1.553, 0.368
 """The reserve-race model's coefficients: a logistic regression on the 96,661 decisions of 4,000 greedy
@@ -64,6 +65,22 @@ def race_win_probability(
     p = 1.0 / (1.0 + xp.exp(-(a * (o - m) + b) / xp.sqrt(xp.maximum(m + o, 1.0))))
     p = xp.where(o <= 1, 0.0, p)
     return xp.where(m <= 1, 1.0, p)
+
+
+_TABLE_BITS = 6
+RACE_TABLE_RESERVES = 1 << _TABLE_BITS
+"""`RaceValue` looks its model up in a table for reserves below this (every reserve of a game: at most 12 in
+reserve and 36 on the board), the values `race_win_probability` gives."""
+
+
+@functools.lru_cache(maxsize=16)
+def _race_table(a: float, b: float) -> np.ndarray:
+    """(RACE_TABLE_RESERVES, RACE_TABLE_RESERVES) float64, read-only: `race_win_probability` with `a` and
+    `b` at [mover's reserve, opponent's reserve] (kept per model, not in its `RaceValue`: copies stay small)."""
+    reserves = np.arange(RACE_TABLE_RESERVES)
+    table = race_win_probability(reserves[:, None], reserves[None, :], a, b)
+    table.flags.writeable = False
+    return table
 
 
 @dataclass(frozen=True)
@@ -99,7 +116,10 @@ class RaceValue:
         self.a, self.b, self.name = float(a), float(b), name
 
     def __call__(self, after: AfterRoll) -> np.ndarray:
-        return race_win_probability(after.reserve_me, after.reserve_opp, self.a, self.b)
+        mover, opponent = np.asarray(after.reserve_me), np.asarray(after.reserve_opp)
+        if mover.dtype.kind in "iu" and opponent.dtype.kind in "iu" and not ((mover | opponent) >> _TABLE_BITS).any():
+            return _race_table(self.a, self.b)[mover, opponent]  # every reserve below RACE_TABLE_RESERVES
+        return race_win_probability(mover, opponent, self.a, self.b)
 
     def __repr__(self) -> str:
         return f"RaceValue(a={self.a}, b={self.b}, name={self.name!r})"
@@ -130,39 +150,25 @@ def every_roll(me, opp, reserve_me, reserve_opp) -> AfterRoll:
 
 
 def distinct_rolls(me: int, opp: int, reserve_me: int, reserve_opp: int) -> tuple[AfterRoll, list[int]]:
-    """The positions after the 36 rolls of one position (Python ints), each told once: `(after, outcome)`,
-    `after` the `AfterRoll` of the distinct positions ((n,) int64 fields, n <= 36) and `outcome` the
-    index into them of each roll `k` (36 ints). Every empty square gives one position (nothing
+    """The positions after the 36 rolls of one position (Python ints): `(after, outcome)`,
+    `after` the `AfterRoll` of one roll per group of alike squares ((n,) int64 fields, n <= 36) and
+    `outcome` the index into them of each roll `k` (36 ints). Every empty square gives one position (nothing
     captured), and so does every square of one group (a group of the roller's: the same enemy checkers
     touch it; an enemy group: the same checkers are captured), so the rules run once per group."""
-    outcome = [0] * NUM_SQUARES
-    groups: list[tuple[int, int]] = []  # (a group of checkers rolled on, the index of its position)
-    covered = 0  # the squares of those groups
-    empty = -1  # the index of the position after a roll on an empty square (-1: none yet)
-    positions = []  # (opp, reserve_opp, legal) after each distinct roll
+    outcome = [-1] * NUM_SQUARES
+    positions: list[tuple[int, int, int, int, int]] = []  # the AfterRoll fields of each distinct roll
     for square, bit in enumerate(BIT):
-        if bit & covered:
-            outcome[square] = next(index for grouped, index in groups if grouped & bit)
+        if outcome[square] >= 0:  # a square of a group (or an empty square) already rolled on
             continue
-        if not bit & (me | opp) and empty >= 0:
-            outcome[square] = empty
-            continue
-        outcome[square] = len(positions)
         opp_after, reserve_after, captured, legal, _ = rules.roll(me, opp, reserve_opp, bit)
-        positions.append((opp_after, reserve_after, legal))
-        if bit & opp:  # an enemy hit captures the rolled checker's group
-            groups.append((captured, outcome[square]))
-            covered |= captured
-        elif bit & me:
-            grouped = rules.group(bit, me)
-            groups.append((grouped, outcome[square]))
-            covered |= grouped
-        else:
-            empty = outcome[square]
-    count = len(positions)
-    opp_after, reserve_after, legal = (np.array(column, dtype=np.int64) for column in zip(*positions, strict=True))
-    mine = np.full(count, me, dtype=np.int64), np.full(count, reserve_me, dtype=np.int64)
-    return AfterRoll(me=mine[0], opp=opp_after, reserve_me=mine[1], reserve_opp=reserve_after, legal=legal), outcome
+        index = len(positions)
+        positions.append((me, opp_after, reserve_me, reserve_after, legal))
+        # the squares whose roll gives this position: an enemy hit's captured group, a friendly hit's group,
+        # or every empty square
+        alike = captured if bit & opp else rules.group(bit, me) if bit & me else FULL ^ (me | opp)
+        for other in squares_of(alike):
+            outcome[other] = index
+    return AfterRoll(*np.array(positions, dtype=np.int64).T.copy()), outcome  # the fields: rows of one array
 
 
 def _single_roll_values(value: ValueFunction, me: int, opp: int, reserve_me: int, reserve_opp: int) -> np.ndarray:

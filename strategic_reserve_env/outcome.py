@@ -111,7 +111,7 @@ class Roll:
     # reserve_opp) of the roller just before the roll (luck.roll_luck's position)
     rolled: np.ndarray  # (B,) int64: the rolled square, 0..35
     after: AfterRoll  # (B,) fields: the position just after the roll, the roller to place
-    single: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
+    single: tuple[int, int, int, int, int] | None = field(default=None, repr=False, compare=False)
     """The roll of one game in every row (a `Game`'s, `latest_roll`): `(me, opp, reserve_me, reserve_opp,
     rolled)` of `before` and `rolled` as Python ints, so that its luck is worked out once, on ints."""
 
@@ -156,7 +156,8 @@ def latest_roll(state, own: np.ndarray, made: np.ndarray) -> Roll:
     single = None
     if type(state.me) is int:  # a Game: one position in every row, its luck worked out once (Roll.single)
         single = (*before, state.rolled)
-        rows = [_read_only(np.full(made.shape, x, dtype=np.int64)) for x in (*before, state.rolled, *after)]
+        table = _read_only(np.array([(*before, state.rolled, *after)], dtype=np.int64).T.repeat(made.size, axis=1))
+        rows = list(table)  # (B,) read-only rows of one array
     else:
         rows = [_rows(x, made.shape) for x in (*before, state.rolled, *after)]
     return Roll(made, own, tuple(rows[:4]), rows[4], AfterRoll(*rows[5:]), single)  # type: ignore[arg-type]

@@ -66,7 +66,7 @@ class UniformRandomPolicy:
         k = (rng.random(len(bits)) * popcount(bits)).astype(np.int64)
         return np.where(bits != 0, nth_set_bit(bits, k), 0)
 
-    def act_from_uniforms(self, legal: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    def act_from_uniforms(self, legal: np.ndarray | int, uniforms: np.ndarray | float) -> np.ndarray | int:
         """(B,) int64 squares: the one `act` picks when its generator draws `uniforms` ((B,) floats
         in [0, 1)), from `legal` ((B,) int64 bitboards); 0 where none is legal. One game's Python ints
         (`legal` an int, `uniforms` a float) give an int."""

@@ -98,3 +98,16 @@ def test_chance_streams():
     assert stream_key(5, CHANCE_TAG) != stream_key(5) == BatchDice([5]).keys[0]
     values = UniformStreams(np.arange(4000)).next()
     assert abs(values.mean() - 0.5) < 0.02 and len(np.unique(values)) == 4000
+
+
+def test_a_batch_of_one_stream_draws_on_ints_what_next_draws():
+    """`next_of_one` (the single-game path of a batch of one) gives `next`'s values and advances the same way."""
+    for seed in (0, 7, 2**40 + 3):
+        dice, dice_ints = BatchDice([seed]), BatchDice([seed])
+        chance, chance_ints = UniformStreams([seed]), UniformStreams([seed])
+        for _ in range(50):
+            rolled, uniform = dice_ints.next_of_one(), chance_ints.next_of_one()
+            assert type(rolled) is int and type(uniform) is float
+            assert rolled == int(dice.next()[0]) and uniform == float(chance.next()[0])
+        np.testing.assert_array_equal(dice_ints.counters, dice.counters)
+        np.testing.assert_array_equal(chance_ints.counters, chance.counters)

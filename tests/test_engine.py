@@ -202,6 +202,7 @@ BENCH_PEERS = {
 BENCH_LINE = re.compile(
     r"(?P<label>.+?)\s+(?P<rate>[\d,]+) (?:plies|steps)/s"
     r"(?:  x(?P<ratio>[\d.]+) (?P<peer>connect_four|CartPole|outcome))?"
+    r"(?:, x(?P<vs_outcome>[\d.]+) outcome)?"
     r"(?:, (?P<plies>[\d,]+) plies/s x(?P<per_ply>[\d.]+) aec raw_env)?"
 )
 
@@ -226,6 +227,12 @@ def test_bench_reports_every_interface_beside_its_peer_and_the_ratios_of_its_own
             peer = BENCH_PEERS[match["peer"]] or BENCH_LABELS[BENCH_LABELS.index(label) - 1 - ("luck" in label)]
             # rates are printed to whole units, ratios to two decimals
             assert _number(match["ratio"]) == pytest.approx(rates[label] / rates[peer], rel=0.01, abs=0.006), line
+        if match["vs_outcome"] is not None:  # a luck_adjusted line beside the outcome line just above it
+            assert "luck_adjusted" in label
+            outcome = rates[BENCH_LABELS[BENCH_LABELS.index(label) - 1]]
+            assert _number(match["vs_outcome"]) == pytest.approx(rates[label] / outcome, rel=0.01, abs=0.006), line
+        else:
+            assert "luck_adjusted" not in label or label.startswith("sb3"), line
         if match["plies"] is not None:
             per_ply = _number(match["plies"]) / rates[BENCH_PEERS["aec raw_env"]]
             assert _number(match["per_ply"]) == pytest.approx(per_ply, rel=0.01, abs=0.006), line

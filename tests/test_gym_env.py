@@ -672,3 +672,34 @@ def test_the_single_gymnasium_env_takes_a_numpy_integer_seed():
     expected, expected_info = other.reset(seed=5)
     assert np.array_equal(observation, expected) and info.keys() == expected_info.keys()
     assert all(np.array_equal(info[key], expected_info[key]) for key in info)
+
+
+@pytest.mark.parametrize("opponent", ["random", lowest])
+@pytest.mark.parametrize("reward", ["outcome", "luck_adjusted"])
+def test_the_single_env_plays_the_batched_paths_games_step_by_step(opponent, reward):
+    """The single env steps its one game on the single-game path (`Game`, ints); sub-env 0 of a vector env of
+    two (the batched engine) plays the same seed: every observation, reward, termination, truncation, mask and
+    info of it is the single env's, episode after episode, seats drawn at random, illegal actions included."""
+    single = StrategicReserveEnv(opponent=opponent, reward=reward)
+    vector = StrategicReserveVectorEnv(num_envs=2, opponent=opponent, reward=reward)
+    observation, info = single.reset(seed=11)
+    observations, infos = vector.reset(seed=11)
+    rng = np.random.default_rng(0)
+    episodes = steps = 0
+    while episodes < 12:
+        np.testing.assert_array_equal(observation, observations[0])
+        np.testing.assert_array_equal(info["action_mask"], infos["action_mask"][0])
+        assert (info["seat"], info["ply"]) == (infos["seat"][0], infos["ply"][0])
+        legal = np.flatnonzero(info["action_mask"])
+        action = int(rng.integers(36)) if steps % 17 == 5 else int(rng.choice(legal))  # now and then illegal
+        observation, reward_, terminated, truncated, info = single.step(action)
+        observations, rewards, terminateds, truncateds, infos = vector.step(np.array([action, 0]))
+        np.testing.assert_array_equal(observation, observations[0])
+        assert (reward_, terminated, truncated) == (rewards[0], terminateds[0], truncateds[0])
+        assert ("illegal_action" in info) == bool(infos.get("illegal_action", [False])[0])
+        steps += 1
+        if terminated or truncated:
+            episodes += 1
+            observation, info = single.reset()
+            observations, _, _, _, infos = vector.step(np.zeros(2, dtype=np.int64))  # next-step auto-reset
+    assert steps > 100
