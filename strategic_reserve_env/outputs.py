@@ -319,10 +319,10 @@ def read_run(directory: str | Path) -> dict | None:
     return run
 
 
-def write_run(directory: str | Path, run_id: str, command: str) -> dict:
-    """Write `directory`'s run file for run `run_id` of `command` (with the package version that wrote it);
-    returns its contents."""
+def write_run(directory: str | Path, run_id: str, command: str, **details) -> dict:
+    """Write `directory`'s run file for run `run_id` of `command` (with the package version that wrote it and
+    `details`, e.g. its status); returns its contents."""
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    run = {"run_id": run_id, "command": command, "package_version": __version__, "started": started}
+    run = {"run_id": run_id, "command": command, "package_version": __version__, "started": started, **details}
     write_text(Path(directory) / RUN_FILE, json.dumps(run, indent=1) + "\n")
     return run

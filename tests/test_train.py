@@ -853,15 +853,17 @@ def test_run_json_names_the_command_and_a_0_3_0_folder_still_resumes(tmp_path):
     not have), with the package version; a folder 0.3.0 wrote with "train.py" is still train's."""
     out = tmp_path / "run"
     out.mkdir()
-    run_id = folder.claim(out, TrainSettings(), train.COMMAND)
+    from strategic_reserve_env.training import az, loop, run as lifecycle
+
+    run_id = lifecycle.claim(out, TrainSettings(), loop.KIND).run_id
     run = outputs.read_run(out)
     assert run["command"] == "train" and run["run_id"] == run_id and "package_version" in run
     old = tmp_path / "old"
     old.mkdir()
     old_id = outputs.write_run(old, outputs.new_run_id(), "train.py")["run_id"]
-    assert folder.claim(old, TrainSettings(resume=True), train.COMMAND) == old_id
+    assert lifecycle.claim(old, TrainSettings(resume=True), loop.KIND).run_id == old_id
     with pytest.raises(ValueError, match="of train.py, not of train-az"):
-        folder.claim(old, TrainSettings(resume=True), "train-az")
+        lifecycle.claim(old, TrainSettings(resume=True), az.KIND)
 
 
 def test_links_and_paths_in_a_resumed_folder_are_refused(finished_runs, tmp_path, capsys):

@@ -270,7 +270,7 @@ def test_commands_refuse_each_others_folders(done, tmp_path, capsys):
         assert status == 2 and stderr.count("\n") == 1 and refusal in stderr, stderr
         assert _files(ppo) == before
     before = _files(done)
-    refusal = f"--out {done} holds run {outputs.read_run(done)['run_id']} of train-az, not of train.py"
+    refusal = f"--out {done} holds run {outputs.read_run(done)['run_id']} of train-az, not of train"
     for argv in (["--distill-games", "0", "--total-steps", "64"], ["--resume"]):
         assert train.main(["--out", str(done), *argv]) == 2
         error = capsys.readouterr().err

@@ -152,10 +152,8 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
         )
     outputs.remove(out, kind.names if ours else [])  # and the trash of a removal a kill cut short
     refuse_links(out, kind.names)
-    run_id = outputs.new_run_id()
-    record = {"run_id": run_id, "command": kind.command, "started": now(), "status": "claimed"}
-    outputs.write_text(out / outputs.RUN_FILE, json.dumps(record, indent=1) + "\n")
-    return Run(out, kind, settings, run_id, record)
+    record = outputs.write_run(out, outputs.new_run_id(), kind.command, status="claimed")
+    return Run(out, kind, settings, record["run_id"], record)
 
 
 def error_status(error: BaseException) -> int:
