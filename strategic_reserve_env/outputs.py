@@ -267,9 +267,10 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
                 "or choose another folder"
             ) from None
         previous = os.pread(descriptor, LOCK_TEXT_BYTES, 0)
-        os.ftruncate(descriptor, 0)
         command = " ".join(sys.argv).encode("utf-8", "backslashreplace")  # an argument may hold stray bytes
-        os.pwrite(descriptor, f"pid {os.getpid()}: ".encode() + command[:200], 0)
+        with naming(path):  # a full disk: one line naming the lock file
+            os.ftruncate(descriptor, 0)
+            os.pwrite(descriptor, f"pid {os.getpid()}: ".encode() + command[:200], 0)
         try:
             yield directory
         except BaseException:  # a refusal (or a failure): the lock file left as it was found
