@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             return status if _flushed() else OUTPUT_FAILED
     except signals.StopNow as stop:
         return signals.stopped(stop)
+    except KeyboardInterrupt as stop:  # in a command that handles Ctrl-C itself, before (or after) it does
+        return signals.stopped(signals.StopNow(getattr(stop, "signum", signal.SIGINT)))
     except OSError as error:
         return output_failed(error)
     finally:

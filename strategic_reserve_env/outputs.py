@@ -105,6 +105,9 @@ def _check_out(directory: Path, path: str | Path, files: Iterable[str], option: 
     existing = directory
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
+    missing = directory.relative_to(existing).parts  # the folders `lock` will create
+    if missing and max(len(os.fsencode(name)) for name in missing) > os.pathconf(existing, "PC_NAME_MAX"):
+        raise OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
     if not existing.is_dir():
         where = "is a file" if existing == directory else f"lies under the file {existing}"
         raise ValueError(f"{option} {path}: {where}, not a directory")

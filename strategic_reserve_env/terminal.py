@@ -154,13 +154,13 @@ def terminal_game(
         seat = COLOURS[int(rng.integers(2))]
     human = COLOURS.index(seat)
     game, dice = Game(Config(reserve=reserve)), GameDice(seed)
-    say(
-        f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {name} is "
-        f"{COLOURS[1 - human].capitalize()}. Red moves first. Seed {seed}."
-    )
-    say(INTRODUCTION)
     quit_early, status = False, 0
-    try:
+    try:  # from the first line on: a Ctrl-C or a signal still keeps the record
+        say(
+            f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {name} is "
+            f"{COLOURS[1 - human].capitalize()}. Red moves first. Seed {seed}."
+        )
+        say(INTRODUCTION)
         while not game.done:
             game.roll(dice.next())
             if game.to_move == human:

@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             print(f"wrote {convert(args.zip, args.out)}")
         else:
             print(json.dumps(read_description(args.file), indent=1))
+    except BrokenPipeError:  # the reader went away: the command line ends quietly
+        raise
     except (OSError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
