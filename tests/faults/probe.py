@@ -97,7 +97,8 @@ def happened(outcome: runner.Outcome) -> str:
     """What happened, in words."""
     line = promises.last_line(outcome.stderr)
     resumed = f"; --resume: exit {outcome.resumed.status}" if outcome.resumed is not None else ""
-    fired = "" if outcome.fired else " (the fault did not fire)"
+    timed = outcome.case.fault.kind in ("signal", "kill", "enospc")
+    fired = " (the fault did not fire: the run ended first)" if timed and not outcome.fired else ""
     return f"exit {outcome.status}{fired}: {line!r}{resumed}"
 
 

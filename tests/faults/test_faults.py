@@ -28,6 +28,9 @@ pytestmark = pytest.mark.slow
 
 CLI = runner.Cli([sys.executable, "-m", "strategic_reserve_env"])
 CI_COMMANDS = ("train", "train-az", "evaluate", "benchmark")  # the distillation: the same folder as train's
+# kinds of fault left to FAULTS=all and the probe for a command, to hold CI's time (train's long run, its resume
+# and the run that never stopped: tests/test_train.py resumes after a kill and a signal)
+CI_LEFT_OUT = {"train": ("signal", "kill")}
 
 # case id -> the defect it shows on main (one line). Strict xfails: a fixed defect fails as XPASS.
 KNOWN_DEFECTS: dict[str, str] = {
@@ -37,13 +40,17 @@ KNOWN_DEFECTS: dict[str, str] = {
     "benchmark/SIGTERM@start+0.3s": "SIGTERM during the imports kills the benchmark: status -15, not 143",
     "benchmark/stream:stdout_closed": "stdout on a closed pipe: the benchmark exits 0, having printed nothing",
     "benchmark/agent:catches_signals": "an agent that sets SIGINT's handler makes Ctrl-C do nothing: the run ends 0",
+    "train/model.zip:fifo": "--resume of a complete run (model.zip a FIFO) exits 0 but rewrites its .lock",
+    "train/bad_out:out_too_long": "a too-long --out is refused (exit 2) but its parent folder is left created",
+    "train/enospc@write8": "a full disk in TensorBoard's writer: a traceback on stderr (exit 2)",
+    "train-az/model.safetensors:truncated": "--resume of a complete run exits 0 but rewrites its .lock",
 }
 
 
 def ci_case(case: catalogue.Case) -> bool:
     """Whether `case` is in CI's subset: per command of `CI_COMMANDS`, the case of each fault kind whose id
     hashes lowest (stable across runs and machines)."""
-    if case.command.name not in CI_COMMANDS:
+    if case.command.name not in CI_COMMANDS or case.fault.kind in CI_LEFT_OUT.get(case.command.name, ()):
         return False
     same_kind = [
         other for other in catalogue.all_cases() if (other.command, other.fault.kind) == (case.command, case.fault.kind)
