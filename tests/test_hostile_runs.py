@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from strategic_reserve_env import outputs
+from strategic_reserve_env.arena import MAX_ACT_SECONDS, ActTimeoutError, TimeLimited
 from strategic_reserve_env.commands.evaluate import main
 from strategic_reserve_env.evaluation import benchmark, tournament
-from strategic_reserve_env.policies import MAX_ACT_SECONDS, ActTimeoutError, TimeLimited
 
 from conftest import REPO
 

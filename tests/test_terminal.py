@@ -273,15 +273,15 @@ def test_the_caller_passes_any_policy_and_a_bad_seat_is_refused(tmp_path):
 def test_the_env_package_imports_neither_agents_nor_evaluation():
     """Only the command line (`__main__`, `commands/`) may load agents and evaluation; every other module of
     the package sits below them (two documented exceptions: the RLlib adapter loads the network it trains, and
-    `policies.as_policy` loads an agent spec string through the agents' spec loader, when given one)."""
+    the learner's opponent pool loads agent spec strings through `agents.as_agent`, when it is set)."""
     above = ("agents", "evaluation", "commands")
     allowed = {
         "rllib.py": {"strategic_reserve_env.agents.rllib_model"},
-        "policies.py": {"strategic_reserve_env.agents.load_agent"},
+        "learner.py": {"strategic_reserve_env.agents.as_agent"},
     }
     package = REPO / "strategic_reserve_env"
-    for module in sorted(package.glob("*.py")):
-        if module.name == "__main__.py":
+    for module in sorted(package.rglob("*.py")):
+        if module.name == "__main__.py" or {"commands", "training"} & set(module.relative_to(package).parts):
             continue
         for node in ast.walk(ast.parse(module.read_text(), str(module))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
