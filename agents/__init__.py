@@ -24,11 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from strategic_reserve_env import models
 from strategic_reserve_env.board import brief, clip
 from strategic_reserve_env.extras import needs_extra
-from strategic_reserve_env.policies import NamedPolicy, UniformRandomPolicy
+from strategic_reserve_env.policies import NamedPolicy, Policy, UniformRandomPolicy, as_policy
 
 from .custom import (
     ENTRY_POINT_GROUP,
@@ -111,7 +112,7 @@ def _ppo(spec: str, rest: str):
     options = _options(spec, more, {"deterministic": bool, "trust": str})
     if path:
         return PPOAgent.load(canonical_path(path), **options)
-    return PPOAgent.load(models.path(models.SHIPPED_POLICY), label="ppo", **options)  # type: ignore[arg-type]
+    return PPOAgent.shipped(**options)  # type: ignore[arg-type]
 
 
 def _value(spec: str, rest: str):
@@ -218,6 +219,14 @@ def load_agent(spec: str) -> NamedPolicy:
         raise ValueError(f"agent spec {brief(spec)}: {error.strerror or type(error).__name__}") from None
 
 
+def as_agent(agent: str | Policy | Callable[..., Any]) -> Policy:
+    """The one place an agent spec string becomes an agent: a string through `load_agent`, a `Policy` as
+    it is, a callable with the signature of `Policy.act` wrapped (`policies.as_policy`). What every
+    interface that takes "an agent or its spec" calls (the envs' opponents, the tournament, the benchmark);
+    `ValueError` saying what is wrong."""
+    return load_agent(agent) if isinstance(agent, str) else as_policy(agent)
+
+
 def list_agents() -> list[tuple[str, str]]:
     """(spec, description) of every agent a name can load: the built-ins, then those of installed packages."""
     rows = [(entry.usage, entry.summary) for entry in BUILT_IN.values()]
@@ -233,6 +242,7 @@ __all__ = [
     "GreedyAgent",
     "KNOWN_AGENTS",
     "RandomAgent",
+    "as_agent",
     "list_agents",
     "load_agent",
 ]

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES
+from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES, checked_int
 from strategic_reserve_env.luck import race_win_probability
 
 from .position import argmin_random_ties, captures_by_roll, read_position
@@ -59,8 +59,7 @@ class ExpectimaxAgent:
     def __init__(self, depth: int = 2, width: int = 6) -> None:
         if depth not in DEPTHS:
             raise ValueError(f"expectimax depth must be one of {DEPTHS}, got {depth!r}")
-        if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= NUM_SQUARES:
-            raise ValueError(f"expectimax width must be an integer in 1..36, got {width!r}")
+        width = checked_int("expectimax width", width, 1, NUM_SQUARES)
         self.depth, self.width = depth, width
         self.name = f"expectimax:depth={depth}" + (f",width={width}" if width != 6 else "")
 

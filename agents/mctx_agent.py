@@ -30,10 +30,12 @@ import functools
 import numpy as np
 
 from strategic_reserve_env import engine, rules
-from strategic_reserve_env.board import NO_PLAYER
+from strategic_reserve_env.board import NO_PLAYER, checked_int
+from strategic_reserve_env.dice import DRAWN_SEEDS
 
 from .position import read_position
 
+MAX_SIMULATIONS = 100_000  # the largest search a spec may ask for
 MIN_BATCH = 32
 """The smallest batch the search compiles for (a call with fewer games is padded to it): an evaluation's
 check positions and its plays share one compile."""
@@ -60,8 +62,7 @@ class MctxAgent:
 
     def __init__(self, simulations: int = 64, lookahead: bool = False, net: str = "") -> None:
         low = 0 if net else 1
-        if isinstance(simulations, bool) or not isinstance(simulations, int) or not low <= simulations <= 100_000:
-            raise ValueError(f"mctx simulations must be an integer in {low}..100000, got {simulations!r}")
+        simulations = checked_int("mctx simulations", simulations, low, MAX_SIMULATIONS)
         if not isinstance(lookahead, bool):
             raise ValueError(f"mctx lookahead must be true or false, got {lookahead!r}")
         import jax  # the extra's error message, at load time rather than at the first move
@@ -115,7 +116,7 @@ class MctxAgent:
             return np.zeros(0, dtype=np.int64), np.zeros((0, masks.shape[-1]))
         self._largest = max(self._largest, _padded_size(batch))
         rows = np.arange(self._largest) % batch  # padding repeats the first games
-        key = jax.random.key(int(rng.integers(2**63)))
+        key = jax.random.key(int(rng.integers(DRAWN_SEEDS)))
         actions, values = self._search(self.params, key, self.states(observations[rows], masks[rows]))
         return np.asarray(actions, dtype=np.int64)[:batch], np.asarray(values, dtype=np.float64)[:batch]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from strategic_reserve_env import openspiel
+from strategic_reserve_env.board import checked_int
 
 from .position import read_position
 
@@ -34,9 +35,8 @@ class MCTSAgent:
         rollouts: int = DEFAULT_ROLLOUTS,
         uct: float = openspiel.DEFAULT_UCT,
     ) -> None:
-        for what, value in (("simulations", simulations), ("rollouts", rollouts)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"openspiel-mcts: {what} must be an integer >= 1, got {value!r}")
+        simulations = checked_int("openspiel-mcts: simulations", simulations, 1)
+        rollouts = checked_int("openspiel-mcts: rollouts", rollouts, 1)
         if isinstance(uct, bool) or not isinstance(uct, (int, float)) or not uct > 0:
             raise ValueError(f"openspiel-mcts: uct must be a number > 0, got {uct!r}")
         self.simulations, self.rollouts, self.uct = simulations, rollouts, float(uct)

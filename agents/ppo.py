@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from strategic_reserve_env import models
 from strategic_reserve_env.board import brief
 from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
@@ -69,6 +70,11 @@ class PPOAgent:
 
             policy, _ = load_policy(path)
         return cls(policy, spec_name("ppo", path, label, options), deterministic)
+
+    @classmethod
+    def shipped(cls, deterministic: bool = True, trust: str | None = None) -> PPOAgent:
+        """The agent of the shipped policy file (`models.SHIPPED_POLICY`), named `ppo` (the spec `ppo`)."""
+        return cls.load(models.path(models.SHIPPED_POLICY), deterministic, trust, label="ppo")
 
     def probabilities(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         """(B, 36) action probabilities of the masked policy."""

@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from strategic_reserve_env import outputs, safe_json
-from strategic_reserve_env.board import NUM_SQUARES
+from strategic_reserve_env.board import NUM_SQUARES, checked_int
 from strategic_reserve_env.model_files import (
     Tensor,
     check_description,
@@ -65,9 +65,7 @@ class NetworkConfig:
 
     def __post_init__(self) -> None:
         for name, high in (("channels", MAX_WIDTH), ("conv_layers", MAX_CONV_LAYERS), ("hidden", MAX_WIDTH)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-                raise ValueError(f"network setting {name} must be an integer in 1..{high}, got {value!r}")
+            checked_int(f"network setting {name}", getattr(self, name), 1, high)
 
     @classmethod
     def from_mapping(cls, mapping) -> NetworkConfig:

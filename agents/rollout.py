@@ -46,7 +46,7 @@ from __future__ import annotations
 import numpy as np
 
 from strategic_reserve_env import engine, turns
-from strategic_reserve_env.board import NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, brief
+from strategic_reserve_env.board import NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, brief, checked_int
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.dice import BatchDice
 from strategic_reserve_env.luck import DEFAULT_VALUE, ValueFunction, roll_values
@@ -79,21 +79,18 @@ class RolloutAgent:
         value: ValueFunction = DEFAULT_VALUE,
         base: str = "greedy",
     ) -> None:
-        if isinstance(horizon, bool) or not isinstance(horizon, int) or not 0 <= horizon <= MAX_HORIZON:
-            raise ValueError(f"rollout horizon must be an integer in 0..{MAX_HORIZON}, got {horizon!r}")
-        if isinstance(rollouts, bool) or not isinstance(rollouts, int) or not 1 <= rollouts <= MAX_ROLLOUTS:
-            raise ValueError(f"rollout rollouts must be an integer in 1..{MAX_ROLLOUTS}, got {rollouts!r}")
-        if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= NUM_SQUARES:
-            raise ValueError(f"rollout width must be an integer in 1..{NUM_SQUARES}, got {width!r}")
+        horizon = checked_int("rollout horizon", horizon, 0, MAX_HORIZON)
+        rollouts = checked_int("rollout rollouts", rollouts, 1, MAX_ROLLOUTS)
+        width = checked_int("rollout width", width, 1, NUM_SQUARES)
         if not isinstance(luck, bool):
             raise ValueError(f"rollout luck must be true or false, got {luck!r}")
         if base not in BASES:
             raise ValueError(f"rollout base must be one of {', '.join(BASES)}, got {brief(base)}")
         self.base, self.network = base, None
         if base == "ppo":
-            from . import load_agent  # the shipped network, loaded once (the package's registry)
+            from .ppo import PPOAgent  # the shipped network, loaded once
 
-            self.network = load_agent("ppo")
+            self.network = PPOAgent.shipped()
         self.rollouts, self.width, self.luck, self.horizon, self.value = rollouts, width, luck, horizon, value
         self.config = Config()
         self.name = (

@@ -52,10 +52,9 @@ from pathlib import Path
 import numpy as np
 
 from strategic_reserve_env import arena, outputs
-from strategic_reserve_env.board import BIT_ARRAY, BOARD_SIZE, NUM_SQUARES, bitboards_to_array
+from strategic_reserve_env.board import BOARD_SIZE, NUM_SQUARES, bitboards_to_array
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.model_files import Tensor, check_description, check_tensors, header_description
-from strategic_reserve_env.rules import resolve_roll
 from strategic_reserve_env.sampling import popcount
 
 from .expectimax import win_probability
@@ -139,48 +138,6 @@ def decided(reserve_me: np.ndarray, reserve_opp: np.ndarray) -> tuple[np.ndarray
     reserve_me, reserve_opp = np.asarray(reserve_me), np.asarray(reserve_opp)
     known = (reserve_me <= 1) | (reserve_opp <= 0)
     return known, np.where(reserve_opp > 0, 1.0, 0.0)
-
-
-BACKUP_CHUNK = 256  # pre-roll positions backed up at once: about 36 * 20 leaves each go through the network
-
-
-def exact_backup(value_net, me, opp, reserve_me, reserve_opp, chunk: int = BACKUP_CHUNK) -> np.ndarray:
-    """(N,) float64 the exact-backup value of N pre-roll positions (roller's view) under `value_net`: the mean
-    over the roller's 36 equally likely rolls of its best placement's value (the value agent's depth-1
-    `placement_values`: `1 - V` of the other player's
-    pre-roll position that follows, 1 for placing the last checker), with no dice noise. Positions
-    `decided` get their exact value. Vectorised over positions and rolls, `chunk` positions at a time;
-    each distinct rolled position is searched once."""
-    from .value_search import placement_values
-
-    me, opp = np.asarray(me, dtype=np.int64), np.asarray(opp, dtype=np.int64)
-    reserve_me, reserve_opp = np.asarray(reserve_me, dtype=np.int64), np.asarray(reserve_opp, dtype=np.int64)
-    known, out = decided(reserve_me, reserve_opp)
-    rows = np.flatnonzero(~known)
-    for first in range(0, len(rows), chunk):
-        part = rows[first : first + chunk]
-        shape = (len(part), NUM_SQUARES)  # (positions, rolls)
-        rolled_me = np.broadcast_to(me[part, None], shape).reshape(-1)
-        opp_left, captured, legal, _ = resolve_roll(
-            rolled_me,
-            np.broadcast_to(opp[part, None], shape).reshape(-1),
-            np.broadcast_to(BIT_ARRAY, shape).reshape(-1),
-        )
-        keys = np.stack(
-            [
-                rolled_me,
-                opp_left,
-                legal,
-                np.broadcast_to(reserve_me[part, None], shape).reshape(-1),
-                np.broadcast_to(reserve_opp[part, None], shape).reshape(-1) + popcount(captured),
-            ],
-            axis=1,
-        )
-        distinct, inverse = np.unique(keys, axis=0, return_inverse=True)  # an empty roll: one position for all
-        d_me, d_opp, d_legal, d_rm, d_ro = distinct.T
-        best = placement_values(value_net, d_me, d_opp, bitboards_to_array(d_legal), d_rm, d_ro).max(axis=-1)
-        out[part] = best[inverse.reshape(-1)].reshape(shape).mean(axis=-1)
-    return out
 
 
 def symmetries() -> np.ndarray:

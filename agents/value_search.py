@@ -29,10 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES
+from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES, bitboards_to_array, checked_int
+from strategic_reserve_env.rules import resolve_roll
+from strategic_reserve_env.sampling import popcount
 
 from .custom import spec_name
 from .position import argmin_random_ties, captures_by_roll, read_position
+from .value_net import decided, load_value_net
 
 DEPTHS = (1, 2)
 
@@ -62,8 +65,7 @@ def placement_values(value_net, me, opp, legal, reserve_me, reserve_opp) -> np.n
 def _check(depth: int, width: int) -> None:
     if depth not in DEPTHS:
         raise ValueError(f"value depth must be one of {DEPTHS}, got {depth!r}")
-    if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= NUM_SQUARES:
-        raise ValueError(f"value width must be an integer in 1..36, got {width!r}")
+    checked_int("value width", width, 1, NUM_SQUARES)
 
 
 class ValueSearchAgent:
@@ -78,8 +80,6 @@ class ValueSearchAgent:
     @classmethod
     def load(cls, path: str | Path, depth: int = 2, width: int = 6, label: str | None = None) -> ValueSearchAgent:
         """The agent of a value network file; `label` names it in place of `value:PATH`."""
-        from .value_net import load_value_net
-
         _check(depth, width)  # before reading the file
 
         options = "".join([f",depth={depth}" if depth != 2 else "", f",width={width}" if width != 6 else ""])
@@ -114,3 +114,43 @@ class ValueSearchAgent:
 
     def __repr__(self) -> str:
         return f"ValueSearchAgent({self.name!r}, depth={self.depth}, width={self.width})"
+
+
+BACKUP_CHUNK = 256  # pre-roll positions backed up at once: about 36 * 20 leaves each go through the network
+
+
+def exact_backup(value_net, me, opp, reserve_me, reserve_opp, chunk: int = BACKUP_CHUNK) -> np.ndarray:
+    """(N,) float64 the exact-backup value of N pre-roll positions (roller's view) under `value_net`: the mean
+    over the roller's 36 equally likely rolls of its best placement's value (the value agent's depth-1
+    `placement_values`: `1 - V` of the other player's
+    pre-roll position that follows, 1 for placing the last checker), with no dice noise. Positions
+    `decided` get their exact value. Vectorised over positions and rolls, `chunk` positions at a time;
+    each distinct rolled position is searched once."""
+    me, opp = np.asarray(me, dtype=np.int64), np.asarray(opp, dtype=np.int64)
+    reserve_me, reserve_opp = np.asarray(reserve_me, dtype=np.int64), np.asarray(reserve_opp, dtype=np.int64)
+    known, out = decided(reserve_me, reserve_opp)
+    rows = np.flatnonzero(~known)
+    for first in range(0, len(rows), chunk):
+        part = rows[first : first + chunk]
+        shape = (len(part), NUM_SQUARES)  # (positions, rolls)
+        rolled_me = np.broadcast_to(me[part, None], shape).reshape(-1)
+        opp_left, captured, legal, _ = resolve_roll(
+            rolled_me,
+            np.broadcast_to(opp[part, None], shape).reshape(-1),
+            np.broadcast_to(BIT_ARRAY, shape).reshape(-1),
+        )
+        keys = np.stack(
+            [
+                rolled_me,
+                opp_left,
+                legal,
+                np.broadcast_to(reserve_me[part, None], shape).reshape(-1),
+                np.broadcast_to(reserve_opp[part, None], shape).reshape(-1) + popcount(captured),
+            ],
+            axis=1,
+        )
+        distinct, inverse = np.unique(keys, axis=0, return_inverse=True)  # an empty roll: one position for all
+        d_me, d_opp, d_legal, d_rm, d_ro = distinct.T
+        best = placement_values(value_net, d_me, d_opp, bitboards_to_array(d_legal), d_rm, d_ro).max(axis=-1)
+        out[part] = best[inverse.reshape(-1)].reshape(shape).mean(axis=-1)
+    return out

@@ -29,13 +29,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from strategic_reserve_env import __version__, models
-from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.agents import as_agent, load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
 from strategic_reserve_env.outputs import write_text
+from strategic_reserve_env.policies import NamedPolicy
 from strategic_reserve_env.progress import Progress
 
 from .statistics import fit_ratings
@@ -366,7 +368,7 @@ def run_benchmark(
     start = time.perf_counter()
     if games is not None:
         Settings(agents=[], games=games)  # checks the override
-    agent = load_agent(spec) if isinstance(spec, str) else spec
+    agent = cast(NamedPolicy, as_agent(spec))
     panel = [load_agent(member.spec) for member in protocol.panel]
     config = protocol.config()
     luck = load_luck_value(protocol.luck_value)

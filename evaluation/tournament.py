@@ -43,11 +43,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from strategic_reserve_env import __version__, arena, engine
-from strategic_reserve_env.agents import RandomAgent, load_agent
+from strategic_reserve_env.agents import RandomAgent, as_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
 from strategic_reserve_env.board import DEFAULT_RESERVE, MESSAGE_LIMIT, RED, brief, clip
 from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
@@ -212,7 +213,7 @@ def load_agents(specs: Sequence[str | NamedPolicy]) -> list[NamedPolicy]:
     """The agents of `specs` (spec strings, or agent objects with a `name`), each loaded once;
     `ValueError` if fewer than two are given or two of them are the same agent (same canonical
     name), naming the spellings."""
-    agents = [load_agent(spec) if isinstance(spec, str) else spec for spec in specs]
+    agents = [cast(NamedPolicy, as_agent(spec)) for spec in specs]
     spellings: dict[str, list[str]] = {}
     for spec, agent in zip(specs, agents, strict=True):
         spellings.setdefault(agent.name, []).append(spec if isinstance(spec, str) else repr(spec))
@@ -292,7 +293,7 @@ def play_pairing(
     `PairingError` if an agent fails. `on_games(red_agent, winning_agent)`,
     if given, receives the games one by one: two (games,) int64 arrays, who played Red (0 `a`, 1 `b`) and
     who won (0, 1, or -1 truncated), game `2 k` and `2 k + 1` being dice pair `k`."""
-    agents = tuple(load_agent(x) if isinstance(x, str) else x for x in (a, b))
+    agents = tuple(cast(NamedPolicy, as_agent(x)) for x in (a, b))
     luck = load_luck_value(settings.luck_value) if luck is None else luck
     config = settings.config()
     seeds = dice_seeds(settings.seed, settings.games // 2)

@@ -35,13 +35,12 @@ from strategic_reserve_env import models
 from strategic_reserve_env.agents.value_net import (
     Exploring,
     decided,
-    exact_backup,
     features,
     fit,
     load_value_net,
     play_positions,
 )
-from strategic_reserve_env.agents.value_search import ValueSearchAgent
+from strategic_reserve_env.agents.value_search import ValueSearchAgent, exact_backup
 from strategic_reserve_env.config import Config
 
 POSITION_KEYS = ("me", "opp", "reserve_me", "reserve_opp")

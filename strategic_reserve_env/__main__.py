@@ -36,6 +36,9 @@ class Command:
     summary: str
     target: str  # "module:function", imported when the command runs
     extras: tuple[str, ...] = ()  # e.g. ("mctx",): every library of these extras installed, or a refusal
+    maintainer: bool = False
+    """A command for the project's maintainers (regenerating the reference cards, the skill report, the shipped
+    value network), listed apart from the user's commands in `--help`; it runs like any other."""
 
     def load(self) -> Callable[[list[str], str], int]:
         module, _, function = self.target.partition(":")
@@ -79,14 +82,17 @@ COMMANDS: dict[str, Command] = {
     "skill": Command(
         "the skill report: the ladder, the first-player advantage, the variants (docs/SKILL.md)",
         "strategic_reserve_env.commands.skill:main",
+        maintainer=True,
     ),
     "headroom": Command(
         "how much a placement can gain over greedy's (rollouts on common dice)",
         "strategic_reserve_env.commands.headroom:main",
+        maintainer=True,
     ),
     "reference": Command(
         "the reference score cards of docs/BENCHMARK.md (from the repository's root)",
         "strategic_reserve_env.commands.reference:main",
+        maintainer=True,
     ),
     "policy-file": Command(
         "show a PPO policy file's description, or convert a trusted SB3 .zip into one",
@@ -95,6 +101,7 @@ COMMANDS: dict[str, Command] = {
     "value-net": Command(
         "the value agent's network: play games for its data, fit it",
         "strategic_reserve_env.commands.value_net:main",
+        maintainer=True,
     ),
     "rules": Command(
         "print the rules, the notation and the record format (ply numbers included)",
@@ -108,13 +115,18 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     from strategic_reserve_env import __version__
 
     width = max(map(len, COMMANDS))
-    listing = "\n".join(f"  {name:<{width}}  {command.summary}" for name, command in COMMANDS.items())
+
+    def listing(maintainer: bool) -> str:
+        chosen = [(name, command) for name, command in COMMANDS.items() if command.maintainer == maintainer]
+        return "\n".join(f"  {name:<{width}}  {command.summary}" for name, command in chosen)
+
     parser = argparse.ArgumentParser(
         prog=prog,
         usage=f"{prog} [-h] [--version] COMMAND [ARGS ...]",
         description="Strategic Reserve (a game by Mark Steere): evaluate, benchmark and train agents,\n"
         "replay and analyse game records, play a game, read the rules.",
-        epilog=f"commands:\n{listing}\n\n{prog} COMMAND --help describes each one.",
+        epilog=f"commands:\n{listing(False)}\n\nmaintainer commands (for the project's own results):\n"
+        f"{listing(True)}\n\n{prog} COMMAND --help describes each one.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")

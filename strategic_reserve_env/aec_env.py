@@ -153,9 +153,20 @@ from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers.base import BaseWrapper
 
 from . import render as rendering
-from .board import BLUE, DEFAULT_RESERVE, NO_PLAYER, NUM_SQUARES, RED, SQUARE_NAMES, dice_for, parse_square, square_mask
+from .board import (
+    BLUE,
+    DEFAULT_RESERVE,
+    NO_PLAYER,
+    NUM_SQUARES,
+    RED,
+    SQUARE_NAMES,
+    dice_for,
+    is_square_index,
+    parse_square,
+    square_mask,
+)
 from .config import DEFAULT_PLY_LIMIT, StartPosition, make_config
-from .dice import GameDice
+from .dice import DRAWN_SEEDS, GameDice
 from .engine import IllegalActionError, integers
 from .game import Game
 from .observation import OBSERVATION_SHAPE, mask_from_planes, planes
@@ -224,7 +235,7 @@ def parse_rolls(rolls) -> list[int]:
                 squares.append(parse_square(roll))
             except ValueError as error:
                 raise ValueError(f"rolls[{i}]: {error}") from None
-        elif isinstance(roll, (int, np.integer)) and not isinstance(roll, bool) and 0 <= roll < NUM_SQUARES:
+        elif is_square_index(roll):
             squares.append(int(roll))
         else:
             raise ValueError(f"rolls[{i}]: {roll!r} is not a square (a1 .. f6 or 0..35)")
@@ -350,7 +361,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         self.observation_spaces = {agent: observation_space for agent in AGENTS}
         self.action_spaces = {agent: spaces.Discrete(NUM_SQUARES) for agent in AGENTS}
         self.game = Game(self.config)
-        self.dice = GameDice(int(cast(int, np.random.SeedSequence().entropy) % 2**63))
+        self.dice = GameDice(int(cast(int, np.random.SeedSequence().entropy) % DRAWN_SEEDS))
 
     # -- copies and pickles carry the game -----------------------------------------------
     def __getstate__(self) -> dict:

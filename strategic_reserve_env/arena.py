@@ -22,13 +22,14 @@ luck-adjusted result, with the same expectation as the outcome.
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from . import engine, turns
-from .board import COLOURS, MESSAGE_LIMIT, RED, clip, square_name
+from .board import COLOURS, MESSAGE_LIMIT, RED, brief, clip, square_name
 from .config import Config
 from .dice import BatchDice, GameDice
 from .game import Game
@@ -221,3 +222,75 @@ def play_logged(
         decisions.append(Decision(game.copy(), index, action))
         game.place(action)
     return decisions, game
+
+
+MAX_ACT_SECONDS = 86_400.0
+"""The largest time budget per game (a day): budgets are range-checked, so no setting overflows the timer."""
+_MAX_TIMER_SECONDS = 2.0**31 - 1  # the timer of a whole call is capped here (past time_t's range on some systems)
+
+
+def checked_seconds(seconds, what: str, most: float = float("inf")) -> float:
+    """`seconds` as a float if it is a finite number > 0 and at most `most` (a time budget); `ValueError`
+    naming `what`."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{what} must be a number of seconds, got {brief(seconds)}")
+    if not 0 < seconds < float("inf"):
+        raise ValueError(f"{what} must be a finite number of seconds > 0, got {seconds}")
+    if seconds > most:
+        raise ValueError(f"{what} must be at most {most:g} seconds, got {seconds:g}")
+    return float(seconds)
+
+
+class ActTimeoutError(BaseException):
+    """An agent's `act` ran past its time budget (`TimeLimited`). A `BaseException`, as
+    `KeyboardInterrupt` is, so that an agent's `except Exception` does not swallow it; the arena turns it
+    into the agent's failure like any exception the agent raises."""
+
+
+class TimeLimited:
+    """`agent` with a time budget on each `act` call: `seconds` per game of the call (a call for B games
+    may take `B * seconds`; `seconds` at most `MAX_ACT_SECONDS`), past which the call fails with
+    `ActTimeoutError`.
+
+    Two checks: a `SIGALRM` timer (`signal.setitimer`; the main thread of a POSIX process only) stops a
+    call still running at the budget, raising `ActTimeoutError` when the interpreter next runs a
+    bytecode; and a call that returns after its budget (its code caught the timer's exception, or the
+    timer could not fire) fails all the same, its answer thrown away.
+
+    What this can and cannot guarantee: the agent runs in this process, so the budget binds code that
+    cooperates or merely blunders (a slow search, an `except Exception` around a sleep), not hostile code.
+    A hang inside compiled code that never returns to Python (a C extension's loop, a blocking call that
+    retries on EINTR) is not stopped; an agent that replaces the `SIGALRM` handler or the timer
+    (`signal.setitimer`), calls `os._exit`, forks, or walks the stack to edit the games' state defeats any
+    in-process budget. Where the agent is not trusted, run it in a process of its own. Every other attribute
+    is the agent's own."""
+
+    def __init__(self, agent, seconds: float) -> None:
+        self.agent, self.seconds = agent, checked_seconds(seconds, "act timeout", MAX_ACT_SECONDS)
+
+    def __getattr__(self, name: str):
+        return getattr(self.agent, name)
+
+    def act(self, observations, masks, rng):
+        games = len(masks)
+        budget = self.seconds * max(games, 1)
+        what = f"its budget of {budget:g} s ({self.seconds:g} s per game, {games} game(s))"
+
+        def expire(signum, frame):
+            raise ActTimeoutError(f"act() ran past {what}")
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        start = time.monotonic()
+        signal.setitimer(signal.ITIMER_REAL, min(budget, _MAX_TIMER_SECONDS))
+        try:
+            answer = self.agent.act(observations, masks, rng)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        elapsed = time.monotonic() - start
+        if elapsed > budget:  # the timer's exception was caught inside act, or never raised
+            raise ActTimeoutError(f"act() ran past {what}: it returned after {elapsed:.3g} s")
+        return answer
+
+    def __repr__(self) -> str:
+        return f"TimeLimited({self.agent!r}, {self.seconds:g})"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from . import engine, turns
-from .board import array_to_bitboards, brief
+from .board import array_to_bitboards, brief, is_integer
 from .config import Config
 from .game import Game
 from .reference import ReferenceGame
@@ -323,7 +323,7 @@ def run(seconds: float = 2.0, batch_sizes: tuple[int, ...] = (1, 64, 4096), conf
     """Measure and return the report lines; `ValueError` before any work for a batch size outside
     1..`MAX_BATCH`."""
     for batch_size in batch_sizes:
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH:
+        if not (is_integer(batch_size) and 1 <= batch_size <= MAX_BATCH):
             raise ValueError(f"batch sizes must be integers in 1..{MAX_BATCH:,}, got {brief(batch_size)}")
     config = config if config is not None else Config()
     lines = []

@@ -64,6 +64,31 @@ def brief(value: object, limit: int = ECHO_LIMIT) -> str:
         return f"<{type(value).__name__}>"
 
 
+def is_integer(value: object) -> bool:
+    """Whether `value` is an integer: a Python int or a numpy integer (a bool is not)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def checked_int(what: str, value: object, low: int, high: int | None = None) -> int:
+    """`value` as an int if it is an integer (`is_integer`) in `low..high` (no upper bound when `high` is None);
+    `ValueError` naming `what` and the range. The one integer check of the settings, the envs and the agents'
+    options."""
+    span = f"in {low}..{high}" if high is not None else ("positive" if low == 1 else f">= {low}")
+    kind = f"a {span} integer" if span == "positive" else f"an integer {span}"
+    if not is_integer(value):
+        raise ValueError(f"{what} must be {kind}, got {brief(value)}")
+    number = int(value)  # type: ignore[call-overload]
+    if number < low or (high is not None and number > high):
+        raise ValueError(f"{what} must be {kind if high is None else span}, got {brief(value)}")
+    return number
+
+
+def is_square_index(value: object) -> bool:
+    """Whether `value` is a square index: an integer (`is_integer`) in 0..35. The one check of a single square
+    (an action, a forced roll) for every env and the dice."""
+    return is_integer(value) and 0 <= value < NUM_SQUARES  # type: ignore[operator]
+
+
 def square_name(square: int) -> str:
     """Name of a square index, e.g. `0 -> 'a1'`."""
     return SQUARE_NAMES[square]

@@ -5,21 +5,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .board import BLUE, COLOURS, DEFAULT_RESERVE, NUM_SQUARES, RED, STANDARD_BOARD, brief, clip, parse_board
+from .board import (
+    BLUE,
+    COLOURS,
+    DEFAULT_RESERVE,
+    NUM_SQUARES,
+    RED,
+    STANDARD_BOARD,
+    brief,
+    checked_int,
+    clip,
+    parse_board,
+)
 
 MIN_RESERVE, MAX_RESERVE = 1, 12  # the variant's reserve size (docs/RULES.md: 7, or 6 on Board Game Arena)
 MAX_START_RESERVE = NUM_SQUARES  # a custom start may hold more in reserve than the variant (reading)
 MAX_PLY_LIMIT = 2**31 - 1  # ply counters are int32
 DEFAULT_PLY_LIMIT = 1000  # plies after which an unfinished game is truncated, unless set
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> int:
-    """`value` as an int in `[low, high]`, or `ValueError` naming the field and range."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an integer in {low}..{high}, got {brief(value)}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be in {low}..{high}, got {brief(value)}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -46,8 +48,11 @@ class StartPosition:
         if not isinstance(self.reserves, (tuple, list)) or len(self.reserves) != 2:
             raise ValueError(f"start.reserves must be a (red, blue) pair, got {brief(self.reserves)}")
         object.__setattr__(self, "reserves", tuple(self.reserves))
-        for colour, value in zip(COLOURS, self.reserves, strict=True):
-            _check_int(f"start.reserves.{colour}", value, 1, MAX_START_RESERVE)
+        checked = [
+            checked_int(f"start.reserves.{colour}", value, 1, MAX_START_RESERVE)
+            for colour, value in zip(COLOURS, self.reserves, strict=True)
+        ]
+        object.__setattr__(self, "reserves", tuple(checked))
         if self.to_move not in COLOURS:
             raise ValueError(f"start.to_move must be 'red' or 'blue', got {brief(self.to_move)}")
 
@@ -79,8 +84,8 @@ class Config:
     start: StartPosition | None = field(default=None)
 
     def __post_init__(self) -> None:
-        _check_int("reserve", self.reserve, MIN_RESERVE, MAX_RESERVE)
-        _check_int("ply_limit", self.ply_limit, 1, MAX_PLY_LIMIT)
+        object.__setattr__(self, "reserve", checked_int("reserve", self.reserve, MIN_RESERVE, MAX_RESERVE))
+        object.__setattr__(self, "ply_limit", checked_int("ply_limit", self.ply_limit, 1, MAX_PLY_LIMIT))
         if self.start is not None and not isinstance(self.start, StartPosition):
             raise ValueError(f"start must be a StartPosition or None, got {type(self.start).__name__}")
 

@@ -21,9 +21,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from .board import NUM_SQUARES
+from .board import NUM_SQUARES, brief, is_integer, is_square_index
 
 MASK64 = (1 << 64) - 1
+MAX_SEED = 1 << 64
+"""Seeds are integers of magnitude below this (0 .. MAX_SEED - 1 for a fresh game; a game record may hold a
+negative one): the dice key a game by its seed's 64 bits, so a larger seed would replay a smaller one's game. The
+one seed bound of the package: the envs, the records and the commands check against it, and seeds drawn for a
+game come from below it."""
+DRAWN_SEEDS = MAX_SEED >> 1
+"""Seeds drawn for a new game (by an env reset without a seed, an agent seeding a library) are below this: a
+non-negative int64, what numpy's and JAX's generators take."""
 GAMMA = 0x9E3779B97F4A7C15  # the golden-ratio increment of SplitMix64
 _MUL1 = 0xBF58476D1CE4E5B9
 _MUL2 = 0x94D049BB133111EB
@@ -46,9 +54,11 @@ def mix(x):
 
 
 def stream_key(seed: int, tag: int = DICE_TAG) -> int:
-    """The key of stream `tag` of a game seeded `seed` (any int; reduced to 64 bits); tag 0 is its dice."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+    """The key of stream `tag` of a game seeded `seed` (an integer of magnitude below `MAX_SEED`, taken as its
+    64 bits); tag 0 is its dice. `ValueError` for any other seed: one beyond 64 bits would play the game of
+    the seed it reduces to."""
+    if not is_integer(seed) or not -MAX_SEED < seed < MAX_SEED:
+        raise ValueError(f"seed must be an integer of magnitude below 2**64, got {brief(seed)}")
     return mix((int(seed) * GAMMA + tag * TAG_GAMMA) & MASK64)
 
 
@@ -203,7 +213,7 @@ class GameDice:
         if not self.forced:
             return self._seeded()
         rolled = self.forced[0]
-        if isinstance(rolled, bool) or not isinstance(rolled, (int, np.integer)) or not 0 <= rolled < NUM_SQUARES:
+        if not is_square_index(rolled):
             raise ValueError(f"the next forced roll {rolled!r} is not a square index (0..{NUM_SQUARES - 1})")
         return int(rolled)
 

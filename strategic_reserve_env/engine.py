@@ -33,6 +33,7 @@ from .board import (
     RED,
     bitboards_to_array,
     brief,
+    checked_int,
     dice_for,
     names_of,
     square_name,
@@ -132,8 +133,7 @@ def concatenate(states: list[State]) -> State:
 
 def init(config: Config, batch_size: int) -> State:
     """B games at the configured start position, before the first roll."""
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    checked_int("batch_size", batch_size, 1)
     start = config.start_position
     red, blue = start.bitboards
     mover = start.mover

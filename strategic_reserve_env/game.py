@@ -17,10 +17,10 @@ from .board import (
     BIT,
     COLOURS,
     NO_PLAYER,
-    NUM_SQUARES,
     RED,
     board_string,
     dice_for,
+    is_square_index,
     names_of,
     square_name,
     squares_of,
@@ -143,7 +143,7 @@ class Game:
             raise ValueError("the game is over; reset it first")
         if self.legal:
             raise ValueError("rolled again before placing")
-        if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES:
+        if not is_square_index(square):
             raise ValueError(f"rolled square {square!r} is not in 0..35")
         self.opp, self.reserve_opp, self.captured, self.legal, self.hit = rules.roll(
             self.me, self.opp, self.reserve_opp, BIT[square]
@@ -162,12 +162,8 @@ class Game:
             raise engine.IllegalActionError("the game is over; reset it first")
         if not self.legal:
             raise engine.IllegalActionError("no placement is due (roll first)")
-        if not isinstance(square, (int, np.integer)) or not 0 <= square < NUM_SQUARES or not self.legal & BIT[square]:
-            shown = (
-                square_name(int(square))
-                if isinstance(square, (int, np.integer)) and 0 <= square < NUM_SQUARES
-                else repr(square)
-            )
+        if not is_square_index(square) or not self.legal & BIT[square]:
+            shown = square_name(int(square)) if is_square_index(square) else repr(square)
             raise engine.IllegalActionError(f"{shown} is not a legal placement; legal: {names_of(self.legal)}")
         self._place(int(square))  # a numpy integer too: the history holds ints
 

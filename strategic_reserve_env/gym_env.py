@@ -99,13 +99,13 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from . import render as rendering
-from .board import COLOURS, DEFAULT_RESERVE, NUM_SQUARES, brief, names_of
+from .board import COLOURS, DEFAULT_RESERVE, NUM_SQUARES, brief, checked_int, is_integer, names_of
 from .config import DEFAULT_PLY_LIMIT, make_config
+from .dice import DRAWN_SEEDS
 from .game import Game
-from .learner import LearnerGames, check_count
+from .learner import LearnerGames
 from .observation import OBSERVATION_SHAPE
 
-_SEED_RANGE = 2**63
 _COLOUR_NAMES = np.array(COLOURS, dtype=object)  # (2,) the seat names of info["seat"], indexed by colour
 
 
@@ -143,7 +143,7 @@ class StrategicReserveEnv(gymnasium.Env):
             seed = int(seed)
         super().reset(seed=seed)
         if seed is None and not self._seeded:
-            seed = int(self.np_random.integers(_SEED_RANGE))
+            seed = int(self.np_random.integers(DRAWN_SEEDS))
         self.games.reset(None if seed is None else [seed], self.np_random if seed is not None else None)
         self._seeded = True
         if self.render_mode == "human":
@@ -201,7 +201,7 @@ class StrategicReserveVectorEnv(VectorEnv):
     ) -> None:
         if render_mode is not None:
             raise ValueError("the vector env does not render; render a StrategicReserveEnv or the AEC env")
-        self.num_envs = check_count("num_envs", num_envs)
+        self.num_envs = checked_int("num_envs", num_envs, 1)
         self.single_observation_space, self.single_action_space = _spaces()
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -214,7 +214,7 @@ class StrategicReserveVectorEnv(VectorEnv):
 
     def reset(self, *, seed=None, options: dict | None = None):
         if seed is None and not self._seeded:
-            seed = int(cast(int, np.random.SeedSequence().entropy) % _SEED_RANGE)
+            seed = int(cast(int, np.random.SeedSequence().entropy) % DRAWN_SEEDS)
         seeds = None if seed is None else self._seeds(seed)
         rng = None if seeds is None else np.random.default_rng(seeds)
         self.games.reset(seeds, rng)
@@ -226,13 +226,13 @@ class StrategicReserveVectorEnv(VectorEnv):
 
     def _seeds(self, seed) -> list[int]:
         """The N sub-env seeds of `seed` (an int: `seed + i`; or N ints), or ValueError."""
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        if is_integer(seed):
             seeds = [int(seed) + i for i in range(self.num_envs)]
         else:
             seeds = list(np.atleast_1d(np.asarray(seed, dtype=object)))
             if len(seeds) != self.num_envs:
                 raise ValueError(f"seed must be an int or {self.num_envs} ints, got {len(seeds)}")
-            if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in seeds):
+            if not all(map(is_integer, seeds)):
                 raise ValueError(f"seed must be an int or {self.num_envs} ints, got {brief(seed)}")
             seeds = [int(s) for s in seeds]
         if min(seeds) < 0:

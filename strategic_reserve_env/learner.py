@@ -57,7 +57,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import engine, turns
-from .board import BIT, BLUE, COLOURS, NO_PLAYER, NUM_SQUARES, RED, clip
+from .board import BIT, BLUE, COLOURS, NO_PLAYER, NUM_SQUARES, RED, checked_int, clip
 from .config import Config
 from .dice import BatchDice, UniformStreams
 from .game import Game
@@ -67,7 +67,6 @@ from .outcome import Ledger, as_reward_function, reward
 from .policies import (
     InvalidActionsError,
     UniformRandomPolicy,
-    as_policy,
     checked_actions,
     policy_inputs,
     policy_name,
@@ -85,13 +84,6 @@ class ResetNeeded(RuntimeError):
 
 class OpponentError(RuntimeError):
     """An opponent policy raised, or did not return a legal square for each of its games."""
-
-
-def check_count(name: str, value: object) -> int:
-    """`value` as a positive int (a batch size), or `ValueError` naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def as_actions(actions: object, num_games: int) -> np.ndarray:
@@ -197,7 +189,7 @@ class LearnerGames:
         opponent_weights=None,
         reward="outcome",
     ) -> None:
-        num_games = check_count("num_games", num_games)
+        num_games = checked_int("num_games", num_games, 1)
         self.reward_function = as_reward_function(reward)
         if seat not in SEATS:
             raise ValueError(f"seat must be one of {SEATS}, got {seat!r}")
@@ -240,7 +232,11 @@ class LearnerGames:
             raise ValueError(
                 f"opponent_weights must be {len(opponents)} non-negative numbers, not all 0; got {weights}"
             )
-        self.opponents = [as_policy(o) for o in opponents]
+        # the agents' layer turns spec strings into agents (the one place); imported when the pool is set, so
+        # importing the env adapters loads no agent
+        from strategic_reserve_env.agents import as_agent
+
+        self.opponents = [as_agent(o) for o in opponents]
         self.opponent_weights = weights / weights.sum()
         self._cumulative_weights = np.cumsum(self.opponent_weights)  # (K,) float64: draws below [k] pick <= k
 

@@ -1,7 +1,8 @@
 """The agent interface (`Policy`), used for opponents and by every agent, and the uniformly random policy.
 
-`as_policy` turns `"random"`, a `Policy` or a plain callable with
-the signature of `Policy.act` into a policy; `policy_name` is how
+`as_policy` turns a `Policy` or a plain callable with
+the signature of `Policy.act` into a policy (agent spec strings are the agents' layer's:
+`strategic_reserve_env.agents.as_agent`); `policy_name` is how
 errors and reports name a policy (its `name` attribute if it has one);
 `choose` asks a policy for the squares of a position and checks them.
 """
@@ -94,25 +95,22 @@ class _CallablePolicy:
         return f"policy({self.function!r})"
 
 
-def as_policy(policy: str | Policy | Callable) -> Policy:
-    """An agent spec (a string: `"random"`, `"greedy"`, `"ppo"`, `"my_agent.py:act"`, every spec
-    `strategic_reserve_env.agents.load_agent` takes), a `Policy` (an object with `act`), or a
-    callable with the signature of `Policy.act` -> a `Policy`. A bad spec is a `ValueError`
-    saying what is wrong (an agent whose library is missing names the extra to install)."""
+def as_policy(policy: Policy | Callable) -> Policy:
+    """A `Policy` (an object with `act`), or a callable with the signature of `Policy.act`, as a `Policy`;
+    `ValueError` for anything else. Agent spec strings (`"random"`, `"greedy"`, `"my_agent.py:act"`) are
+    turned into agents in one place, the agents' layer: `strategic_reserve_env.agents.as_agent` takes a
+    spec, a `Policy` or a callable."""
     if isinstance(policy, str):
-        if policy == "random":  # the one built-in policy of the core: no import of the agents
-            return UniformRandomPolicy()
-        # the agents' spec loader sits in a layer above (it loads networks, files, entry points): imported when a
-        # spec names one of them, as the commands do
-        from strategic_reserve_env.agents import load_agent
-
-        return load_agent(policy)
+        raise ValueError(
+            f"an agent spec string ({policy!r:.80}) is loaded by strategic_reserve_env.agents.as_agent,"
+            " not by the core's policies.as_policy"
+        )
     if isinstance(policy, Policy):
         return policy
     if callable(policy):
         return _CallablePolicy(policy)
     raise ValueError(
-        f"a policy must be 'random', an object with act(observations, masks, rng), or a callable; got {policy!r}"
+        f"a policy must be 'random', an object with act(observations, masks, rng), or a callable; got {policy!r:.80}"
     )
 
 
@@ -189,99 +187,3 @@ def choose(policy: Policy, position, rng: np.random.Generator):
     legal = np.atleast_1d(np.asarray(position.legal, dtype=np.int64))
     actions = checked_actions(policy.act(*policy_inputs(policy, position), rng), legal)
     return int(actions[0]) if type(position.me) is int else actions
-
-
-MAX_ACT_SECONDS = 86_400.0
-"""The largest time budget per game (a day): budgets are range-checked, so no setting overflows the timer."""
-_MAX_TIMER_SECONDS = 2.0**31 - 1  # the timer of a whole call is capped here (past time_t's range on some systems)
-
-
-def checked_seconds(seconds, what: str, most: float = float("inf")) -> float:
-    """`seconds` as a float if it is a finite number > 0 and at most `most` (a time budget); `ValueError`
-    naming `what`."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{what} must be a number of seconds, got {brief(seconds)}")
-    if not 0 < seconds < float("inf"):
-        raise ValueError(f"{what} must be a finite number of seconds > 0, got {seconds}")
-    if seconds > most:
-        raise ValueError(f"{what} must be at most {most:g} seconds, got {seconds:g}")
-    return float(seconds)
-
-
-def seconds_argument(text: str, most: float = float("inf")) -> float:
-    """A command-line time budget (`bench --seconds`): `checked_seconds` of `text`, as argparse's
-    `type` (which reports the error with the option's name)."""
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {brief(text)}") from None
-    try:
-        return checked_seconds(value, "a time budget", most)
-    except ValueError:
-        within = f" and at most {most:g}" if most < float("inf") else ""
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0{within}, got {brief(text)}") from None
-
-
-def act_seconds_argument(text: str) -> float:
-    """`--act-timeout`: `seconds_argument` of `text`, at most `MAX_ACT_SECONDS`."""
-    return seconds_argument(text, MAX_ACT_SECONDS)
-
-
-class ActTimeoutError(BaseException):
-    """An agent's `act` ran past its time budget (`TimeLimited`). A `BaseException`, as
-    `KeyboardInterrupt` is, so that an agent's `except Exception` does not swallow it; the arena turns it
-    into the agent's failure like any exception the agent raises."""
-
-
-class TimeLimited:
-    """`agent` with a time budget on each `act` call: `seconds` per game of the call (a call for B games
-    may take `B * seconds`; `seconds` at most `MAX_ACT_SECONDS`), past which the call fails with
-    `ActTimeoutError`.
-
-    Two checks: a `SIGALRM` timer (`signal.setitimer`; the main thread of a POSIX process only) stops a
-    call still running at the budget, raising `ActTimeoutError` when the interpreter next runs a
-    bytecode; and a call that returns after its budget (its code caught the timer's exception, or the
-    timer could not fire) fails all the same, its answer thrown away.
-
-    What this can and cannot guarantee: the agent runs in this process, so the budget binds code that
-    cooperates or merely blunders (a slow search, an `except Exception` around a sleep), not hostile code.
-    A hang inside compiled code that never returns to Python (a C extension's loop, a blocking call that
-    retries on EINTR) is not stopped; an agent that replaces the `SIGALRM` handler or the timer
-    (`signal.setitimer`), calls `os._exit`, forks, or walks the stack to edit the games' state defeats any
-    in-process budget. Where the agent is not trusted, run it in a process of its own. Every other attribute
-    is the agent's own."""
-
-    def __init__(self, agent, seconds: float) -> None:
-        self.agent, self.seconds = agent, checked_seconds(seconds, "act timeout", MAX_ACT_SECONDS)
-
-    def __getattr__(self, name: str):
-        return getattr(self.agent, name)
-
-    def act(self, observations, masks, rng):
-        import signal
-        import time
-
-        games = len(masks)
-        budget = self.seconds * max(games, 1)
-        what = f"its budget of {budget:g} s ({self.seconds:g} s per game, {games} game(s))"
-
-        def expire(signum, frame):
-            raise ActTimeoutError(f"act() ran past {what}")
-
-        previous = signal.signal(signal.SIGALRM, expire)
-        start = time.monotonic()
-        signal.setitimer(signal.ITIMER_REAL, min(budget, _MAX_TIMER_SECONDS))
-        try:
-            answer = self.agent.act(observations, masks, rng)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-        elapsed = time.monotonic() - start
-        if elapsed > budget:  # the timer's exception was caught inside act, or never raised
-            raise ActTimeoutError(f"act() ran past {what}: it returned after {elapsed:.3g} s")
-        return answer
-
-    def __repr__(self) -> str:
-        return f"TimeLimited({self.agent!r}, {self.seconds:g})"

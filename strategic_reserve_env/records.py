@@ -32,13 +32,13 @@ from typing import BinaryIO
 from . import safe_json
 from .board import COLOURS, board_string, brief, clip, dice_for, parse_square, square_name, squares_of
 from .config import MAX_PLY_LIMIT, Config, StartPosition, start_position
+from .dice import MAX_SEED
 from .engine import IllegalActionError
 from .game import Game
 from .rules import HIT_NAMES
 
 _RECORD_KEYS = {"variant", "start", "plies", "description", "players", "seed", "result"}
 RESULTS = ("red", "blue", "unfinished")  # a record's ``result``: the winner's colour, or no winner after the last ply
-MAX_SEED = 2**64  # a record's ``seed`` is an integer of magnitude below this (the dice reduce seeds to 64 bits)
 
 _ERROR_TEXT = 90  # characters of a JSON parser's message repeated in a RecordError
 

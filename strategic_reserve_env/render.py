@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .board import BOARD_SIZE
+from .board import BOARD_SIZE, is_integer
 from .extras import install_line
 from .game import Game
 from .scene import PALETTE, RGB, scene_of
@@ -123,7 +123,7 @@ LEGEND_ICON = 0.5  # the side of a legend's sample square, in squares of the boa
 def frame_layout(width: int = FRAME_WIDTH) -> FrameLayout:
     """The layout of a `width`-pixel frame (an even number from `MIN_FRAME_WIDTH`; its height is
     three quarters of it, rounded to an even number); `ValueError` otherwise."""
-    if isinstance(width, bool) or not isinstance(width, (int, np.integer)) or width < MIN_FRAME_WIDTH or width % 2:
+    if not is_integer(width) or width < MIN_FRAME_WIDTH or width % 2:
         raise ValueError(f"width must be an even number of pixels >= {MIN_FRAME_WIDTH}, got {width!r}")
     width = int(width)
     height = 2 * round(width * 3 / 8)

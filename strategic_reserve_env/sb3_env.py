@@ -40,9 +40,9 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv
 
-from .board import NUM_SQUARES
+from .board import NUM_SQUARES, checked_int
 from .config import Config
-from .learner import LearnerGames, check_count
+from .learner import LearnerGames
 from .observation import OBSERVATION_SHAPE
 from .policies import policy_name
 
@@ -64,7 +64,7 @@ class StrategicReserveVecEnv(VecEnv):
     ) -> None:
         games = LearnerGames(
             config if config is not None else Config(),
-            check_count("n_envs", n_envs),
+            checked_int("n_envs", n_envs, 1),
             opponents,
             seat,
             opponent_weights=opponent_weights,

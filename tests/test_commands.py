@@ -36,6 +36,29 @@ def test_each_command_names_itself_in_its_help(name, capsys):
     assert "python evaluate.py random" not in text and "python train.py --" not in text  # the examples renamed
 
 
+MAINTAINER_COMMANDS = {"reference", "skill", "headroom", "value-net"}  # the project's own results, regenerated
+
+
+def test_the_maintainer_commands_are_marked_in_the_registry():
+    assert {name for name, command in COMMANDS.items() if command.maintainer} == MAINTAINER_COMMANDS
+
+
+def test_the_top_level_help_lists_the_maintainer_commands_under_their_own_heading(capsys):
+    """A user reads their commands first; the maintainers' follow under "maintainer commands", none of them
+    among the user's and every user command above the heading."""
+    text = _help([], capsys)
+    users, heading, maintainers = text.partition("\nmaintainer commands")
+    assert heading, text
+    listed = lambda part: {name for name in COMMANDS if f"\n  {name} " in part}  # noqa: E731
+    assert listed(users) == set(COMMANDS) - MAINTAINER_COMMANDS
+    assert listed(maintainers) == MAINTAINER_COMMANDS
+
+
+@pytest.mark.parametrize("name", sorted(MAINTAINER_COMMANDS))
+def test_a_maintainer_command_runs_like_any_other(name, capsys):
+    assert _help([name], capsys).startswith(f"usage: {PROG} {name} ")
+
+
 def test_the_required_commands_are_there():
     assert set(COMMANDS) >= {"evaluate", "benchmark", "train", "train-rllib", "replay", "bench", "play"}
 

@@ -17,12 +17,12 @@ import pytest
 
 from strategic_reserve_env import arena, engine, models, outputs
 from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.arena import MAX_ACT_SECONDS
 from strategic_reserve_env.board import ECHO_LIMIT, array_to_bitboards
 from strategic_reserve_env.commands.evaluate import main
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.evaluation import benchmark, tournament
 from strategic_reserve_env.evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
-from strategic_reserve_env.policies import MAX_ACT_SECONDS
 
 from conftest import REPO
 

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -165,7 +166,9 @@ def test_every_backend_draws_the_scene(seed):
 
 def test_a_game_shows_as_svg_in_jupyter_without_importing_its_drawing():
     """The drawing attaches `_repr_svg_` to Game; game.py itself imports no drawing module."""
-    game_source = (REPO / "strategic_reserve_env" / "game.py").read_text()
+    import strategic_reserve_env.game
+
+    game_source = Path(strategic_reserve_env.game.__file__).read_text()
     assert not re.search(r"^\s*(from|import) .*\b(render|scene|plotting)\b", game_source, re.MULTILINE)
     shown = subprocess.run(
         [sys.executable, "-c", "from strategic_reserve_env import Game\nprint(Game()._repr_svg_())"],

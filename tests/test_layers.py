@@ -15,7 +15,18 @@ import pytest
 from conftest import REPO
 
 ADAPTER_LIBRARIES = ("pettingzoo", "gymnasium", "torch", "jax", "pgx")  # jax, pgx: the extra jax
-CORE = ("", ".board", ".config", ".rules", ".engine", ".game", ".records", ".dice", ".observation", ".luck")
+CORE = (
+    "strategic_reserve_env",
+    "strategic_reserve_env.board",
+    "strategic_reserve_env.config",
+    "strategic_reserve_env.rules",
+    "strategic_reserve_env.engine",
+    "strategic_reserve_env.game",
+    "strategic_reserve_env.records",
+    "strategic_reserve_env.dice",
+    "strategic_reserve_env.observation",
+    "strategic_reserve_env.luck",
+)
 
 
 def run_python(code: str) -> str:
@@ -28,10 +39,9 @@ def run_python(code: str) -> str:
 @pytest.mark.parametrize("module", CORE)
 def test_core_imports_no_adapter_library(module):
     loaded = run_python(
-        f"import sys\nimport strategic_reserve_env{module}\n"
-        f"print(' '.join(name for name in {ADAPTER_LIBRARIES!r} if name in sys.modules))"
+        f"import sys\nimport {module}\nprint(' '.join(name for name in {ADAPTER_LIBRARIES!r} if name in sys.modules))"
     )
-    assert loaded.split() == [], f"import strategic_reserve_env{module} loaded {loaded.split()}"
+    assert loaded.split() == [], f"import {module} loaded {loaded.split()}"
 
 
 # library -> (code using its registry, what the code prints)
@@ -162,3 +172,106 @@ def test_the_training_layer_sits_between_evaluation_and_the_commands():
     assert len(below) > 40
     users = [str(path) for path in below if any("training" in m.split(".") for m in _package_imports(path))]
     assert users == []
+
+
+def _package_dirs() -> dict[str, Path]:
+    """Import name -> folder of every installed package root: `strategic_reserve_env` and the folders pyproject's
+    `[tool.setuptools.package-dir]` maps into it (read as text: `tomllib` needs Python 3.11)."""
+    section = (REPO / "pyproject.toml").read_text().partition("[tool.setuptools.package-dir]")[2].partition("\n[")[0]
+    mapped = dict(re.findall(r'^"([\w.]+)"\s*=\s*"([\w./-]+)"', section, re.MULTILINE))
+    return {"strategic_reserve_env": REPO / "strategic_reserve_env"} | {k: REPO / v for k, v in mapped.items()}
+
+
+def _module_files() -> dict[str, Path]:
+    """Dotted module name -> file, for every module the package installs (a package by its `__init__.py`)."""
+    modules = {}
+    for package, folder in _package_dirs().items():
+        for path in folder.rglob("*.py"):
+            parts = path.relative_to(folder).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            modules[".".join((package, *parts))] = path
+    return modules
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports anywhere in its file: at the top, inside functions (lazy
+    imports), under `if TYPE_CHECKING` alike. `from package import name` counts as an import of the submodule
+    `package.name` where that is a module, else of `package` itself."""
+    modules = _module_files()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(package[: len(package) - node.level + 1] if node.level else [])
+                source = ".".join(part for part in (base, node.module or "") if part)
+                targets = [
+                    f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source for alias in node.names
+                ]
+            else:
+                continue
+            edges |= {target for target in targets if target in modules and target != name}
+        graph[name] = edges
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative): each is a
+    set of modules that import each other, directly or through others."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return cycles
+
+
+def test_import_cycles_are_found_through_lazy_imports():
+    """The detector itself: three modules importing in a ring are one cycle, a one-way chain is none."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_cycles(graph) == [["a", "b", "c"]]
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_no_import_cycle_counting_imports_inside_functions():
+    """Imports point one way (docs/ARCHITECTURE.md, Layers): no module reaches itself through the modules it
+    imports, lazy imports inside functions included, so each layer can be read, tested and moved alone."""
+    graph = import_graph()
+    assert len(graph) > 80 and "strategic_reserve_env.agents.value_net" in graph
+    # the learner loads an opponent's spec inside a function: that import counts
+    assert "strategic_reserve_env.agents" in graph["strategic_reserve_env.learner"]
+    assert import_cycles(graph) == []

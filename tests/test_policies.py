@@ -1,19 +1,14 @@
-"""The agent interface of policies.py: the uniformly random policy, the checks of an answer, the time budget."""
+"""The agent interface of policies.py (the uniformly random policy, the checks of an answer) and the time budget
+of arena.py's `TimeLimited`."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from strategic_reserve_env.arena import MAX_ACT_SECONDS, ActTimeoutError, TimeLimited
 from strategic_reserve_env.board import bitboards_to_array
-from strategic_reserve_env.policies import (
-    MAX_ACT_SECONDS,
-    ActTimeoutError,
-    InvalidActionsError,
-    TimeLimited,
-    UniformRandomPolicy,
-    checked_actions,
-)
+from strategic_reserve_env.policies import InvalidActionsError, UniformRandomPolicy, checked_actions
 
 
 def test_act_from_uniforms_is_the_choice_act_makes_from_the_same_uniforms():

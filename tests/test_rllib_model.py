@@ -124,7 +124,7 @@ FAULTS = {
     "other actions": (lambda d, desc, arr: _write(d, {**desc, "actions": 37}), "37 actions"),
     "bad setting": (
         lambda d, desc, arr: _write(d, {**desc, "network": {"channels": 0}}),
-        "channels must be an integer",
+        "channels must be in 1..",
     ),
     "unknown setting": (lambda d, desc, arr: _write(d, {**desc, "network": {"width": 4}}), "unknown network settings"),
     "other network": (

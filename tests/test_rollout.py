@@ -31,11 +31,11 @@ def test_spec_and_options():
     assert load_agent("rollout:rollouts=8,width=3,luck=false").name == "rollout:rollouts=8,width=3,luck=false"
     assert load_agent("rollout:horizon=6").name == "rollout:rollouts=64,width=6,horizon=6"
     for bad, message in (
-        ("rollout:rollouts=0", "rollouts must be an integer in 1..4096"),
-        ("rollout:width=37", "width must be an integer in 1..36"),
+        ("rollout:rollouts=0", "rollouts must be in 1..4096, got 0"),
+        ("rollout:width=37", "width must be in 1..36, got 37"),
         ("rollout:depth=2", "unknown option 'depth'"),
         ("rollout:luck=1", "luck must be bool"),
-        ("rollout:horizon=-1", "horizon must be an integer in 0..1000"),
+        ("rollout:horizon=-1", "horizon must be in 0..1000, got -1"),
     ):
         with pytest.raises(ValueError, match=message):
             load_agent(bad)

@@ -90,5 +90,8 @@ def test_the_rules_document_is_linked_and_complete():
     ):
         assert heading in rules, heading
     assert "](docs/RULES.md)" in (REPO / "README.md").read_text()
-    for module in ("__init__.py", "records.py", "aec_env.py"):
-        assert "docs/RULES.md" in (REPO / "strategic_reserve_env" / module).read_text(), module
+    import strategic_reserve_env.aec_env
+    import strategic_reserve_env.records
+
+    for module in (strategic_reserve_env, strategic_reserve_env.records, strategic_reserve_env.aec_env):
+        assert "docs/RULES.md" in Path(module.__file__).read_text(), module

@@ -853,7 +853,8 @@ def test_run_json_names_the_command_and_a_0_3_0_folder_still_resumes(tmp_path):
     not have), with the package version; a folder 0.3.0 wrote with "train.py" is still train's."""
     out = tmp_path / "run"
     out.mkdir()
-    from strategic_reserve_env.training import az, loop, run as lifecycle
+    from strategic_reserve_env.training import az, loop
+    from strategic_reserve_env.training import run as lifecycle
 
     run_id = lifecycle.claim(out, TrainSettings(), loop.KIND).run_id
     run = outputs.read_run(out)

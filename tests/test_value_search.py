@@ -21,7 +21,6 @@ from strategic_reserve_env.agents.value_net import (
     ValueFileError,
     ValueNet,
     decided,
-    exact_backup,
     features,
     fit,
     load_value_net,
@@ -30,7 +29,7 @@ from strategic_reserve_env.agents.value_net import (
     symmetries,
     td_targets,
 )
-from strategic_reserve_env.agents.value_search import ValueSearchAgent
+from strategic_reserve_env.agents.value_search import ValueSearchAgent, exact_backup
 from strategic_reserve_env.board import array_to_bitboards, bitboards_to_array, bits_of, board_string
 from strategic_reserve_env.config import Config
 from strategic_reserve_env.observation import mover_planes
@@ -225,7 +224,7 @@ def test_files_that_are_no_value_files_are_refused_without_running_code(tmp_path
     "spec, message",
     [
         ("value:x.safetensors,depth=3", r"value depth must be one of \(1, 2\), got 3"),
-        ("value:depth=2,width=0", "value width must be an integer in 1..36, got 0"),
+        ("value:depth=2,width=0", "value width must be in 1..36, got 0"),
         ("value:x.safetensors,breadth=2", "unknown option 'breadth'; options: depth, width"),
     ],
 )

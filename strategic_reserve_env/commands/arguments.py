@@ -16,6 +16,9 @@ import types
 import typing
 from dataclasses import MISSING, fields, is_dataclass
 
+from strategic_reserve_env.arena import MAX_ACT_SECONDS, checked_seconds
+from strategic_reserve_env.board import brief
+
 
 def field_docs(cls) -> dict[str, str]:
     """The docstring under each field of the dataclass `cls` and of the dataclasses it extends, as one
@@ -86,3 +89,22 @@ def given(cls, argv: list[str] | None, prog: str | None, description: str) -> di
     tuple); argparse's usage error (exit status 2) for an unknown option or a value of the wrong type."""
     values = vars(parser(cls, prog, description).parse_args(argv))
     return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
+
+
+def seconds_argument(text: str, most: float = float("inf")) -> float:
+    """A command-line time budget (`bench --seconds`): `checked_seconds` of `text`, as argparse's
+    `type` (which reports the error with the option's name)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {brief(text)}") from None
+    try:
+        return checked_seconds(value, "a time budget", most)
+    except ValueError:
+        within = f" and at most {most:g}" if most < float("inf") else ""
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0{within}, got {brief(text)}") from None
+
+
+def act_seconds_argument(text: str) -> float:
+    """`--act-timeout`: `seconds_argument` of `text`, at most `MAX_ACT_SECONDS`."""
+    return seconds_argument(text, MAX_ACT_SECONDS)

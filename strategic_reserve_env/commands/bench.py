@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 from strategic_reserve_env import bench, bench_jax
 from strategic_reserve_env.board import DEFAULT_RESERVE, brief
+from strategic_reserve_env.commands.arguments import seconds_argument
 from strategic_reserve_env.config import Config
-from strategic_reserve_env.policies import seconds_argument
 
 MCTX_SIMULATIONS = 32  # the search of --mctx's agent
 
