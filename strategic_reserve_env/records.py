@@ -22,6 +22,7 @@ message names the ply (or the field of the header) and the fault.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import operator
 from collections.abc import Callable, Iterator
@@ -51,11 +52,11 @@ def is_seed(value: object, lowest: int = 0) -> bool:
 def check_seed(seed: object, what: str = "the seed") -> int:
     """`seed` (an int or a numpy integer) as an int if it is one a record holds (`is_seed`: 0 .. `MAX_SEED` - 1);
     `ValueError` naming `what` otherwise: the dice reduce a seed to 64 bits, so 2**64 would play seed 0's game."""
-    try:
-        number = seed if isinstance(seed, bool) else operator.index(seed)
-    except TypeError:  # a float, a string: not a seed
-        number = seed
-    if not is_seed(number):
+    number: object = seed
+    if not isinstance(seed, bool):
+        with contextlib.suppress(TypeError):  # a float, a string: not a seed
+            number = operator.index(seed)  # type: ignore[arg-type]
+    if not isinstance(number, int) or not is_seed(number):
         raise ValueError(f"{what} must be an integer in 0 .. 2**64 - 1 (what a game record holds), got {brief(seed)}")
     return number
 
