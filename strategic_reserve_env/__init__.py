@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from . import interrupts  # noqa: F401  first: as the console command, its signals are held from here on (before numpy)
 
 # isort: on
-from . import engine, records, registration, render, rules  # render: Jupyter shows a Game as SVG
+from . import engine, records, registration, render, rules, version  # render: Jupyter shows a Game as SVG
 from .board import BLUE, BOARD_SIZE, NUM_SQUARES, RED
 from .config import Config, StartPosition
 from .engine import IllegalActionError, State
@@ -24,7 +24,7 @@ from .registration import ENV_NAME
 if TYPE_CHECKING:
     from .aec_env import env, raw_env
 
-__version__ = "0.4.0"
+__version__ = version.__version__
 
 #: names this package exposes from its env adapters, imported at first access (PEP 562): importing the
 #: package (and its core: board, config, rules, engine, game, records) imports numpy only

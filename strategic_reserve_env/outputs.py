@@ -42,8 +42,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from . import __version__, safe_json
+from . import safe_json
 from .board import brief, clip
+from .version import __version__
 
 LOCK_FILE = ".lock"
 LOCK_TEXT_BYTES = 4096  # what is read of a lock file: its holder's process id and command line (about 210 bytes)

@@ -49,7 +49,7 @@ def test_the_version_is_one_number_everywhere(capsys):
     with open(REPO / "pyproject.toml", "rb") as file:
         project = tomllib.load(file)
     assert project["project"]["dynamic"] == ["version"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "strategic_reserve_env.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "strategic_reserve_env.version.__version__"}
     assert importlib.metadata.version("strategic-reserve-env") == strategic_reserve_env.__version__ == "0.4.0"
     with pytest.raises(SystemExit):
         main(["--version"])
