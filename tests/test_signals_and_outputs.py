@@ -299,6 +299,9 @@ def test_the_aec_env_refuses_a_seed_out_of_range(seed):
     from strategic_reserve_env.aec_env import env
 
     game = env()
+    game.reset(seed=5)
+    before = game.unwrapped.game.rolled
     with pytest.raises(ValueError, match=r"seed must be an integer in 0 \.\. 2\*\*64 - 1"):
         game.reset(seed=seed)
+    assert game.unwrapped.game.rolled == before  # the env is as it was
     game.reset(seed=2**64 - 1)  # the largest seed a record holds is still one

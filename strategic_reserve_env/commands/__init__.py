@@ -73,10 +73,16 @@ class GuardedStdout:
     def flush(self) -> None:
         self._guarded(self.stream.flush)
 
+    def told(self) -> None:
+        """The failure has been said (in its one line): a later flush does not raise it again."""
+        self.failed = None
+
 
 def stdout_lost(error: OSError) -> str:
     """After writing the standard output failed with `error`: point it at `/dev/null`, so that the
     interpreter's own last flush does not fail again with a traceback, and return what to say (one line)."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if isinstance(sys.stdout, GuardedStdout):
+        sys.stdout.told()  # the caller says it, once
     return f"cannot write to the standard output ({error.strerror or error})"
