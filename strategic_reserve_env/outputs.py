@@ -47,6 +47,7 @@ from .board import brief, clip
 from .version import __version__
 
 LOCK_FILE = ".lock"
+_UNTOUCHED: set[Path] = set()  # folders whose lock file goes back to its old text when released (leave_lock_as_found)
 LOCK_TEXT_BYTES = 4096  # what is read of a lock file: its holder's process id and command line (about 210 bytes)
 RUN_FILE = "run.json"
 RUN_ID = re.compile(r"[0-9a-f]{32}")  # what new_run_id() makes: never a path
@@ -278,19 +279,33 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
             if not found and not created:
                 os.unlink(path)
             raise
-        try:
-            yield directory
-        except BaseException:  # a refusal (or a failure): the lock file left as it was found
+
+        def as_found() -> None:  # while still holding the lock, as below
             os.ftruncate(descriptor, 0)
             os.pwrite(descriptor, previous, 0)
             if not found and not created:
-                os.unlink(path)  # while still holding the lock, as below
+                os.unlink(path)
+
+        try:
+            yield directory
+        except BaseException:  # a refusal (or a failure): the lock file left as it was found
+            as_found()
             raise
+        if directory in _UNTOUCHED:  # the block wrote nothing (`leave_lock_as_found`)
+            _UNTOUCHED.discard(directory)
+            as_found()
     finally:
         if created and [entry.name for entry in directory.iterdir()] == [LOCK_FILE]:
             os.unlink(path)  # while still holding the lock: no other process took it meanwhile
             directory.rmdir()
         os.close(descriptor)  # releases the flock
+
+
+def leave_lock_as_found(directory: str | Path) -> None:
+    """Say that the block holding `lock(directory)` ends having written nothing (a resume of a complete run):
+    the lock file goes back to what it held when the lock was taken, as after a refusal, so the folder is
+    byte for byte as it was."""
+    _UNTOUCHED.add(Path(directory))
 
 
 def new_run_id() -> str:

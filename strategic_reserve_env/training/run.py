@@ -37,6 +37,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -287,6 +288,7 @@ class Run:
             "it further",
             file=sys.stderr,
         )
+        outputs.leave_lock_as_found(self.out)  # nothing written: the lock file too as it was
         return True
 
     def set_status(self, status: str, **details) -> None:
@@ -318,9 +320,24 @@ class Run:
         """Run `body` (returning run.json's details of a complete run) under `signals`: complete at its end
         (exit status 0); interrupted on a signal (the line saying where it stopped, what is kept and
         `again`, the command that goes on; 128 + the signal's number; `on_stop(stop)` run first); failed on an
-        error, which is raised again (run.json written if the disk lets it)."""
+        error, which is raised again (run.json written if the disk lets it). A write that fails in a library's
+        own thread (TensorBoard's event writer on a full disk) fails the run in one line naming the folder, not
+        with the thread's traceback."""
+        failed_in_thread: list[OSError] = []
+        excepthook = threading.excepthook
+
+        def thread_failed(args) -> None:
+            if isinstance(args.exc_value, OSError):
+                failed_in_thread.append(args.exc_value)
+            else:
+                excepthook(args)
+
+        threading.excepthook = thread_failed
         try:
             details = body()
+            if failed_in_thread:
+                with outputs.naming(self.out):
+                    raise failed_in_thread[0]
         except (Stopped, StopNow) as stop:
             signals.shutting_down = True  # a further signal changes nothing now: the files say how it ended
             unit = self.kind.one
@@ -345,5 +362,7 @@ class Run:
             with contextlib.suppress(OSError):  # on a full disk the status is written if it can be
                 self.set_status("failed", error=f"{type(error).__name__}: {str(error)[:200]}")
             raise
+        finally:
+            threading.excepthook = excepthook
         self.set_status("complete", **details)
         return 0

@@ -34,15 +34,6 @@ CI_LEFT_OUT = {"train": ("signal", "kill"), "train-az": ("signal", "kill")}
 
 # case id -> the defect it shows on main (one line). Strict xfails: a fixed defect fails as XPASS.
 KNOWN_DEFECTS: dict[str, str] = {
-    "evaluate/SIGHUP@start+0.3s": "SIGHUP kills evaluate at any instant (no handler): status -1, not 129",
-    "evaluate/bad_out:out_too_long": "a too-long --out: an OSError traceback, exit 1, and its parent folder created",
-    "evaluate/agent:raises": "a user agent that raises: its traceback printed before the one line",
-    "benchmark/SIGTERM@start+0.3s": "SIGTERM during the imports kills the benchmark: status -15, not 143",
-    "benchmark/agent:catches_signals": "an agent that sets SIGINT's handler makes Ctrl-C do nothing: the run ends 0",
-    "train/model.zip:fifo": "--resume of a complete run (model.zip a FIFO) exits 0 but rewrites its .lock",
-    "train/bad_out:out_too_long": "a too-long --out is refused (exit 2) but its parent folder is left created",
-    "train/enospc@write8": "a full disk in TensorBoard's writer: a traceback on stderr (exit 2)",
-    "train-az/model.safetensors:truncated": "--resume of a complete run exits 0 but rewrites its .lock",
 }
 
 
