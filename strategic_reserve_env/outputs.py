@@ -268,7 +268,7 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
                 f"{option} {directory} is in use by another process ({clip(holder, 200)}); wait for it to end, "
                 "or choose another folder"
             ) from None
-        previous = os.pread(descriptor, LOCK_TEXT_BYTES, 0)
+        previous, found_at = os.pread(descriptor, LOCK_TEXT_BYTES, 0), os.fstat(descriptor)
         command = " ".join(sys.argv).encode("utf-8", "backslashreplace")  # an argument may hold stray bytes
         text = f"pid {os.getpid()}: ".encode() + command[:200]
         try:
@@ -280,9 +280,10 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Path]:
                 os.unlink(path)
             raise
 
-        def as_found() -> None:  # while still holding the lock, as below
+        def as_found() -> None:  # while still holding the lock, as below: its text and its times
             os.ftruncate(descriptor, 0)
             os.pwrite(descriptor, previous, 0)
+            os.utime(descriptor, ns=(found_at.st_atime_ns, found_at.st_mtime_ns))
             if not found and not created:
                 os.unlink(path)
 
