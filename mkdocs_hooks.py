@@ -167,7 +167,7 @@ NOT_LINKED = re.compile(r"(<a\b.*?</a>|<pre\b.*?</pre>|<h\d\b.*?</h\d>)", re.S) 
 
 
 def linked_names(html: str, documented) -> str:
-    """`html` with each code span that names an object of the package (`strategic_reserve_env.luck.roll_luck`,
+    """`html` with each code span that names an object of the package (`strategic_reserve_env.core.luck.roll_luck`,
     or `luck.roll_luck` under it) that `documented(identifier)` finds made a cross-reference to its API entry
     (mkdocs-autorefs writes the link). Links, code blocks and headings are left as they are."""
 

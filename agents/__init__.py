@@ -14,7 +14,7 @@
 | `pkg.module:attr[:opts]` | an agent of your own from a module |
 | `path/file.py:attr` | ... or from a Python file (see `strategic_reserve_env.agents.custom`) |
 
-Every agent is a `strategic_reserve_env.policies.Policy` (it acts on a
+Every agent is a `strategic_reserve_env.core.policies.Policy` (it acts on a
 batch: `agent.act(observations, masks, rng) -> actions`). `load_agent(spec).name`
 is the canonical spelling of the spec (`expectimax` ->
 `expectimax:depth=2`): two specs with the same name are the same agent.
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from strategic_reserve_env import models
-from strategic_reserve_env.board import brief, clip
+from strategic_reserve_env.core.board import brief, clip
+from strategic_reserve_env.core.policies import NamedPolicy, Policy, UniformRandomPolicy, as_policy
 from strategic_reserve_env.extras import needs_extra
-from strategic_reserve_env.policies import NamedPolicy, Policy, UniformRandomPolicy, as_policy
 
 from .custom import (
     ENTRY_POINT_GROUP,

@@ -8,7 +8,7 @@ twice its win probability minus one). `evaluation` makes it the leaf evaluation 
 **The file** is safetensors (`F32` tensors `layer{i}.weight` (in, out) and `layer{i}.bias`, `policy.*`,
 `value.*`) with a JSON description in its header's metadata under `METADATA_KEY`: `format`,
 `version`, `hidden`, `about`. `load` checks the header, the description and every tensor's name,
-shape and dtype against the described network (`strategic_reserve_env.model_files`) before it reads a
+shape and dtype against the described network (`strategic_reserve_env.files.model_files`) before it reads a
 tensor, refuses NaN or infinite weights, and never runs code from the file.
 """
 
@@ -19,9 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env.board import NUM_SQUARES
-from strategic_reserve_env.model_files import Tensor, check_description, check_finite, check_tensors, header_description
-from strategic_reserve_env.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.core.board import NUM_SQUARES
+from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.files.model_files import (
+    Tensor,
+    check_description,
+    check_finite,
+    check_tensors,
+    header_description,
+)
 
 FORMAT, VERSION = "strategic-reserve-az-net", 1
 METADATA_KEY = "strategic_reserve_az_net"
@@ -90,7 +96,7 @@ def save(path: str | Path, params: dict, about: dict | None = None) -> None:
     """Write `params` as a network file at `path`, atomically."""
     from safetensors.numpy import save as to_bytes
 
-    from strategic_reserve_env.outputs import write_bytes
+    from strategic_reserve_env.files.outputs import write_bytes
 
     description = {"format": FORMAT, "version": VERSION, "hidden": hidden_of(params), "about": about or {}}
     tensors = {name: np.ascontiguousarray(np.asarray(value, dtype=np.float32)) for name, value in params.items()}

@@ -19,7 +19,7 @@ What `attribute` may be, by the first rule that fits:
 
 - an **agent**: an object with `act(observations, masks, rng)` acting on a
   batch, as every agent of `agents` does
-  (`strategic_reserve_env.policies.Policy`);
+  (`strategic_reserve_env.core.policies.Policy`);
 - a **class**, or a **factory** (a function whose parameters all have
   defaults): called with the options as keyword arguments, it must return
   an agent or one of the functions below;
@@ -52,8 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env.board import MESSAGE_LIMIT, brief, clip
-from strategic_reserve_env.policies import InvalidActionsError, as_policy
+from strategic_reserve_env.core.board import MESSAGE_LIMIT, brief, clip
+from strategic_reserve_env.core.policies import InvalidActionsError, as_policy
 
 ENTRY_POINT_GROUP = "strategic_reserve_env.agents"
 USER_SPEC_FORMS = "package.module:attribute[:key=value,...] or path/to/file.py:attribute[:key=value,...]"

@@ -18,7 +18,7 @@ Three steps, each a function:
    against the outcome (+1 the mover won, -1 it lost, 0 truncated).
 
 The fitted policy is an ordinary MaskablePPO policy: `train.py` continues
-it with PPO, `strategic_reserve_env.agents.policy_file.save_policy` writes it, and
+it with PPO, `strategic_reserve_env.agents.ppo_file.save_policy` writes it, and
 `ppo:FILE` plays it.
 """
 
@@ -29,12 +29,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from strategic_reserve_env import arena
-from strategic_reserve_env.board import RED
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.observation import OBSERVATION_SHAPE
-from strategic_reserve_env.outcome import REWARD_SCALE, reward
-from strategic_reserve_env.progress import Progress
+from strategic_reserve_env.core.board import RED
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.core.outcome import REWARD_SCALE, reward
+from strategic_reserve_env.envs import arena
+from strategic_reserve_env.files.progress import Progress
 
 from .position import argmin_random_ties
 from .ppo import MASKED_LOGIT

@@ -17,7 +17,7 @@ P(mover wins | mover reserve m, opponent reserve o) =
     sigmoid((A * (o - m) + B) / sqrt(m + o))   otherwise
 ```
 
-with `A = 1.553` and `B = 0.368` (`strategic_reserve_env.luck.race_win_probability`,
+with `A = 1.553` and `B = 0.368` (`strategic_reserve_env.core.luck.race_win_probability`,
 `RACE_A` and `RACE_B`), fitted by logistic regression to the
 96,661 decisions of 4,000 greedy self-play games (``python -m
 experiments.fit_race_model`` reproduces the fit). Reserves at the next decision
@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES, checked_int
-from strategic_reserve_env.luck import race_win_probability
+from strategic_reserve_env.core.board import BIT_ARRAY, NUM_SQUARES, checked_int
+from strategic_reserve_env.core.luck import race_win_probability
 
 from .position import argmin_random_ties, captures_by_roll, read_position
 
@@ -47,7 +47,7 @@ SEARCH_CHUNK = 256
 of 5 paired runs): 256 at once takes 0.67 of the time of 2,000 at once and 0.68 of 1,000 at once, with a
 sixth of the peak memory (193 MiB against 1,129 MiB); 64 at once is 1.3 times slower than 256."""
 #: P(the player to decide wins) from both reserves: the reserve-race model, which lives in the core
-#: (:mod:`strategic_reserve_env.luck`, where the luck of a roll uses it too)
+#: (:mod:`strategic_reserve_env.core.luck`, where the luck of a roll uses it too)
 win_probability = race_win_probability
 
 

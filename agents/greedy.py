@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from strategic_reserve_env.board import NUM_SQUARES, bitboards_to_array
-from strategic_reserve_env.rules import adjacent, group
-from strategic_reserve_env.sampling import popcount
+from strategic_reserve_env.core.board import NUM_SQUARES, bitboards_to_array
+from strategic_reserve_env.core.rules import adjacent, group
+from strategic_reserve_env.core.sampling import popcount
 
 from .position import argmin_random_ties, read_position
 

@@ -1,6 +1,6 @@
 """Agents as value functions: the win probability of every legal placement, and the luck of a roll from it.
 
-The luck of a roll (`strategic_reserve_env.luck`) needs `V`, the roller's win probability just
+The luck of a roll (`strategic_reserve_env.core.luck`) needs `V`, the roller's win probability just
 after a roll, before its placement. The core's default is the reserve-race model (`race`); an agent that
 gives a win probability for each of its placements serves too, through `AgentValue`: `V` of a
 position is the agent's value of its best legal placement there.
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from strategic_reserve_env.board import NUM_SQUARES, bitboards_to_array
-from strategic_reserve_env.luck import DEFAULT_VALUE, RANDOM_RACE_VALUE, AfterRoll, ValueFunction
-from strategic_reserve_env.observation import encode
+from strategic_reserve_env.core.board import NUM_SQUARES, bitboards_to_array
+from strategic_reserve_env.core.luck import DEFAULT_VALUE, RANDOM_RACE_VALUE, AfterRoll, ValueFunction
+from strategic_reserve_env.core.observation import encode
 
 from .expectimax import ExpectimaxAgent
 from .value_search import ValueSearchAgent

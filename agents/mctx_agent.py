@@ -4,7 +4,7 @@
 the roll, on `StrategicReserve`, and plays the most visited placement
 (ties at random). Its root priors are a softmax (at `PRIOR_TEMPERATURE`) of the exact one-ply values of
 every placement (each averaged over the 36 rolls that follow it, the reserve-race model of
-`strategic_reserve_env.luck` after them), and the other decision nodes are evaluated by the race model
+`strategic_reserve_env.core.luck` after them), and the other decision nodes are evaluated by the race model
 alone. `lookahead=true` evaluates every decision node by that one ply (`mctx_search.TrueModel` with
 `lookahead`: its value is its best placement's), five times the CPU time of the same games and no stronger as
 measured (README, "Search and AlphaZero training"). Its randomness (the chance nodes'
@@ -29,9 +29,9 @@ import functools
 
 import numpy as np
 
-from strategic_reserve_env import engine, rules
-from strategic_reserve_env.board import NO_PLAYER, checked_int
-from strategic_reserve_env.dice import DRAWN_SEEDS
+from strategic_reserve_env.core import engine, rules
+from strategic_reserve_env.core.board import NO_PLAYER, checked_int
+from strategic_reserve_env.core.dice import DRAWN_SEEDS
 
 from .position import read_position
 
@@ -67,7 +67,7 @@ class MctxAgent:
             raise ValueError(f"mctx lookahead must be true or false, got {lookahead!r}")
         import jax  # the extra's error message, at load time rather than at the first move
 
-        from strategic_reserve_env import pgx_env
+        from strategic_reserve_env.envs import pgx_env
 
         from .mctx_search import TrueModel
 

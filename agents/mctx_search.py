@@ -25,11 +25,11 @@ twice), so the rolls a node visits are a random ordering of the 36 squares.
 **Leaf evaluation** (`Evaluation`): `evaluate(params, states) -> (prior_logits, value)` at decision
 positions, the value for the mover. The afterstate's value is the exact expectation over the 36 rolls of
 minus the next mover's value (one `roll` and one evaluation per square). Without a network it is
-`race_evaluation`: the reserve-race model of `strategic_reserve_env.luck` (`2 p - 1`) and uniform
+`race_evaluation`: the reserve-race model of `strategic_reserve_env.core.luck` (`2 p - 1`) and uniform
 priors over the legal placements, so that one simulation of a placement sees the risk of the opponent's next
 roll exactly, as expectimax at depth 1 does.
 
-The env is `strategic_reserve_env.pgx_env.StrategicReserve` (or any object with its chance API:
+The env is `strategic_reserve_env.envs.pgx_env.StrategicReserve` (or any object with its chance API:
 `place`, `roll`, `chance_probs`, `observe`, and pgx's State fields `current_player`, `observation`,
 `legal_action_mask`, `rewards`, `terminated`, `truncated`). On an env made with `observation=False`
 (what the mctx agent searches) no `place` or `roll` of the search builds an observation: only the leaf
@@ -46,9 +46,9 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from strategic_reserve_env import pgx_env
-from strategic_reserve_env.board import NUM_SQUARES
-from strategic_reserve_env.luck import race_win_probability
+from strategic_reserve_env.core.board import NUM_SQUARES
+from strategic_reserve_env.core.luck import race_win_probability
+from strategic_reserve_env.envs import pgx_env
 
 CHANCE_JITTER = 0.01
 """Width of the uniform jitter added to each chance node's logits (see the module docstring)."""

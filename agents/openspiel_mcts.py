@@ -1,6 +1,6 @@
 """OpenSpiel's MCTS as an agent: the spec `openspiel-mcts[:simulations=N,rollouts=K,uct=C]`.
 
-The search is OpenSpiel's own (`strategic_reserve_env.openspiel.mcts_bot`: `MCTSBot` with random
+The search is OpenSpiel's own (`strategic_reserve_env.envs.openspiel.mcts_bot`: `MCTSBot` with random
 rollouts) on the game `python_strategic_reserve`, which handles the dice as explicit chance nodes. For each
 game of the batch it reads the position from the observation (`position.read_position`) and searches
 from `decision_state`, that position at ply 0 of a
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from strategic_reserve_env import openspiel
-from strategic_reserve_env.board import checked_int
+from strategic_reserve_env.core.board import checked_int
+from strategic_reserve_env.envs import openspiel
 
 from .position import read_position
 

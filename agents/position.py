@@ -1,7 +1,7 @@
 """What the agents share: a position read back from observations, the captures of each roll, tie-breaking.
 
 An agent acts on a batch of games (the interface is
-`strategic_reserve_env.policies.Policy`); the search agents read each
+`strategic_reserve_env.core.policies.Policy`); the search agents read each
 game's position from its `(B, 6, 6, 9)` planes and `(B, 36)` masks
 (`read_position`), look at what each of the 36 rolls would capture
 (`captures_by_roll`), and pick among equal choices at random
@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES, array_to_bitboards
-from strategic_reserve_env.observation import PLANE_NAMES, reserve_of_plane
-from strategic_reserve_env.rules import resolve_roll
-from strategic_reserve_env.sampling import popcount
+from strategic_reserve_env.core.board import BIT_ARRAY, NUM_SQUARES, array_to_bitboards
+from strategic_reserve_env.core.observation import PLANE_NAMES, reserve_of_plane
+from strategic_reserve_env.core.rules import resolve_roll
+from strategic_reserve_env.core.sampling import popcount
 
 OWN, OPPONENT = PLANE_NAMES.index("own"), PLANE_NAMES.index("opponent")
 OWN_RESERVE, OPPONENT_RESERVE = PLANE_NAMES.index("own_reserve"), PLANE_NAMES.index("opponent_reserve")

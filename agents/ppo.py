@@ -1,6 +1,6 @@
 """An agent backed by a MaskablePPO policy (sb3-contrib).
 
-Its model is a policy file (`.safetensors`, `strategic_reserve_env.agents.policy_file`),
+Its model is a policy file (`.safetensors`, `strategic_reserve_env.agents.ppo_file`),
 which cannot run code when loaded; `train.py` writes one beside its SB3
 `model.zip`. An SB3 `.zip` stores its settings as pickles, so loading
 one runs whatever code a crafted file holds: it loads only with the
@@ -8,7 +8,7 @@ explicit opt-in `trust="pickle"` (agent spec `ppo:PATH.zip,trust=pickle`),
 for files you made or trust. `trust` is an error on a policy file, where
 it would change nothing: each model has one spelling, so one agent name
 (evaluate.py and the tournament reject an agent named twice). The policy
-must observe the planes of `strategic_reserve_env.observation`
+must observe the planes of `strategic_reserve_env.core.observation`
 (`Box(0, 1, (6, 6, 9), int8)`) and choose among `Discrete(36)`
 squares. Actions are the masked policy's most likely square
 (`deterministic=True`, the default) or a sample from it drawn with the
@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from strategic_reserve_env import models
-from strategic_reserve_env.board import brief
-from strategic_reserve_env.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.core.board import brief
+from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
 
 from .custom import spec_name
 
@@ -66,7 +66,7 @@ class PPOAgent:
         if path.suffix == ".zip":
             policy = _load_pickled_zip(path, trust)
         else:
-            from .policy_file import load_policy
+            from .ppo_file import load_policy
 
             policy, _ = load_policy(path)
         return cls(policy, spec_name("ppo", path, label, options), deterministic)

@@ -1,6 +1,6 @@
 """The network of the RLlib module, in plain torch, and its file format (no pickle anywhere).
 
-`BoardNet` is what `strategic_reserve_env.rllib` trains with
+`BoardNet` is what `strategic_reserve_env.envs.rllib_env` trains with
 Ray RLlib and what `strategic_reserve_env.agents.rllib_agent` plays with: 3x3 convolutions over
 the `(6, 6, 9)` observation planes (channels last in the observation,
 moved first here), a linear layer, then a policy head (36 logits, one per
@@ -32,9 +32,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from strategic_reserve_env import outputs, safe_json
-from strategic_reserve_env.board import NUM_SQUARES, checked_int
-from strategic_reserve_env.model_files import (
+from strategic_reserve_env.core.board import NUM_SQUARES, checked_int
+from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.files import outputs, safe_json
+from strategic_reserve_env.files.model_files import (
     Tensor,
     check_description,
     check_finite,
@@ -42,7 +43,6 @@ from strategic_reserve_env.model_files import (
     npz_headers,
     read_bounded,
 )
-from strategic_reserve_env.observation import OBSERVATION_SHAPE
 
 MASKED_LOGIT = -1e8  # logit of an illegal square (sb3-contrib's value): probability exactly 0 in float32
 FORMAT = "strategic-reserve-rllib-module"

@@ -6,14 +6,14 @@ For each decision of a batch:
    (`expected_losses`, the cheap filter); fewer when fewer are legal.
 2. **Rollouts.** From the position after each candidate, `rollouts` games are played to the end with
    greedy for both players (ties at random), all of them (every decision, candidate and rollout of the
-   batch) in one engine batch advanced by the one turn loop (`strategic_reserve_env.turns.play_out`).
+   batch) in one engine batch advanced by the one turn loop (`strategic_reserve_env.core.turns.play_out`).
    **Common dice**: rollout `n` of a decision rolls the same squares whichever candidate was placed
    (one dice stream per decision and rollout, shared by the candidates), so the candidates are compared
    on the same luck.
 3. **Luck-adjusted results.** A rollout's result is a score (1 if the decider won, 0 if it lost, 0.5 at
    the ply limit), minus the decider's luck in the rollout's rolls plus the opponent's, on the score's
-   scale (`strategic_reserve_env.outcome.Ledger` and `SCORE_SCALE`; the luck of
-   `strategic_reserve_env.luck` under `value`, by default the reserve-race model): each luck term
+   scale (`strategic_reserve_env.core.outcome.Ledger` and `SCORE_SCALE`; the luck of
+   `strategic_reserve_env.core.luck` under `value`, by default the reserve-race model): each luck term
    has mean zero, so the mean result estimates the same win probability with much less noise
    (`luck=false` keeps the raw results).
    With `horizon=H` (H > 0) a rollout stops after H turns (placements) of the players: a game still
@@ -45,13 +45,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from strategic_reserve_env import engine, turns
-from strategic_reserve_env.board import NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, brief, checked_int
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.dice import BatchDice
-from strategic_reserve_env.luck import DEFAULT_VALUE, ValueFunction, roll_values
-from strategic_reserve_env.observation import mover_planes
-from strategic_reserve_env.outcome import SCORE_SCALE, Ledger, reward
+from strategic_reserve_env.core import engine, turns
+from strategic_reserve_env.core.board import NO_PLAYER, NUM_SQUARES, RED, bitboards_to_array, brief, checked_int
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.dice import BatchDice
+from strategic_reserve_env.core.luck import DEFAULT_VALUE, ValueFunction, roll_values
+from strategic_reserve_env.core.observation import mover_planes
+from strategic_reserve_env.core.outcome import SCORE_SCALE, Ledger, reward
 
 from .greedy import NOT_COMPUTED, expected_losses
 from .position import Position, argmin_random_ties, read_position

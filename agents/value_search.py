@@ -1,6 +1,6 @@
 """The value-search agent: expectimax over the agent's placements (and the opponent's roll) with a learned leaf.
 
-The leaf is `strategic_reserve_env.agents.value_net`'s `V`: the win probability of the player
+The leaf is `strategic_reserve_env.agents.value_network`'s `V`: the win probability of the player
 about to roll, from the board and both reserves (the network is shown what
 each of the 36 equally likely rolls would capture, so that chance node is in
 its input rather than enumerated).
@@ -29,13 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES, bitboards_to_array, checked_int
-from strategic_reserve_env.rules import resolve_roll
-from strategic_reserve_env.sampling import popcount
+from strategic_reserve_env.core.board import BIT_ARRAY, NUM_SQUARES, bitboards_to_array, checked_int
+from strategic_reserve_env.core.rules import resolve_roll
+from strategic_reserve_env.core.sampling import popcount
 
 from .custom import spec_name
 from .position import argmin_random_ties, captures_by_roll, read_position
-from .value_net import decided, load_value_net
+from .value_network import decided, load_value_net
 
 DEPTHS = (1, 2)
 

@@ -5,7 +5,7 @@ placement, and per player the total luck, the error rate and the luck-adjusted r
 
 For each ply of a record (docs/RULES.md):
 
-- **luck** of the roll, for the roller: `strategic_reserve_env.luck.luck_of_latest_roll` with the
+- **luck** of the roll, for the roller: `strategic_reserve_env.core.luck.luck_of_latest_roll` with the
   value function `--luck-value` (default `race`, the one the evaluation uses);
 - **error** of the placement: the analysing agent's win probability after its best legal placement minus
   that after the placement played (0 when the played one is best), every legal placement valued
@@ -27,11 +27,11 @@ import numpy as np
 
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value, placement_values
-from strategic_reserve_env.board import COLOURS, parse_square, square_name
-from strategic_reserve_env.game import Game
-from strategic_reserve_env.luck import before_roll, roll_luck
-from strategic_reserve_env.observation import mask_from_planes, planes
-from strategic_reserve_env.records import Record, replay
+from strategic_reserve_env.core.board import COLOURS, parse_square, square_name
+from strategic_reserve_env.core.game import Game
+from strategic_reserve_env.core.luck import before_roll, roll_luck
+from strategic_reserve_env.core.observation import mask_from_planes, planes
+from strategic_reserve_env.files.records import Record, replay
 
 DEFAULT_AGENT = "expectimax:depth=2"
 """The analysing agent unless told otherwise (every legal placement searched to depth 2)."""

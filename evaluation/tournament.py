@@ -10,11 +10,11 @@ Reported per pairing: score of the first agent (win 1, truncated game 1/2)
 with a 95 % t-interval over the per-pair scores, its win rate as Red and as
 Blue, mean game length, truncations and games per second.
 
-Luck-adjusted score: every roll's luck (`strategic_reserve_env.luck`: the roller's win probability
+Luck-adjusted score: every roll's luck (`strategic_reserve_env.core.luck`: the roller's win probability
 after the roll minus its mean over the 36 rolls, from the value function `Settings.luck_value`, fixed
 before the games) is taken out of each game's result: the first agent's adjusted result is its score
 minus its own rolls' luck plus its opponent's, on the score's scale
-(`strategic_reserve_env.outcome.Scale.adjusted` with `SCORE_SCALE`: luck is a difference of win
+(`strategic_reserve_env.core.outcome.Scale.adjusted` with `SCORE_SCALE`: luck is a difference of win
 probabilities, which a score of 1 for a win and 0 for a loss counts once). Each luck term has mean zero
 given the game so far, so the adjusted score has the raw score's expectation; it is reported with its own
 t-interval over the adjusted per-pair scores and the variance ratio (raw per-pair variance over adjusted).
@@ -47,17 +47,19 @@ from typing import cast
 
 import numpy as np
 
-from strategic_reserve_env import __version__, arena, engine
+from strategic_reserve_env import __version__
 from strategic_reserve_env.agents import RandomAgent, as_agent
 from strategic_reserve_env.agents.luck_values import RACE, load_luck_value
-from strategic_reserve_env.board import DEFAULT_RESERVE, MESSAGE_LIMIT, RED, brief, clip
-from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, Config
-from strategic_reserve_env.luck import ValueFunction
-from strategic_reserve_env.outcome import SCORE_SCALE, reward
-from strategic_reserve_env.outputs import write_figure, write_text
-from strategic_reserve_env.policies import NamedPolicy
-from strategic_reserve_env.progress import Progress
-from strategic_reserve_env.sampling import uniform_square
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.board import DEFAULT_RESERVE, MESSAGE_LIMIT, RED, brief, clip
+from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, Config
+from strategic_reserve_env.core.luck import ValueFunction
+from strategic_reserve_env.core.outcome import SCORE_SCALE, reward
+from strategic_reserve_env.core.policies import NamedPolicy
+from strategic_reserve_env.core.sampling import uniform_square
+from strategic_reserve_env.envs import arena
+from strategic_reserve_env.files.outputs import write_figure, write_text
+from strategic_reserve_env.files.progress import Progress
 
 from .statistics import Duel, effective_games, fit_ratings, score_interval, variance_ratio
 
@@ -195,7 +197,7 @@ class Pairing:
 class PairingError(RuntimeError):
     """An agent failed during a pairing; the `AgentError` is the cause.
     `pairings` holds the pairings finished before (set by `run`), `card` the benchmark's score
-    card so far (set by `strategic_reserve_env.evaluation.benchmark.run_benchmark`)."""
+    card so far (set by `strategic_reserve_env.evaluation.benchmark_protocol.run_benchmark`)."""
 
     def __init__(self, message: str, pairings: list[Pairing] | None = None) -> None:
         super().__init__(message)

@@ -32,16 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from strategic_reserve_env import models
-from strategic_reserve_env.agents.value_net import (
-    Exploring,
-    decided,
-    features,
-    fit,
-    load_value_net,
-    play_positions,
-)
+from strategic_reserve_env.agents.value_network import Exploring, decided, features, fit, load_value_net, play_positions
 from strategic_reserve_env.agents.value_search import ValueSearchAgent, exact_backup
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.core.config import Config
 
 POSITION_KEYS = ("me", "opp", "reserve_me", "reserve_opp")
 

@@ -5,7 +5,7 @@
 the mover win) at every decision, and fits
 `P = sigmoid((A * (o - m) + B) / sqrt(m + o))` by maximum likelihood on the
 decisions with both reserves above 1 (the others are certain). It prints A
-and B; strategic_reserve_env/luck.py holds the values of the default run (`RACE_A`, `RACE_B`) and of
+and B; strategic_reserve_env/core/luck.py holds the values of the default run (`RACE_A`, `RACE_B`) and of
 `--random` (`RANDOM_RACE_A`, `RANDOM_RACE_B`).
 """
 
@@ -16,12 +16,12 @@ import argparse
 import numpy as np
 from scipy.optimize import minimize
 
-from strategic_reserve_env import engine, turns
 from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.agents.greedy import GreedyAgent
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.dice import BatchDice
-from strategic_reserve_env.policies import choose
+from strategic_reserve_env.core import engine, turns
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.dice import BatchDice
+from strategic_reserve_env.core.policies import choose
 
 
 def self_play_decisions(games: int, seed: int, random: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

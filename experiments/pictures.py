@@ -25,14 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import Game, records
+from strategic_reserve_env import Game
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.ppo import PPOAgent
-from strategic_reserve_env.arena import play_logged
-from strategic_reserve_env.board import parse_square
+from strategic_reserve_env.core.board import parse_square
+from strategic_reserve_env.core.observation import planes
+from strategic_reserve_env.envs.arena import play_logged
 from strategic_reserve_env.evaluation.analysis import analyse
-from strategic_reserve_env.evaluation.skill import FIGURES, plot_first_player
-from strategic_reserve_env.observation import planes
+from strategic_reserve_env.evaluation.skill_report import FIGURES, plot_first_player
+from strategic_reserve_env.files import records
 
 SEED = 5  # the dice of the game the pictures show
 PLAYERS = ("greedy", "random")  # Red, Blue
@@ -70,8 +71,8 @@ def write(out: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     from PIL import Image
 
-    from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_luck, draw_position
-    from strategic_reserve_env.render import rgb_array
+    from strategic_reserve_env.pictures.plotting import ReplayViewer, draw_heatmap, draw_luck, draw_position
+    from strategic_reserve_env.pictures.render import rgb_array
 
     pictures, written = out / "pictures", []
 

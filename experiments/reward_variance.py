@@ -7,7 +7,7 @@
   single-agent envs' engine), each game's first episode played with both rewards on the same dice (the
   learner's ties broken by the same generator), under the race value (the default);
 - `env-random`: the same with uniformly random players under the race-random value;
-- `arena`: uniformly random self-play in `strategic_reserve_env.arena.play` under the race-random
+- `arena`: uniformly random self-play in `strategic_reserve_env.envs.arena.play` under the race-random
   value, Red's return on the reward's scale (+-1) from the arena's kept luck.
 
 A line gives both returns' means with their 95 % intervals (the luck-adjusted mean must match the outcome's)
@@ -21,12 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from strategic_reserve_env import arena, luck
 from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.agents.greedy import GreedyAgent
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.learner import LearnerGames
-from strategic_reserve_env.outcome import REWARD_SCALE, LuckAdjusted, reward
+from strategic_reserve_env.core import luck
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.outcome import REWARD_SCALE, LuckAdjusted, reward
+from strategic_reserve_env.envs import arena
+from strategic_reserve_env.envs.learner import LearnerGames
 
 Z95 = 1.96  # two-sided 95 % normal quantile
 

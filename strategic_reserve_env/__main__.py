@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from strategic_reserve_env.commands import GuardedStdout, StdoutLost, flush_stdout, stdout_lost
 from strategic_reserve_env.extras import EXIT_MISSING_EXTRA, missing_extra, needs_extra
-from strategic_reserve_env.outputs import OutputLost
+from strategic_reserve_env.files.outputs import OutputLost
 from strategic_reserve_env.training import signals
 
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
@@ -105,7 +105,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "rules": Command(
         "print the rules, the notation and the record format (ply numbers included)",
-        "strategic_reserve_env.commands.rules:main",
+        "strategic_reserve_env.commands.show_rules:main",
     ),
 }
 

@@ -12,8 +12,8 @@ os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 import numpy as np
 import pytest
 
-from strategic_reserve_env import engine
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.config import Config
 
 REPO = Path(__file__).resolve().parents[1]
 CONFORMANCE = REPO / "tests" / "data" / "conformance"  # records with their expected traces (docs/RULES.md)
@@ -65,7 +65,7 @@ def rng() -> np.random.Generator:
 
 def random_start(rng: np.random.Generator, max_reserve: int = 12):
     """A random valid start position: random occupancy, at least one empty square."""
-    from strategic_reserve_env.config import StartPosition
+    from strategic_reserve_env.core.config import StartPosition
 
     density = rng.uniform(0.1, 0.9)
     cells = rng.choice(np.array(list(".RB")), size=36, p=[1 - density, density / 2, density / 2])

@@ -6,8 +6,8 @@ from dataclasses import fields
 
 import numpy as np
 
-from strategic_reserve_env.board import NUM_SQUARES
-from strategic_reserve_env.observation import LEGAL_PLANE
+from strategic_reserve_env.core.board import NUM_SQUARES
+from strategic_reserve_env.core.observation import LEGAL_PLANE
 
 
 def snapshot(env) -> dict:

@@ -12,12 +12,13 @@ import pettingzoo
 import pytest
 from pettingzoo.test import api_test, render_test, seed_test
 
-from strategic_reserve_env import IllegalActionError, env, raw_env, records
-from strategic_reserve_env.aec_env import INFO_KEYS, NO_ROLL, describe, roll_info
-from strategic_reserve_env.board import SQUARE_INDEX, parse_square
-from strategic_reserve_env.config import StartPosition
-from strategic_reserve_env.game import Game
-from strategic_reserve_env.reference import ReferenceGame
+from strategic_reserve_env import IllegalActionError, env, raw_env
+from strategic_reserve_env.core.board import SQUARE_INDEX, parse_square
+from strategic_reserve_env.core.config import StartPosition
+from strategic_reserve_env.core.game import Game
+from strategic_reserve_env.core.oracle import ReferenceGame
+from strategic_reserve_env.envs.aec_env import INFO_KEYS, NO_ROLL, describe, roll_info
+from strategic_reserve_env.files import records
 
 from conftest import conformance_records, expected_trace, random_start
 

@@ -9,17 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strategic_reserve_env import engine, models
+from strategic_reserve_env import models
 from strategic_reserve_env.agents import KNOWN_AGENTS, expectimax, load_agent
 from strategic_reserve_env.agents.expectimax import ExpectimaxAgent, win_probability
 from strategic_reserve_env.agents.greedy import expected_losses
 from strategic_reserve_env.agents.luck_values import load_luck_value
-from strategic_reserve_env.board import BIT, ECHO_LIMIT, bitboards_to_array, board_string, squares_of
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.evaluation.benchmark import PROTOCOLS
-from strategic_reserve_env.observation import mover_planes
-from strategic_reserve_env.reference import ReferenceGame
-from strategic_reserve_env.sampling import uniform_square
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.board import BIT, ECHO_LIMIT, bitboards_to_array, board_string, squares_of
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.observation import mover_planes
+from strategic_reserve_env.core.oracle import ReferenceGame
+from strategic_reserve_env.core.sampling import uniform_square
+from strategic_reserve_env.evaluation.benchmark_protocol import PROTOCOLS
 
 from conftest import REPO
 
@@ -183,8 +184,8 @@ def test_ppo_agent_loads_a_policy_file_and_plays_legally(tmp_path, positions, fe
     from sb3_contrib import MaskablePPO
 
     from strategic_reserve_env.agents.networks import BoardCNN
-    from strategic_reserve_env.agents.policy_file import save_policy
-    from strategic_reserve_env.gym_env import StrategicReserveEnv
+    from strategic_reserve_env.agents.ppo_file import save_policy
+    from strategic_reserve_env.envs.gym_env import StrategicReserveEnv
 
     kwargs = {"net_arch": [16]}
     if features == "cnn":

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from strategic_reserve_env import records
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.luck_values import load_luck_value, placement_values
-from strategic_reserve_env.board import parse_square
+from strategic_reserve_env.core.board import parse_square
+from strategic_reserve_env.core.game import Game
+from strategic_reserve_env.core.luck import luck_of_latest_roll
+from strategic_reserve_env.core.observation import mask_from_planes, planes
 from strategic_reserve_env.evaluation import analysis
-from strategic_reserve_env.game import Game
-from strategic_reserve_env.luck import luck_of_latest_roll
-from strategic_reserve_env.observation import mask_from_planes, planes
+from strategic_reserve_env.files import records
 
 from conftest import conformance_records
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strategic_reserve_env.evaluation.benchmark import (
+from strategic_reserve_env.evaluation.benchmark_protocol import (
     DEFAULT_PROTOCOL,
     PANEL_PPO,
     PROTOCOL_V1,
@@ -26,7 +26,7 @@ from strategic_reserve_env.evaluation.benchmark import (
     fit_rating,
     run_benchmark,
 )
-from strategic_reserve_env.evaluation.reference import END, REFERENCE_AGENTS, START, file_stem
+from strategic_reserve_env.evaluation.reference_cards import END, REFERENCE_AGENTS, START, file_stem
 from strategic_reserve_env.evaluation.tournament import Pairing, PairingError
 
 from conftest import REPO
@@ -290,7 +290,7 @@ def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path,
     """A card of an agent the run no longer benchmarks (here: the PPO's old .zip spelling) would linger beside
     the new ones and break the set of reference agents; other files in the folder stay."""
     from strategic_reserve_env.commands import reference as reference_command
-    from strategic_reserve_env.evaluation import reference
+    from strategic_reserve_env.evaluation import reference_cards as reference
 
     monkeypatch.chdir(REPO)  # main moves to the repository root: put it back after the test
     monkeypatch.setattr(
@@ -353,7 +353,7 @@ def test_reference_stops_on_ctrl_c_in_one_line_with_130(tmp_path, monkeypatch, c
     import signal
 
     from strategic_reserve_env.commands import reference as reference_command
-    from strategic_reserve_env.evaluation import reference
+    from strategic_reserve_env.evaluation import reference_cards as reference
 
     played = []
 

@@ -7,8 +7,8 @@ import pytest
 
 from strategic_reserve_env import Config, Game
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.board import NUM_SQUARES, checked_int, is_integer, is_square_index
-from strategic_reserve_env.dice import DRAWN_SEEDS, MAX_SEED, BatchDice, GameDice, stream_key
+from strategic_reserve_env.core.board import NUM_SQUARES, checked_int, is_integer, is_square_index
+from strategic_reserve_env.core.dice import DRAWN_SEEDS, MAX_SEED, BatchDice, GameDice, stream_key
 
 
 @pytest.mark.parametrize(

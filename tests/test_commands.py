@@ -80,7 +80,7 @@ def test_python_dash_m_names_itself_so():
 @pytest.mark.slow
 def test_the_benchmark_module_says_where_its_command_is():
     done = subprocess.run(
-        [sys.executable, "-m", "strategic_reserve_env.evaluation.benchmark", "--help"],
+        [sys.executable, "-m", "strategic_reserve_env.evaluation.benchmark_protocol", "--help"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -109,7 +109,7 @@ def test_the_benchmark_command_refuses_bad_games_before_playing(capsys):
 
 
 def test_bench_rows_share_their_columns():
-    from strategic_reserve_env.bench import row
+    from strategic_reserve_env.speed.engine_speed import row
 
     rows = [row("engine", "B=4096", "batched numpy arrays", 1e6), row("aec raw_env", "1 game", "public API", 5.0)]
     assert len({len(text) for text in rows}) == 1 and len({text.index(" plies/s") for text in rows}) == 1

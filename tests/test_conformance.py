@@ -8,11 +8,12 @@ import sys
 import numpy as np
 import pytest
 
-from strategic_reserve_env import engine, records
 from strategic_reserve_env.__main__ import main
-from strategic_reserve_env.board import parse_square
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.sampling import uniform_square
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.board import parse_square
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.sampling import uniform_square
+from strategic_reserve_env.files import records
 
 from conftest import REPO, batch_of, conformance_records, expected_trace
 

@@ -12,12 +12,12 @@ import pytest
 
 from strategic_reserve_env.agents import list_agents, load_agent
 from strategic_reserve_env.agents.custom import NamedAgent, SingleGameAgent
-from strategic_reserve_env.board import bitboards_to_array
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.core.board import bitboards_to_array
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.observation import mover_planes
+from strategic_reserve_env.core.policies import InvalidActionsError
+from strategic_reserve_env.envs.learner import LearnerGames
 from strategic_reserve_env.evaluation.tournament import check_agent, probe_positions
-from strategic_reserve_env.learner import LearnerGames
-from strategic_reserve_env.observation import mover_planes
-from strategic_reserve_env.policies import InvalidActionsError
 
 from conftest import REPO
 
@@ -261,8 +261,8 @@ ONE_GAME_AGENT = "import numpy as np\n\ndef act(observation, mask):\n    return 
 def test_an_agent_written_for_one_game_is_never_asked_about_a_game_with_no_move_due(tmp_path, where):
     """A single-game function that reads its mask's first legal square fails on an empty mask: as the only
     opponent of a batch, it is called only for the games where it is to place, as in evaluate."""
-    from strategic_reserve_env.gym_env import StrategicReserveVectorEnv
-    from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
+    from strategic_reserve_env.envs.gym_env import StrategicReserveVectorEnv
+    from strategic_reserve_env.envs.sb3_env import StrategicReserveVecEnv
 
     (tmp_path / "first.py").write_text(ONE_GAME_AGENT)
     opponent = load_agent(f"{tmp_path / 'first.py'}:act")

@@ -8,7 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
-from strategic_reserve_env.dice import (
+from strategic_reserve_env.core.dice import (
     CHANCE_TAG,
     MAX_SEED,
     ROLLS_AHEAD,

@@ -9,11 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strategic_reserve_env import Game, engine, reference
-from strategic_reserve_env.board import COLOURS, squares_of
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.reference import ReferenceGame
-from strategic_reserve_env.rules import HIT_NAMES
+from strategic_reserve_env import Game
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core import oracle as reference
+from strategic_reserve_env.core.board import COLOURS, squares_of
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.oracle import ReferenceGame
+from strategic_reserve_env.core.rules import HIT_NAMES
 
 from conftest import random_start
 

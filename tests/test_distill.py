@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from strategic_reserve_env import arena
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.distill import FitSettings, agreement, collect_positions, expert_targets, fit
-from strategic_reserve_env.agents.policy_file import build_policy
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.agents.ppo_file import build_policy
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.envs import arena
 
 from conftest import REPO
 

@@ -86,11 +86,11 @@ def _arguments_section(card: str) -> str:
 @pytest.mark.parametrize(
     "card, constructor",
     [
-        ("aec", "strategic_reserve_env.aec_env:raw_env"),
-        ("gymnasium", "strategic_reserve_env.gym_env:StrategicReserveEnv"),
-        ("vector", "strategic_reserve_env.gym_env:StrategicReserveVectorEnv"),
-        ("sb3", "strategic_reserve_env.sb3_env:StrategicReserveVecEnv"),
-        ("pgx", "strategic_reserve_env.pgx_env:StrategicReserve"),
+        ("aec", "strategic_reserve_env.envs.aec_env:raw_env"),
+        ("gymnasium", "strategic_reserve_env.envs.gym_env:StrategicReserveEnv"),
+        ("vector", "strategic_reserve_env.envs.gym_env:StrategicReserveVectorEnv"),
+        ("sb3", "strategic_reserve_env.envs.sb3_env:StrategicReserveVecEnv"),
+        ("pgx", "strategic_reserve_env.envs.pgx_env:StrategicReserve"),
     ],
 )
 def test_every_env_card_lists_every_constructor_argument_with_its_default(card, constructor):

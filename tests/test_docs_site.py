@@ -126,9 +126,12 @@ def test_a_named_object_links_to_its_api_entry(site):
     rollout = "strategic_reserve_env.agents.rollout"
     assert f'href="#{rollout}"><code>{rollout}</code></a>' in agents
     benchmark = (site / "BENCHMARK" / "index.html").read_text()
-    assert 'href="../api/core/#strategic_reserve_env.luck"><code>strategic_reserve_env.luck</code></a>' in benchmark
+    assert (
+        'href="../api/core/#strategic_reserve_env.core.luck"><code>strategic_reserve_env.core.luck</code></a>'
+        in benchmark
+    )
     architecture = (site / "ARCHITECTURE" / "index.html").read_text()
-    assert "<code>rules.py</code>" in architecture and 'title="strategic_reserve_env.rules.py"' not in architecture
+    assert "<code>rules.py</code>" in architecture and 'title="strategic_reserve_env.core.rules.py"' not in architecture
 
 
 def test_the_checks_see_restructuredtext_and_a_missing_signature():
@@ -162,7 +165,13 @@ def test_every_api_object_shows_its_signature(site, name):
 @pytest.mark.parametrize(
     "name, modules",
     [
-        ("jax", ["strategic_reserve_env.pgx_env.StrategicReserve", "strategic_reserve_env.jax_rules.resolve_roll"]),
+        (
+            "jax",
+            [
+                "strategic_reserve_env.envs.pgx_env.StrategicReserve",
+                "strategic_reserve_env.envs.jax_rules.resolve_roll",
+            ],
+        ),
         (
             "search",
             [
@@ -174,8 +183,8 @@ def test_every_api_object_shows_its_signature(site, name):
         (
             "integrations",
             [
-                "strategic_reserve_env.openspiel.StrategicReserveGame",
-                "strategic_reserve_env.rllib.StrategicReserveMultiAgentEnv",
+                "strategic_reserve_env.envs.openspiel.StrategicReserveGame",
+                "strategic_reserve_env.envs.rllib_env.StrategicReserveMultiAgentEnv",
             ],
         ),
     ],

@@ -8,23 +8,20 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from strategic_reserve_env import BLUE, RED, Game, bench, engine, records
-from strategic_reserve_env.board import (
-    SQUARE_INDEX,
-    STANDARD_BOARD,
-    dice_for,
-    square_for_dice,
-    squares_of,
-)
-from strategic_reserve_env.config import Config, StartPosition
-from strategic_reserve_env.rules import HIT_EMPTY, HIT_ENEMY, HIT_FRIENDLY
-from strategic_reserve_env.sampling import nth_set_bit, popcount, uniform_square
+from strategic_reserve_env import BLUE, RED, Game
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.board import SQUARE_INDEX, STANDARD_BOARD, dice_for, square_for_dice, squares_of
+from strategic_reserve_env.core.config import Config, StartPosition
+from strategic_reserve_env.core.rules import HIT_EMPTY, HIT_ENEMY, HIT_FRIENDLY
+from strategic_reserve_env.core.sampling import nth_set_bit, popcount, uniform_square
+from strategic_reserve_env.files import records
+from strategic_reserve_env.speed import engine_speed as bench
 
 S = SQUARE_INDEX
 
 
 def names(bits: int) -> list[str]:
-    from strategic_reserve_env.board import square_name
+    from strategic_reserve_env.core.board import square_name
 
     return [square_name(s) for s in squares_of(int(bits))]
 

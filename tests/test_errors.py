@@ -11,10 +11,12 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
-from strategic_reserve_env import Game, engine, records
+from strategic_reserve_env import Game
 from strategic_reserve_env.__main__ import main
-from strategic_reserve_env.board import SQUARE_INDEX, STANDARD_BOARD
-from strategic_reserve_env.config import Config, StartPosition
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.board import SQUARE_INDEX, STANDARD_BOARD
+from strategic_reserve_env.core.config import Config, StartPosition
+from strategic_reserve_env.files import records
 
 from conftest import REPO
 
@@ -237,7 +239,7 @@ def test_cli_bad_bench_setting(capsys):
 
 @pytest.mark.parametrize("values", [[0.0, 1.0], [True, False], ["a1", "b1"], [[0], [1, 2]], None, 6.9, [0, 0, 0]])
 def test_the_engine_and_the_learner_check_actions_alike(values):
-    from strategic_reserve_env.learner import as_actions
+    from strategic_reserve_env.envs.learner import as_actions
 
     state = _rolled(Config(), [0, 0])
     with pytest.raises(ValueError) as engine_error:

@@ -15,14 +15,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strategic_reserve_env import arena, engine, models, outputs
+from strategic_reserve_env import models
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.arena import MAX_ACT_SECONDS
-from strategic_reserve_env.board import ECHO_LIMIT, array_to_bitboards
 from strategic_reserve_env.commands.evaluate import main
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.evaluation import benchmark, tournament
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.board import ECHO_LIMIT, array_to_bitboards
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.envs import arena
+from strategic_reserve_env.envs.arena import MAX_ACT_SECONDS
+from strategic_reserve_env.evaluation import benchmark_protocol as benchmark
+from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.evaluation.tournament import Pairing, Settings, bradley_terry, dice_seeds, play_pairing
+from strategic_reserve_env.files import outputs
 
 from conftest import REPO
 
@@ -372,7 +376,7 @@ def test_a_faulty_agent_is_caught_before_the_first_game(tmp_path, capsys):
     ],
 )
 def test_wrong_answers_are_named_with_their_row(answer, message, row):
-    from strategic_reserve_env.policies import InvalidActionsError, checked_actions
+    from strategic_reserve_env.core.policies import InvalidActionsError, checked_actions
 
     masks = np.zeros((8, 36), dtype=bool)
     masks[:, 3:9] = True
@@ -382,7 +386,7 @@ def test_wrong_answers_are_named_with_their_row(answer, message, row):
 
 
 def test_rows_without_a_legal_square_are_not_looked_at():
-    from strategic_reserve_env.policies import InvalidActionsError, checked_actions
+    from strategic_reserve_env.core.policies import InvalidActionsError, checked_actions
 
     masks = np.zeros((4, 36), dtype=bool)
     masks[1, [7, 8]] = True
@@ -398,7 +402,7 @@ def test_rows_without_a_legal_square_are_not_looked_at():
 
 @pytest.mark.parametrize("spec", ["random", "greedy", "expectimax:depth=1"])
 def test_every_built_in_agent_is_a_policy(spec):
-    from strategic_reserve_env.policies import Policy, as_policy
+    from strategic_reserve_env.core.policies import Policy, as_policy
 
     agent = load_agent(spec)
     assert isinstance(agent, Policy)
@@ -406,7 +410,7 @@ def test_every_built_in_agent_is_a_policy(spec):
 
 
 def test_as_policy_wraps_a_function_and_refuses_what_has_no_act():
-    from strategic_reserve_env.policies import Policy, as_policy
+    from strategic_reserve_env.core.policies import Policy, as_policy
 
     def first_legal(observations, masks, rng):
         return np.argmax(masks, axis=1)

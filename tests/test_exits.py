@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from strategic_reserve_env import outputs
 from strategic_reserve_env.commands.evaluate import main
 from strategic_reserve_env.evaluation import tournament
+from strategic_reserve_env.files import outputs
 from strategic_reserve_env.interrupts import stop_line
 
 from conftest import REPO, as_from_a_shell

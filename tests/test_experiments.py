@@ -7,11 +7,11 @@ import pytest
 
 from experiments import fit_race_model
 from strategic_reserve_env.agents.greedy import expected_losses
-from strategic_reserve_env.board import bitboards_to_array, squares_of
 from strategic_reserve_env.commands import headroom as headroom_command
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.evaluation import headroom
-from strategic_reserve_env.luck import DEFAULT_VALUE
+from strategic_reserve_env.core.board import bitboards_to_array, squares_of
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.luck import DEFAULT_VALUE
+from strategic_reserve_env.evaluation import placement_headroom as headroom
 
 
 def test_headroom_gains_score_the_choice_on_the_other_half():

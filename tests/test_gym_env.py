@@ -10,9 +10,9 @@ from gymnasium.utils.env_checker import check_env
 
 import strategic_reserve_env  # noqa: F401 - registers the envs
 from strategic_reserve_env import IllegalActionError, raw_env
-from strategic_reserve_env.config import Config, StartPosition
-from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
-from strategic_reserve_env.learner import LearnerGames, OpponentError, ResetNeeded
+from strategic_reserve_env.core.config import Config, StartPosition
+from strategic_reserve_env.envs.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
+from strategic_reserve_env.envs.learner import LearnerGames, OpponentError, ResetNeeded
 
 from env_checks import assert_unchanged, assert_vector_masks, snapshot
 

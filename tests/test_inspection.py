@@ -18,12 +18,13 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from strategic_reserve_env import Game, records  # noqa: E402
-from strategic_reserve_env.board import SQUARE_INDEX  # noqa: E402
-from strategic_reserve_env.dice import GameDice  # noqa: E402
-from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_position  # noqa: E402
-from strategic_reserve_env.render import ansi, frame_layout, rgb_array, svg  # noqa: E402
-from strategic_reserve_env.scene import PALETTE, scene_of  # noqa: E402
+from strategic_reserve_env import Game  # noqa: E402
+from strategic_reserve_env.core.board import SQUARE_INDEX  # noqa: E402
+from strategic_reserve_env.core.dice import GameDice  # noqa: E402
+from strategic_reserve_env.files import records  # noqa: E402
+from strategic_reserve_env.pictures.plotting import ReplayViewer, draw_heatmap, draw_position  # noqa: E402
+from strategic_reserve_env.pictures.render import ansi, frame_layout, rgb_array, svg  # noqa: E402
+from strategic_reserve_env.pictures.scene import PALETTE, scene_of  # noqa: E402
 
 from conftest import REPO, conformance_records  # noqa: E402
 
@@ -166,9 +167,9 @@ def test_every_backend_draws_the_scene(seed):
 
 def test_a_game_shows_as_svg_in_jupyter_without_importing_its_drawing():
     """The drawing attaches `_repr_svg_` to Game; game.py itself imports no drawing module."""
-    import strategic_reserve_env.game
+    import strategic_reserve_env.core.game
 
-    game_source = Path(strategic_reserve_env.game.__file__).read_text()
+    game_source = Path(strategic_reserve_env.core.game.__file__).read_text()
     assert not re.search(r"^\s*(from|import) .*\b(render|scene|plotting)\b", game_source, re.MULTILINE)
     shown = subprocess.run(
         [sys.executable, "-c", "from strategic_reserve_env import Game\nprint(Game()._repr_svg_())"],

@@ -16,11 +16,13 @@ import pytest
 import tomllib
 
 import strategic_reserve_env
-from strategic_reserve_env import Game, IllegalActionError, env, records
+from strategic_reserve_env import Game, IllegalActionError, env
 from strategic_reserve_env.__main__ import COMMANDS, main
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.board import parse_square
-from strategic_reserve_env.commands import rules
+from strategic_reserve_env.commands import show_rules as rules
+from strategic_reserve_env.commands.terminal import PROMPT, terminal_game
+from strategic_reserve_env.core.board import parse_square
+from strategic_reserve_env.envs.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
 from strategic_reserve_env.extras import (
     EXIT_MISSING_EXTRA,
     EXTRAS,
@@ -30,8 +32,7 @@ from strategic_reserve_env.extras import (
     install_line,
     needs_extra,
 )
-from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
-from strategic_reserve_env.terminal import PROMPT, terminal_game
+from strategic_reserve_env.files import records
 
 from conftest import REPO
 
@@ -64,8 +65,8 @@ def test_the_version_is_one_number_everywhere(capsys):
 def test_every_file_a_run_writes_names_the_package_version(tmp_path, capsys):
     """benchmark.json, results.json and run.json say which release wrote them (two score cards of different
     releases can be told apart)."""
-    from strategic_reserve_env import outputs
-    from strategic_reserve_env.evaluation.benchmark import run_benchmark
+    from strategic_reserve_env.evaluation.benchmark_protocol import run_benchmark
+    from strategic_reserve_env.files import outputs
 
     version = strategic_reserve_env.__version__
     assert run_benchmark("random", games=2, progress=False).as_json()["package_version"] == version
@@ -115,7 +116,7 @@ def test_the_rules_command_reaches_the_goal_of_the_game_in_its_first_screen(caps
             assert passage in text, (topic, passage)
 
     """A wheel has no docs/ folder: messages name the command that prints the rules."""
-    from strategic_reserve_env.terminal import INTRODUCTION
+    from strategic_reserve_env.commands.terminal import INTRODUCTION
 
     assert "strategic-reserve rules" in INTRODUCTION
     assert not re.search(r"RULES\.md in the (project's )?repository", INTRODUCTION)
@@ -290,7 +291,7 @@ def test_check_env_with_its_defaults_passes_without_pygame():
         "made = gymnasium.make('StrategicReserve-v1', seat='red')\n"
         "check_env(made.unwrapped)\n"
         "print(made.metadata['render_modes'])\n"
-        "from strategic_reserve_env.gym_env import StrategicReserveEnv\n"
+        "from strategic_reserve_env.envs.gym_env import StrategicReserveEnv\n"
         "try:\n    StrategicReserveEnv(render_mode='human')\n"
         "except ValueError as error:\n    print(error)\n",
     )
@@ -314,7 +315,7 @@ def test_one_game_has_the_same_ply_numbers_in_every_view(tmp_path, capsys):
     import matplotlib.pyplot as plt
 
     from strategic_reserve_env.evaluation.analysis import analyse
-    from strategic_reserve_env.plotting import ReplayViewer, draw_heatmap, draw_position
+    from strategic_reserve_env.pictures.plotting import ReplayViewer, draw_heatmap, draw_position
 
     said: list[str] = []
     squares = [f"{file}{rank}" for rank in range(1, 7) for file in "abcdef"]

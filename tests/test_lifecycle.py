@@ -15,8 +15,8 @@ import pytest
 import torch
 from test_train import TINY
 
-from strategic_reserve_env import outputs
 from strategic_reserve_env.commands import train
+from strategic_reserve_env.files import outputs
 from strategic_reserve_env.training import checkpoint, distillation, run
 
 FINISHED = [*TINY, "--eval-every", "0", "--checkpoint-every", "512"]  # 1,024 steps, checkpoints at 512 and 1,024
@@ -173,7 +173,7 @@ def test_checkpoint_contents_are_checked_before_anything_is_written(copy, capsys
 def _chunk(tmp_path, **changes):
     """A chunk of labels as the distillation writes it, with `changes` to its arrays."""
     from strategic_reserve_env.agents import distill
-    from strategic_reserve_env.observation import OBSERVATION_SHAPE
+    from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
 
     decisions = 64  # a member of a few kB, so that a byte 600 in is in its compressed data
     observations = np.random.default_rng(0).integers(-1, 2, (decisions, *OBSERVATION_SHAPE)).astype(np.int8)

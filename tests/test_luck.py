@@ -1,4 +1,4 @@
-"""Luck of a roll (strategic_reserve_env.luck): the 36 outcomes against the scalar reference, hand-worked rolls,
+"""Luck of a roll (strategic_reserve_env.core.luck): the 36 outcomes against the scalar reference, hand-worked rolls,
 and the estimator's defining property (mean zero over the chance model, for any value function)."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from strategic_reserve_env import engine, luck
-from strategic_reserve_env.board import BIT_ARRAY, NUM_SQUARES, RED, parse_square
-from strategic_reserve_env.config import Config, StartPosition
-from strategic_reserve_env.game import Game
-from strategic_reserve_env.reference import ReferenceGame
+from strategic_reserve_env.core import engine, luck
+from strategic_reserve_env.core.board import BIT_ARRAY, NUM_SQUARES, RED, parse_square
+from strategic_reserve_env.core.config import Config, StartPosition
+from strategic_reserve_env.core.game import Game
+from strategic_reserve_env.core.oracle import ReferenceGame
 
 from conftest import random_start
 

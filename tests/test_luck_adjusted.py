@@ -10,17 +10,18 @@ import sys
 import numpy as np
 import pytest
 
-from strategic_reserve_env import arena, luck
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.luck_values import AgentValue, load_luck_value, observe, placement_values
-from strategic_reserve_env.board import RED
 from strategic_reserve_env.commands.evaluate import main
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.core import luck
+from strategic_reserve_env.core.board import RED
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.game import Game
+from strategic_reserve_env.envs import arena
 from strategic_reserve_env.evaluation.analysis import analyse
 from strategic_reserve_env.evaluation.statistics import effective_games, score_interval
 from strategic_reserve_env.evaluation.tournament import Settings, dice_seeds, duel_of, play_pairing
-from strategic_reserve_env.game import Game
-from strategic_reserve_env.records import load_record, record_of, replay
+from strategic_reserve_env.files.records import load_record, record_of, replay
 
 from conftest import REPO
 

@@ -16,10 +16,11 @@ pytest.importorskip("pgx")
 
 import jax.numpy as jnp  # noqa: E402
 
-from strategic_reserve_env import engine, luck, pgx_env  # noqa: E402
 from strategic_reserve_env.agents.mctx_search import CHANCE_JITTER, TrueModel  # noqa: E402
-from strategic_reserve_env.board import NUM_SQUARES, bitboards_to_array  # noqa: E402
-from strategic_reserve_env.config import Config, StartPosition  # noqa: E402
+from strategic_reserve_env.core import engine, luck  # noqa: E402
+from strategic_reserve_env.core.board import NUM_SQUARES, bitboards_to_array  # noqa: E402
+from strategic_reserve_env.core.config import Config, StartPosition  # noqa: E402
+from strategic_reserve_env.envs import pgx_env  # noqa: E402
 
 # the plus-shaped hole: Blue everywhere but c2, b3, c3, d3, c4; Red (2 in reserve, none on the board) rolls c2
 # and may place on any of the five. Blue has 2 in reserve: after Red's placement (Red 1 left), Blue's roll
@@ -209,7 +210,7 @@ def agent():
 
 @pytest.mark.slow
 def test_the_agent_plays_legal_placements_and_its_generator_decides(agent):
-    from strategic_reserve_env.observation import planes
+    from strategic_reserve_env.core.observation import planes
 
     positions = played(Config(), 5, 6, seed=4)
     observations, masks = planes(positions, positions.to_move), bitboards_to_array(positions.legal)

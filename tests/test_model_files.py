@@ -22,11 +22,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from strategic_reserve_env import model_files, safe_json
-from strategic_reserve_env.agents import policy_file, rllib_model, value_net
-from strategic_reserve_env.agents.policy_file import PolicyFileError, build_policy, expected_tensors
+from strategic_reserve_env.agents import ppo_file as policy_file
+from strategic_reserve_env.agents import rllib_model
+from strategic_reserve_env.agents import value_network as value_net
+from strategic_reserve_env.agents.ppo_file import PolicyFileError, build_policy, expected_tensors
 from strategic_reserve_env.agents.rllib_model import NetworkConfig
-from strategic_reserve_env.agents.value_net import ValueFileError
+from strategic_reserve_env.agents.value_network import ValueFileError
+from strategic_reserve_env.files import model_files, safe_json
 
 from conftest import REPO
 
@@ -289,7 +291,7 @@ def test_a_policy_with_huge_finite_weights_never_plays_an_illegal_square(tmp_pat
     from safetensors.torch import save
 
     from strategic_reserve_env.agents.ppo import PPOAgent
-    from strategic_reserve_env.observation import OBSERVATION_SHAPE
+    from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
 
     policy, description = policy_file.load_policy(SHIPPED_POLICY)
     tensors = {name: t.detach().clone() for name, t in policy_file._tensors_of(policy).items()}

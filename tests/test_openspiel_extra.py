@@ -21,17 +21,19 @@ def run_python(code: str) -> subprocess.CompletedProcess:
 
 
 def test_importing_the_module_without_openspiel_says_how_to_install_it():
-    done = run_python(HIDE_PYSPIEL + "import strategic_reserve_env.openspiel")
+    done = run_python(HIDE_PYSPIEL + "import strategic_reserve_env.envs.openspiel")
     assert done.returncode == 1
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("ImportError: strategic_reserve_env.openspiel needs OpenSpiel")
+    assert last.startswith("ImportError: strategic_reserve_env.envs.openspiel needs OpenSpiel")
     assert last.endswith("pip install 'strategic-reserve-env[openspiel]'")
 
 
 def test_importing_the_module_on_python_3_10_says_it_needs_3_11():
-    done = run_python("import sys\nsys.version_info = (3, 10, 14, 'final', 0)\nimport strategic_reserve_env.openspiel")
+    done = run_python(
+        "import sys\nsys.version_info = (3, 10, 14, 'final', 0)\nimport strategic_reserve_env.envs.openspiel"
+    )
     assert done.returncode == 1
-    assert "ImportError: strategic_reserve_env.openspiel needs Python 3.11 or newer" in done.stderr
+    assert "ImportError: strategic_reserve_env.envs.openspiel needs Python 3.11 or newer" in done.stderr
 
 
 @pytest.mark.slow

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from strategic_reserve_env import outputs
 from strategic_reserve_env.commands.evaluate import main
+from strategic_reserve_env.files import outputs
 
 CHDIR_AGENT = """
 import os

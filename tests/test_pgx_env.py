@@ -1,4 +1,4 @@
-"""The JAX game (strategic_reserve_env.pgx_env, the optional extra `jax`) against the numpy engine.
+"""The JAX game (strategic_reserve_env.envs.pgx_env, the optional extra `jax`) against the numpy engine.
 
 Compiles are kept few (each costs seconds): one jitted, vmapped roll and place per env of CONFIGS
 (module-scoped), shared by every test here; batch shapes are fixed per test.
@@ -14,10 +14,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from strategic_reserve_env import engine, observation
-from strategic_reserve_env.board import NUM_SQUARES
-from strategic_reserve_env.config import Config, StartPosition
-from strategic_reserve_env.pgx_env import (
+from strategic_reserve_env.core import engine, observation
+from strategic_reserve_env.core.board import NUM_SQUARES
+from strategic_reserve_env.core.config import Config, StartPosition
+from strategic_reserve_env.core.sampling import uniform_square
+from strategic_reserve_env.envs.pgx_env import (
     StrategicReserve,
     _check_state,
     api_test,
@@ -28,7 +29,6 @@ from strategic_reserve_env.pgx_env import (
     to_engine,
     uniform_action,
 )
-from strategic_reserve_env.sampling import uniform_square
 
 BATCH = 256
 PLIES = 160  # plies per config of the differential test, finished games restarting
@@ -358,8 +358,8 @@ def test_conformance_records_through_the_chance_api(compiled):
     reproduces its trace, read back with to_engine and the project's trace code. The records share one
     batch (padded to BATCH with copies of the first): roll and place depend on the env only through
     the ply limit, which no record reaches."""
-    from strategic_reserve_env import records
-    from strategic_reserve_env.board import parse_square
+    from strategic_reserve_env.core.board import parse_square
+    from strategic_reserve_env.files import records
 
     from conftest import conformance_records, expected_trace
 
@@ -408,7 +408,7 @@ WORST_SEED = 34
 
 
 def worst_mask() -> int:
-    from strategic_reserve_env.board import BIT
+    from strategic_reserve_env.core.board import BIT
 
     rows = [WORST_BOARD[i : i + 6] for i in range(0, 36, 6)][::-1]  # rank 1 first
     return sum(BIT[6 * rank + file] for rank, row in enumerate(rows) for file, c in enumerate(row) if c == "X")
@@ -416,7 +416,7 @@ def worst_mask() -> int:
 
 def fill_passes(seed: int, mask: int) -> int:
     """Passes of rules.group's pass until the set stops growing (the last pass adds nothing)."""
-    from strategic_reserve_env.board import STRIDE
+    from strategic_reserve_env.core.board import STRIDE
 
     passes = 0
     while True:
@@ -432,8 +432,9 @@ def test_resolve_roll_on_dense_positions_and_the_worst_fills():
     """jax_rules.resolve_roll equals rules.resolve_roll on random positions of every density and on
     the fill's worst shapes, as the mover's group (a friendly hit) and as the opponent's (an enemy
     hit, and enemy checkers touching a friendly group)."""
-    from strategic_reserve_env import jax_rules, rules
-    from strategic_reserve_env.board import BIT, BIT_ARRAY, FULL
+    from strategic_reserve_env.core import rules
+    from strategic_reserve_env.core.board import BIT, BIT_ARRAY, FULL
+    from strategic_reserve_env.envs import jax_rules
 
     mask = worst_mask()
     assert mask & BIT[WORST_SEED] and fill_passes(BIT[WORST_SEED], mask) == 24
@@ -471,7 +472,7 @@ def test_resolve_roll_on_dense_positions_and_the_worst_fills():
 X64_SCRIPT = """
 import hashlib, sys
 import jax, jax.numpy as jnp, numpy as np
-from strategic_reserve_env.pgx_env import StrategicReserve
+from strategic_reserve_env.envs.pgx_env import StrategicReserve
 assert jax.config.jax_enable_x64 == (sys.argv[1] == "on")
 env = StrategicReserve(reserve=5, ply_limit=40)
 
@@ -615,7 +616,7 @@ def test_random_action_and_draw_square_are_uniform():
     1/36 (chi-square over 72,000 keys, p > 1e-4); _below scales a word exactly (against integer arithmetic)."""
     from scipy.stats import chisquare
 
-    from strategic_reserve_env.pgx_env import _below
+    from strategic_reserve_env.envs.pgx_env import _below
 
     env = StrategicReserve()
     state = env.init(jax.random.PRNGKey(9))
@@ -644,7 +645,7 @@ def test_auto_reset_step_is_pgx_auto_reset_and_observation_off_changes_only_the_
     by wins and by the ply limit. One jit for both loops."""
     from pgx.experimental import auto_reset
 
-    from strategic_reserve_env.pgx_env import _two_squares
+    from strategic_reserve_env.envs.pgx_env import _two_squares
 
     observing = StrategicReserve(config=AUTO_RESET_CONFIG)
     blind = StrategicReserve(config=AUTO_RESET_CONFIG, observation=False)
@@ -687,8 +688,8 @@ def test_bench_jax_prints_the_users_loops_beside_numpy(capsys, monkeypatch):
     """`strategic-reserve bench --jax`: the header, the numpy engine's line, then each loop with its ratio
     to the engine and its compile time (two loops here: compiles are slow); a missing extra is one line on
     stderr and no header."""
-    from strategic_reserve_env import bench_jax
     from strategic_reserve_env.__main__ import main
+    from strategic_reserve_env.speed import jax_speed as bench_jax
 
     loops = (bench_jax.LOOPS[4], bench_jax.LOOPS[5])  # ours without the observation, pgx's connect_four
     monkeypatch.setattr(bench_jax, "LOOPS", loops)
@@ -801,8 +802,8 @@ def test_bench_jax_prints_the_guard_ratio_of_the_env_loop_to_connect_four(capsys
     """`bench --jax` ends each batch size where both ran with the guard line: the env's own sampler,
     observation and reset over pgx's connect_four in the same run, and whether the goal (x1) holds. The
     rates are given (the loops compile for minutes): the line's arithmetic and verdict are what is held."""
-    from strategic_reserve_env import bench_jax
     from strategic_reserve_env.__main__ import main
+    from strategic_reserve_env.speed import jax_speed as bench_jax
 
     for ours, verdict in ((1_370.0, "holds"), (640.0, "FAILS")):
         rates = {bench_jax.GUARD: ours, bench_jax.GUARD_PEER: 1_000.0}

@@ -16,14 +16,15 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 
-from strategic_reserve_env import Config, Game, records  # noqa: E402
+from strategic_reserve_env import Config, Game  # noqa: E402
 from strategic_reserve_env.agents import load_agent  # noqa: E402
-from strategic_reserve_env.board import COLOURS, SQUARE_INDEX, square_name  # noqa: E402
-from strategic_reserve_env.dice import GameDice  # noqa: E402
-from strategic_reserve_env.observation import planes  # noqa: E402
-from strategic_reserve_env.plotting import FRAME_SIZE, ReplayViewer, draw_heatmap, draw_luck, draw_position  # noqa: E402
-from strategic_reserve_env.render import ansi, frame_layout, rgb_array, svg  # noqa: E402
-from strategic_reserve_env.scene import MEANINGS, PALETTE, scene_of  # noqa: E402
+from strategic_reserve_env.core.board import COLOURS, SQUARE_INDEX, square_name  # noqa: E402
+from strategic_reserve_env.core.dice import GameDice  # noqa: E402
+from strategic_reserve_env.core.observation import planes  # noqa: E402
+from strategic_reserve_env.files import records  # noqa: E402
+from strategic_reserve_env.pictures.plotting import FRAME_SIZE, ReplayViewer, draw_heatmap, draw_luck, draw_position  # noqa: E402
+from strategic_reserve_env.pictures.render import ansi, frame_layout, rgb_array, svg  # noqa: E402
+from strategic_reserve_env.pictures.scene import MEANINGS, PALETTE, scene_of  # noqa: E402
 
 from conftest import REPO  # noqa: E402
 
@@ -244,7 +245,7 @@ def test_the_docs_heatmap_is_the_shipped_policys_probabilities_over_the_legal_sq
 
 @pytest.mark.slow
 def test_the_first_player_plot_labels_each_pairing_readably_from_the_reports_own_file():
-    from strategic_reserve_env.evaluation.skill import first_player_figure
+    from strategic_reserve_env.evaluation.skill_report import first_player_figure
 
     data = json.loads((REPO / "docs" / "skill" / "skill.json").read_text(encoding="utf-8"))
     figure = first_player_figure(data)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from strategic_reserve_env.arena import MAX_ACT_SECONDS, ActTimeoutError, TimeLimited
-from strategic_reserve_env.board import bitboards_to_array
-from strategic_reserve_env.policies import InvalidActionsError, UniformRandomPolicy, checked_actions
+from strategic_reserve_env.core.board import bitboards_to_array
+from strategic_reserve_env.core.policies import InvalidActionsError, UniformRandomPolicy, checked_actions
+from strategic_reserve_env.envs.arena import MAX_ACT_SECONDS, ActTimeoutError, TimeLimited
 
 
 def test_act_from_uniforms_is_the_choice_act_makes_from_the_same_uniforms():

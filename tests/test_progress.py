@@ -1,10 +1,10 @@
-"""strategic_reserve_env.progress: a bar on a terminal, periodic plain lines in files and pipes."""
+"""strategic_reserve_env.files.progress: a bar on a terminal, periodic plain lines in files and pipes."""
 
 from __future__ import annotations
 
 import io
 
-from strategic_reserve_env.progress import Progress, is_terminal, track
+from strategic_reserve_env.files.progress import Progress, is_terminal, track
 
 
 class Terminal(io.StringIO):

@@ -8,8 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from strategic_reserve_env import Game, engine, rules, sampling
-from strategic_reserve_env.board import (
+from strategic_reserve_env import Game
+from strategic_reserve_env.core import engine, rules, sampling
+from strategic_reserve_env.core.board import (
     BIT_ARRAY,
     BOARD_SIZE,
     FULL,
@@ -18,8 +19,8 @@ from strategic_reserve_env.board import (
     bits_of,
     squares_of,
 )
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.sampling import popcount, uniform_square
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.sampling import popcount, uniform_square
 
 from conftest import random_start
 

@@ -10,11 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strategic_reserve_env import Game, engine, env, records
+from strategic_reserve_env import Game, env
 from strategic_reserve_env.__main__ import main
-from strategic_reserve_env.board import STANDARD_BOARD, parse_square, square_name
-from strategic_reserve_env.config import MAX_PLY_LIMIT, Config, StartPosition
-from strategic_reserve_env.sampling import uniform_square
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.board import STANDARD_BOARD, parse_square, square_name
+from strategic_reserve_env.core.config import MAX_PLY_LIMIT, Config, StartPosition
+from strategic_reserve_env.core.sampling import uniform_square
+from strategic_reserve_env.files import records
 
 from conftest import REPO, random_start
 

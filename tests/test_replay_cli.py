@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from strategic_reserve_env import records
 from strategic_reserve_env.__main__ import main
 from strategic_reserve_env.agents import RandomAgent
-from strategic_reserve_env.arena import play_logged
-from strategic_reserve_env.board import ECHO_LIMIT
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.core.board import ECHO_LIMIT
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.envs.arena import play_logged
+from strategic_reserve_env.files import records
 
 from conftest import REPO
 

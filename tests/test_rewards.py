@@ -1,5 +1,5 @@
 """The reward hook: `reward="outcome"`, `"luck_adjusted"` or a callable, on the AEC env, the Gymnasium
-single and vector envs and the SB3 VecEnv (rewards computed in `strategic_reserve_env.outcome`), the
+single and vector envs and the SB3 VecEnv (rewards computed in `strategic_reserve_env.core.outcome`), the
 ledger's scales (a roll's luck counts 2 x against a +-1 reward, 1 x against a score) wherever results are
 luck-adjusted, and reward callables that fail (nothing changes)."""
 
@@ -15,16 +15,14 @@ from gymnasium.utils.env_checker import check_env
 from pettingzoo.test import api_test
 
 from experiments.reward_variance import arena_returns, env_returns
-from strategic_reserve_env import arena, env, luck, raw_env
+from strategic_reserve_env import env, raw_env
 from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.agents.greedy import GreedyAgent
-from strategic_reserve_env.board import RED
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.evaluation.tournament import Settings, dice_seeds, play_pairing
-from strategic_reserve_env.game import Game
-from strategic_reserve_env.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
-from strategic_reserve_env.learner import LearnerGames
-from strategic_reserve_env.outcome import (
+from strategic_reserve_env.core import luck
+from strategic_reserve_env.core.board import RED
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.game import Game
+from strategic_reserve_env.core.outcome import (
     OUTCOME,
     REWARD_SCALE,
     SCORE_SCALE,
@@ -35,7 +33,11 @@ from strategic_reserve_env.outcome import (
     checked_rewards,
     reward,
 )
-from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
+from strategic_reserve_env.envs import arena
+from strategic_reserve_env.envs.gym_env import StrategicReserveEnv, StrategicReserveVectorEnv
+from strategic_reserve_env.envs.learner import LearnerGames
+from strategic_reserve_env.envs.sb3_env import StrategicReserveVecEnv
+from strategic_reserve_env.evaluation.tournament import Settings, dice_seeds, play_pairing
 
 VALUE = luck.DEFAULT_VALUE
 EXACT = 1e-9  # float64 sums of a few dozen terms

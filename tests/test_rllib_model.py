@@ -18,14 +18,14 @@ import tomllib
 import torch
 from test_agents import random_positions
 
-from strategic_reserve_env import arena
 from strategic_reserve_env.agents import load_agent, rllib_model
 from strategic_reserve_env.agents.rllib_agent import RLlibAgent
 from strategic_reserve_env.agents.rllib_model import BoardNet, NetworkConfig
-from strategic_reserve_env.board import bitboards_to_array
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.core.board import bitboards_to_array
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.observation import mover_planes
+from strategic_reserve_env.envs import arena
 from strategic_reserve_env.extras import EXIT_MISSING_EXTRA
-from strategic_reserve_env.observation import mover_planes
 
 from conftest import REPO
 
@@ -267,7 +267,7 @@ def test_the_rllib_extra_installs_every_module_the_rllib_code_imports():
     }
     for path in (
         "train_rllib.py",
-        "strategic_reserve_env/rllib.py",
+        "strategic_reserve_env/envs/rllib_env.py",
         "agents/rllib_model.py",
         "agents/rllib_agent.py",
     ):
@@ -282,9 +282,9 @@ def _rllib_run(out, iterations: int = 2, status: str = "complete"):
 
     import torch
 
-    from strategic_reserve_env import outputs
+    from strategic_reserve_env.files import outputs
     from strategic_reserve_env.training import folder
-    from strategic_reserve_env.training.rllib import COMMAND, Settings
+    from strategic_reserve_env.training.rllib_run import COMMAND, Settings
 
     settings = Settings(iterations=iterations, channels=4, conv_layers=1, hidden=8, out=str(out))
     out.mkdir()
@@ -315,8 +315,8 @@ def test_train_rllib_resume_refusals_write_nothing_and_a_finished_run_stays_comp
     another command's folder: each one line, exit 2, the folder byte for byte (0.3.0 marked it failed)."""
     import json
 
-    from strategic_reserve_env import outputs
     from strategic_reserve_env.commands import train_rllib
+    from strategic_reserve_env.files import outputs
 
     out = tmp_path / "rllib"
     _, run_id = _rllib_run(out)
@@ -349,7 +349,7 @@ def test_train_rllib_resume_refusals_write_nothing_and_a_finished_run_stays_comp
     other = tmp_path / "train"
     other.mkdir()
     outputs.write_run(other, outputs.new_run_id(), "train.py")
-    from strategic_reserve_env.training import rllib as training_rllib
+    from strategic_reserve_env.training import rllib_run as training_rllib
 
     monkeypatch.setattr(training_rllib, "_check_extras", lambda: None)  # as if ray were installed: the folder's turn
     for options in ([], ["--restart"], ["--resume"]):

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 from test_agents import random_positions
 
-from strategic_reserve_env import engine
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.distill import collect_positions, expert_targets
 from strategic_reserve_env.agents.greedy import expected_losses
 from strategic_reserve_env.agents.rollout import RolloutAgent
-from strategic_reserve_env.board import bitboards_to_array
-from strategic_reserve_env.config import Config, StartPosition
-from strategic_reserve_env.observation import mover_planes
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.board import bitboards_to_array
+from strategic_reserve_env.core.config import Config, StartPosition
+from strategic_reserve_env.core.observation import mover_planes
 
 
 def inputs(state: engine.State) -> tuple[np.ndarray, np.ndarray]:

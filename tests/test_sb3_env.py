@@ -9,11 +9,11 @@ from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_suppo
 from stable_baselines3.common.vec_env import VecMonitor
 
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.learner import LearnerGames, OpponentError, ResetNeeded
-from strategic_reserve_env.observation import LEGAL_PLANE
-from strategic_reserve_env.policies import UniformRandomPolicy
-from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.observation import LEGAL_PLANE
+from strategic_reserve_env.core.policies import UniformRandomPolicy
+from strategic_reserve_env.envs.learner import LearnerGames, OpponentError, ResetNeeded
+from strategic_reserve_env.envs.sb3_env import StrategicReserveVecEnv
 
 from env_checks import assert_unchanged, snapshot
 

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.agents.policy_file import METADATA_KEY, PolicyFileError, load_policy, read_description
+from strategic_reserve_env.agents.ppo_file import METADATA_KEY, PolicyFileError, load_policy, read_description
 from strategic_reserve_env.commands import train
+from strategic_reserve_env.files import outputs
 from strategic_reserve_env.training import checkpoint
 from strategic_reserve_env.training.settings import TrainSettings
 
@@ -45,7 +45,7 @@ def tiny_zip(tmp_path_factory) -> Path:
     """An honest SB3 MaskablePPO zip (tiny network)."""
     from sb3_contrib import MaskablePPO
 
-    from strategic_reserve_env.gym_env import StrategicReserveEnv
+    from strategic_reserve_env.envs.gym_env import StrategicReserveEnv
 
     path = tmp_path_factory.mktemp("honest") / "tiny.zip"
     MaskablePPO(

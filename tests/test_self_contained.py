@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from strategic_reserve_env import records
+from strategic_reserve_env.files import records
 
 from conftest import CONFORMANCE, REPO, conformance_records
 
@@ -90,8 +90,8 @@ def test_the_rules_document_is_linked_and_complete():
     ):
         assert heading in rules, heading
     assert "](docs/RULES.md)" in (REPO / "README.md").read_text()
-    import strategic_reserve_env.aec_env
-    import strategic_reserve_env.records
+    import strategic_reserve_env.envs.aec_env
+    import strategic_reserve_env.files.records
 
-    for module in (strategic_reserve_env, strategic_reserve_env.records, strategic_reserve_env.aec_env):
+    for module in (strategic_reserve_env, strategic_reserve_env.files.records, strategic_reserve_env.envs.aec_env):
         assert "docs/RULES.md" in Path(module.__file__).read_text(), module

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from strategic_reserve_env import records
+from strategic_reserve_env.files import records
 from strategic_reserve_env.interrupts import stop_line
 from strategic_reserve_env.training.signals import Signals, StopNow
 
@@ -296,7 +296,7 @@ def test_ctrl_c_still_stops_evaluate_after_an_agent_took_sigint(tmp_path):
 @pytest.mark.parametrize("seed", [2**64, -1, 2**64 + 5])
 def test_the_aec_env_refuses_a_seed_out_of_range(seed):
     """Main: seed 2**64 played seed 0's game (the dice reduce seeds to 64 bits)."""
-    from strategic_reserve_env.aec_env import env
+    from strategic_reserve_env.envs.aec_env import env
 
     game = env()
     game.reset(seed=5)

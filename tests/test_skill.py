@@ -1,4 +1,5 @@
-"""The skill report (strategic_reserve_env.evaluation.skill, issue 13): its files and structure, and its figures against
+"""The skill report (strategic_reserve_env.evaluation.skill_report, issue 13): its files and structure, and its figures
+against
 evaluate.py's own computation of the same pairings."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import pytest
 from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.commands.evaluate import main as evaluate_main
 from strategic_reserve_env.commands.skill import main
-from strategic_reserve_env.evaluation.benchmark import SHIPPED_PPO
-from strategic_reserve_env.evaluation.skill import HEADROOM_COMMAND, REPORT, SkillSettings, red_pair_scores
+from strategic_reserve_env.evaluation.benchmark_protocol import SHIPPED_PPO
+from strategic_reserve_env.evaluation.skill_report import HEADROOM_COMMAND, REPORT, SkillSettings, red_pair_scores
 from strategic_reserve_env.evaluation.statistics import score_interval
 from strategic_reserve_env.evaluation.tournament import Settings, play_pairing
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from strategic_reserve_env.evaluation.benchmark import PROTOCOL_V1, fit_rating
+from strategic_reserve_env.evaluation.benchmark_protocol import PROTOCOL_V1, fit_rating
 from strategic_reserve_env.evaluation.statistics import ELO_PER_NAT, PRIOR_GAMES, Duel, fit_ratings, score_interval
 from strategic_reserve_env.evaluation.tournament import Pairing
 

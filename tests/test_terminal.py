@@ -15,11 +15,9 @@ import time
 import numpy as np
 import pytest
 
-from strategic_reserve_env import Game, records
+from strategic_reserve_env import Game
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.board import SQUARE_NAMES, parse_square
-from strategic_reserve_env.render import TEXT_WIDTH, ansi, legal_line
-from strategic_reserve_env.terminal import (
+from strategic_reserve_env.commands.terminal import (
     INPUT_ENDED,
     INTERRUPTED,
     INTRODUCTION,
@@ -30,6 +28,9 @@ from strategic_reserve_env.terminal import (
     terminal_game,
     why_not_legal,
 )
+from strategic_reserve_env.core.board import SQUARE_NAMES, parse_square
+from strategic_reserve_env.files import records
+from strategic_reserve_env.pictures.render import TEXT_WIDTH, ansi, legal_line
 
 from conftest import REPO, as_from_a_shell
 
@@ -296,8 +297,8 @@ def test_the_env_package_imports_neither_agents_nor_evaluation():
     the learner's opponent pool loads agent spec strings through `agents.as_agent`, when it is set)."""
     above = ("agents", "evaluation", "commands")
     allowed = {  # by module, so that a move into subpackages renames them here too
-        "strategic_reserve_env.rllib": {"strategic_reserve_env.agents.rllib_model"},
-        "strategic_reserve_env.learner": {"strategic_reserve_env.agents.as_agent"},
+        "strategic_reserve_env.envs.rllib_env": {"strategic_reserve_env.agents.rllib_model"},
+        "strategic_reserve_env.envs.learner": {"strategic_reserve_env.agents.as_agent"},
     }
     package = REPO / "strategic_reserve_env"
     for module in sorted(package.rglob("*.py")):
@@ -405,7 +406,7 @@ def test_save_to_a_fifo_or_a_folder_is_refused_before_the_game(tmp_path, kind):
 
 
 def test_a_device_is_never_replaced_by_a_write():
-    from strategic_reserve_env import outputs
+    from strategic_reserve_env.files import outputs
 
     with pytest.raises(OSError, match="not a regular file"):  # checked before anything is written
         outputs.check_replaceable("/dev/null")

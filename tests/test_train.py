@@ -14,9 +14,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.commands import train
+from strategic_reserve_env.files import outputs
 from strategic_reserve_env.training import checkpoint, folder
 from strategic_reserve_env.training.settings import TrainSettings
 
@@ -842,7 +842,8 @@ def test_another_commands_folder_is_refused_whatever_the_options(tmp_path, capsy
     theirs = tmp_path / "train"
     theirs.mkdir()
     outputs.write_run(theirs, outputs.new_run_id(), "train.py")
-    from strategic_reserve_env.training import rllib, run
+    from strategic_reserve_env.training import rllib_run as rllib
+    from strategic_reserve_env.training import run
 
     with pytest.raises(ValueError, match="not of train_rllib.py"):
         run.claim(theirs, TrainSettings(resume=True), rllib.KIND)

@@ -23,12 +23,13 @@ pytest.importorskip("mctx")
 pytest.importorskip("optax")
 pytest.importorskip("pgx")
 
-from strategic_reserve_env import engine, outputs  # noqa: E402
 from strategic_reserve_env.agents import az_net, load_agent  # noqa: E402
-from strategic_reserve_env.board import bitboards_to_array  # noqa: E402
 from strategic_reserve_env.commands import train, train_az  # noqa: E402
-from strategic_reserve_env.config import Config  # noqa: E402
-from strategic_reserve_env.observation import planes  # noqa: E402
+from strategic_reserve_env.core import engine  # noqa: E402
+from strategic_reserve_env.core.board import bitboards_to_array  # noqa: E402
+from strategic_reserve_env.core.config import Config  # noqa: E402
+from strategic_reserve_env.core.observation import planes  # noqa: E402
+from strategic_reserve_env.files import outputs  # noqa: E402
 from strategic_reserve_env.training import az  # noqa: E402
 
 # the smallest sizes, --hidden not the default (a resume must read it back from the folder)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from strategic_reserve_env import engine, turns
-from strategic_reserve_env.board import BLUE, NO_PLAYER, RED
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.dice import BatchDice
-from strategic_reserve_env.outcome import LOSS, NO_RESULT, WIN, reward
-from strategic_reserve_env.sampling import uniform_square
+from strategic_reserve_env.core import engine, turns
+from strategic_reserve_env.core.board import BLUE, NO_PLAYER, RED
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.dice import BatchDice
+from strategic_reserve_env.core.outcome import LOSS, NO_RESULT, WIN, reward
+from strategic_reserve_env.core.sampling import uniform_square
 
 
 @pytest.mark.parametrize(

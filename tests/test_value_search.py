@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from test_agents import random_positions
 
-from strategic_reserve_env import arena, models
+from strategic_reserve_env import models
 from strategic_reserve_env.agents import load_agent
 from strategic_reserve_env.agents.expectimax import ExpectimaxAgent, win_probability
 from strategic_reserve_env.agents.position import captures_by_roll
-from strategic_reserve_env.agents.value_net import (
+from strategic_reserve_env.agents.value_network import (
     METADATA_KEY,
     NUM_FEATURES,
     SQUARE_FEATURES,
@@ -30,10 +30,11 @@ from strategic_reserve_env.agents.value_net import (
     td_targets,
 )
 from strategic_reserve_env.agents.value_search import ValueSearchAgent, exact_backup
-from strategic_reserve_env.board import array_to_bitboards, bitboards_to_array, bits_of, board_string
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.observation import mover_planes
-from strategic_reserve_env.reference import ReferenceGame
+from strategic_reserve_env.core.board import array_to_bitboards, bitboards_to_array, bits_of, board_string
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.observation import mover_planes
+from strategic_reserve_env.core.oracle import ReferenceGame
+from strategic_reserve_env.envs import arena
 
 SHIPPED = models.path(models.VALUE_NET)
 N_BACKUP = 200  # positions of the backup's differential test

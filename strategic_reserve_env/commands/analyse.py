@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from strategic_reserve_env import records
 from strategic_reserve_env.commands import flush_stdout, stdout_lost
 from strategic_reserve_env.commands.record_input import record_source
+from strategic_reserve_env.files import records
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:

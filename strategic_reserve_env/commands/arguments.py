@@ -16,8 +16,8 @@ import types
 import typing
 from dataclasses import MISSING, fields, is_dataclass
 
-from strategic_reserve_env.arena import MAX_ACT_SECONDS, checked_seconds
-from strategic_reserve_env.board import brief
+from strategic_reserve_env.core.board import brief
+from strategic_reserve_env.envs.arena import MAX_ACT_SECONDS, checked_seconds
 
 
 def field_docs(cls) -> dict[str, str]:

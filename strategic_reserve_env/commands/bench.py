@@ -6,10 +6,11 @@ import argparse
 import sys
 from collections.abc import Iterator
 
-from strategic_reserve_env import bench, bench_jax
-from strategic_reserve_env.board import DEFAULT_RESERVE, brief
 from strategic_reserve_env.commands.arguments import seconds_argument
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.core.board import DEFAULT_RESERVE, brief
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.speed import engine_speed as bench
+from strategic_reserve_env.speed import jax_speed as bench_jax
 
 MCTX_SIMULATIONS = 32  # the search of --mctx's agent
 

@@ -18,7 +18,7 @@ import argparse
 from strategic_reserve_env.agents import KNOWN_AGENTS
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.commands import evaluate
-from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
+from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:

@@ -69,11 +69,12 @@ from pathlib import Path
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents, load_agent
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
-from strategic_reserve_env.arena import TimeLimited, raised_at
-from strategic_reserve_env.board import MESSAGE_LIMIT, clip
 from strategic_reserve_env.commands import flush_stdout, named, stdout_lost
 from strategic_reserve_env.commands.arguments import act_seconds_argument
-from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
+from strategic_reserve_env.core.board import MESSAGE_LIMIT, clip
+from strategic_reserve_env.core.policies import InvalidActionsError
+from strategic_reserve_env.envs.arena import TimeLimited, raised_at
+from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
 from strategic_reserve_env.evaluation.tournament import (
     PAIRING_HEADER,
     PairingError,
@@ -89,9 +90,8 @@ from strategic_reserve_env.evaluation.tournament import (
     text_table,
     write_outputs,
 )
+from strategic_reserve_env.files.outputs import OutputBusyError, OutputLost, check_out, lock, read_run
 from strategic_reserve_env.interrupts import exit_status, stop_line
-from strategic_reserve_env.outputs import OutputBusyError, OutputLost, check_out, lock, read_run
-from strategic_reserve_env.policies import InvalidActionsError
 from strategic_reserve_env.training.folder import check_command
 from strategic_reserve_env.training.signals import Signals, StopNow
 

@@ -1,5 +1,5 @@
 """How much better than greedy can a placement be? Rollout values of every legal placement, greedy's own
-choice compared with the rollouts' best (strategic_reserve_env.evaluation.headroom says how).
+choice compared with the rollouts' best (strategic_reserve_env.evaluation.placement_headroom says how).
 
     strategic-reserve headroom [--positions 300] [--rollouts 2000] [--seed 0] [--luck]
 """
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Measure and print the headroom; a usage error (exit 2) for bad counts."""
     parser = build_parser(prog)
     args = parser.parse_args(argv)
-    from strategic_reserve_env.evaluation.headroom import measure
+    from strategic_reserve_env.evaluation.placement_headroom import measure
 
     try:
         lines = measure(args.positions, args.rollouts, args.seed, args.luck)

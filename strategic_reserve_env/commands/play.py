@@ -10,8 +10,8 @@ import argparse
 import sys
 
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.board import DEFAULT_RESERVE
-from strategic_reserve_env.terminal import terminal_game
+from strategic_reserve_env.commands.terminal import terminal_game
+from strategic_reserve_env.core.board import DEFAULT_RESERVE
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:

@@ -30,7 +30,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Convert or show; one line on stderr and exit 2 for a file that cannot be read or written."""
     args = build_parser(prog).parse_args(argv)
-    from strategic_reserve_env.agents.policy_file import convert, read_description
+    from strategic_reserve_env.agents.ppo_file import convert, read_description
 
     try:
         if args.command == "convert":

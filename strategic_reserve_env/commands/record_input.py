@@ -5,13 +5,13 @@ from __future__ import annotations
 import sys
 from typing import BinaryIO
 
-from strategic_reserve_env import records
+from strategic_reserve_env.files import records
 
 STDIN_NAME = "<stdin>"  # how messages name the standard input (``replay -``)
 
 
 def record_source(path: str) -> tuple[str | BinaryIO, str]:
-    """(what `strategic_reserve_env.records.load_record` reads, the name its messages give) of a command's
+    """(what `strategic_reserve_env.files.records.load_record` reads, the name its messages give) of a command's
     record argument: a file's path, or `-` for the standard input."""
     if path != "-":
         return path, path

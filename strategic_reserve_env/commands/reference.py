@@ -1,5 +1,5 @@
 """The reference score cards of docs/BENCHMARK.md: our own agents under the current protocol
-(strategic_reserve_env.evaluation.reference says what it writes).
+(strategic_reserve_env.evaluation.reference_cards says what it writes).
 
     strategic-reserve reference                      # from the repository's root
     strategic-reserve reference --agents random greedy --docs /tmp/docs
@@ -14,8 +14,8 @@ from pathlib import Path
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     """The command line; `prog`: the name `--help` shows."""
-    from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
-    from strategic_reserve_env.evaluation.reference import REFERENCE_AGENTS
+    from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS
+    from strategic_reserve_env.evaluation.reference_cards import REFERENCE_AGENTS
 
     parser = argparse.ArgumentParser(
         prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -34,8 +34,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     (nothing written), 130 / 143 on Ctrl-C / SIGTERM (one line; the cards printed before it stay written)."""
     args = build_parser(prog).parse_args(argv)
     from strategic_reserve_env.commands.evaluate import BAD_INPUT, fail, stop_reason
-    from strategic_reserve_env.evaluation.benchmark import DEFAULT_PROTOCOL, PROTOCOLS
-    from strategic_reserve_env.evaluation.reference import regenerate
+    from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS
+    from strategic_reserve_env.evaluation.reference_cards import regenerate
     from strategic_reserve_env.training.signals import Signals, StopNow
 
     protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL

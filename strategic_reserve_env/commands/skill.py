@@ -1,5 +1,5 @@
 """How much of Strategic Reserve is skill: the report docs/SKILL.md, its plots and data (docs/skill/); what it
-measures and how: strategic_reserve_env.evaluation.skill.
+measures and how: strategic_reserve_env.evaluation.skill_report.
 
     strategic-reserve skill               # the defaults: 8.5 min of CPU (one core)
     strategic-reserve skill --best SPEC   # a new best agent joins the ladder
@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from strategic_reserve_env.evaluation.skill import (
+from strategic_reserve_env.evaluation.skill_report import (
     DEFAULT_AGENTS,
     DEFAULT_BEST,
     DEFAULT_SEARCH_AGENTS,
@@ -25,7 +25,7 @@ from strategic_reserve_env.evaluation.skill import (
     summary,
     write_report,
 )
-from strategic_reserve_env.outputs import check_out, lock
+from strategic_reserve_env.files.outputs import check_out, lock
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:

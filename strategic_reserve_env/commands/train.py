@@ -32,8 +32,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from strategic_reserve_env import outputs
 from strategic_reserve_env.commands import arguments, named
+from strategic_reserve_env.files import outputs
 from strategic_reserve_env.training import loop
 from strategic_reserve_env.training.distillation import distill_agents
 from strategic_reserve_env.training.folder import resumed_settings

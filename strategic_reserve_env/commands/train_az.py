@@ -24,8 +24,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from strategic_reserve_env import outputs
 from strategic_reserve_env.commands import arguments
+from strategic_reserve_env.files import outputs
 from strategic_reserve_env.training import az
 from strategic_reserve_env.training.az import AZSettings
 from strategic_reserve_env.training.folder import resumed_settings

@@ -3,7 +3,7 @@
     python train_rllib.py --iterations 50 --num-env-runners 2 --out runs/rllib
     python train_rllib.py --address auto --num-env-runners 32 --out runs/rllib   # join a running Ray cluster
 
-Both seats play one shared RLModule (strategic_reserve_env/rllib.py): a CNN
+Both seats play one shared RLModule (strategic_reserve_env/envs/rllib_env.py): a CNN
 over the observation planes with the action mask applied to its logits, so
 every action sampled in training is legal. Each iteration prints env steps,
 env steps per second, Red's mean return, game length and the illegal actions
@@ -21,7 +21,7 @@ signal stops it at once. `--out DIR --resume` goes on from the last checkpoint w
 --iterations stays as it is). What RLlib's state holds beyond the module's weights is not kept, since RLlib
 saves it only as pickles, which this project never loads: a resumed run starts with fresh Adam moments, new
 games in the env runners and RLlib's counters (env steps, the lifetime totals) from zero, so it is not the run
-that never stopped. The loop: strategic_reserve_env/training/rllib.py.
+that never stopped. The loop: strategic_reserve_env/training/rllib_run.py.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from strategic_reserve_env.commands import arguments, named
 from strategic_reserve_env.training.folder import resumed_settings
-from strategic_reserve_env.training.rllib import COMMAND, Settings, train
+from strategic_reserve_env.training.rllib_run import COMMAND, Settings, train
 from strategic_reserve_env.training.run import error_status
 
 

@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     import torch
 
     from strategic_reserve_env.agents import load_agent
-    from strategic_reserve_env.agents.value_net import Exploring, fit, load_value_net, play_positions
-    from strategic_reserve_env.config import Config
+    from strategic_reserve_env.agents.value_network import Exploring, fit, load_value_net, play_positions
+    from strategic_reserve_env.core.config import Config
 
     torch.set_num_threads(1)
     if args.command == "data":

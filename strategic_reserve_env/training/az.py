@@ -31,9 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env import outputs
-from strategic_reserve_env.model_files import Tensor, check_tensors, npz_arrays, npz_headers
-from strategic_reserve_env.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.files import outputs
+from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_arrays, npz_headers
 
 from .distillation import check_belongs
 from .folder import SETTINGS_FILE
@@ -147,9 +147,9 @@ class Trainer:
         import jax.numpy as jnp
         import optax
 
-        from strategic_reserve_env import pgx_env
         from strategic_reserve_env.agents import az_net
         from strategic_reserve_env.agents.mctx_search import TrueModel
+        from strategic_reserve_env.envs import pgx_env
 
         self.settings = settings
         self.env = pgx_env.StrategicReserve()

@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from strategic_reserve_env import outputs
-from strategic_reserve_env.agents.policy_file import architecture_of
+from strategic_reserve_env.agents.ppo_file import architecture_of
+from strategic_reserve_env.files import outputs
 
 from .run import CHECKPOINTS_KEPT, newest_loadable
 

@@ -22,12 +22,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from strategic_reserve_env import outputs
 from strategic_reserve_env.agents import distill, load_agent
-from strategic_reserve_env.config import DEFAULT_PLY_LIMIT
-from strategic_reserve_env.model_files import npz_arrays, npz_headers
-from strategic_reserve_env.observation import OBSERVATION_SHAPE
-from strategic_reserve_env.progress import Progress
+from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT
+from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.files import outputs
+from strategic_reserve_env.files.model_files import npz_arrays, npz_headers
+from strategic_reserve_env.files.progress import Progress
 
 from .checkpoint import all_finite
 from .settings import OBSERVATION_SIZE, TrainSettings, max_file_bytes

@@ -16,7 +16,7 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
-from strategic_reserve_env import outputs, safe_json
+from strategic_reserve_env.files import outputs, safe_json
 
 from .settings import MAY_CHANGE, PROCESS, TrainSettings, defining, option, with_role
 

@@ -22,14 +22,14 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecMonitor
 
-from strategic_reserve_env import outputs
 from strategic_reserve_env.agents.networks import BoardCNN
-from strategic_reserve_env.agents.policy_file import save_policy
 from strategic_reserve_env.agents.ppo import PPOAgent
-from strategic_reserve_env.config import Config
+from strategic_reserve_env.agents.ppo_file import save_policy
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.envs.sb3_env import StrategicReserveVecEnv
 from strategic_reserve_env.evaluation import tournament
-from strategic_reserve_env.progress import Progress
-from strategic_reserve_env.sb3_env import StrategicReserveVecEnv
+from strategic_reserve_env.files import outputs
+from strategic_reserve_env.files.progress import Progress
 
 from . import checkpoint, distillation
 from .folder import SETTINGS_FILE

@@ -1,7 +1,7 @@
 """The run lifecycle, written once for `train`, `train-az` and `train-rllib` (and the distillation inside `train`).
 
 A run lives in its folder (`--out`) and moves through these states, each entered by one atomic write
-(`strategic_reserve_env.outputs.atomic`: a temporary file renamed over its name), so a kill at any instant
+(`strategic_reserve_env.files.outputs.atomic`: a temporary file renamed over its name), so a kill at any instant
 leaves the folder in one of them:
 
 | state | run.json | the folder also holds | `--resume` alone |
@@ -44,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strategic_reserve_env import outputs, safe_json
+from strategic_reserve_env.files import outputs, safe_json
 
 from .folder import SETTINGS_FILE, check_command, refuse_links, settings_hash
 from .signals import StopNow, Stopped

@@ -18,8 +18,8 @@ import types
 import typing
 from dataclasses import dataclass, field, fields
 
-from strategic_reserve_env.observation import OBSERVATION_SHAPE
-from strategic_reserve_env.outcome import REWARDS
+from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
+from strategic_reserve_env.core.outcome import REWARDS
 
 FEATURES = ("mlp", "cnn")
 DEVICES = ("cpu", "cuda")  # the torch device types a run is tested on (meta holds no data; mps lacks float64)
@@ -222,7 +222,7 @@ class TrainSettings(PPOSettings):
     reward: str = "outcome"
     """The learner's reward: "outcome" (+1 win, -1 loss) or "luck_adjusted" (the outcome minus the learner's
     luck in the rolls since its decision, under the reserve-race model: the same expected return, less variance;
-    strategic_reserve_env.outcome)."""
+    strategic_reserve_env.core.outcome)."""
     seed: int = 0
     """Seed of the dice, the opponents, the seats and the network."""
     out: str = process_field("runs/ppo")

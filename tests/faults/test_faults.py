@@ -33,8 +33,7 @@ CI_COMMANDS = ("train", "train-az", "evaluate", "benchmark")  # the distillation
 CI_LEFT_OUT = {"train": ("signal", "kill"), "train-az": ("signal", "kill")}
 
 # case id -> the defect it shows on main (one line). Strict xfails: a fixed defect fails as XPASS.
-KNOWN_DEFECTS: dict[str, str] = {
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 def ci_case(case: catalogue.Case) -> bool:

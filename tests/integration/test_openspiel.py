@@ -13,19 +13,19 @@ import pyspiel
 import pytest
 from open_spiel.python.algorithms import evaluate_bots, mcts
 
-import strategic_reserve_env.openspiel as sre_openspiel
-from strategic_reserve_env import records
+import strategic_reserve_env.envs.openspiel as sre_openspiel
 from strategic_reserve_env.__main__ import main as cli
 from strategic_reserve_env.agents import GreedyAgent, RandomAgent, load_agent
-from strategic_reserve_env.board import BLUE, RED, bits_of, parse_square, square_name
 from strategic_reserve_env.commands.evaluate import main as evaluate
-from strategic_reserve_env.config import DEFAULT_PLY_LIMIT, MAX_PLY_LIMIT, Config
-from strategic_reserve_env.engine import IllegalActionError
-from strategic_reserve_env.game import Game
-from strategic_reserve_env.observation import OBSERVATION_SHAPE, PLANE_NAMES, planes
-from strategic_reserve_env.render import ansi
-from strategic_reserve_env.rules import HIT_EMPTY, HIT_ENEMY, HIT_FRIENDLY
-from strategic_reserve_env.sampling import uniform_square
+from strategic_reserve_env.core.board import BLUE, RED, bits_of, parse_square, square_name
+from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, MAX_PLY_LIMIT, Config
+from strategic_reserve_env.core.engine import IllegalActionError
+from strategic_reserve_env.core.game import Game
+from strategic_reserve_env.core.observation import OBSERVATION_SHAPE, PLANE_NAMES, planes
+from strategic_reserve_env.core.rules import HIT_EMPTY, HIT_ENEMY, HIT_FRIENDLY
+from strategic_reserve_env.core.sampling import uniform_square
+from strategic_reserve_env.files import records
+from strategic_reserve_env.pictures.render import ansi
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "data" / "conformance"
 RECORDS = sorted(CONFORMANCE.glob("*.json"))

@@ -23,13 +23,14 @@ import torch
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 from ray.rllib.utils.pre_checks.env import check_multiagent_environments
 
-from strategic_reserve_env import arena, engine
 from strategic_reserve_env.agents import load_agent, rllib_model
 from strategic_reserve_env.agents.rllib_model import NetworkConfig
-from strategic_reserve_env.board import bitboards_to_array
-from strategic_reserve_env.config import Config
-from strategic_reserve_env.observation import mover_planes
-from strategic_reserve_env.rllib import (
+from strategic_reserve_env.core import engine
+from strategic_reserve_env.core.board import bitboards_to_array
+from strategic_reserve_env.core.config import Config
+from strategic_reserve_env.core.observation import mover_planes
+from strategic_reserve_env.envs import arena
+from strategic_reserve_env.envs.rllib_env import (
     ILLEGAL_ACTIONS,
     POLICY,
     MaskedBoardModule,

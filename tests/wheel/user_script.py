@@ -4,10 +4,11 @@ from typing import assert_type
 
 import numpy as np
 
-from strategic_reserve_env import Config, Game, records
+from strategic_reserve_env import Config, Game
 from strategic_reserve_env.agents import load_agent
-from strategic_reserve_env.gym_env import StrategicReserveEnv
-from strategic_reserve_env.policies import NamedPolicy
+from strategic_reserve_env.core.policies import NamedPolicy
+from strategic_reserve_env.envs.gym_env import StrategicReserveEnv
+from strategic_reserve_env.files import records
 
 game = Game(Config(reserve=5))
 game.roll(3)

@@ -1,0 +1,227 @@
+"""What a model file holds, read from its headers before any tensor is: the checks every model format shares.
+
+A model file describes a network (JSON) and holds its tensors. A crafted file
+can describe a huge network, or claim huge tensors, in a few hundred bytes.
+So the loaders (`agents.ppo_file`, `agents.value_network`,
+`rllib_model`) compare the *whole* description with the tensors the file
+actually holds, read from its headers only, before they allocate anything:
+
+- `safetensors_header`: the JSON header of a safetensors file (its
+  metadata, and each tensor's dtype, shape and byte range, checked against
+  each other and against the file's size);
+- `npz_headers`: each member of an `.npz` archive, read from the zip
+  directory and the member's `.npy` header, without reading its data
+  (object dtypes and sizes that disagree with the directory are refused);
+  `npz_arrays` then reads the arrays, a damaged member one line;
+- `header_description` and `check_description`: the JSON description
+  (under the format's metadata key of a safetensors header, or a file of its
+  own), its `format`, `version` and no field the format does not know;
+- `check_tensors`: the names, shapes and dtypes found against those a
+  described network needs (computed from the description, not built).
+
+Only then do the tensors load, so the memory a load adds stays within a small
+multiple of the file's size; `check_finite` then refuses NaN or infinite
+values, so a broken network never plays. Errors are the caller's own type, one
+line naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import zipfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import safe_json
+
+MAX_HEADER_BYTES = 16 * 2**20  # a safetensors header larger than this is refused (ours are a few kB)
+MAX_NPY_HEADER_BYTES = 10_000  # numpy's own default bound on an .npy header
+SAFETENSORS_DTYPES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1}
+SAFETENSORS_DTYPES |= {"BOOL": 1, "U16": 2, "U32": 4, "U64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+ANY_SIZE = 2**63 - 1  # a model file's size is bounded by its header's claims (checked), not before opening it
+_LENGTH_BYTES = 8  # a safetensors file starts with its header's length, a little-endian u64
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor as a file's header describes it: dtype (safetensors' name, e.g. `F32`, or numpy's `str`
+    of a dtype, e.g. `float32`) and shape."""
+
+    dtype: str
+    shape: tuple[int, ...]
+
+
+def _shape(value: object) -> tuple[int, ...] | None:
+    """`value` as a shape (a list of ints >= 0), or None."""
+    if not isinstance(value, list) or not all(type(n) is int and n >= 0 for n in value):
+        return None
+    return tuple(value)
+
+
+def safetensors_header(
+    path: str | Path, error: type[Exception] = ValueError
+) -> tuple[dict[str, str], dict[str, Tensor]]:
+    """`(metadata, tensors)` of a safetensors file, from its header only; `error` (one line naming
+    `path`) unless the header is bounded JSON whose tensors have known dtypes, byte ranges that match their
+    shapes, and together fill the rest of the file exactly."""
+    path = Path(path)
+    try:
+        # a regular file, opened without blocking: a FIFO with no writer is refused, never waited on
+        with safe_json.open_regular(path, ANY_SIZE, f"{path}", error) as file:
+            size = os.fstat(file.fileno()).st_size
+            length = int.from_bytes(file.read(_LENGTH_BYTES), "little")
+            if size < _LENGTH_BYTES or length > min(MAX_HEADER_BYTES, size - _LENGTH_BYTES):
+                raise error(
+                    f"{path}: not a safetensors file (its header claims {length} bytes, the file has {size}, "
+                    f"at most {MAX_HEADER_BYTES} are read)"
+                )
+            text = file.read(length)
+    except OSError as problem:
+        raise error(f"{path}: cannot read it ({problem.strerror or problem})") from None
+    header = safe_json.loads(text, f"{path}: not a safetensors file: its header", error)
+    if not isinstance(header, dict):
+        raise error(f"{path}: not a safetensors file: its header is not a JSON object")
+    metadata = header.pop("__metadata__", {})
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise error(f"{path}: the header's __metadata__ must map names to strings")
+    tensors, ranges = {}, []
+    for name, entry in header.items():
+        if not isinstance(entry, dict) or set(entry) != {"dtype", "shape", "data_offsets"}:
+            raise error(f"{path}: tensor {name!r} must have exactly dtype, shape and data_offsets")
+        dtype, shape, offsets = entry["dtype"], _shape(entry["shape"]), _shape(entry["data_offsets"])
+        if not isinstance(dtype, str) or dtype not in SAFETENSORS_DTYPES:
+            raise error(f"{path}: tensor {name!r} has dtype {dtype!r}, not one of {', '.join(SAFETENSORS_DTYPES)}")
+        if shape is None or offsets is None or len(offsets) != 2:
+            raise error(f"{path}: tensor {name!r} needs a shape and two data_offsets, lists of ints >= 0")
+        if offsets[1] - offsets[0] != math.prod(shape) * SAFETENSORS_DTYPES[dtype]:
+            raise error(f"{path}: tensor {name!r} of shape {list(shape)} {dtype} does not fill bytes {list(offsets)}")
+        tensors[name] = Tensor(dtype, shape)
+        ranges.append(offsets)
+    data = size - _LENGTH_BYTES - length
+    end = 0
+    for start, stop in sorted(ranges):
+        if start != end:
+            break
+        end = stop
+    if end != data:
+        raise error(f"{path}: the tensors' byte ranges do not cover the file's {data} bytes of data exactly")
+    return metadata, tensors
+
+
+def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[str, Tensor]:
+    """`{name: Tensor}` of the arrays of an `.npz` file (`name` without `.npy`), read from the zip
+    directory and each member's `.npy` header, without reading any array's data; `error` (one line naming
+    `path` and the member) for a member that is not an `.npy` array, an object dtype, a header larger than
+    numpy's bound, or a size that disagrees with the zip directory."""
+    path = Path(path)
+    found: dict[str, Tensor] = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                name = info.filename.removesuffix(".npy")
+                if not info.filename.endswith(".npy") or name in found:
+                    raise error(f"{path}: member {info.filename!r} is not one .npy array")
+                with archive.open(info) as member:
+                    version = np.lib.format.read_magic(member)
+                    read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+                    if version not in read:
+                        raise error(f"{path}: member {info.filename!r} has .npy version {version}")
+                    shape, _, dtype = read[version](member, max_header_size=MAX_NPY_HEADER_BYTES)
+                    header_bytes = member.tell()
+                if dtype.hasobject or dtype.kind not in "biuf":
+                    raise error(f"{path}: member {info.filename!r} has dtype {dtype}; only numbers are read")
+                if info.file_size != header_bytes + math.prod(shape) * dtype.itemsize:
+                    raise error(
+                        f"{path}: member {info.filename!r} claims shape {shape} {dtype}, which does not fit its "
+                        f"{info.file_size} bytes"
+                    )
+                found[name] = Tensor(str(dtype), tuple(shape))
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError) as problem:
+        raise error(f"{path}: not a readable .npz archive ({problem})") from None
+    except ValueError as problem:  # numpy's header parser: a malformed .npy header
+        if isinstance(problem, error):
+            raise
+        raise error(f"{path}: an .npy header does not parse ({str(problem).splitlines()[0]})") from None
+    return found
+
+
+def npz_arrays(path: str | Path, names, error: type[Exception] = ValueError) -> dict[str, np.ndarray]:
+    """The arrays `names` of the `.npz` file `path` (whose headers the caller checked, `npz_headers`), read
+    without pickles; `error` (one line naming `path`) for a damaged member (a bad CRC, a broken deflate
+    stream, a truncated archive) instead of zipfile's or zlib's traceback."""
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            return {name: arrays[name] for name in names}
+    except (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError, KeyError) as problem:
+        reason = str(problem).splitlines()[0][:160] if str(problem) else ""
+        raise error(f"{path}: a damaged .npz member ({type(problem).__name__}: {reason})") from None
+
+
+def header_description(
+    path: str | Path, key: str, format_name: str, error: type[Exception] = ValueError
+) -> tuple[object, dict[str, Tensor]]:
+    """`(description, tensors)` of a safetensors model file: the JSON under metadata `key` of its header
+    (parsed by `loads`, not yet checked: `check_description`) and
+    the tensors its header lists; `error` naming `path` for a bad header or no description."""
+    metadata, tensors = safetensors_header(path, error)
+    if key not in metadata:
+        raise error(f"{path}: no {key!r} description in the header: not a {format_name} file")
+    return safe_json.loads(metadata[key], f"{path}: the description", error), tensors
+
+
+def check_description(
+    description: object,
+    where: str,
+    format_name: str,
+    version: int,
+    keys: set[str],
+    error: type[Exception] = ValueError,
+) -> dict:
+    """`description` if it is a JSON object of format `format_name` and version `version` whose fields
+    are among `keys`; `error` (one line naming `where` and the fault) otherwise. What each field holds is
+    the format's own check."""
+    if not isinstance(description, dict) or description.get("format") != format_name:
+        raise error(f"{where}: not a {format_name} description (its 'format' must be {format_name!r})")
+    if description.get("version") != version:
+        raise error(f"{where}: format version {description.get('version')!r}; this code reads {version}")
+    unknown = sorted(set(description) - keys)
+    if unknown:
+        raise error(f"{where}: unknown fields {unknown}")
+    return description
+
+
+def check_finite(tensors: Mapping[str, object], where: str, error: type[Exception] = ValueError) -> None:
+    """`error` (one line naming `where` and the tensor) if a tensor of `tensors` (numpy arrays, or CPU
+    tensors numpy reads) holds a NaN or an infinity: such a network would play NaN scores."""
+    for name, tensor in tensors.items():
+        if not np.isfinite(np.asarray(tensor)).all():
+            raise error(f"{where}: tensor {name} holds NaN or infinite values")
+
+
+def check_tensors(
+    found: Mapping[str, Tensor], expected: Mapping[str, Tensor], where: str, error: type[Exception] = ValueError
+) -> None:
+    """`error` (one line naming `where`) unless `found` has exactly `expected`'s names, shapes and
+    dtypes."""
+    missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
+    if missing or unexpected:
+        raise error(
+            f"{where}: the tensors do not fit the described network: missing {missing}, unexpected {unexpected}"
+        )
+    for name, tensor in expected.items():
+        if found[name] != tensor:
+            raise error(
+                f"{where}: tensor {name} is {list(found[name].shape)} {found[name].dtype}, "
+                f"the described network has {list(tensor.shape)} {tensor.dtype}"
+            )
+
+
+def read_bounded(path: str | Path, limit: int, error: type[Exception] = ValueError) -> bytes:
+    """The bytes of `path`, `error` unless it is a regular file of at most `limit` bytes (checked before
+    reading: `strategic_reserve_env.files.safe_json.read_regular`)."""
+    return safe_json.read_regular(path, limit, str(path), error)

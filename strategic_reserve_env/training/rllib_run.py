@@ -1,0 +1,349 @@
+"""The RLlib self-play run behind `train-rllib`, top to bottom: `train`, on the run kit.
+
+Both seats play one shared RLModule (strategic_reserve_env/envs/rllib_env.py). The run owns its folder as `train`'s
+does (`run`: run.json naming the command, settings.json, the lock; `--resume` alone goes on with
+the stored settings, `--restart` starts over); after each iteration the module is written to
+`checkpoints/iteration_N/` (pickle-free, the last two kept); SIGINT and SIGTERM stop it after the current
+iteration (`Signals`), a second signal at once. What RLlib's state holds beyond the
+module's weights is not kept (RLlib saves it only as pickles, which this project never loads): a resumed run
+starts with fresh Adam moments, new games in the env runners and RLlib's counters from zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from strategic_reserve_env import extras
+from strategic_reserve_env.agents.rllib_model import NetworkConfig
+from strategic_reserve_env.core.board import DEFAULT_RESERVE
+from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, make_config
+from strategic_reserve_env.files import outputs
+
+from .folder import SETTINGS_FILE
+from .run import CHECKPOINTS_KEPT, Run, RunKind, check_length, claim, newest_loadable, prepare
+from .settings import PPOSettings, changeable, check_ppo, check_range, process_field
+from .signals import Signals, Stopped
+
+PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
+
+
+@dataclass(frozen=True)
+class Settings(PPOSettings):
+    """Settings of an RLlib self-play run (every field is a command-line option; the PPO ones are
+    `PPOSettings`')."""
+
+    iterations: int = changeable(100)
+    """Training iterations; each samples --train-batch-size env steps, then runs the PPO update on them."""
+    num_env_runners: int = changeable(2)
+    """Sampling processes (Ray actors, one CPU each); 0 samples in the driver process."""
+    envs_per_runner: int = 8
+    """Games each env runner plays at once (one batched forward pass of the module for all of them)."""
+    address: str | None = changeable(None)
+    """Ray cluster to join: "auto" (the one `ray start` runs on this node) or the head's HOST:PORT.
+    Default: start a local Ray for this run."""
+    num_cpus: int | None = changeable(None)
+    """CPUs of the local Ray (default: all of the machine's); not used with --address."""
+    train_batch_size: int = 4000
+    """Env steps (placements, both seats together) per iteration."""
+    minibatch_size: int = 500
+    """Minibatch size of the PPO update."""
+    vf_coef: float = 0.5
+    """Weight of the value loss (>= 0; policy and value heads share the network)."""
+    channels: int = 32
+    """Channels of the 3x3 convolutions."""
+    conv_layers: int = 3
+    """Number of 3x3 convolutions."""
+    hidden: int = 256
+    """Width of the layer both heads read."""
+    reserve: int = DEFAULT_RESERVE
+    """Reserve size of the games."""
+    ply_limit: int = DEFAULT_PLY_LIMIT
+    """Games are truncated after this many placements."""
+    seed: int = 0
+    """Seed of the env runners' dice and of the network. With --num-env-runners 0 a run repeats exactly;
+    remote env runners get new weights without RLlib waiting for them, so runs part after the first iteration."""
+    threads: int = changeable(1)
+    """Torch CPU threads of this (driver) process, which runs the PPO update (and the sampling with
+    --num-env-runners 0). Env runners use one thread each; more threads here pay only on idle cores."""
+    out: str = process_field("runs/rllib")
+    """Output directory: model.json, weights.npz, progress.jsonl, the run's settings and checkpoints."""
+    resume: bool = process_field(False)
+    """Go on with the run in --out from its last checkpoint, with its own settings (only --iterations,
+    --num-env-runners, --address, --num-cpus and --threads may be given again)."""
+
+    def network(self) -> NetworkConfig:
+        return NetworkConfig(channels=self.channels, conv_layers=self.conv_layers, hidden=self.hidden)
+
+    def __post_init__(self) -> None:
+        """`ValueError` naming the first bad setting (nothing read from disk: `--out` is checked after)."""
+        super().__post_init__()
+        for name in ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "threads"):
+            check_range(name, getattr(self, name), 1)
+        check_range("num_env_runners", self.num_env_runners, 0)
+        if self.minibatch_size > self.train_batch_size:
+            raise ValueError(
+                f"--minibatch-size ({self.minibatch_size}) exceeds --train-batch-size ({self.train_batch_size})"
+            )
+        if self.num_cpus is not None:
+            check_range("num_cpus", self.num_cpus, 1)
+        check_ppo(self)
+        check_range("vf_coef", self.vf_coef, 0)
+        self.network()
+        make_config(reserve=self.reserve, ply_limit=self.ply_limit)
+
+
+def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> dict:
+    """The numbers of one iteration, from RLlib's result dict, the iteration's wall time and the number
+    of healthy remote env runners."""
+    from ray.rllib.utils.metrics import (
+        ENV_RUNNER_RESULTS,
+        EPISODE_LEN_MEAN,
+        NUM_ENV_STEPS_SAMPLED,
+        NUM_ENV_STEPS_SAMPLED_LIFETIME,
+        NUM_EPISODES,
+    )
+
+    from strategic_reserve_env.envs.rllib_env import ILLEGAL_ACTIONS, ILLEGAL_ACTIONS_LIFETIME
+
+    runners = result.get(ENV_RUNNER_RESULTS, {})
+    steps = int(runners.get(NUM_ENV_STEPS_SAMPLED, 0))
+    red = runners.get("agent_episode_returns_mean", {}).get("player_0", float("nan"))
+    return {
+        "iteration": iteration,
+        "env_runners": env_runners,
+        "env_steps": steps,
+        "env_steps_total": int(runners.get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0)),
+        "seconds": seconds,
+        "env_steps_per_s": steps / seconds,
+        "episodes": int(runners.get(NUM_EPISODES, 0)),
+        "return_red": float(red),
+        "length": float(runners.get(EPISODE_LEN_MEAN, float("nan"))),
+        "illegal_actions": int(runners.get(ILLEGAL_ACTIONS, 0)),
+        "illegal_actions_total": int(runners.get(ILLEGAL_ACTIONS_LIFETIME, 0)),
+    }
+
+
+def runner_nodes(algorithm) -> dict[str, int]:
+    """The remote env runners per node: the node's IP address -> how many run there (empty with none)."""
+    import ray
+
+    addresses = algorithm.env_runner_group.foreach_env_runner(
+        lambda _: ray.util.get_node_ip_address(), local_env_runner=False
+    )
+    return dict(sorted(Counter(addresses).items()))
+
+
+def progress_line(row: dict, iterations: int) -> str:
+    return (
+        f"iteration {row['iteration']}/{iterations}: {row['env_steps']:,} env steps in {row['seconds']:.1f} s "
+        f"= {row['env_steps_per_s']:,.0f} env steps/s ({row['env_steps_total']:,} total); "
+        f"{row['episodes']} games, Red's return {row['return_red']:+.3f}, length {row['length']:.1f} plies; "
+        f"illegal actions {row['illegal_actions']} ({row['illegal_actions_total']} total)"
+    )
+
+
+def start_ray(settings: Settings) -> bool:
+    """Start a local Ray or join the cluster at --address (unless Ray is already up); True if this call did.
+
+    The package is shipped to every worker (`runtime_env` `py_modules`),
+    so cluster nodes need the dependencies (the `rllib` extra)
+    but run the driver's copy of the code.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return False
+    runtime_env = {"py_modules": [str(PACKAGE)]}
+    if settings.address is None:
+        # "local": a new instance even when `ray start` runs on this machine (that one takes --address auto)
+        ray.init(address="local", num_cpus=settings.num_cpus, include_dashboard=False, runtime_env=runtime_env)
+    else:
+        ray.init(address=settings.address, runtime_env=runtime_env)
+    return True
+
+
+PROGRESS = "progress.jsonl"
+RESULTS = ("model.json", "weights.npz", PROGRESS)  # what --restart removes first
+KIND = RunKind(
+    command="train_rllib.py",
+    results=RESULTS,
+    state=("checkpoints",),
+    files=(*RESULTS, SETTINGS_FILE, outputs.RUN_FILE),
+    length="iterations",
+    unit="iterations",
+    model="rllib:{out}",
+    progress=PROGRESS,
+    stopped_key="checkpoint_iteration",
+)
+COMMAND = KIND.command  # what run.json says made the folder
+EXTRAS = ("rllib",)  # what it needs installed (the registry declares the same for `strategic-reserve train-rllib`)
+
+
+def checkpoint_path(out: Path, iteration: int) -> Path:
+    return out / "checkpoints" / f"iteration_{iteration:06d}"
+
+
+def checkpoint_iterations(out: Path) -> list[int]:
+    """The iterations of the checkpoints in `out`, in increasing order."""
+    directory = out / "checkpoints"
+    if directory.is_symlink() or not directory.is_dir():
+        return []
+    names = (path.name for path in directory.iterdir())
+    return sorted(int(name.removeprefix("iteration_")) for name in names if re.fullmatch(r"iteration_\d{6}", name))
+
+
+def save_checkpoint(algorithm, out: Path, iteration: int, settings: Settings, belongs: tuple[str, str]) -> None:
+    """The module after `iteration` as `checkpoints/iteration_N/` (written whole under a temporary name,
+    then renamed: a kill leaves no half checkpoint under a checkpoint's name), its notes naming the iteration,
+    the run id and the settings' digest it `belongs` to; older ones but the previous go."""
+    from strategic_reserve_env.envs.rllib_env import save_module
+
+    directory = out / "checkpoints"
+    directory.mkdir(exist_ok=True)
+    partial = Path(tempfile.mkdtemp(dir=directory, prefix=outputs.TRASH_PREFIX))
+    notes = {"iteration": iteration, "run_id": belongs[0], "settings_hash": belongs[1]}
+    save_module(algorithm, partial, settings.network(), notes)
+    os.rename(partial, checkpoint_path(out, iteration))
+    outputs.remove(
+        directory, [checkpoint_path(out, old).name for old in checkpoint_iterations(out)[:-CHECKPOINTS_KEPT]]
+    )
+
+
+def latest_checkpoint(out: Path, belongs: tuple[str, str]) -> tuple[int, dict] | None:
+    """The iteration and the module's weights of the newest checkpoint in `out` that loads
+    (`run.newest_loadable`; None if there is none); `ValueError` if none loads, or if the newest that loads
+    belongs to another run or other settings (its notes). Read before the run writes anything."""
+    from strategic_reserve_env.agents import rllib_model
+
+    from .distillation import check_belongs
+
+    iterations = checkpoint_iterations(out)
+    if not iterations:
+        return None
+
+    def load(path: Path):
+        net, description = rllib_model.load(path)
+        notes = description.get("notes", {})
+        if notes.get("iteration") != int(path.name.removeprefix("iteration_")):
+            raise ValueError(f"{path}: its model.json does not say iteration {path.name}")
+        return net, notes
+
+    candidates = [(iteration, checkpoint_path(out, iteration)) for iteration in iterations]
+    iteration, (net, notes) = newest_loadable(candidates, load, out / "checkpoints")
+    check_belongs(checkpoint_path(out, iteration), (str(notes.get("run_id")), str(notes.get("settings_hash"))), belongs)
+    return iteration, {name: tensor.numpy() for name, tensor in net.state_dict().items()}
+
+
+def _check_extras() -> None:
+    missing = extras.missing_extra(EXTRAS, COMMAND)
+    if missing is not None:
+        raise missing
+
+
+def train(settings: Settings, again: str = "python train_rllib.py") -> int:
+    """Run the training, print and record progress, write the module; returns the exit status (0, or 128 +
+    the signal's number when SIGINT or SIGTERM stopped it). `again`: the command that resumes it. On
+    `--resume` the checkpoint is read and checked first: a refusal (`ValueError`) writes nothing, and a
+    complete run asked for no more iterations stays as it is. Without the `rllib` extra: its one line
+    (`MissingExtraError`), before anything is written (the clone's script does not pass the registry)."""
+    out = prepare(settings, KIND)  # absolute, before anything else runs
+    if not settings.resume:
+        _check_extras()  # before the lock and the run file
+    with outputs.lock(out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
+        run = claim(out, settings, KIND)
+        saved = latest_checkpoint(out, run.belongs) if settings.resume else None
+        if settings.resume:
+            run.resume_from(saved[0] if saved else None)
+            check_length(KIND, settings.iterations, run.checkpoint, None)
+            if run.complete_already(run.checkpoint):
+                return 0
+            _check_extras()  # after the refusals of a resume, which need no library, before its first write
+        run.start()
+        with Signals() as signals:
+
+            def body() -> dict:
+                _train(run, signals, saved)
+                return {}
+
+            return run.supervise(signals, body, again)
+
+
+def _train(run: Run, signals: Signals, saved: tuple[int, dict] | None) -> list[dict]:
+    import ray
+    import torch
+
+    from strategic_reserve_env.envs.rllib_env import ppo_config, save_module, set_module_weights
+
+    settings, out = run.settings, run.out
+    torch.set_num_threads(settings.threads)
+    config = ppo_config(
+        network=settings.network(),
+        env_config={"reserve": settings.reserve, "ply_limit": settings.ply_limit},
+        num_env_runners=settings.num_env_runners,
+        num_envs_per_env_runner=settings.envs_per_runner,
+        train_batch_size=settings.train_batch_size,
+        minibatch_size=settings.minibatch_size,
+        # the settings' PPO names, translated to RLlib's
+        num_epochs=settings.n_epochs,
+        lr=settings.learning_rate,
+        gamma=settings.gamma,
+        lambda_=settings.gae_lambda,
+        clip_param=settings.clip_range,
+        entropy_coeff=settings.ent_coef,
+        vf_loss_coeff=settings.vf_coef,
+        seed=settings.seed,
+    )
+    started = start_ray(settings)
+    rows = []
+    try:
+        algorithm = config.build_algo()
+        signals.hold()  # ray.init installed its own SIGTERM handler (one that aborts the process)
+        try:
+            nodes = runner_nodes(algorithm)
+            if nodes:
+                print("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()), flush=True)
+            first = 1
+            if saved is not None:
+                set_module_weights(algorithm, saved[1])
+                first = saved[0] + 1
+                print(f"resuming after iteration {first - 1}", file=sys.stderr, flush=True)
+            with outputs.naming(out / PROGRESS), open(out / PROGRESS, "a" if settings.resume else "w") as log:
+                signals.at_once = False  # from here a signal stops the run after the current iteration
+                for iteration in range(first, settings.iterations + 1):
+                    clock = time.perf_counter()
+                    result = algorithm.train()
+                    seconds = time.perf_counter() - clock
+                    row = progress(iteration, result, seconds, algorithm.env_runner_group.num_healthy_remote_workers())
+                    rows.append(row)
+                    print(progress_line(row, settings.iterations), flush=True)
+                    with outputs.naming(out / PROGRESS):  # a full disk: one line naming the file
+                        log.write(json.dumps(row) + "\n")
+                        log.flush()
+                    save_checkpoint(algorithm, out, iteration, settings, run.belongs)
+                    run.checkpointed(iteration)
+                    if signals.requested is not None:
+                        raise Stopped(signals.requested, iteration)
+                signals.at_once = True
+            notes = {
+                "trained_by": "train_rllib.py",
+                "ray": ray.__version__,
+                "settings": asdict(settings),
+                "env_steps": rows[-1]["env_steps_total"] if rows else 0,  # since the last start (RLlib's count)
+                "env_runner_nodes": nodes,
+            }
+            save_module(algorithm, out, settings.network(), notes)
+        finally:
+            algorithm.stop()
+    finally:
+        if started:
+            ray.shutdown()
+    print(f"wrote {out}/model.json and weights.npz; play it: strategic-reserve evaluate rllib:{out} random greedy")
+    return rows
