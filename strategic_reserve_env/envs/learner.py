@@ -435,7 +435,7 @@ class LearnerGames:
             if ledger is not None:
                 ledger.roll(game, _ONE_FALSE, recorded)
             opponent = self.opponents[int(self.opponent_id[0])]
-            if type(opponent) is UniformRandomPolicy:  # the built-in random opponent: its choice on ints
+            if type(opponent).act is UniformRandomPolicy.act:  # the built-in random opponent (`random`): on ints
                 game.place(int(opponent.act_from_uniforms(game.legal, self.chance.next_of_one())))
             else:
                 game.place(int(self._opponents_decide(game.to_state(), _ONE_TRUE)[0]))
