@@ -19,14 +19,26 @@ REPO = Path(__file__).resolve().parents[1]
 CONFORMANCE = REPO / "tests" / "data" / "conformance"  # records with their expected traces (docs/RULES.md)
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # what the commands stop on
+
+
 def as_from_a_shell() -> None:
-    """`preexec_fn` of a child process a test stops with SIGINT or SIGTERM: both signals at their default
-    disposition and unblocked, as a shell starts a command. A child inherits an ignored or blocked signal from
-    the process that starts it, and a pytest-xdist worker was once seen (in CI, on one worker only, cause not
-    found) passing SIGINT on so that a child never saw its Ctrl-C."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    """`preexec_fn` of a child process a test stops with a signal: SIGINT, SIGTERM and SIGHUP at their default
+    disposition and unblocked, as a shell starts a command in the foreground. A child inherits an ignored or
+    blocked signal from the process that starts it (the commands, as Python itself, leave an ignored signal
+    ignored: `nohup` keeps SIGHUP away, a shell without job control starts a background job with SIGINT
+    ignored), and a pytest-xdist worker was once seen (in CI, on one worker only) passing SIGINT on so that a
+    child never saw its Ctrl-C."""
+    for signum in STOP_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, set(STOP_SIGNALS))
+
+
+# the tests' own process (and every child that inherits from it) as a foreground command: a suite started by
+# nohup or as a background job of a script would otherwise pass ignored stop signals on to what it tests
+for _signum in STOP_SIGNALS:
+    if signal.getsignal(_signum) == signal.SIG_IGN:
+        signal.signal(_signum, signal.default_int_handler if _signum == signal.SIGINT else signal.SIG_DFL)
 
 
 def conformance_records() -> list[Path]:

@@ -375,7 +375,7 @@ def test_a_run_owns_its_out(tmp_path, capsys):
 
     again = _train("--total-steps", "1024", *common)
     assert again.returncode == 2
-    assert again.stderr.startswith(f"error: --out {out} holds run {first} (train.py, started ")
+    assert again.stderr.startswith(f"error: --out {out} holds run {first} (train, started ")
     assert "--resume to continue it, --restart to start over" in again.stderr
     assert outputs.read_run(out)["run_id"] == first and checkpoint.checkpoint_steps(out) == [512, 1024]
 
