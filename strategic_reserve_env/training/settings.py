@@ -23,7 +23,8 @@ from strategic_reserve_env.core.outcome import REWARDS
 
 FEATURES = ("mlp", "cnn")
 DEVICES = ("cpu", "cuda")  # the torch device types a run is tested on (meta holds no data; mps lacks float64)
-MAX_SEED = 2**32 - 1  # SB3 seeds numpy's global generator, which takes 32-bit seeds
+# narrower than the game's seed bound (core.dice.MAX_SEED): SB3 seeds numpy's global generator, which takes 32 bits
+MAX_TRAINING_SEED = 2**32 - 1
 OBSERVATION_SIZE = math.prod(OBSERVATION_SHAPE)  # 324 planes' cells, float32 in SB3's rollout buffer
 ACTIONS = 36
 DECISIONS_PER_GAME = 40  # an upper bound of the expert's decisions in a distillation game (about 13 on average)
@@ -157,7 +158,7 @@ class RunSettings:
         """`ValueError` (one line naming the option) for a value of the wrong type, a seed out of range, an
         empty --out, or --resume with --restart."""
         check_types(self)
-        check_range("seed", self.seed, 0, MAX_SEED)
+        check_range("seed", self.seed, 0, MAX_TRAINING_SEED)
         if self.resume and self.restart:
             raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
         if not self.out:
