@@ -105,8 +105,12 @@ def digest(root: Path, skip: tuple[Path, ...] = ()) -> dict[str, str]:
     return found
 
 
+RUN_IDENTITY = ("run_id",)  # a checkpoint's tie to its run: another run's id by design, not a result
+
+
 def content_digest(path: Path) -> str:
-    """What a model or checkpoint file holds, metadata aside: its arrays (safetensors, npz), else its bytes."""
+    """What a model or checkpoint file holds, metadata aside: its arrays (safetensors, npz) but the run's
+    identity, else its bytes."""
     if not path.is_file():
         return "absent"
     hasher = hashlib.sha256()
@@ -119,7 +123,7 @@ def content_digest(path: Path) -> str:
             arrays = load_file(str(path))
         else:
             with np.load(path, allow_pickle=False) as loaded:
-                arrays = {name: loaded[name] for name in loaded.files}
+                arrays = {name: loaded[name] for name in loaded.files if name not in RUN_IDENTITY}
         for name in sorted(arrays):
             hasher.update(name.encode() + np.ascontiguousarray(arrays[name]).tobytes())
     else:

@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -118,3 +119,14 @@ def test_the_full_disk_fails_the_chosen_write_and_every_later_one(tmp_path: Path
     ran, _ = runner.Cli([sys.executable, "-c", code]).run([str(root)], tmp_path, inject=inject)
     assert (ran.status, ran.stdout) == (0, "b ENOSPC\nc ENOSPC\n"), ran.stderr
     assert (root / "a").exists() and (tmp_path / "outside").exists() and not (root / "b").exists()
+
+
+def test_a_checkpoints_content_is_its_arrays_but_the_runs_identity(tmp_path: Path) -> None:
+    """Two runs of the same settings write the same arrays under different run ids: the resumed run is compared
+    with the run that never stopped on what they computed, and a changed array still shows."""
+    weights = np.arange(6, dtype=np.float32)
+    np.savez(tmp_path / "a.npz", w=weights, run_id=np.frombuffer(b"aaaa", dtype=np.uint8))
+    np.savez(tmp_path / "b.npz", w=weights, run_id=np.frombuffer(b"bbbb", dtype=np.uint8))
+    np.savez(tmp_path / "c.npz", w=weights + 1, run_id=np.frombuffer(b"aaaa", dtype=np.uint8))
+    digest = {name: runner.content_digest(tmp_path / f"{name}.npz") for name in "abc"}
+    assert digest["a"] == digest["b"] != digest["c"]
