@@ -1,9 +1,6 @@
-"""A command line generated from a settings dataclass: an option per field, its help the field's docstring.
-
-`train` and `train-rllib` keep their settings in one dataclass each, with a docstring under every field
-(the cleanrl shape); `parser` turns it into an `argparse` parser, and `given` reads back the
-options given on the command line only (by field name), so a command can tell a default from a choice
-(`train --resume` takes the run's own settings and refuses to change most of them).
+"""The commands' argparse plumbing, written once: the parser of a command, the options several share, and a
+command line generated from a settings dataclass (the cleanrl shape: an option per field, its help the field's
+docstring) whose `given` options tell a default from a choice (`train --resume` refuses to change most).
 """
 
 from __future__ import annotations
@@ -21,8 +18,7 @@ from strategic_reserve_env.envs.arena import MAX_ACT_SECONDS, checked_seconds
 
 
 def field_docs(cls) -> dict[str, str]:
-    """The docstring under each field of the dataclass `cls` and of the dataclasses it extends, as one
-    paragraph (read from their source)."""
+    """The docstring under each field of the dataclass `cls` and of those it extends, as one paragraph."""
     docs = {}
     for klass in reversed(cls.__mro__):
         if is_dataclass(klass):
@@ -56,12 +52,9 @@ def _option_type(hint) -> tuple[type, bool]:
 
 
 def parser(cls, prog: str | None, description: str) -> argparse.ArgumentParser:
-    """An `argparse` parser with an option per field of the dataclass `cls` (`n_envs` -> `--n-envs`;
-    a bool field -> `--x` / `--no-x`; a tuple field takes several values); no option has a default in the
-    namespace (`given`)."""
-    result = argparse.ArgumentParser(
-        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    """A parser with an option per field of the dataclass `cls` (`n_envs` -> `--n-envs`; a bool field -> `--x` /
+    `--no-x`; a tuple field takes several values); no option has a default in the namespace (`given`)."""
+    result = command_parser(prog, description)
     hints, docs = typing.get_type_hints(cls), field_docs(cls)
     for field in fields(cls):
         default = field.default if field.default is not MISSING else None
@@ -73,38 +66,54 @@ def parser(cls, prog: str | None, description: str) -> argparse.ArgumentParser:
             result.add_argument(name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
         else:
             metavar = {int: "N", float: "X"}.get(kind, "TEXT")
+            nargs = "+" if several else None
             result.add_argument(
-                name,
-                type=kind,
-                nargs="+" if several else None,
-                default=argparse.SUPPRESS,
-                metavar=metavar,
-                help=help_text,
+                name, type=kind, nargs=nargs, default=argparse.SUPPRESS, metavar=metavar, help=help_text
             )
     return result
 
 
 def given(cls, argv: list[str] | None, prog: str | None, description: str) -> dict:
-    """The options of `argv` (default `sys.argv[1:]`) by field name, only those given (a tuple field as a
-    tuple); argparse's usage error (exit status 2) for an unknown option or a value of the wrong type."""
+    """The options given in `argv` (default `sys.argv[1:]`) by field name (a tuple field as a tuple); argparse's
+    usage error (exit status 2) for an unknown option or a value of the wrong type."""
     values = vars(parser(cls, prog, description).parse_args(argv))
     return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
 
 
+def command_parser(prog: str | None, doc: str | None) -> argparse.ArgumentParser:
+    """A command's parser: `prog` (the name `--help` shows) and `doc`, its description, laid out as written."""
+    return argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def seconds_argument(text: str, most: float = float("inf")) -> float:
-    """A command-line time budget (`bench --seconds`): `checked_seconds` of `text`, as argparse's
-    `type` (which reports the error with the option's name)."""
+    """A command-line time budget (`bench --seconds`): `checked_seconds` of `text`, as argparse's `type`."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {brief(text)}") from None
-    try:
-        return checked_seconds(value, "a time budget", most)
+        return checked_seconds(float(text), "a time budget", most)
     except ValueError:
         within = f" and at most {most:g}" if most < float("inf") else ""
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0{within}, got {brief(text)}") from None
 
 
-def act_seconds_argument(text: str) -> float:
-    """`--act-timeout`: `seconds_argument` of `text`, at most `MAX_ACT_SECONDS`."""
-    return seconds_argument(text, MAX_ACT_SECONDS)
+def add_run_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--out` (the folder to write `what` in), `--no-progress` and `--act-timeout` (each act() call's budget,
+    at most `MAX_ACT_SECONDS` per game): the options of the commands that play agents."""
+    parser.add_argument("--out", help=f"directory to write {what} in (created if missing)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--act-timeout",
+        type=lambda text: seconds_argument(text, MAX_ACT_SECONDS),
+        metavar="SECONDS",
+        help="time budget of each act() call: SECONDS per game of the call (Python code only: a hang inside "
+        "compiled code is not stopped); an agent past it fails (exit 1)",
+    )
+
+
+def add_protocol(parser: argparse.ArgumentParser) -> None:
+    """`--protocol`: the number of a benchmark protocol (None: the default one)."""
+    from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS
+
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        help=f"the benchmark protocol's number (default {DEFAULT_PROTOCOL.version[1:]}; 1 scores raw results)",
+    )
