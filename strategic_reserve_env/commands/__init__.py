@@ -22,8 +22,8 @@ def fail(message: str, status: int = BAD_INPUT) -> int:
 
 
 def named(doc: str, script: str, prog: str | None) -> str:
-    """`doc` with the script's command line (`python SCRIPT`) replaced by `prog`, the name the command runs by."""
-    return doc if prog is None else doc.replace(f"python {script}", prog)
+    """`doc` with the command line `script` (`python train.py`) replaced by `prog`, the name the command runs by."""
+    return doc if prog is None else doc.replace(script, prog)
 
 
 def flush_stdout() -> None:

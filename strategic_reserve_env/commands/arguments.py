@@ -8,11 +8,14 @@ from __future__ import annotations
 import argparse
 import ast
 import inspect
+import shlex
 import textwrap
 import types
 import typing
 from dataclasses import MISSING, fields, is_dataclass
+from pathlib import Path
 
+from strategic_reserve_env.commands import named
 from strategic_reserve_env.core.board import brief
 from strategic_reserve_env.envs.arena import MAX_ACT_SECONDS, checked_seconds
 
@@ -78,6 +81,21 @@ def given(cls, argv: list[str] | None, prog: str | None, description: str) -> di
     usage error (exit status 2) for an unknown option or a value of the wrong type."""
     values = vars(parser(cls, prog, description).parse_args(argv))
     return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
+
+
+def run_options(cls, argv: list[str] | None, prog: str | None, doc: str, script: str) -> tuple[dict, Path, str]:
+    """A training command's options given in `argv` (`given`; `doc` its help, with `script`, its command line
+    in a clone, named `prog`), its run folder (`--out`) and the command line that resumes the run."""
+    options = given(cls, argv, prog, named(doc, script, prog))
+    out = Path(options.get("out", cls.out))
+    return options, out, f"{prog or script} --out {shlex.quote(str(out))} --resume"
+
+
+def run_settings(cls, options: dict, out: Path, command: str):
+    """The run's settings: those `options` give, or with `--resume` the run's own in `out` (`resumed_settings`)."""
+    from strategic_reserve_env.training.folder import resumed_settings  # the training layer, for its commands only
+
+    return resumed_settings(out, options, cls, command) if options.get("resume") else cls(**options)
 
 
 def command_parser(prog: str | None, doc: str | None) -> argparse.ArgumentParser:

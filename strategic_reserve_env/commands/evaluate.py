@@ -72,22 +72,9 @@ from strategic_reserve_env.commands.arguments import add_protocol, add_run_optio
 from strategic_reserve_env.core.board import MESSAGE_LIMIT, clip
 from strategic_reserve_env.core.policies import InvalidActionsError
 from strategic_reserve_env.envs.arena import TimeLimited, raised_at
+from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
-from strategic_reserve_env.evaluation.tournament import (
-    PAIRING_HEADER,
-    PairingError,
-    Settings,
-    anchor_line,
-    check_agent,
-    load_agents,
-    luck_line,
-    pairing_rows,
-    rating_rows,
-    red_lines,
-    run,
-    text_table,
-    write_outputs,
-)
+from strategic_reserve_env.evaluation.tournament import PAIRING_HEADER, PairingError, Settings, pairing_rows, text_table
 from strategic_reserve_env.files.outputs import OutputLost, check_out, lock, read_run
 from strategic_reserve_env.interrupts import exit_status, stop_line
 from strategic_reserve_env.training.folder import check_command
@@ -136,18 +123,23 @@ def written(write, out) -> None:
         raise OutputLost(f"cannot write the results in {out} ({error.strerror or error})") from None
 
 
-def keep(save, reason: str) -> str:
-    """Write the run's files with `reason` as what stopped it; '' if they were written, else why not."""
+def stopped(error: BaseException, shown: str | None, save, kept: str, where: str) -> int:
+    """The end of a run that `error` stopped: what was finished (`shown`) printed, the files written by
+    `save(reason)` with what stopped it, one line on stderr (`kept`, then `where` they are), the exit status."""
+    reason, status = stop_reason(error)
+    if shown:
+        with contextlib.suppress(OutputLost):
+            say(shown)
     try:
         save(reason)
-    except OutputLost as error:
-        return f"; the results could not be written: {error}"
-    return ""
+    except OutputLost as lost:
+        return fail(f"{reason}{kept}; the results could not be written: {lost}", status)
+    return fail(reason + kept + where, status)
 
 
 def build_parser(prog: str | None = None):
     """The command line; `prog`: the name `--help` shows (default the script's)."""
-    parser = command_parser(prog, named(__doc__, "evaluate.py", prog))
+    parser = command_parser(prog, named(__doc__, "python evaluate.py", prog))
     parser.add_argument("agents", nargs="*", help=f"agent specs; {AGENTS_HELP}")
     defaults = Settings(agents=[])
     for name, what in (
@@ -210,9 +202,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
     def load() -> list:
         load_luck_value(settings.luck_value)  # a bad --luck-value fails before the agents load
-        agents = [limited(agent, args.act_timeout) for agent in load_agents(settings.agents)]
+        agents = [limited(agent, args.act_timeout) for agent in tournament.load_agents(settings.agents)]
         for agent in agents:
-            check_agent(agent, settings.config(), settings.seed)
+            tournament.check_agent(agent, settings.config(), settings.seed)
         return agents
 
     def play(agents: list, out) -> int:
@@ -278,25 +270,34 @@ def play_tournament(settings: Settings, agents: list, out) -> int:
     def save(pairings, ratings=None, error=None) -> None:
         finished[:] = pairings
         if out is not None:
-            written(lambda: write_outputs(out, settings, pairings, ratings, plot=ratings is not None, error=error), out)
+            written(
+                lambda: tournament.write_outputs(
+                    out, settings, pairings, ratings, plot=ratings is not None, error=error
+                ),
+                out,
+            )
 
     try:
-        pairings, ratings = run(settings, agents, on_pairing=save, checked=True)
-        say(text_table(PAIRING_HEADER, pairing_rows(pairings)), luck_line(pairings), *red_lines(pairings), "")
-        say(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)), anchor_line(ratings))
+        pairings, ratings = tournament.run(settings, agents, on_pairing=save, checked=True)
+        say(
+            text_table(PAIRING_HEADER, pairing_rows(pairings)),
+            tournament.luck_line(pairings),
+            *tournament.red_lines(pairings),
+            "",
+        )
+        say(
+            text_table(["agent", "rating (Elo)", "95% CI"], tournament.rating_rows(ratings)),
+            tournament.anchor_line(ratings),
+        )
         save(pairings, ratings)
         if out is not None:
             say(f"\nwrote {out}/results.json, results.md, ratings.png")
     except BaseException as error:
-        reason, status = stop_reason(error)
         kept = error.pairings if isinstance(error, PairingError) else list(finished)
-        if kept:
-            with contextlib.suppress(OutputLost):
-                say(text_table(PAIRING_HEADER, pairing_rows(kept)))
-        lost = keep(lambda why: save(kept, error=why), reason)
-        where = f" in {out}/results.json" if out is not None and kept and not lost else ""
-        finished_before = f"; the {len(kept)} pairing(s) finished before are kept{where}" if kept else ""
-        return fail(f"{reason}{finished_before}{lost}", status)
+        shown = text_table(PAIRING_HEADER, pairing_rows(kept)) if kept else None
+        said = f"; the {len(kept)} pairing(s) finished before are kept" if kept else ""
+        where = f" in {out}/results.json" if out is not None and kept else ""
+        return stopped(error, shown, lambda why: save(kept, error=why), said, where)
     return 0
 
 
@@ -345,12 +346,5 @@ def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool,
         if card is None:
             return fail(f"{reason} before the first game", status)
         card.error = reason
-        with contextlib.suppress(OutputLost):
-            say(card.text())
-        lost = keep(lambda why: save(card), reason)
-        kept = f"; the opponents finished before are in {out}/benchmark.json" if out is not None and not lost else ""
-        return fail(reason + kept + lost, status)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        where = f"; the opponents finished before are in {out}/benchmark.json" if out is not None else ""
+        return stopped(error, card.text(), lambda why: save(card), "", where)
