@@ -23,25 +23,12 @@ from strategic_reserve_env.envs.arena import MAX_ACT_SECONDS, checked_seconds
 def field_docs(cls) -> dict[str, str]:
     """The docstring under each field of the dataclass `cls` and of those it extends, as one paragraph."""
     docs = {}
-    for klass in reversed(cls.__mro__):
-        if is_dataclass(klass):
-            docs |= _own_field_docs(klass)
-    return docs
-
-
-def _own_field_docs(cls) -> dict[str, str]:
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for node, after in zip(body, body[1:], strict=False):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(after, ast.Expr)
-            and isinstance(after.value, ast.Constant)
-            and isinstance(after.value.value, str)
-        ):
-            docs[node.target.id] = " ".join(after.value.value.split())
+    for klass in reversed([klass for klass in cls.__mro__ if is_dataclass(klass)]):
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body  # type: ignore[attr-defined]
+        for node, after in zip(body, body[1:], strict=False):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr):
+                if isinstance(getattr(after.value, "value", None), str):  # a string constant
+                    docs[node.target.id] = " ".join(after.value.value.split())  # type: ignore[attr-defined]
     return docs
 
 
@@ -113,10 +100,13 @@ def seconds_argument(text: str, most: float = float("inf")) -> float:
 
 
 def add_run_options(parser: argparse.ArgumentParser, what: str) -> None:
-    """`--out` (the folder to write `what` in), `--no-progress` and `--act-timeout` (each act() call's budget,
-    at most `MAX_ACT_SECONDS` per game): the options of the commands that play agents."""
+    """`--out` (the folder to write `what` in) and `--no-progress`: options of the commands that play agents."""
     parser.add_argument("--out", help=f"directory to write {what} in (created if missing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_act_timeout(parser: argparse.ArgumentParser) -> None:
+    """`--act-timeout`: each act() call's time budget, at most `MAX_ACT_SECONDS` per game."""
     parser.add_argument(
         "--act-timeout",
         type=lambda text: seconds_argument(text, MAX_ACT_SECONDS),

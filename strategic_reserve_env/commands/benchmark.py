@@ -14,7 +14,7 @@ printed and written first).
 from __future__ import annotations
 
 from strategic_reserve_env.commands import evaluate
-from strategic_reserve_env.commands.arguments import add_protocol, add_run_options, command_parser
+from strategic_reserve_env.commands.arguments import add_act_timeout, add_protocol, add_run_options, command_parser
 from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL
 
 
@@ -26,5 +26,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser.add_argument("--benchmark-games", type=int, metavar="N", help=games_help)
     add_run_options(parser, "the score card")
     add_protocol(parser)
+    add_act_timeout(parser)
     args = parser.parse_args(argv)
     return evaluate.benchmark_command(parser, args.spec, args)

@@ -68,7 +68,7 @@ from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_a
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
 from strategic_reserve_env.commands import BAD_INPUT, fail, flush_stdout, named, stdout_lost
-from strategic_reserve_env.commands.arguments import add_protocol, add_run_options, command_parser
+from strategic_reserve_env.commands.arguments import add_act_timeout, add_protocol, add_run_options, command_parser
 from strategic_reserve_env.core.board import MESSAGE_LIMIT, clip
 from strategic_reserve_env.core.policies import InvalidActionsError
 from strategic_reserve_env.envs.arena import TimeLimited, raised_at
@@ -154,6 +154,7 @@ def build_parser(prog: str | None = None):
         "--luck-value", metavar="SPEC", help=f"value function of the luck-adjusted scores: {LUCK_VALUE_SPECS}"
     )
     add_run_options(parser, "the results")
+    add_act_timeout(parser)
     parser.add_argument(
         "--benchmark",
         metavar="SPEC",

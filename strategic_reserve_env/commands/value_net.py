@@ -26,17 +26,18 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     making = commands.add_parser("data", help="play games and keep their positions with the outcome")
     making.add_argument("--games", type=int, default=20000)
     making.add_argument("--agents", nargs=2, default=["greedy", "greedy"], help="the two agent specs")
+    making.add_argument("--seed", type=int, default=0)
     making.add_argument("--batch", type=int, default=2000)
     making.add_argument("--epsilon", type=float, default=0.0, help="probability of a random placement")
+    making.add_argument("--out", required=True)
     fitting = commands.add_parser("fit", help="fit a value network on data files")
     fitting.add_argument("data", nargs="+")
     fitting.add_argument("--hidden", default="256,256")
     fitting.add_argument("--epochs", type=int, default=6)
+    fitting.add_argument("--seed", type=int, default=0)
     fitting.add_argument("--lam", type=float, default=1.0, help="lambda of the TD targets (1: the outcomes)")
     fitting.add_argument("--bootstrap", help="value file of the TD targets (default: the race evaluation)")
-    for each in (making, fitting):
-        each.add_argument("--seed", type=int, default=0)
-        each.add_argument("--out", required=True)
+    fitting.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     import torch
 
