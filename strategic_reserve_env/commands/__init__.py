@@ -9,6 +9,7 @@ the package below them. Here: what every command shares to end with one line on 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 
@@ -50,7 +51,8 @@ class GuardedStdout:
         self.failed: StdoutLost | None = None  # the first failure, even one a caller swallowed (argparse's)
 
     def __getattr__(self, name: str):
-        return getattr(self.stream, name)
+        attribute = getattr(self.stream, name)
+        return functools.partial(self._guarded, attribute) if name in ("write", "writelines", "flush") else attribute
 
     def _guarded(self, call, *arguments):
         try:
@@ -61,15 +63,6 @@ class GuardedStdout:
             lost = StdoutLost(error.errno, error.strerror or str(error))
             self.failed = self.failed or lost
             raise lost from None
-
-    def write(self, text: str) -> int:
-        return self._guarded(self.stream.write, text)
-
-    def writelines(self, lines) -> None:
-        self._guarded(self.stream.writelines, lines)
-
-    def flush(self) -> None:
-        self._guarded(self.stream.flush)
 
 
 def stdout_lost(error: OSError) -> str:

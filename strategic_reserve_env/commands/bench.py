@@ -66,11 +66,9 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             raise ValueError("--device and --mctx measure the JAX env: add --jax")
         if args.jax:
             bench_jax.check_device(args.device)  # the extra and the device, before the header
-            agent = None
-            if args.mctx is not None:
-                from strategic_reserve_env.agents import load_agent  # the agents layer, only when asked
+            from strategic_reserve_env.agents import load_agent  # the agents layer, only for the JAX lines
 
-                agent = load_agent(f"mctx:simulations={MCTX_SIMULATIONS}")
+            agent = None if args.mctx is None else load_agent(f"mctx:simulations={MCTX_SIMULATIONS}")
             lines = bench_jax.run(
                 args.seconds, **sizes, config=config, device=args.device, mctx_batch=args.mctx, mctx_agent=agent
             )

@@ -144,7 +144,7 @@ def terminal_game(
         seat = COLOURS[int(rng.integers(2))]
     human = COLOURS.index(seat)
     game, dice = Game(Config(reserve=reserve)), GameDice(seed)
-    quit_early, status = False, 0
+    status = 0
     try:  # from the first line on: a Ctrl-C or a signal still keeps the record
         say(
             f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {name} is "
@@ -156,8 +156,7 @@ def terminal_game(
             if game.to_move == human:
                 say(ansi(game) + dice_line(game))
                 square = _ask_square(game, read, say)
-                if square is None:
-                    quit_early = True
+                if square is None:  # the person quits
                     break
                 game.place(square)
                 if not game.done:  # the board after one's own placement (the end shows it anyway)
@@ -168,11 +167,11 @@ def terminal_game(
                 game.place(square)
     except EOFError:
         say("\nInput ended; the game stops here.")
-        quit_early, status = True, INPUT_ENDED
+        status = INPUT_ENDED
     except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM / SIGHUP with a status of its own (`signals.Ended`)
         say("\nInterrupted; the game stops here.")
-        quit_early, status = True, getattr(error, "status", INTERRUPTED)
-    if not quit_early:
+        status = getattr(error, "status", INTERRUPTED)
+    if game.done:
         say(ansi(game))
         say("You won!" if game.winner == human else f"{name} won." if game.winner >= 0 else "Truncated.")
     players = (name, "person") if seat == "blue" else ("person", name)
