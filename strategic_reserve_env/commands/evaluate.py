@@ -137,8 +137,8 @@ def stopped(error: BaseException, shown: str | None, save, kept: str, where: str
     return fail(reason + kept + where, status)
 
 
-def build_parser(prog: str | None = None):
-    """The command line; `prog`: the name `--help` shows (default the script's)."""
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Run a round robin, the benchmark of one agent, or list the agents; the exit status (see above)."""
     parser = command_parser(prog, named(__doc__, "python evaluate.py", prog))
     parser.add_argument("agents", nargs="*", help=f"agent specs; {AGENTS_HELP}")
     defaults = Settings(agents=[])
@@ -169,11 +169,6 @@ def build_parser(prog: str | None = None):
         action="store_true",
         help=f"list the built-in agents and those installed packages register ({ENTRY_POINT_GROUP})",
     )
-    return parser
-
-
-def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.list_agents:
         if args.agents or args.benchmark:
@@ -181,11 +176,12 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         print(text_table(["agent", "what"], [list(row) for row in list_agents()]))
         print(f"\nyour own: {USER_SPEC_FORMS}")
         return 0
-    clashing = [f"--{name.replace('_', '-')}" for name in TOURNAMENT_ONLY if getattr(args, name) is not None]
-    if args.benchmark is not None and (clashing or args.agents):
+    given = {name: getattr(args, name) for name in TOURNAMENT_ONLY if getattr(args, name) is not None}
+    if args.benchmark is not None and (given or args.agents):
+        clashing = [f"--{name.replace('_', '-')}" for name in given] + args.agents
         parser.error(
             f"--benchmark plays one agent under protocol {protocol_of(args).version}, which fixes games, seed, "
-            f"batch, reserve, ply limit and luck value: drop {', '.join(clashing + args.agents)} "
+            f"batch, reserve, ply limit and luck value: drop {', '.join(clashing)} "
             "(--benchmark-games N for a quick, non-conformant run)"
         )
     if args.benchmark is not None:
@@ -194,7 +190,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         parser.error(
             f"--{'benchmark-games' if args.benchmark_games is not None else 'protocol'} needs --benchmark SPEC"
         )
-    given = {name: getattr(args, name) for name in TOURNAMENT_ONLY if getattr(args, name) is not None}
     try:
         settings = Settings(agents=list(args.agents), out=args.out, progress=not args.no_progress, **given)
     except ValueError as error:  # messages start with the setting's name
