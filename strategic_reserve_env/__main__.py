@@ -56,7 +56,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "train": Command(
         "distillation, then optional PPO (the code of train.py)",
-        "strategic_reserve_env.commands.train:cli",
+        "strategic_reserve_env.commands.train:main",
         extras=("train",),
     ),
     "train-az": Command(

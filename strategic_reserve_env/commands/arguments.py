@@ -1,9 +1,6 @@
-"""A command line generated from a settings dataclass: an option per field, its help the field's docstring.
-
-`train` and `train-rllib` keep their settings in one dataclass each, with a docstring under every field
-(the cleanrl shape); `parser` turns it into an `argparse` parser, and `given` reads back the
-options given on the command line only (by field name), so a command can tell a default from a choice
-(`train --resume` takes the run's own settings and refuses to change most of them).
+"""The commands' argparse plumbing, written once: the parser of a command, the options several share, and a
+command line generated from a settings dataclass (the cleanrl shape: an option per field, its help the field's
+docstring) whose `given` options tell a default from a choice (`train --resume` refuses to change most).
 """
 
 from __future__ import annotations
@@ -11,38 +8,27 @@ from __future__ import annotations
 import argparse
 import ast
 import inspect
+import shlex
 import textwrap
 import types
 import typing
 from dataclasses import MISSING, fields, is_dataclass
+from pathlib import Path
 
+from strategic_reserve_env.commands import named
 from strategic_reserve_env.core.board import brief
 from strategic_reserve_env.envs.arena import MAX_ACT_SECONDS, checked_seconds
 
 
 def field_docs(cls) -> dict[str, str]:
-    """The docstring under each field of the dataclass `cls` and of the dataclasses it extends, as one
-    paragraph (read from their source)."""
+    """The docstring under each field of the dataclass `cls` and of those it extends, as one paragraph."""
     docs = {}
-    for klass in reversed(cls.__mro__):
-        if is_dataclass(klass):
-            docs |= _own_field_docs(klass)
-    return docs
-
-
-def _own_field_docs(cls) -> dict[str, str]:
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs = {}
-    for node, after in zip(body, body[1:], strict=False):
-        if (
-            isinstance(node, ast.AnnAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(after, ast.Expr)
-            and isinstance(after.value, ast.Constant)
-            and isinstance(after.value.value, str)
-        ):
-            docs[node.target.id] = " ".join(after.value.value.split())
+    for klass in reversed([klass for klass in cls.__mro__ if is_dataclass(klass)]):
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body  # type: ignore[attr-defined]
+        for node, after in zip(body, body[1:], strict=False):
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr):
+                if isinstance(getattr(after.value, "value", None), str):  # a string constant
+                    docs[node.target.id] = " ".join(after.value.value.split())  # type: ignore[attr-defined]
     return docs
 
 
@@ -56,12 +42,9 @@ def _option_type(hint) -> tuple[type, bool]:
 
 
 def parser(cls, prog: str | None, description: str) -> argparse.ArgumentParser:
-    """An `argparse` parser with an option per field of the dataclass `cls` (`n_envs` -> `--n-envs`;
-    a bool field -> `--x` / `--no-x`; a tuple field takes several values); no option has a default in the
-    namespace (`given`)."""
-    result = argparse.ArgumentParser(
-        prog=prog, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    """A parser with an option per field of the dataclass `cls` (`n_envs` -> `--n-envs`; a bool field -> `--x` /
+    `--no-x`; a tuple field takes several values); no option has a default in the namespace (`given`)."""
+    result = command_parser(prog, description)
     hints, docs = typing.get_type_hints(cls), field_docs(cls)
     for field in fields(cls):
         default = field.default if field.default is not MISSING else None
@@ -73,38 +56,72 @@ def parser(cls, prog: str | None, description: str) -> argparse.ArgumentParser:
             result.add_argument(name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
         else:
             metavar = {int: "N", float: "X"}.get(kind, "TEXT")
+            nargs = "+" if several else None
             result.add_argument(
-                name,
-                type=kind,
-                nargs="+" if several else None,
-                default=argparse.SUPPRESS,
-                metavar=metavar,
-                help=help_text,
+                name, type=kind, nargs=nargs, default=argparse.SUPPRESS, metavar=metavar, help=help_text
             )
     return result
 
 
 def given(cls, argv: list[str] | None, prog: str | None, description: str) -> dict:
-    """The options of `argv` (default `sys.argv[1:]`) by field name, only those given (a tuple field as a
-    tuple); argparse's usage error (exit status 2) for an unknown option or a value of the wrong type."""
+    """The options given in `argv` (default `sys.argv[1:]`) by field name (a tuple field as a tuple); argparse's
+    usage error (exit status 2) for an unknown option or a value of the wrong type."""
     values = vars(parser(cls, prog, description).parse_args(argv))
     return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
 
 
+def run_options(cls, argv: list[str] | None, prog: str | None, doc: str, script: str) -> tuple[dict, Path, str]:
+    """A training command's options given in `argv` (`given`; `doc` its help, with `script`, its command line
+    in a clone, named `prog`), its run folder (`--out`) and the command line that resumes the run."""
+    options = given(cls, argv, prog, named(doc, script, prog))
+    out = Path(options.get("out", cls.out))
+    return options, out, f"{prog or script} --out {shlex.quote(str(out))} --resume"
+
+
+def run_settings(cls, options: dict, out: Path, command: str):
+    """The run's settings: those `options` give, or with `--resume` the run's own in `out` (`resumed_settings`)."""
+    from strategic_reserve_env.training.folder import resumed_settings  # the training layer, for its commands only
+
+    return resumed_settings(out, options, cls, command) if options.get("resume") else cls(**options)
+
+
+def command_parser(prog: str | None, doc: str | None) -> argparse.ArgumentParser:
+    """A command's parser: `prog` (the name `--help` shows) and `doc`, its description, laid out as written."""
+    return argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def seconds_argument(text: str, most: float = float("inf")) -> float:
-    """A command-line time budget (`bench --seconds`): `checked_seconds` of `text`, as argparse's
-    `type` (which reports the error with the option's name)."""
+    """A command-line time budget (`bench --seconds`): `checked_seconds` of `text`, as argparse's `type`."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0, got {brief(text)}") from None
-    try:
-        return checked_seconds(value, "a time budget", most)
+        return checked_seconds(float(text), "a time budget", most)
     except ValueError:
         within = f" and at most {most:g}" if most < float("inf") else ""
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0{within}, got {brief(text)}") from None
 
 
-def act_seconds_argument(text: str) -> float:
-    """`--act-timeout`: `seconds_argument` of `text`, at most `MAX_ACT_SECONDS`."""
-    return seconds_argument(text, MAX_ACT_SECONDS)
+def add_run_options(parser: argparse.ArgumentParser, what: str) -> None:
+    """`--out` (the folder to write `what` in) and `--no-progress`: options of the commands that play agents."""
+    parser.add_argument("--out", help=f"directory to write {what} in (created if missing)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def add_act_timeout(parser: argparse.ArgumentParser) -> None:
+    """`--act-timeout`: each act() call's time budget, at most `MAX_ACT_SECONDS` per game."""
+    parser.add_argument(
+        "--act-timeout",
+        type=lambda text: seconds_argument(text, MAX_ACT_SECONDS),
+        metavar="SECONDS",
+        help="time budget of each act() call: SECONDS per game of the call (Python code only: a hang inside "
+        "compiled code is not stopped); an agent past it fails (exit 1)",
+    )
+
+
+def add_protocol(parser: argparse.ArgumentParser) -> None:
+    """`--protocol`: the number of a benchmark protocol (None: the default one)."""
+    from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS
+
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        help=f"the benchmark protocol's number (default {DEFAULT_PROTOCOL.version[1:]}; 1 scores raw results)",
+    )

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Iterator
 
-from strategic_reserve_env.commands.arguments import seconds_argument
+from strategic_reserve_env.commands import fail
+from strategic_reserve_env.commands.arguments import command_parser, seconds_argument
 from strategic_reserve_env.core.board import DEFAULT_RESERVE, brief
 from strategic_reserve_env.core.config import Config
 from strategic_reserve_env.speed import engine_speed as bench
@@ -27,9 +26,9 @@ def batch_size(text: str) -> int:
     return value
 
 
-def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; `prog`: the name `--help` shows."""
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__)
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Print plies/s of random legal play; exit 2 with one line on stderr for bad settings (`--reserve 20`)."""
+    parser = command_parser(prog, __doc__)
     parser.add_argument(
         "--seconds", type=seconds_argument, default=2.0, help="time per measurement, a finite number > 0 (default 2)"
     )
@@ -37,7 +36,6 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
         "--batch-sizes",
         type=batch_size,
         nargs="+",
-        default=None,
         metavar="B",
         help="batch sizes (default 1 64 4096; with --jax 256 4096 65536)",
     )
@@ -56,53 +54,30 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--mctx",
         type=batch_size,
-        default=None,
         metavar="B",
         help=f"with --jax: also the mctx agent's decisions/s at batch B ({MCTX_SIMULATIONS} simulations; extra mctx)",
     )
     parser.add_argument("--reserve", type=int, default=DEFAULT_RESERVE, help="reserve size (default %(default)s)")
-    return parser
-
-
-def _numpy_lines(seconds: float, sizes: tuple[int, ...], config: Config) -> Iterator[str]:
-    """`bench.run`'s lines, measured when iterated (after the header)."""
-    yield from bench.run(seconds=seconds, batch_sizes=sizes, config=config)
-
-
-def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """Print plies/s of random legal play; exit 2 with one line on stderr for bad settings (`--reserve 20`)."""
-    args = build_parser(prog).parse_args(argv)
+    args = parser.parse_args(argv)
+    sizes = {"batch_sizes": tuple(args.batch_sizes)} if args.batch_sizes else {}
     try:
         config = Config(reserve=args.reserve)
-        if any(size < 1 for size in args.batch_sizes or ()):
-            raise ValueError(f"batch sizes must be positive, got {' '.join(map(str, args.batch_sizes))}")
         if not args.jax and (args.device != "cpu" or args.mctx is not None):
             raise ValueError("--device and --mctx measure the JAX env: add --jax")
         if args.jax:
             bench_jax.check_device(args.device)  # the extra and the device, before the header
-            sizes = tuple(args.batch_sizes or bench_jax.BATCH_SIZES)
-            agent = None
-            if args.mctx is not None:
-                from strategic_reserve_env.agents import load_agent  # the agents layer, only when asked
+            from strategic_reserve_env.agents import load_agent  # the agents layer, only for the JAX lines
 
-                agent = load_agent(f"mctx:simulations={MCTX_SIMULATIONS}")
+            agent = None if args.mctx is None else load_agent(f"mctx:simulations={MCTX_SIMULATIONS}")
             lines = bench_jax.run(
-                seconds=args.seconds,
-                batch_sizes=sizes,
-                config=config,
-                device=args.device,
-                mctx_batch=args.mctx,
-                mctx_agent=agent,
+                args.seconds, **sizes, config=config, device=args.device, mctx_batch=args.mctx, mctx_agent=agent
             )
-        elif any(size > bench.MAX_BATCH for size in args.batch_sizes or ()):
+        elif max(args.batch_sizes or [0]) > bench.MAX_BATCH:
             largest = max(args.batch_sizes)
             raise ValueError(f"--batch-sizes must be integers in 1..{bench.MAX_BATCH:,} without --jax, got {largest}")
-        else:
-            lines = _numpy_lines(args.seconds, tuple(args.batch_sizes or (1, 64, 4096)), config)
         print(f"random legal play, reserve {config.reserve}, {args.seconds:g} s per line, one process")
-        for line in lines:
+        for line in lines if args.jax else bench.run(args.seconds, **sizes, config=config):
             print(line, flush=True)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return fail(str(error))
     return 0

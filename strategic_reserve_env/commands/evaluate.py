@@ -58,53 +58,39 @@ killed before it can write again.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import signal
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_agents, load_agent
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
-from strategic_reserve_env.commands import flush_stdout, named, stdout_lost
-from strategic_reserve_env.commands.arguments import act_seconds_argument
+from strategic_reserve_env.commands import BAD_INPUT, fail, flush_stdout, named, stdout_lost
+from strategic_reserve_env.commands.arguments import add_act_timeout, add_protocol, add_run_options, command_parser
 from strategic_reserve_env.core.board import MESSAGE_LIMIT, clip
 from strategic_reserve_env.core.policies import InvalidActionsError
 from strategic_reserve_env.envs.arena import TimeLimited, raised_at
+from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
-from strategic_reserve_env.evaluation.tournament import (
-    PAIRING_HEADER,
-    PairingError,
-    Settings,
-    anchor_line,
-    check_agent,
-    load_agents,
-    luck_line,
-    pairing_rows,
-    rating_rows,
-    red_lines,
-    run,
-    text_table,
-    write_outputs,
-)
-from strategic_reserve_env.files.outputs import OutputBusyError, OutputLost, check_out, lock, read_run
+from strategic_reserve_env.evaluation.tournament import PAIRING_HEADER, PairingError, Settings, pairing_rows, text_table
+from strategic_reserve_env.files.outputs import OutputLost, check_out, lock, read_run
 from strategic_reserve_env.interrupts import exit_status, stop_line
 from strategic_reserve_env.training.folder import check_command
 from strategic_reserve_env.training.signals import Signals, StopNow
 
 COMMAND = "evaluate/benchmark"  # for the refusal of another command's run folder (these results make no run)
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")
-TOURNAMENT_FILES = ("results.json", "results.md", "ratings.png")
-BENCHMARK_FILES = ("benchmark.json", "benchmark.md")
-AGENT_FAILED, BAD_INPUT = 1, 2  # exit statuses (a signal: 128 + its number, `interrupts.exit_status`)
+AGENT_FAILED = 1  # exit status (bad input: `BAD_INPUT`; a signal: 128 + its number, `interrupts.exit_status`)
+AGENTS_HELP = f"built in: {KNOWN_AGENTS}; your own: {USER_SPEC_FORMS}"
+GAMES_HELP = (
+    "N games per opponent instead of {}, for a quick look (the score card is then marked as not protocol-conformant)"
+)
 
 
 def stop_reason(error: BaseException) -> tuple[str, int]:
-    """What stopped a run (for its files and stderr) and its exit status: anything that ends a run early is
-    named, with its cause, never left as a run still going."""
+    """What stopped a run early (for its files and stderr), with its cause, and the exit status."""
     if isinstance(error, (KeyboardInterrupt, StopNow)):  # KeyboardInterrupt: Ctrl-C where no handler is ours
         signum = error.signum if isinstance(error, StopNow) else signal.SIGINT
         return stop_line(signum), exit_status(signum)
@@ -116,22 +102,19 @@ def stop_reason(error: BaseException) -> tuple[str, int]:
 
 
 def say(*lines: str) -> None:
-    """Print `lines` on the standard output and flush them, so that a failing output (a full device, a
-    closed stream) is known now: `OutputLost`. After a failure the standard output is pointed at
-    `/dev/null`, so that the interpreter's own last flush does not fail again with a traceback; a reader
-    that went away (a broken pipe: `| head`) is no failure of the run, which goes on."""
+    """Print `lines` and flush them, so that a failing standard output is known now (`OutputLost`, then
+    pointed at `/dev/null`); a reader that went away (a broken pipe: `| head`) is no failure of the run."""
     try:
         print(*lines, sep="\n")
         flush_stdout()
-    except BrokenPipeError as error:  # the reader is gone (piped into head): nothing lost that it wanted
+    except BrokenPipeError as error:
         stdout_lost(error)
     except OSError as error:
         raise OutputLost(stdout_lost(error)) from None
 
 
 def written(write, out) -> None:
-    """Call `write()` (the run's files in `out`); an OSError (a full disk, a folder gone) becomes
-    `OutputLost` naming the folder."""
+    """Call `write()` (the run's files in `out`); an OSError (a full disk, a folder gone) becomes `OutputLost`."""
     try:
         write()
     except OutputLost:
@@ -140,32 +123,37 @@ def written(write, out) -> None:
         raise OutputLost(f"cannot write the results in {out} ({error.strerror or error})") from None
 
 
-def keep(save, reason: str) -> str:
-    """Write the run's files with `reason` as what stopped it; '' if they were written, else why not."""
+def stopped(error: BaseException, shown: str | None, save, kept: str, where: str) -> int:
+    """The end of a run that `error` stopped: what was finished (`shown`) printed, the files written by
+    `save(reason)` with what stopped it, one line on stderr (`kept`, then `where` they are), the exit status."""
+    reason, status = stop_reason(error)
+    if shown:
+        with contextlib.suppress(OutputLost):
+            say(shown)
     try:
         save(reason)
-    except OutputLost as error:
-        return f"; the results could not be written: {error}"
-    return ""
+    except OutputLost as lost:
+        return fail(f"{reason}{kept}; the results could not be written: {lost}", status)
+    return fail(reason + kept + where, status)
 
 
-def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; `prog`: the name `--help` shows (default the script's)."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description=named(__doc__, "evaluate.py", prog), formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("agents", nargs="*", help=f"agent specs; built in: {KNOWN_AGENTS}; your own: {USER_SPEC_FORMS}")
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Run a round robin, the benchmark of one agent, or list the agents; the exit status (see above)."""
+    parser = command_parser(prog, named(__doc__, "python evaluate.py", prog))
+    parser.add_argument("agents", nargs="*", help=f"agent specs; {AGENTS_HELP}")
     defaults = Settings(agents=[])
-    parser.add_argument("--games", type=int, help=f"games per pairing, even (default {defaults.games})")
-    parser.add_argument("--seed", type=int, help=f"seed of dice and agents, >= 0 (default {defaults.seed})")
-    parser.add_argument("--batch", type=int, help=f"games played at once, even (default {defaults.batch})")
-    parser.add_argument("--reserve", type=int, help=f"reserve size 1..12 (default {defaults.reserve})")
-    parser.add_argument("--ply-limit", type=int, help=f"truncation (default {defaults.ply_limit})")
+    for name, what in (
+        ("games", "games per pairing, even"),
+        ("seed", "seed of dice and agents, >= 0"),
+        ("batch", "games played at once, even"),
+        ("reserve", "reserve size 1..12"),
+        ("ply_limit", "truncation"),
+    ):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, help=f"{what} (default {getattr(defaults, name)})")
     parser.add_argument(
         "--luck-value", metavar="SPEC", help=f"value function of the luck-adjusted scores: {LUCK_VALUE_SPECS}"
     )
-    parser.add_argument("--out", help="directory to write the results in (created if missing)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_run_options(parser, "the results")
     add_act_timeout(parser)
     parser.add_argument(
         "--benchmark",
@@ -174,40 +162,62 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     )
     add_protocol(parser)
     parser.add_argument(
-        "--benchmark-games",
-        type=int,
-        metavar="N",
-        help="with --benchmark: N games per opponent instead of the protocol's, for a quick look "
-        "(the score card is then marked as not protocol-conformant)",
+        "--benchmark-games", type=int, metavar="N", help="with --benchmark: " + GAMES_HELP.format("the protocol's")
     )
     parser.add_argument(
         "--list-agents",
         action="store_true",
         help=f"list the built-in agents and those installed packages register ({ENTRY_POINT_GROUP})",
     )
-    return parser
-
-
-def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if args.list_agents:
         if args.agents or args.benchmark:
             parser.error("--list-agents takes no agents")
-        return list_main()
+        print(text_table(["agent", "what"], [list(row) for row in list_agents()]))
+        print(f"\nyour own: {USER_SPEC_FORMS}")
+        return 0
+    given = {name: getattr(args, name) for name in TOURNAMENT_ONLY if getattr(args, name) is not None}
+    if args.benchmark is not None and (given or args.agents):
+        clashing = [f"--{name.replace('_', '-')}" for name in given] + args.agents
+        parser.error(
+            f"--benchmark plays one agent under protocol {protocol_of(args).version}, which fixes games, seed, "
+            f"batch, reserve, ply limit and luck value: drop {', '.join(clashing)} "
+            "(--benchmark-games N for a quick, non-conformant run)"
+        )
     if args.benchmark is not None:
-        return benchmark_main(parser, args)
+        return benchmark_command(parser, args.benchmark, args)
     if args.benchmark_games is not None or args.protocol is not None:
         parser.error(
             f"--{'benchmark-games' if args.benchmark_games is not None else 'protocol'} needs --benchmark SPEC"
         )
-    return tournament_main(parser, args)
+    try:
+        settings = Settings(agents=list(args.agents), out=args.out, progress=not args.no_progress, **given)
+    except ValueError as error:  # messages start with the setting's name
+        parser.error(as_option(str(error)))
+    start = time.perf_counter()
+
+    def load() -> list:
+        load_luck_value(settings.luck_value)  # a bad --luck-value fails before the agents load
+        agents = [limited(agent, args.act_timeout) for agent in tournament.load_agents(settings.agents)]
+        for agent in agents:
+            tournament.check_agent(agent, settings.config(), settings.seed)
+        return agents
+
+    def play(agents: list, out) -> int:
+        status = play_tournament(replace(settings, agents=[agent.name for agent in agents]), agents, out)
+        elapsed = time.perf_counter() - start
+        if status == 0:
+            print(
+                f"wall time {elapsed:.1f} s" if elapsed >= 1 else f"wall time {1000 * elapsed:.0f} ms", file=sys.stderr
+            )
+        return status
+
+    return locked_run(args.out, ("results.json", "results.md", "ratings.png"), load, play)
 
 
-def list_main() -> int:
-    print(text_table(["agent", "what"], [list(row) for row in list_agents()]))
-    print(f"\nyour own: {USER_SPEC_FORMS}")
-    return 0
+def protocol_of(args) -> Protocol:
+    """The protocol `--protocol` names (the default one without it)."""
+    return PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
 
 
 def as_option(message: str) -> str:
@@ -216,15 +226,9 @@ def as_option(message: str) -> str:
     return f"--{name.replace('_', '-')} {rest}" if name in TOURNAMENT_ONLY else message
 
 
-def fail(message: str, status: int) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return status
-
-
 def raised_in(error: BaseException) -> str:
-    """Where the exception at the root of `error` was raised (in an agent's own code, or while importing it),
-    as ` (at FILE, line N)` for its one line, unless there is none, the agent merely answered wrongly (the
-    message says everything then) or the message names it already."""
+    """Where the exception at the root of `error` was raised (an agent's code, its import), as ` (at FILE, line
+    N)`; '' if there is none, the agent merely answered wrongly, or the message names it already."""
     cause = error
     while cause.__cause__ is not None:
         cause = cause.__cause__
@@ -234,191 +238,109 @@ def raised_in(error: BaseException) -> str:
     return f" ({place[1:]})"
 
 
-def add_protocol(parser: argparse.ArgumentParser) -> None:
-    """The --protocol option (evaluate's --benchmark and the benchmark command)."""
-    parser.add_argument(
-        "--protocol",
-        choices=sorted(PROTOCOLS),
-        help=f"the benchmark protocol's number (default {DEFAULT_PROTOCOL.version[1:]}; 1 scores raw results)",
-    )
+def limited(agent, act_timeout: float | None):
+    """`agent` with the `--act-timeout` budget, if one is given."""
+    return agent if act_timeout is None else TimeLimited(agent, act_timeout)
 
 
-def add_act_timeout(parser: argparse.ArgumentParser) -> None:
-    """The --act-timeout option (evaluate and the benchmark command)."""
-    parser.add_argument(
-        "--act-timeout",
-        type=act_seconds_argument,
-        metavar="SECONDS",
-        help="time budget of each act() call: SECONDS per game of the call (Python code only: a hang inside "
-        "compiled code is not stopped); an agent past it fails (exit 1)",
-    )
-
-
-def limited(agent, args: argparse.Namespace):
-    """`agent` with the --act-timeout budget, if one is given."""
-    return agent if args.act_timeout is None else TimeLimited(agent, args.act_timeout)
-
-
-def results_folder(path: str | None, files: tuple[str, ...]) -> Path | None:
-    """`--out PATH` checked (`check_out`) for `files`, None without one; `ValueError` for a folder that holds
-    another command's run (a `run.json`: train's, train-az's), which these results never join."""
-    if path is None:
-        return None
-    out = check_out(path, files)
-    check_command(out, read_run(out), COMMAND)
-    return out
-
-
-def tournament_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    given = {name: getattr(args, name) for name in TOURNAMENT_ONLY if getattr(args, name) is not None}
+def locked_run(path: str | None, files: tuple[str, ...], load, play) -> int:
+    """`--out PATH` checked for `files` (None without one; another command's run folder is refused), `load()`
+    the agents, then `play(agents, out)` with `out` locked and signals stopping the run: a bad argument, agent
+    or folder (`ValueError`, `OutputBusyError` among them) is one line and exit `BAD_INPUT`."""
     try:
-        settings = Settings(agents=list(args.agents), out=args.out, progress=not args.no_progress, **given)
-    except ValueError as error:  # messages start with the setting's name
-        parser.error(as_option(str(error)))
-    start = time.perf_counter()
-    try:
-        out = results_folder(args.out, TOURNAMENT_FILES)
-        load_luck_value(settings.luck_value)  # a bad --luck-value fails before the agents load
-        agents = [limited(agent, args) for agent in load_agents(settings.agents)]
-        for agent in agents:
-            check_agent(agent, settings.config(), settings.seed)
+        out = None if path is None else check_out(path, files)
+        if out is not None:
+            check_command(out, read_run(out), COMMAND)
+        agents = load()
+        with lock(out) if out is not None else contextlib.nullcontext(), Signals():
+            return play(agents, out)
     except ValueError as error:
         return fail(str(error) + raised_in(error), BAD_INPUT)
-    settings = replace(settings, agents=[agent.name for agent in agents])  # canonical names from here on
-    try:
-        with lock(out) if out is not None else contextlib.nullcontext(), Signals():
-            status = play_tournament(settings, agents, out)
-    except OutputBusyError as error:
-        return fail(str(error), BAD_INPUT)
-    if status == 0:
-        elapsed = time.perf_counter() - start
-        print(f"wall time {elapsed:.1f} s" if elapsed >= 1 else f"wall time {1000 * elapsed:.0f} ms", file=sys.stderr)
-    return status
 
 
 def play_tournament(settings: Settings, agents: list, out) -> int:
-    """The round robin of `tournament_main` (agents loaded and checked), with `out` locked (or None).
-    However it ends, its files say how: complete, or what stopped it (an agent's failure, a signal, a full
-    disk, standard output lost, anything else raised), and the exit status and one line on stderr agree."""
+    """The round robin (agents loaded and checked, `out` locked or None). However it ends, its files say how:
+    complete, or what stopped it; the exit status and one line on stderr agree."""
     finished: list = []
 
     def save(pairings, ratings=None, error=None) -> None:
         finished[:] = pairings
         if out is not None:
-            written(lambda: write_outputs(out, settings, pairings, ratings, plot=ratings is not None, error=error), out)
+            written(
+                lambda: tournament.write_outputs(
+                    out, settings, pairings, ratings, plot=ratings is not None, error=error
+                ),
+                out,
+            )
 
     try:
-        pairings, ratings = run(settings, agents, on_pairing=save, checked=True)
-        say(text_table(PAIRING_HEADER, pairing_rows(pairings)), luck_line(pairings), *red_lines(pairings), "")
-        say(text_table(["agent", "rating (Elo)", "95% CI"], rating_rows(ratings)), anchor_line(ratings))
+        pairings, ratings = tournament.run(settings, agents, on_pairing=save, checked=True)
+        say(
+            text_table(PAIRING_HEADER, pairing_rows(pairings)),
+            tournament.luck_line(pairings),
+            *tournament.red_lines(pairings),
+            "",
+        )
+        say(
+            text_table(["agent", "rating (Elo)", "95% CI"], tournament.rating_rows(ratings)),
+            tournament.anchor_line(ratings),
+        )
         save(pairings, ratings)
         if out is not None:
             say(f"\nwrote {out}/results.json, results.md, ratings.png")
     except BaseException as error:
-        reason, status = stop_reason(error)
         kept = error.pairings if isinstance(error, PairingError) else list(finished)
-        if kept:
-            with contextlib.suppress(OutputLost):
-                say(text_table(PAIRING_HEADER, pairing_rows(kept)))
-        lost = keep(lambda why: save(kept, error=why), reason)
-        where = f" in {out}/results.json" if out is not None and kept and not lost else ""
-        finished_before = f"; the {len(kept)} pairing(s) finished before are kept{where}" if kept else ""
-        return fail(f"{reason}{finished_before}{lost}", status)
+        shown = text_table(PAIRING_HEADER, pairing_rows(kept)) if kept else None
+        said = f"; the {len(kept)} pairing(s) finished before are kept" if kept else ""
+        where = f" in {out}/results.json" if out is not None and kept else ""
+        return stopped(error, shown, lambda why: save(kept, error=why), said, where)
     return 0
 
 
-def benchmark_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """evaluate's `--benchmark SPEC`: refuses the round robin's settings, then `run_benchmark_command`."""
-    protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
-    clashing = [f"--{name.replace('_', '-')}" for name in TOURNAMENT_ONLY if getattr(args, name) is not None]
-    if clashing or args.agents:
-        parser.error(
-            f"--benchmark plays one agent under protocol {protocol.version}, which fixes games, seed, "
-            f"batch, reserve, ply limit and luck value: drop {', '.join(clashing + args.agents)} "
-            "(--benchmark-games N for a quick, non-conformant run)"
-        )
-    return run_benchmark_command(
-        parser, args.benchmark, protocol, args.benchmark_games, args.out, not args.no_progress, args.act_timeout
-    )
-
-
-def run_benchmark_command(
-    parser: argparse.ArgumentParser,
-    spec: str,
-    protocol: Protocol,
-    games: int | None,
-    out_path: str | None,
-    progress: bool,
-    act_timeout: float | None,
-) -> int:
-    """The benchmark of one agent (evaluate's `--benchmark` and the benchmark command): `games` per
-    opponent instead of the protocol's (None: the protocol's), the card written to `out_path` (or None),
-    each act() call limited to `act_timeout` seconds per game (or None); returns the exit status."""
+def benchmark_command(parser, spec: str, args) -> int:
+    """The benchmark of the agent `spec` (evaluate's `--benchmark` and the benchmark command), with the options
+    `args` (`--benchmark-games`, `--protocol`, `--out`, `--no-progress`, `--act-timeout`); the exit status."""
+    games = args.benchmark_games
     if games is not None:
         try:
             Settings(agents=[], games=games)
         except ValueError as error:
             parser.error(f"--benchmark-{as_option(str(error))[2:]}")
-    try:
-        out = results_folder(out_path, BENCHMARK_FILES)
-        agent = load_agent(spec)
-        agent = agent if act_timeout is None else TimeLimited(agent, act_timeout)
-    except ValueError as error:
-        return fail(str(error) + raised_in(error), BAD_INPUT)
-    try:
-        with lock(out) if out is not None else contextlib.nullcontext(), Signals():
-            return play_benchmark(agent, protocol, games, progress, out)
-    except OutputBusyError as error:
-        return fail(str(error), BAD_INPUT)
+
+    def play(agent, out) -> int:
+        return play_benchmark(agent, protocol_of(args), games, not args.no_progress, out)
+
+    return locked_run(
+        args.out, ("benchmark.json", "benchmark.md"), lambda: limited(load_agent(spec), args.act_timeout), play
+    )
 
 
 def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool, out) -> int:
-    """The benchmark of `run_benchmark_command` (the agent loaded), with `out` locked (or None). However
-    it ends, benchmark.json says how (see `play_tournament`)."""
-    latest: list = []  # the card as last written
+    """The benchmark (the agent loaded, `out` locked or None). However it ends, benchmark.json says how: the
+    card so far is printed and written with what stopped it, and one line on stderr gives the exit status."""
+    latest: list = [None]  # the card as last written
 
     def save(card) -> None:
-        latest[:] = [card]
+        latest[0] = card
         if out is not None:
             written(lambda: card.write(out), out)
 
+    card = None
     try:
-        card = run_benchmark(
-            agent,
-            protocol,
-            games=games,
-            progress=progress,
-            on_opponent=save,
-            on_start=save,
-        )
-    except ValueError as error:
-        return fail(str(error) + raised_in(error), BAD_INPUT)
-    except BaseException as error:
-        return stopped_benchmark(error, error.card if isinstance(error, PairingError) else None, latest, out, save)
-    try:
+        card = run_benchmark(agent, protocol, games=games, progress=progress, on_opponent=save, on_start=save)
         say(card.text())
         save(card)
         if out is not None:
             say(f"\nwrote {out}/benchmark.json, benchmark.md")
+        return 0
     except BaseException as error:
-        return stopped_benchmark(error, card, latest, out, save)
-    return 0
-
-
-def stopped_benchmark(error: BaseException, card, latest: list, out, save) -> int:
-    """The end of a benchmark that `error` stopped: the card so far (`card`, else the last one written)
-    printed and written with the reason, one line on stderr, the exit status."""
-    reason, status = stop_reason(error)
-    card = card if card is not None else latest[0] if latest else None
-    if card is None:
-        return fail(f"{reason} before the first game", status)
-    card.error = reason
-    with contextlib.suppress(OutputLost):
-        say(card.text())
-    lost = keep(lambda why: save(card), reason)
-    kept = f"; the opponents finished before are in {out}/benchmark.json" if out is not None and not lost else ""
-    return fail(reason + kept + lost, status)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        if isinstance(error, ValueError) and card is None:
+            raise  # the agent or the panel refused before the first game (`locked_run` says so)
+        reason, status = stop_reason(error)
+        card = error.card if isinstance(error, PairingError) else card
+        card = card if card is not None else latest[0]
+        if card is None:
+            return fail(f"{reason} before the first game", status)
+        card.error = reason
+        where = f"; the opponents finished before are in {out}/benchmark.json" if out is not None else ""
+        return stopped(error, card.text(), lambda why: save(card), "", where)

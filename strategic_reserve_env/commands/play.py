@@ -6,19 +6,16 @@ strategic-reserve play --opponent ppo --save game.json
 
 from __future__ import annotations
 
-import argparse
-import sys
-
 from strategic_reserve_env.agents import load_agent
+from strategic_reserve_env.commands import fail
+from strategic_reserve_env.commands.arguments import command_parser
 from strategic_reserve_env.commands.terminal import terminal_game
 from strategic_reserve_env.core.board import DEFAULT_RESERVE
 
 
-def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; `prog`: the name `--help` shows."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """A person against an agent; exit 2 with one line on stderr for a bad agent spec or setting."""
+    parser = command_parser(prog, __doc__)
     parser.add_argument(
         "--opponent",
         default="greedy",
@@ -30,15 +27,9 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--save", help="write the game record here at the end, a regular file (otherwise you are asked)"
     )
-    return parser
-
-
-def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """A person against an agent; exit 2 with one line on stderr for a bad agent spec or setting."""
-    args = build_parser(prog).parse_args(argv)
+    args = parser.parse_args(argv)
     try:
-        agent = load_agent(args.opponent)  # ValueError naming the problem for a bad spec
+        agent = load_agent(args.opponent)
         return terminal_game(agent, seat=args.seat, seed=args.seed, reserve=args.reserve, save=args.save)
-    except ValueError as error:  # e.g. --reserve 20
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except ValueError as error:  # a bad spec, --reserve 20
+        return fail(str(error))

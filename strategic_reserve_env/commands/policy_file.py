@@ -8,28 +8,21 @@ convert unpickles the zip: that is the one step that trusts it (the train extra)
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 
-
-def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; `prog`: the name `--help` shows."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
-    converting = commands.add_parser("convert", help="SB3 MaskablePPO .zip (trusted: it is unpickled) -> policy file")
-    converting.add_argument("zip", help="the SB3 model .zip")
-    converting.add_argument("out", nargs="?", help="the policy file (default: the zip's path with .safetensors)")
-    showing = commands.add_parser("show", help="print the description in a policy file's header")
-    showing.add_argument("file")
-    return parser
+from strategic_reserve_env.commands import fail
+from strategic_reserve_env.commands.arguments import command_parser
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Convert or show; one line on stderr and exit 2 for a file that cannot be read or written."""
-    args = build_parser(prog).parse_args(argv)
+    parser = command_parser(prog, __doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    converting = commands.add_parser("convert", help="SB3 MaskablePPO .zip (trusted: it is unpickled) -> policy file")
+    converting.add_argument("zip", help="the SB3 model .zip")
+    converting.add_argument("out", nargs="?", help="the policy file (default: the zip's path with .safetensors)")
+    commands.add_parser("show", help="print the description in a policy file's header").add_argument("file")
+    args = parser.parse_args(argv)
     from strategic_reserve_env.agents.ppo_file import convert, read_description
 
     try:
@@ -40,6 +33,5 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     except BrokenPipeError:  # the reader went away: the command line ends quietly
         raise
     except (OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return fail(str(error))
     return 0

@@ -10,11 +10,12 @@ quotes its sentences word for word (the goal first), so it says nothing the rule
 
 from __future__ import annotations
 
-import argparse
 import sys
 import textwrap
 from importlib import resources
 from pathlib import Path
+
+from strategic_reserve_env.commands.arguments import command_parser
 
 RULES_FILE = "RULES.md"  # package data of strategic_reserve_env (a link to docs/RULES.md in the repository)
 SCREEN_LINES = 24  # a terminal's first screen: the brief fits in it
@@ -52,9 +53,9 @@ BRIEF: tuple[tuple[str, str], ...] = (
 TOPIC_WIDTH = 11  # columns of the topic before each quote
 
 
-def rules_text() -> str:
-    """The rules as the package ships them (Markdown)."""
-    return resources.files("strategic_reserve_env").joinpath(RULES_FILE).read_text(encoding="utf-8")
+def rules_file():
+    """The rules file the package ships (a resource of `strategic_reserve_env`)."""
+    return resources.files("strategic_reserve_env").joinpath(RULES_FILE)
 
 
 def brief() -> str:
@@ -62,31 +63,20 @@ def brief() -> str:
     text; at most [SCREEN_LINES][] lines."""
     lines = ["Strategic Reserve in brief, quoted from the rules (the whole text follows):"]
     for topic, quote in BRIEF:
+        indent = topic.ljust(TOPIC_WIDTH)
         lines += textwrap.wrap(
-            quote,
-            width=WIDTH,
-            initial_indent=topic.ljust(TOPIC_WIDTH),
-            subsequent_indent=" " * TOPIC_WIDTH,
-            break_on_hyphens=False,
+            quote, WIDTH, initial_indent=indent, subsequent_indent=" " * TOPIC_WIDTH, break_on_hyphens=False
         )
     return "\n".join([*lines, "-" * WIDTH]) + "\n\n"
 
 
-def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; `prog`: the name `--help` shows."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--path", action="store_true", help="print the path of the installed rules file instead")
-    return parser
-
-
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Print the game in brief and the rules (or, with `--path`, where they are)."""
-    args = build_parser(prog).parse_args(argv)
-    if args.path:
-        with resources.as_file(resources.files("strategic_reserve_env").joinpath(RULES_FILE)) as path:
+    parser = command_parser(prog, __doc__)
+    parser.add_argument("--path", action="store_true", help="print the path of the installed rules file instead")
+    if parser.parse_args(argv).path:
+        with resources.as_file(rules_file()) as path:
             print(Path(path).resolve())
-        return 0
-    sys.stdout.write(brief() + rules_text())
+    else:
+        sys.stdout.write(brief() + rules_file().read_text(encoding="utf-8"))
     return 0

@@ -1,19 +1,8 @@
-"""A person against an agent in the terminal: what `python -m strategic_reserve_env play` runs.
+"""A person against an agent in the terminal: what `strategic-reserve play` runs (`terminal_game`).
 
-The caller passes the agent in (the command line loads it from a spec such as `greedy`; this package
-never imports the `agents` package). The game opens with `INTRODUCTION` (the goal, the three kinds of
-hit, the board's legend, where the rules are). Each turn shows the board (ANSI text), the roll with how its
-dice name the square, and the legal squares; the person types a square such as `c4` (`help` explains
-again, `?` lists the legal squares, `q` quits after a confirmation; a square that is not allowed is
-answered with why) and then sees the board after the placement. At the end the game record can be saved and
-replayed with `strategic-reserve replay FILE` (`save`: a regular file, checked before the game; the
-seed: 0 .. 2**64 - 1, what a record holds).
-
-The record is never lost: Ctrl-C stops the game as `q` does (the exit status
-is then 130), and when the record cannot be written (an unwritable path, or a
-second Ctrl-C at the save question) it is printed as one line of JSON instead.
-When the input ends before the game does (stdin closed), the save question is not asked: the record is
-saved to `save` if given, else printed as one line of JSON, and the exit status is 1 (`INPUT_ENDED`).
+Each turn shows the board, the roll and the legal squares; the person types a square (`help`, `?` and `q` as
+`INTRODUCTION` says), and a square that is not allowed is answered with why. The record is never lost: Ctrl-C
+stops the game as `q` does, and a record that cannot be written is printed as one line of JSON instead.
 """
 
 from __future__ import annotations
@@ -24,16 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from strategic_reserve_env.core.board import (
-    BIT,
-    BLUE,
-    COLOURS,
-    DEFAULT_RESERVE,
-    brief,
-    names_of,
-    parse_square,
-    square_name,
-)
+from strategic_reserve_env.core.board import BIT, COLOURS, DEFAULT_RESERVE, brief, names_of, parse_square, square_name
 from strategic_reserve_env.core.config import Config
 from strategic_reserve_env.core.dice import GameDice
 from strategic_reserve_env.core.game import Game
@@ -75,35 +55,34 @@ SAVE_FAILED = 1  # exit status when the record could not be written where asked 
 INPUT_ENDED = 1  # exit status when the input ended before the game did (the record printed, or saved to `save`)
 
 
+def _square(text: str) -> int | None:
+    """The square `text` names, None if it names none."""
+    try:
+        return parse_square(text)
+    except ValueError:
+        return None
+
+
 def _ask_square(game: Game, read: Callable[[str], str], say: Callable[[str], None]) -> int | None:
     """Read squares until a legal one is typed; None when the person quits."""
-    legal = game.legal_squares()
-    names = names_of(game.legal)
+    legal, names = game.legal_squares(), names_of(game.legal)
     while True:
         text = read(PROMPT).strip().lower()
         if text in QUIT_WORDS:
             if read(QUIT_PROMPT).strip().lower() in YES_WORDS:
                 return None
             say("The game goes on.")
-            continue
-        if text in HELP_WORDS:
+        elif text in HELP_WORDS:
             say(INTRODUCTION)
             say(legal_line(names, "Legal squares now: "))
-            continue
-        if text in ("?", ""):
+        elif text in ("?", ""):
             say(legal_line(names, "Legal squares: "))
-            continue
-        try:
-            square = parse_square(text)
-        except ValueError:
-            say(f"'{text}' is not a square: type a file a-f and a rank 1-6, e.g. c4.")
+        elif (square := _square(text)) in legal:
+            return square
+        else:
+            not_a_square = f"'{text}' is not a square: type a file a-f and a rank 1-6, e.g. c4."
+            say(not_a_square if square is None else why_not_legal(game, square))
             say(legal_line(names))
-            continue
-        if square not in legal:
-            say(why_not_legal(game, square))
-            say(legal_line(names))
-            continue
-        return square
 
 
 def why_not_legal(game: Game, square: int) -> str:
@@ -142,11 +121,13 @@ def terminal_game(
     read: Callable[[str], str] = input,
     say: Callable[[str], None] = print,
 ) -> int:
-    """Run one game between a person (`read`/`say`) and `agent` (a
-    `Policy`); returns an exit code (0, `INTERRUPTED` after Ctrl-C,
-    `SAVE_FAILED` when the record was printed instead of saved, `INPUT_ENDED` when the input ended first).
-    `seat`: the person's colour, "red", "blue" or "random"; `seed` (None: a fresh one, shown) seeds the dice
-    and the agent."""
+    """One game between a person (`read`/`say`, in the colour `seat`: "red", "blue" or "random") and `agent`.
+
+    `seed` (0 .. 2**64 - 1; None: a fresh one, shown) seeds the dice and the agent. At the end the record is
+    saved to `save` (a regular file, checked before the game) or to a file name asked for. Returns the exit
+    status: 0, `INTERRUPTED` after Ctrl-C, `SAVE_FAILED` when the record was printed instead of saved, or
+    `INPUT_ENDED` when the input ended first (the record then saved to `save`, else printed).
+    """
     if seat not in (*COLOURS, "random"):
         raise ValueError(f"seat must be 'red', 'blue' or 'random', got {brief(seat)}")
     if seed is not None:
@@ -163,7 +144,7 @@ def terminal_game(
         seat = COLOURS[int(rng.integers(2))]
     human = COLOURS.index(seat)
     game, dice = Game(Config(reserve=reserve)), GameDice(seed)
-    quit_early, status = False, 0
+    status = 0
     try:  # from the first line on: a Ctrl-C or a signal still keeps the record
         say(
             f"Strategic Reserve (by Mark Steere). You are {seat.capitalize()}, {name} is "
@@ -175,8 +156,7 @@ def terminal_game(
             if game.to_move == human:
                 say(ansi(game) + dice_line(game))
                 square = _ask_square(game, read, say)
-                if square is None:
-                    quit_early = True
+                if square is None:  # the person quits
                     break
                 game.place(square)
                 if not game.done:  # the board after one's own placement (the end shows it anyway)
@@ -187,14 +167,14 @@ def terminal_game(
                 game.place(square)
     except EOFError:
         say("\nInput ended; the game stops here.")
-        quit_early, status = True, INPUT_ENDED
+        status = INPUT_ENDED
     except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM / SIGHUP with a status of its own (`signals.Ended`)
         say("\nInterrupted; the game stops here.")
-        quit_early, status = True, getattr(error, "status", INTERRUPTED)
-    if not quit_early:
+        status = getattr(error, "status", INTERRUPTED)
+    if game.done:
         say(ansi(game))
         say("You won!" if game.winner == human else f"{name} won." if game.winner >= 0 else "Truncated.")
-    players = (name, "person") if human == BLUE else ("person", name)
+    players = (name, "person") if seat == "blue" else ("person", name)
     record = records.record_of(game, players=players, seed=seed)
     if status == INPUT_ENDED and save is None:  # no one is there to answer the save question
         _print_record(record, "No input to ask where to save it", say)
@@ -206,18 +186,22 @@ def terminal_game(
 def _offer_save(
     record: records.Record, save: str | None, read: Callable[[str], str], say: Callable[[str], None]
 ) -> int:
-    """Write `record` to `save`, or to a file name asked for (empty: skip); returns the exit status.
-    When the file cannot be written, or the question is interrupted, the record is printed instead."""
-    if save is None:
-        try:
-            save = _ask_file_name(read, say)
-        except EOFError:
-            save = None
-        except KeyboardInterrupt:
-            _print_record(record, "\nInterrupted", say)
-            return INTERRUPTED
-    if save is None:
+    """Write `record` to `save`, or to a file name asked for (empty: skip); returns the exit status. When the
+    file cannot be written, or the question is interrupted, the record is printed instead."""
+    try:
+        while save is None:
+            text = read(SAVE_PROMPT).strip()
+            if not text:
+                return 0
+            if text.lower() not in GAME_WORDS and _square(text.lower()) is None:
+                save = text
+            else:  # an answer to the game's own prompt, typed out of habit: not meant as a file name
+                say(f"'{text}' is an answer to the game's question, not a file name: type one such as game.json.")
+    except EOFError:
         return 0
+    except KeyboardInterrupt:
+        _print_record(record, "\nInterrupted", say)
+        return INTERRUPTED
     path = Path(save)
     try:
         records.write_record(record, path)
@@ -228,24 +212,6 @@ def _offer_save(
     return 0
 
 
-def _ask_file_name(read: Callable[[str], str], say: Callable[[str], None]) -> str | None:
-    """The file name typed at the save question (None: empty, skip). An answer the game's own prompt takes (a
-    square such as c4, q, help, ?) is asked again: typed out of habit, it is not meant as a file name."""
-    while True:
-        text = read(SAVE_PROMPT).strip()
-        if text.lower() not in GAME_WORDS and not _is_square(text):
-            return text or None
-        say(f"'{text}' is an answer to the game's question, not a file name: type a file name such as game.json.")
-
-
-def _is_square(text: str) -> bool:
-    try:
-        parse_square(text.lower())
-    except ValueError:
-        return False
-    return True
-
-
 def _print_record(record: records.Record, reason: str, say: Callable[[str], None]) -> None:
     """Print `record` as one line of JSON, after a line saying why and how to replay it."""
     say(
@@ -253,16 +219,3 @@ def _print_record(record: records.Record, reason: str, say: Callable[[str], None
         "strategic-reserve replay FILE):"
     )
     say(json.dumps(record.to_json()))
-
-
-__all__ = [
-    "INPUT_ENDED",
-    "INTERRUPTED",
-    "INTRODUCTION",
-    "PROMPT",
-    "QUIT_PROMPT",
-    "SAVE_FAILED",
-    "dice_line",
-    "terminal_game",
-    "why_not_legal",
-]

@@ -28,31 +28,21 @@ strategic_reserve_env/training/.
 
 from __future__ import annotations
 
-import shlex
-import sys
-from pathlib import Path
-
-from strategic_reserve_env.commands import arguments, named
+from strategic_reserve_env.commands.arguments import run_options, run_settings
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.training import loop
 from strategic_reserve_env.training.distillation import distill_agents
-from strategic_reserve_env.training.folder import resumed_settings
 from strategic_reserve_env.training.pool import OpponentPool
 from strategic_reserve_env.training.run import claim, error_status, prepare
 from strategic_reserve_env.training.settings import TrainSettings
 
-COMMAND = loop.KIND.command  # what run.json says made the folder
-
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """The command line (`argv`, default `sys.argv[1:]`); `prog`: the name `--help` shows (default the
-    script's). Exit status 0, 2 for bad settings or a refused folder (one line), 1 for a file that cannot be
+    """Train; exit status 0, 2 for bad settings or a refused folder (one line), 1 for a file that cannot be
     written (one line naming it), 130 / 143 when SIGINT / SIGTERM stopped the run."""
-    given = arguments.given(TrainSettings, argv, prog, named(__doc__, "train.py", prog))
-    out = Path(given.get("out", TrainSettings.out))
-    again = f"{prog or 'python train.py'} --out {shlex.quote(str(out))} --resume"
+    given, out, again = run_options(TrainSettings, argv, prog, __doc__, "python train.py")
     try:
-        settings = resumed_settings(out, given, command=COMMAND) if given.get("resume") else TrainSettings(**given)
+        settings = run_settings(TrainSettings, given, out, loop.KIND.command)
         out = prepare(settings, loop.KIND)  # absolute before any agent loads (one may change directory)
         pool = OpponentPool(settings.opponents, settings.max_snapshots)  # loads the agents: errors before any write
         experts = distill_agents(settings) if settings.distill_games else None
@@ -60,9 +50,3 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             return loop.run(claim(out, settings, loop.KIND), pool, experts, again)
     except (ValueError, OSError) as error:
         return error_status(error)
-
-
-cli = main  # the repository's train.py calls cli()
-
-if __name__ == "__main__":
-    sys.exit(main())

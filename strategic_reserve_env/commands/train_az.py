@@ -20,35 +20,26 @@ search and the update, which takes a while. Needs the mctx extra. The code: stra
 
 from __future__ import annotations
 
-import shlex
 import sys
-from pathlib import Path
 
-from strategic_reserve_env.commands import arguments
+from strategic_reserve_env.commands.arguments import run_options, run_settings
 from strategic_reserve_env.files import outputs
+from strategic_reserve_env.interrupts import exit_status
 from strategic_reserve_env.training import az
-from strategic_reserve_env.training.az import AZSettings
-from strategic_reserve_env.training.folder import resumed_settings
 from strategic_reserve_env.training.run import claim, error_status, prepare
 from strategic_reserve_env.training.signals import Signals, StopNow
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """The command line (`argv`, default `sys.argv[1:]`); `prog`: the name `--help` shows. Exit status
-    0, 2 for bad settings or a refused folder, 1 for a file that cannot be written (one line), 130 / 143 when
-    SIGINT / SIGTERM stopped the run."""
-    given = arguments.given(AZSettings, argv, prog, __doc__)
-    out = Path(given.get("out", AZSettings.out))
-    again = f"{prog or 'strategic-reserve train-az'} --out {shlex.quote(str(out))} --resume"
+    """Train; exit status 0, 2 for bad settings or a refused folder, 1 for a file that cannot be written (one
+    line), 130 / 143 when SIGINT / SIGTERM stopped the run."""
+    given, out, again = run_options(az.AZSettings, argv, prog, __doc__, "strategic-reserve train-az")
     with Signals() as signals:  # a signal outside the iterations (imports, checks) stops it at once, in one line
         try:
             import mctx  # noqa: F401  (without the mctx extra: the registry's one line naming it, before any write)
             import optax  # noqa: F401
 
-            if given.get("resume"):
-                settings = resumed_settings(out, given, AZSettings, az.COMMAND)
-            else:
-                settings = AZSettings(**given)
+            settings = run_settings(az.AZSettings, given, out, az.COMMAND)
             out = prepare(settings, az.KIND)
             with outputs.lock(out):
                 return az.run(claim(out, settings, az.KIND), again, signals)
@@ -56,4 +47,4 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             return error_status(error)
         except StopNow as stop:
             print(f"{stop}: train-az stopped at once", file=sys.stderr)
-            return 128 + stop.signum
+            return exit_status(stop.signum)

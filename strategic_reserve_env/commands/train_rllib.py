@@ -26,27 +26,15 @@ that never stopped. The loop: strategic_reserve_env/training/rllib_run.py.
 
 from __future__ import annotations
 
-import shlex
-import sys
-from pathlib import Path
-
-from strategic_reserve_env.commands import arguments, named
-from strategic_reserve_env.training.folder import resumed_settings
+from strategic_reserve_env.commands.arguments import run_options, run_settings
 from strategic_reserve_env.training.rllib_run import COMMAND, Settings, train
 from strategic_reserve_env.training.run import error_status
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """The command line (`argv`, default `sys.argv[1:]`); `prog`: the name `--help` shows."""
-    given = arguments.given(Settings, argv, prog, named(__doc__, "train_rllib.py", prog))
-    out = Path(given.get("out", Settings.out))
-    again = f"{prog or 'python train_rllib.py'} --out {shlex.quote(str(out))} --resume"
+    """Train; the exit status (as train's)."""
+    given, out, again = run_options(Settings, argv, prog, __doc__, "python train_rllib.py")
     try:
-        settings = resumed_settings(out, given, Settings, COMMAND) if given.get("resume") else Settings(**given)
-        return train(settings, again)
+        return train(run_settings(Settings, given, out, COMMAND), again)
     except (ValueError, OSError) as error:  # a bad setting, a folder another process writes (OutputBusyError)
         return error_status(error)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

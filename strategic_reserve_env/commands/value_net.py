@@ -6,18 +6,22 @@ strategic-reserve value-net fit /tmp/values.npz --out models/value_net.safetenso
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import numpy as np
 
+from strategic_reserve_env.commands.arguments import command_parser
 
-def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
-    """The command line; `prog`: the name `--help` shows."""
-    parser = argparse.ArgumentParser(
-        prog=prog, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+
+def _joined(parts: list[dict]) -> dict:
+    """The arrays of `parts` (dicts of arrays with the same keys), concatenated key by key."""
+    return {key: np.concatenate([part[key] for part in parts]) for key in parts[0]}
+
+
+def main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """Make data or fit a network; returns the exit status."""
+    parser = command_parser(prog, __doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     making = commands.add_parser("data", help="play games and keep their positions with the outcome")
     making.add_argument("--games", type=int, default=20000)
@@ -34,12 +38,7 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
     fitting.add_argument("--lam", type=float, default=1.0, help="lambda of the TD targets (1: the outcomes)")
     fitting.add_argument("--bootstrap", help="value file of the TD targets (default: the race evaluation)")
     fitting.add_argument("--out", required=True)
-    return parser
-
-
-def main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """Make data or fit a network; returns the exit status."""
-    args = build_parser(prog).parse_args(argv)
+    args = parser.parse_args(argv)
     import torch
 
     from strategic_reserve_env.agents import load_agent
@@ -54,17 +53,16 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             count = min(args.batch, args.games - first)
             parts.append(play_positions(agents, count, args.seed * 10**3 + first // args.batch, Config()))
             print(f"{first + count} games", flush=True)
-        np.savez(args.out, **{key: np.concatenate([p[key] for p in parts]) for key in parts[0]})
+        np.savez(args.out, **_joined(parts))
         print(f"wrote {args.out}")
         return 0
     parts = []
     for name in args.data:
         with np.load(name, allow_pickle=False) as archive:
             parts.append({key: archive[key] for key in archive.files})
-    data = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
     bootstrap = load_value_net(args.bootstrap) if args.bootstrap else None
     hidden = [int(n) for n in args.hidden.split(",")]
-    net, figures = fit(data, hidden, args.epochs, args.seed, bootstrap=bootstrap, lam=args.lam)
+    net, figures = fit(_joined(parts), hidden, args.epochs, args.seed, bootstrap=bootstrap, lam=args.lam)
     net.about |= {"data": [Path(name).name for name in args.data], "lam": args.lam, "bootstrap": args.bootstrap}
     net.save(args.out)
     print(json.dumps(figures), f"wrote {args.out}")
