@@ -222,7 +222,7 @@ def test_output_names_that_cannot_be_written_are_refused_before_the_run(tmp_path
     later = checkpoint.checkpoint_path(copy, 1536)
     later.mkdir()
     line = _refused(capsys, ["--out", str(copy), "--resume", "--total-steps", "1536"], copy)
-    assert f"{later} is not a regular file, so the run cannot write its checkpoint" in line
+    assert f"{later} is not a regular file, so the run cannot read or write its checkpoint there" in line
 
 
 def test_a_fresh_run_never_writes_through_a_link(tmp_path, capsys):

@@ -11,12 +11,9 @@ examples/alphazero. Each iteration:
 3. `updates` Adam steps on the iteration's decisions (cross-entropy on the legal placements plus squared
    value error).
 
-The run folder is the run lifecycle's (`run`): run.json (the run id, the command `train-az`, the
-status), settings.json (what `--resume` alone goes on with), `checkpoint.npz` (everything a resume needs,
-the games in progress included: a resumed run gives the same network as one that never stopped; checked
-before use), `model.safetensors` (the network), `progress.jsonl` (one line per iteration; its lines
-after the checkpoint's iteration go on resume) and `tb/` (TensorBoard). SIGINT and SIGTERM stop the run
-after the current iteration, with its checkpoint (`Signals`); a second signal at once.
+The run folder is the run lifecycle's (`run`): run.json, settings.json, `checkpoint.npz` (everything a resume
+needs, the games in progress included, checked before use), `model.safetensors`, `progress.jsonl` (one line
+per iteration) and `tb/`. A signal stops the run after the current iteration, with its checkpoint.
 """
 
 from __future__ import annotations
@@ -37,7 +34,7 @@ from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_a
 
 from .distillation import check_belongs
 from .folder import SETTINGS_FILE
-from .run import Run, RunKind, check_length
+from .run import Run, RunKind, say
 from .settings import (
     ACTIONS,
     PROCESS,
@@ -132,11 +129,6 @@ def memory_needed(settings: AZSettings) -> dict[str, float]:
         "--games x --simulations (the search trees)": 2.0 * settings.games * nodes * (GAME_BYTES + 8 * 4 * ACTIONS),
         "--games (the games)": 4.0 * settings.games * GAME_BYTES,
     }
-
-
-def say(line: str) -> None:
-    """Print one line of the run's progress at once (a pipe or a file sees it when it happens)."""
-    print(line, flush=True)
 
 
 class Trainer:
@@ -313,10 +305,10 @@ class Trainer:
         self.iteration = iteration
 
 
-def run(claimed: Run, again: str, signals: Signals, log=say) -> int:
+def run(claimed: Run, again: str, signals: Signals) -> int:
     """The `claimed` run (its folder locked), from its checkpoint on resume; `again`: the command line that
     resumes it (for the line a signal prints); `signals`: the command's (a signal before the run starts
-    raises `StopNow` out of here, nothing trained); `log`: where the progress lines go. Returns the exit
+    raises `StopNow` out of here, nothing trained). Returns the exit
     status: 0, or 128 + the signal's number when a signal stopped it. A resume refused (a damaged checkpoint,
     another run's, --iterations below those done) raises `ValueError` having written nothing."""
     settings, out = claimed.settings, claimed.out
@@ -324,19 +316,12 @@ def run(claimed: Run, again: str, signals: Signals, log=say) -> int:
     if settings.resume:
         if os.path.lexists(out / CHECKPOINT):
             trainer.load_checkpoint(out / CHECKPOINT, claimed.belongs)
-        claimed.resume_from(trainer.iteration or None)
-        check_length(KIND, settings.iterations, trainer.iteration, None)
-        if claimed.complete_already(trainer.iteration):
+        if claimed.resume(trainer.iteration or None):
             return 0  # as train's: nothing rewritten
-        log(
-            f"resumed at iteration {trainer.iteration}"
-            if trainer.iteration
-            else f"--resume: {out} holds no checkpoint yet: the run starts from iteration 0"
-        )
     claimed.start()
 
     def body() -> dict:
-        _loop(trainer, claimed, signals, log)
+        _loop(trainer, claimed, signals)
         return {"iterations": trainer.iteration}
 
     status = claimed.supervise(
@@ -346,7 +331,7 @@ def run(claimed: Run, again: str, signals: Signals, log=say) -> int:
         on_stop=lambda stop: _append(out / PROGRESS, {"stopped": str(stop), "iteration": claimed.checkpoint}),
     )
     if status == 0:
-        log(
+        say(
             f"wrote {out / MODEL} (agent spec mctx:net={out / MODEL}); the run's files: {out} "
             f"({CHECKPOINT}, {PROGRESS}, {LOGS}/)"
         )
@@ -359,7 +344,7 @@ def _append(path: Path, record: dict) -> None:
         progress.write(json.dumps(record) + "\n")
 
 
-def _loop(trainer: Trainer, claimed: Run, signals: Signals, log) -> None:
+def _loop(trainer: Trainer, claimed: Run, signals: Signals) -> None:
     """Iterate up to `settings.iterations`; after each: its progress line, the checkpoint (run.json then says
     so), the model and the logs; a signal noted meanwhile stops the run there (`Stopped`), with that
     iteration's checkpoint."""
@@ -376,7 +361,7 @@ def _loop(trainer: Trainer, claimed: Run, signals: Signals, log) -> None:
         first = True
         while trainer.iteration < settings.iterations:
             if first:
-                log(f"iteration {trainer.iteration + 1}: compiling self-play and the update first (the slow one)")
+                say(f"iteration {trainer.iteration + 1}: compiling self-play and the update first (the slow one)")
                 first = False
             started = time.perf_counter()
             stats = trainer.iterate()
@@ -391,7 +376,7 @@ def _loop(trainer: Trainer, claimed: Run, signals: Signals, log) -> None:
                         writer.add_scalar(f"az/{name}", value, step=trainer.iteration)
                 writer.flush()
             value = "no value targets" if stats["value_loss"] is None else f"value loss {stats['value_loss']:.4f}"
-            log(
+            say(
                 f"iteration {trainer.iteration}/{settings.iterations}: policy loss {stats['policy_loss']:.4f}, "
                 f"{value}, {stats['games_finished']:.0f} games finished, {stats['seconds']:.1f} s"
             )

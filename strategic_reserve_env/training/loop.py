@@ -1,12 +1,9 @@
 """The training run, top to bottom: `run`.
 
-The learner (sb3-contrib's MaskablePPO) plays `n_envs` games in one engine batch
-(`StrategicReserveVecEnv`); each game draws its opponent when it starts
-from the pool (`pool`). A callback adds snapshots of the learner to the pool, runs the periodic
-evaluations, logs win rates and writes checkpoints (`checkpoint`) after an update. SIGINT and SIGTERM
-stop the run after the current update, with a checkpoint (`Signals`); a second signal
-stops it at once. At the end: the last checkpoint, the model (`model.safetensors`, and SB3's `model.zip`) and the
-final paired-dice evaluation.
+MaskablePPO (sb3-contrib) plays `n_envs` games in one engine batch against opponents drawn from the pool
+(`pool`); a callback adds snapshots, runs the periodic evaluations and writes checkpoints (`checkpoint`) after
+an update. A signal stops the run after the current update, with a checkpoint; a second at once (`Signals`).
+At the end: the last checkpoint, the model (`model.safetensors`, SB3's `model.zip`) and the final evaluation.
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ from strategic_reserve_env.files.progress import Progress
 from . import checkpoint, distillation
 from .folder import SETTINGS_FILE
 from .pool import OpponentPool
-from .run import Run, RunKind, check_length
+from .run import Run, RunKind
 from .settings import TrainSettings, defining, max_file_bytes, option
 from .signals import Signals, Stopped
 
@@ -154,7 +151,7 @@ class TrainingCallback(BaseCallback):
             pairing = tournament.play_pairing(learner, opponent, settings)
             self.logger.record(f"eval/score_vs_{opponent}", pairing.score)
             interval = tournament.format_interval(pairing.interval())
-            self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} {interval}")
+            self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} {interval}", sys.stdout)
 
     def _on_training_end(self) -> None:
         self.progress.close()
@@ -193,43 +190,36 @@ def save_checkpoint(run: Run, model, env, pool, schedule: dict[str, float]) -> N
     run.checkpointed(model.num_timesteps)
 
 
-def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
-    """`ValueError` naming the first training-defining setting in which `settings` differ from the
-    `saved` ones of a checkpoint, or a --total-steps below the `steps` already trained (`run.check_length`)."""
+def check_resumable(saved: dict, settings: TrainSettings) -> None:
+    """`ValueError` naming the first training-defining setting in which `settings` differ from the `saved`
+    ones of a checkpoint."""
     for name, now in defining(settings).items():
         if saved.get(name) != now:
             raise ValueError(
                 f"--resume: the checkpoint was trained with {option(name)} {saved.get(name)}, not {now} "
                 f"(the run's settings.json was changed)"
             )
-    check_length(KIND, settings.total_steps, steps, saved.get("total_steps"))
 
 
-def resume(run: Run, model, env, pool) -> tuple[int, dict[str, float] | None]:
+def resume(run: Run, model, env, pool) -> tuple[bool, dict[str, float] | None]:
     """Everything the resumed `run` reads, checked before its first write: the newest checkpoint of the run
-    that loads (its settings, its contents, its fit into the learner, then loaded into the learner, the pool,
-    the games and the generators) and the checkpoint names after it; without one, the distillation's files
-    and that run.json names no checkpoint. Returns the steps done and the schedule (None without a
-    checkpoint). `ValueError` (one line) otherwise."""
-    settings, out = run.settings, run.out
-    steps = checkpoint.checkpoint_steps(out, run.run_id)
-    if not steps:
-        run.resume_from(None)
-        distillation.check_saved(out, settings, run.belongs)
-        return 0, None
-    done, saved = checkpoint.latest(out, run.run_id, max_file_bytes(settings))
-    check_resumable(json.loads(saved["settings"]), settings, done)
-    for later in (checkpoint.checkpoint_path(out, step, run.run_id) for step in steps if step > done):
-        if not later.is_file() or later.is_symlink():  # a name the run will write its checkpoint under
-            raise ValueError(f"--out {out}: {later} is not a regular file, so the run cannot write its checkpoint")
-    run.resume_from(done)
+    that loads (its settings, its contents, its fit into the learner; then loaded into the learner, the pool,
+    the games and the generators), without one the distillation's files (`Run.resume`). Returns whether the
+    run is complete already and the schedule (None without a checkpoint); `ValueError` (one line) otherwise."""
+    found = checkpoint.latest(run.out, run.run_id, max_file_bytes(run.settings))
+    if found is None:
+        distillation.check_saved(run.out, run.settings, run.belongs)
+        return run.resume(None), None
+    done, saved = found
+    check_resumable(settings := json.loads(saved["settings"]), run.settings)
     try:
-        return done, checkpoint.load_into(saved, model, env, pool)
+        schedule = checkpoint.load_into(saved, model, env, pool)
     except (KeyError, TypeError, AttributeError, RuntimeError, ValueError, IndexError) as error:
         raise ValueError(
             f"--resume: the checkpoint of step {done} is malformed "
             f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
         ) from None
+    return run.resume(done, settings.get("total_steps"), f" with {len(pool.snapshots)} snapshot(s)"), schedule
 
 
 def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[tournament.Pairing]:
@@ -275,11 +265,9 @@ def run(claimed: Run, pool: OpponentPool, experts, again: str) -> int:
     model = build_model(settings, VecMonitor(env), out)
     schedule = None
     if settings.resume:
-        done, schedule = resume(claimed, model, env, pool)
-        if claimed.complete_already(done):
+        complete, schedule = resume(claimed, model, env, pool)
+        if complete:
             return 0
-        if schedule is None:
-            print("--resume: no PPO checkpoint yet: the run goes on from its distillation so far", file=sys.stderr)
     claimed.start()
     with Signals() as signals:
         return claimed.supervise(signals, lambda: _run(claimed, pool, (model, env, schedule), experts, signals), again)
@@ -289,9 +277,7 @@ def _run(run: Run, pool: OpponentPool, built, experts, signals) -> dict:
     settings, out = run.settings, run.out
     model, env, schedule = built
     resumed = schedule is not None
-    if resumed:
-        print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
-    else:
+    if not resumed:
         if settings.distill_games:
             distillation.distill_policy(model.policy, settings, out, run.belongs, experts)
             save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})

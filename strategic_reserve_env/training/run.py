@@ -15,19 +15,11 @@ leaves the folder in one of them:
 | failed | `failed`, `error` | as checkpointed | goes on from the newest checkpoint that loads |
 | complete | `complete`, the length done | the results | says it is complete, writes nothing (unless asked for more) |
 
-A fresh run claims a new folder and takes over a claimed one; it refuses any other run, and a folder holding
-the run's file names but no run.json (files of no run are never replaced). `--restart` removes the entries of
-this command's run in the folder (results first, run.json last) and starts over; it removes nothing else.
-
-The transitions: `claim` (new -> claimed, under the folder's lock), `Run.start` (claimed -> settings written
--> running; on resume: the `.partial` files of a killed write cleaned, the progress file trimmed to the
-checkpoint), `Run.checkpointed` (running -> checkpointed, after the checkpoint file is whole), `Run.supervise`
-(running -> interrupted on a signal, failed on an error, complete at the end). A resume reads and checks
-everything it will use (run.json, settings.json, every checkpoint it tries, the distillation's files, the
-progress file) before the first write; a refusal writes no byte (`.lock` included, `outputs.lock`).
-One rule says a resumed run is already complete (`Run.complete_already`), one the run's length
-(`check_length`), one finds the newest checkpoint that loads (`newest_loadable`), one trims a progress
-file (`trim_progress`).
+A fresh run claims a new folder (`claim`, under the folder's lock) and takes over a claimed one; it refuses any
+other run, and the run's file names held by no run. `--restart` removes this command's run (results first,
+run.json last) and nothing else. A resume checks everything it reads before its first write (`Run.start`);
+a refusal writes no byte. `Checkpoints` enumerates and reads a run's numbered checkpoints, `Run.resume` holds
+the "already complete" rule, `trim_progress` trims a progress file to the checkpoint.
 """
 
 from __future__ import annotations
@@ -57,13 +49,11 @@ MAX_PROGRESS_LINE = 1 << 16  # bytes of one progress line (a few hundred); a lon
 
 @dataclass(frozen=True)
 class RunKind:
-    """What a training command's run folder holds: `command` (run.json's), `results` (what `--restart`
-    removes first), `state` (the run's own files beyond settings.json and run.json: checkpoints, the
-    distillation), `files` (regular files it writes in `--out`, checked before anything runs), `length`
-    (the settings field giving the run's length), `unit` (what it counts: steps, iterations), `model` (the
-    agent spec of its model, `{out}` for the folder), `progress` (its progress file, if any), `stopped_key`
-    (run.json's `stopped` name for the checkpoint kept) and `early` (a state folder kept before any checkpoint,
-    and how the stop line calls it)."""
+    """What a training command's run folder holds: `results` (removed first by `--restart`), `state` (its
+    files beyond settings.json and run.json), `files` (regular files checked before anything runs), `length`
+    (the settings field of its length, counted in `unit`), `model` (its agent spec, `{out}` the folder),
+    `progress` (its progress file), `stopped_key` (run.json's name for the checkpoint kept on a stop) and
+    `early` (a state folder kept before any checkpoint, and how the stop line calls it)."""
 
     command: str
     results: tuple[str, ...]
@@ -85,6 +75,11 @@ class RunKind:
     def names(self) -> tuple[str, ...]:
         """Every entry of `--out` the run makes, results first, run.json last (the order `--restart` removes)."""
         return (*self.results, SETTINGS_FILE, *self.state, outputs.RUN_FILE)
+
+
+def say(line: str, stream=None) -> None:
+    """Print one line of a run's progress (stdout: progress is no error) at once: a pipe sees it when it happens."""
+    print(line, file=stream or sys.stdout, flush=True)
 
 
 def now() -> str:
@@ -165,25 +160,56 @@ def error_status(error: BaseException) -> int:
     return 1 if isinstance(error, outputs.OutputLost) else 2
 
 
-def check_length(kind: RunKind, asked: int, done: int, saved: int | None) -> None:
-    """`ValueError` if a resumed run is asked for fewer `asked` steps (iterations) than the `done` ones,
-    unless `asked` is the run's own length `saved` (a run whose last update went past it is trained)."""
-    if asked < done and asked != saved:
-        raise ValueError(
-            f"--resume: --{kind.length.replace('_', '-')} {asked} is below the {done:,} {kind.unit} already done"
-        )
+@dataclass(frozen=True)
+class Checkpoints:
+    """A run's numbered checkpoints in `folder`, each named `prefix`, its count (`width` digits, 0: any), `suffix`;
+    folders if `folders`, else files. The newest `CHECKPOINTS_KEPT` are kept."""
 
+    folder: Path
+    prefix: str
+    suffix: str = ""
+    width: int = 0
+    folders: bool = False
 
-def newest_loadable(candidates: list[tuple[int, Path]], load: Callable[[Path], object], where: Path):
-    """The (count, contents) of the newest of `candidates` ((count, path), oldest first) that `load` reads
-    (a `ValueError` if it does not), warning on stderr about each newer one skipped; `ValueError` if none
-    loads."""
-    for count, path in reversed(candidates):
-        try:
-            return count, load(path)
-        except ValueError as error:
-            print(f"warning: --resume: skipping {path}: it does not load ({error})", file=sys.stderr)
-    raise ValueError(f"--resume: none of the {len(candidates)} checkpoint(s) in {where} loads")
+    def path(self, count: int) -> Path:
+        """The checkpoint of `count` steps (iterations)."""
+        return self.folder / f"{self.prefix}{count:0{self.width}d}{self.suffix}"
+
+    def counts(self) -> list[int]:
+        """The counts of the checkpoints there, in increasing order (none if `folder` is a link or no folder)."""
+        if self.folder.is_symlink() or not self.folder.is_dir():
+            return []
+        digits = rf"(\d{{{self.width}}})" if self.width else r"(\d+)"
+        name = re.compile(re.escape(self.prefix) + digits + re.escape(self.suffix))
+        return sorted(int(m.group(1)) for m in (name.fullmatch(p.name) for p in self.folder.iterdir()) if m)
+
+    def prune(self) -> None:
+        """Remove all but the newest `CHECKPOINTS_KEPT`."""
+        outputs.remove(self.folder, [self.path(count).name for count in self.counts()[:-CHECKPOINTS_KEPT]])
+
+    def newest(self, load: Callable[[Path], Any]) -> tuple[int, Any] | None:
+        """The (count, contents) of the newest checkpoint that `load` reads (a `ValueError` if it does not),
+        warning on stderr about each newer one skipped; None if there is none. `ValueError` (one line) if
+        none loads, or for a checkpoint that is a link or not a regular file (folder): a run reads and writes
+        none through it."""
+        counts = self.counts()
+        for count in counts:
+            path = self.path(count)
+            if path.is_symlink() or not (path.is_dir() if self.folders else path.is_file()):
+                kind = (
+                    "a symbolic link" if path.is_symlink() else f"not a {'folder' if self.folders else 'regular file'}"
+                )
+                raise ValueError(
+                    f"--resume: {path} is {kind}, so the run cannot read or write its checkpoint there; move it away"
+                )
+        for count in reversed(counts):
+            try:
+                return count, load(self.path(count))
+            except ValueError as error:
+                print(f"warning: --resume: skipping {self.path(count)}: it does not load ({error})", file=sys.stderr)
+        if counts:
+            raise ValueError(f"--resume: none of the {len(counts)} checkpoint(s) in {self.folder} loads")
+        return None
 
 
 def progress_lines(path: Path, last: int):
@@ -263,33 +289,31 @@ class Run:
         done = self.record.get(self.kind.unit, 0) if complete else 0
         return max(self.checkpoint, done if isinstance(done, int) and not isinstance(done, bool) else 0)
 
-    def resume_from(self, found: int | None) -> None:
-        """The resumed run goes on from its checkpoint of `found` steps (iterations; None: none of it was
-        found); `ValueError` if run.json says one was written but none was found (the run would start over
-        and replace its results)."""
-        expected = self.expected_checkpoint()
+    def resume(self, found: int | None, saved: int | None = None, detail: str = "") -> bool:
+        """Go on from the checkpoint of `found` steps (iterations; None: none found), or say the run is
+        complete (nothing written) and return True. `ValueError` (nothing written) when run.json says a
+        checkpoint was written but none was found (the run would start over and replace its results), or for
+        a length asked below the one done, unless it is the run's own `saved` one (its last update went past it).
+        `detail`: what the line saying where it goes on adds."""
+        expected, unit = self.expected_checkpoint(), self.kind.one
         if expected and found is None:
             raise ValueError(
-                f"--resume: {self.out / outputs.RUN_FILE} says run {self.run_id} wrote a checkpoint of "
-                f"{self.kind.one} {expected:,}, but none of it is in {self.out}; nothing was changed: --restart "
-                "to start over, or put its checkpoint back"
+                f"--resume: {self.out / outputs.RUN_FILE} says run {self.run_id} wrote a checkpoint of {unit} "
+                f"{expected:,}, but none of it is in {self.out}; nothing was changed: --restart to start over, or "
+                "put its checkpoint back"
             )
-        self.checkpoint = found or 0
-
-    def complete_already(self, done: int) -> bool:
-        """The one rule: a resumed run is complete (nothing to do, nothing written) when run.json says so
-        and the length asked is at most the `done` steps (iterations); says so on stderr."""
-        asked = getattr(self.settings, self.kind.length)
-        if not self.settings.resume or self.record.get("status") != "complete" or asked > done:
-            return False
-        print(
-            f"the run in {self.out} is complete ({done:,} {self.kind.unit}; its model: "
-            f"{self.kind.model.format(out=self.out)}); --resume --{self.kind.length.replace('_', '-')} N trains "
-            "it further",
-            file=sys.stderr,
-        )
-        outputs.leave_lock_as_found(self.out)  # nothing written: the lock file too as it was
-        return True
+        self.checkpoint = done = found or 0
+        asked, option = getattr(self.settings, self.kind.length), "--" + self.kind.length.replace("_", "-")
+        if asked < done and asked != saved:
+            raise ValueError(f"--resume: {option} {asked} is below the {done:,} {self.kind.unit} already done")
+        if self.record.get("status") == "complete" and asked <= done:
+            model = self.kind.model.format(out=self.out)
+            line = f"the run in {self.out} is complete ({done:,} {self.kind.unit}; its model: {model})"
+            say(f"{line}; --resume {option} N trains it further", sys.stderr)
+            outputs.leave_lock_as_found(self.out)  # nothing written: the lock file too as it was
+            return True
+        say(f"resuming from {unit} {done:,}{detail}" if done else "resuming with no checkpoint yet: from the start")
+        return False
 
     def set_status(self, status: str, **details) -> None:
         """Enter `status` (one of `STATUSES`) with its `details`, one atomic write of run.json."""
