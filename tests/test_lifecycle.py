@@ -225,6 +225,22 @@ def test_output_names_that_cannot_be_written_are_refused_before_the_run(tmp_path
     assert f"{later} is not a regular file, so the run cannot read or write its checkpoint there" in line
 
 
+@pytest.mark.parametrize("steps", [1024, 512])
+def test_a_checkpoint_that_is_a_link_is_refused_in_one_line(copy, tmp_path, capsys, steps):
+    """The newest or an older checkpoint a link to a copy outside the folder: one line naming it, no warning
+    before it (the probe: a warning skipping it, then an error), no byte changed here or outside."""
+    link, outside = checkpoint.checkpoint_path(copy, steps), tmp_path / "outside.pt"
+    shutil.move(link, outside)
+    link.symlink_to(outside)
+    before, bytes_outside = _files(copy), outside.read_bytes()
+    assert train.main(["--out", str(copy), "--resume", "--total-steps", "1536"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: --resume: {link} is a symbolic link, so the run cannot read or write its checkpoint there; "
+        "move it away"
+    ]
+    assert _files(copy) == before and outside.read_bytes() == bytes_outside
+
+
 def test_a_fresh_run_never_writes_through_a_link(tmp_path, capsys):
     """tb/ a link out of a new folder: refused in one line, nothing written through it (main wrote its
     TensorBoard events there)."""

@@ -195,17 +195,23 @@ def checkpoint_steps(out: Path, run_id: str | None = None) -> list[int]:
     return checkpoints(out, run_id).counts()
 
 
-def read(path: Path, limit: int) -> dict:
-    """A checkpoint's contents, loaded with `weights_only=True` and checked (`check_contents`); `ValueError`
-    if the file is not a regular file of at most `limit` bytes (checked before a byte is read), does not load
-    or is not a checkpoint of this format."""
+def load_tensors(path: Path, limit: int):
+    """The tensors, numbers and strings of the torch file `path`, loaded with `weights_only=True` (no code from
+    the file runs); `ValueError` if it is not a regular file of at most `limit` bytes (checked before a byte is
+    read) or does not load."""
     try:
         with outputs.open_regular(path, limit) as handle:
-            payload = torch.load(handle, map_location="cpu", weights_only=True)
+            return torch.load(handle, map_location="cpu", weights_only=True)
     except ValueError:
         raise
     except Exception as error:  # torch raises several types for damaged or crafted files
         raise ValueError(f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
+
+
+def read(path: Path, limit: int) -> dict:
+    """A checkpoint's contents (`load_tensors`), checked (`check_contents`); `ValueError` if it does not load
+    or is not a checkpoint of this format."""
+    payload = load_tensors(path, limit)
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"not a {CHECKPOINT_FORMAT} file")
     if payload.get("version") != CHECKPOINT_VERSION:

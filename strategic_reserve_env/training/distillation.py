@@ -1,16 +1,10 @@
 """The supervised phase before PPO (agents/distill.py), kept in the run folder as it goes.
 
-The expert's labelled decisions are written to `distillation/labels_NNNN.npz` chunk by chunk as they are
-made (500 games a chunk; numbers only, written atomically), each with the `Cursor` after
-it; the fit writes its state after each epoch to `distillation/fit.pt` (tensors and numbers, read with
-`weights_only=True`). A run stopped during the distillation goes on with `--resume` where it stopped:
-the chunks already labelled are read back (checked from their headers before any array is read: the
-arrays and shapes a chunk holds, its decisions at most what its games can hold), the labelling goes on
-after the last one, and the fit after its last epoch, with the same result as a run that never stopped.
-Each chunk and the fit's state carry the run id and the digest of the run's settings
-(`folder.settings_hash`): a file of another run, or of other settings, is refused
-(`check_saved`, before the run writes anything).
-The fit's losses per epoch and the final agreement with the expert go to TensorBoard (`tb/distillation`).
+The expert's labelled decisions go to `distillation/labels_NNNN.npz` a chunk of games at a time (numbers
+only, each with the `Cursor` after it); the fit writes its state after each epoch to `distillation/fit.pt`.
+A stopped run goes on where it stopped (`--resume`), with the result of a run that never stopped. Each file is
+checked before use and carries the run id and settings digest (`folder.settings_hash`): a file of another run,
+or of other settings, is refused (`check_saved`, before the run writes anything).
 """
 
 from __future__ import annotations
@@ -29,7 +23,7 @@ from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.model_files import npz_arrays, npz_headers
 from strategic_reserve_env.files.progress import Progress
 
-from .checkpoint import all_finite
+from .checkpoint import all_finite, load_tensors
 from .settings import OBSERVATION_SIZE, TrainSettings, max_file_bytes
 
 FOLDER = "distillation"
@@ -106,10 +100,9 @@ def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor
 def read_chunk(
     path: Path, opponents: int, games: int, belongs: tuple[str, str] | None = None
 ) -> tuple[distill.Positions, distill.Cursor]:
-    """A chunk of `write_chunk`, checked before any array is read (`ValueError` naming the file): a
-    regular file of a bounded size; from its headers, the arrays and their shapes, at most
-    `MAX_DECISIONS_PER_GAME` decisions per game of a chunk; then the run and settings it `belongs`
-    to (when given), a cursor within `opponents` and `games`."""
+    """A chunk of `write_chunk`, checked (`ValueError` naming the file): a regular file of a bounded size,
+    its arrays and shapes from the headers before any is read, then its values, the run and settings it
+    `belongs` to (when given) and a cursor within `opponents` and `games`."""
     with outputs.open_regular(path, MAX_CHUNK_BYTES):
         pass
     headers = npz_headers(path)
@@ -144,7 +137,7 @@ def saved_chunks(folder: Path, opponents: int, settings: TrainSettings, belongs:
 
 def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) -> None:
     """`ValueError` (one line naming the file) for a file of `out`'s distillation that does not load or
-    belongs to another run or other settings: called before a resumed run writes anything."""
+    belongs to another run or other settings."""
     folder = out / FOLDER
     if not folder.is_dir() or folder.is_symlink():
         return
@@ -157,8 +150,7 @@ def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) ->
 def label(
     expert, opponents: list, settings: TrainSettings, folder: Path, belongs: tuple[str, str]
 ) -> distill.Positions:
-    """The expert's labelled decisions: those already in `folder`, then the rest, each chunk written as it
-    is made."""
+    """The expert's labelled decisions: those in `folder`, then the rest, each chunk written as it is made."""
     folder.mkdir(exist_ok=True)
     parts, cursor = [], None
     for positions, after in saved_chunks(folder, len(opponents), settings, belongs):
@@ -181,18 +173,14 @@ def label(
 
 
 def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> dict | None:
-    """The fit's state of `path` (None if there is none), as `agents.distill.fit` saved it;
-    `ValueError` if it is not a regular file of the size the run's network justifies, does not load, its
-    contents are not what the fit saves, or it `belongs` to another run or other settings."""
+    """The fit's state of `path` (None if there is none); `ValueError` if it is not a regular file of the size
+    the run's network justifies, does not load, is not what the fit saves, or `belongs` to another run."""
     if not os.path.lexists(path):
         return None
     try:
-        with outputs.open_regular(path, max_file_bytes(settings)) as handle:
-            saved = torch.load(handle, map_location="cpu", weights_only=True)
-    except ValueError:
-        raise
-    except Exception as error:  # torch raises several types for damaged or crafted files
-        raise ValueError(f"{path}: does not load ({type(error).__name__})") from None
+        saved = load_tensors(path, max_file_bytes(settings))
+    except ValueError as error:
+        raise ValueError(f"{path}: does not load ({error})") from None
     if not isinstance(saved, dict) or not all(isinstance(saved.get(key), str) for key in ("run_id", "settings_hash")):
         raise ValueError(f"{path}: not the state of a distillation fit of this version (no run id)")
     check_belongs(path, (saved.pop("run_id"), saved.pop("settings_hash")), belongs)
@@ -213,9 +201,8 @@ def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> d
 
 
 def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[str, str], experts) -> None:
-    """Label the expert's decisions and fit `policy` (in place) to them, going on from what `out` holds
-    (see the module docstring); `experts`: the expert and its opponents (`distill_agents`, loaded once by the
-    command). Prints what it did and how often the network now agrees with the expert."""
+    """Label the expert's decisions and fit `policy` (in place) to them, going on from what `out` holds;
+    `experts`: the expert and its opponents (`distill_agents`). Prints how often the network now agrees."""
     from torch.utils.tensorboard import SummaryWriter
 
     expert, opponents = experts

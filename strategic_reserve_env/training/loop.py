@@ -54,26 +54,18 @@ class TimedVecEnv(StrategicReserveVecEnv):
 
     seconds = 0.0
 
-    def reset(self):
+    def _timed(self, call):
         start = time.perf_counter()
-        result = super().reset()
-        self.seconds += time.perf_counter() - start
-        return result
+        try:
+            return call()
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def reset(self):
+        return self._timed(super().reset)
 
     def step_wait(self):
-        start = time.perf_counter()
-        result = super().step_wait()
-        self.seconds += time.perf_counter() - start
-        return result
-
-
-def initial_schedule(settings: TrainSettings, steps: int) -> dict[str, float]:
-    """Steps of the first snapshot, evaluation and checkpoint of a run starting at `steps`."""
-    return {
-        "snapshot": steps + settings.snapshot_every,
-        "eval": steps + settings.eval_every if settings.eval_every else float("inf"),
-        "checkpoint": steps + settings.checkpoint_every,
-    }
+        return self._timed(super().step_wait)
 
 
 class TrainingCallback(BaseCallback):
@@ -99,7 +91,8 @@ class TrainingCallback(BaseCallback):
     def _on_training_start(self) -> None:
         s, steps = self.settings, self.model.num_timesteps
         self.progress = Progress(s.total_steps, "step", description="train", initial=steps, enabled=s.progress)
-        self.schedule = initial_schedule(s, steps) | self.schedule
+        first = {"snapshot": s.snapshot_every, "eval": s.eval_every, "checkpoint": s.checkpoint_every}
+        self.schedule = {name: steps + every for name, every in first.items()} | self.schedule
         if not s.eval_every:
             self.schedule["eval"] = float("inf")
 
@@ -165,21 +158,13 @@ def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
             "features_extractor_class": BoardCNN,
             "features_extractor_kwargs": {"channels": settings.cnn_channels},
         }
+    ppo = ("learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef")
     return MaskablePPO(
         "MlpPolicy",
         env,
-        learning_rate=settings.learning_rate,
-        n_steps=settings.n_steps,
-        batch_size=settings.batch_size,
-        n_epochs=settings.n_epochs,
-        gamma=settings.gamma,
-        gae_lambda=settings.gae_lambda,
-        clip_range=settings.clip_range,
-        ent_coef=settings.ent_coef,
+        **{name: getattr(settings, name) for name in (*ppo, "seed", "device")},
         policy_kwargs=policy_kwargs,
         tensorboard_log=str(out / "tb"),
-        seed=settings.seed,
-        device=settings.device,
         verbose=0,
     )
 
