@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import tracemalloc
 
 import numpy as np
@@ -239,6 +240,32 @@ def test_a_checkpoint_that_is_a_link_is_refused_in_one_line(copy, tmp_path, caps
         "move it away"
     ]
     assert _files(copy) == before and outside.read_bytes() == bytes_outside
+
+
+def test_a_signal_swallowed_in_the_final_evaluation_still_stops_the_run(tmp_path, monkeypatch, capsys):
+    """SIGHUP during the final evaluation whose `StopNow` a finalizer swallows (reported to
+    `sys.unraisablehook`, as jax's and torch's callbacks do): 129 and one line, not 0 (the probe:
+    `train/SIGHUP@evaluation`); the folder resumes to completion."""
+    from strategic_reserve_env.training import loop
+
+    class Finalizer:
+        def __del__(self):
+            signal.raise_signal(signal.SIGHUP)  # its handler runs here, inside __del__: the exception is swallowed
+
+    real = loop.final_evaluation
+
+    def evaluation(*args):
+        Finalizer()
+        return real(*args)
+
+    monkeypatch.setattr(loop, "final_evaluation", evaluation)
+    out = tmp_path / "run"
+    assert train.main([*FINISHED, "--out", str(out)]) == 128 + signal.SIGHUP
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("SIGHUP stopped the run at once (checkpoint of step 1,024 kept)")
+    assert outputs.read_run(out)["status"] == "interrupted"
+    monkeypatch.setattr(loop, "final_evaluation", real)
+    assert train.main(["--out", str(out), "--resume"]) == 0 and outputs.read_run(out)["status"] == "complete"
 
 
 def test_a_fresh_run_never_writes_through_a_link(tmp_path, capsys):

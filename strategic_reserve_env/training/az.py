@@ -18,6 +18,7 @@ per iteration) and `tb/`. A signal stops the run after the current iteration, wi
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -34,7 +35,7 @@ from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_a
 
 from .distillation import check_belongs
 from .folder import SETTINGS_FILE
-from .run import Run, RunKind, say
+from .run import Run, RunKind, safe_points, say
 from .settings import (
     ACTIONS,
     PROCESS,
@@ -46,7 +47,7 @@ from .settings import (
     process_field,
     with_role,
 )
-from .signals import Signals, Stopped
+from .signals import Signals
 
 CHECKPOINT, MODEL, PROGRESS, LOGS = "checkpoint.npz", "model.safetensors", "progress.jsonl", "tb"
 KIND = RunKind(
@@ -356,19 +357,15 @@ def _loop(trainer: Trainer, claimed: Run, signals: Signals) -> None:
     about = {k: v for k, v in dataclasses.asdict(settings).items() if k not in with_role(settings, PROCESS)}
     with outputs.naming(out / LOGS):
         writer = Writer(str(out / LOGS))
-    signals.at_once = False  # from here a signal stops the run after the current iteration
-    try:
-        first = True
+    if trainer.iteration < settings.iterations:
+        say(f"iteration {trainer.iteration + 1}: compiling self-play and the update first (the slow one)")
+    with safe_points(signals), contextlib.closing(writer):
         while trainer.iteration < settings.iterations:
-            if first:
-                say(f"iteration {trainer.iteration + 1}: compiling self-play and the update first (the slow one)")
-                first = False
             started = time.perf_counter()
             stats = trainer.iterate()
             stats["seconds"] = time.perf_counter() - started
             _append(out / PROGRESS, {"iteration": trainer.iteration} | stats)
             trainer.save_checkpoint(out / CHECKPOINT, claimed.belongs)
-            claimed.checkpointed(trainer.iteration)
             az_net.save(out / MODEL, trainer.params, {"settings": about, "iteration": trainer.iteration})
             with outputs.naming(out / LOGS):
                 for name, value in stats.items():
@@ -380,8 +377,4 @@ def _loop(trainer: Trainer, claimed: Run, signals: Signals) -> None:
                 f"iteration {trainer.iteration}/{settings.iterations}: policy loss {stats['policy_loss']:.4f}, "
                 f"{value}, {stats['games_finished']:.0f} games finished, {stats['seconds']:.1f} s"
             )
-            if signals.requested is not None:
-                raise Stopped(signals.requested, trainer.iteration)
-    finally:
-        signals.at_once = True
-        writer.close()
+            claimed.checkpointed(trainer.iteration, signals)

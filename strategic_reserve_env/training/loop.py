@@ -31,9 +31,9 @@ from strategic_reserve_env.files.progress import Progress
 from . import checkpoint, distillation
 from .folder import SETTINGS_FILE
 from .pool import OpponentPool
-from .run import Run, RunKind
+from .run import Run, RunKind, safe_points
 from .settings import TrainSettings, defining, max_file_bytes, option
-from .signals import Signals, Stopped
+from .signals import Signals
 
 RESULTS = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "distilled.safetensors")
 KIND = RunKind(
@@ -74,7 +74,7 @@ class TrainingCallback(BaseCallback):
     `schedule` holds the steps of the next snapshot, evaluation and checkpoint (from the checkpoint on
     resume, so a resumed run keeps the same schedule). A checkpoint falls due during a rollout and is
     written at the start of the next one, after the PPO update on the rollout; so is the checkpoint of a
-    stop asked for by a signal, after which the callback raises `Stopped`.
+    stop asked for by a signal, which then raises `Stopped`.
     """
 
     def __init__(self, run: Run, pool, env, signals: Signals, schedule=None) -> None:
@@ -122,11 +122,9 @@ class TrainingCallback(BaseCallback):
         self.collecting_since = time.perf_counter()
         stop = self.signals.requested
         if self.checkpoint_due or stop is not None:  # the update on the last rollout is done: a run goes on here
-            save_checkpoint(self.run, self.model, self.env, self.pool, self.schedule)
             self.checkpoint_due = False
+            save_checkpoint(self.run, self.model, self.env, self.pool, self.schedule, self.signals)
             self.seconds["evaluating and checkpointing"] += time.perf_counter() - self.collecting_since
-        if stop is not None:
-            raise Stopped(stop, self.model.num_timesteps)
 
     def _on_rollout_end(self) -> None:
         self.seconds["collecting"] += time.perf_counter() - self.collecting_since
@@ -169,10 +167,10 @@ def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
     )
 
 
-def save_checkpoint(run: Run, model, env, pool, schedule: dict[str, float]) -> None:
-    """The checkpoint of `run` at the learner's steps, then run.json says so (checkpointed)."""
+def save_checkpoint(run: Run, model, env, pool, schedule: dict[str, float], signals=None) -> None:
+    """The checkpoint of `run` at the learner's steps, then run.json says so (`Run.checkpointed`)."""
     checkpoint.save(model, env, pool, schedule, run.settings, run.out, run.run_id)
-    run.checkpointed(model.num_timesteps)
+    run.checkpointed(model.num_timesteps, signals)
 
 
 def check_resumable(saved: dict, settings: TrainSettings) -> None:
@@ -274,20 +272,16 @@ def _run(run: Run, pool: OpponentPool, built, experts, signals) -> dict:
     remaining = settings.total_steps - model.num_timesteps
     callback = TrainingCallback(run, pool, env, signals, schedule)
     if remaining > 0:
-        signals.at_once = False  # from here a signal stops the run after the current update
-        try:
-            with outputs.naming(out / "tb"):  # SB3's TensorBoard writer on a full disk: one line naming it
+        try:  # SB3's TensorBoard writer on a full disk: one line naming it
+            with safe_points(signals), outputs.naming(out / "tb"):
                 model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name="ppo")
         finally:
-            signals.at_once = True
             if callback.progress is not None:
                 callback.progress.close()
     seconds = time.perf_counter() - start
     steps_done = model.num_timesteps - steps_before
-    if steps_done:
-        save_checkpoint(run, model, env, pool, callback.schedule)
-    if signals.requested is not None:  # it came during the last update: the run is trained, not evaluated
-        raise Stopped(signals.requested, model.num_timesteps)
+    if steps_done:  # a signal during the last update stops the run here: trained, not evaluated
+        save_checkpoint(run, model, env, pool, callback.schedule, signals)
     with outputs.atomic(out / "model.zip") as handle:  # SB3's own save, through the same atomic path
         model.save(handle)
     save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})

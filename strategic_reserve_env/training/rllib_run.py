@@ -23,9 +23,9 @@ from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.files import outputs
 
 from .folder import SETTINGS_FILE
-from .run import Checkpoints, Run, RunKind, claim, prepare, say
+from .run import Checkpoints, Run, RunKind, claim, prepare, safe_points, say
 from .settings import PPOSettings, changeable, check_ppo, check_range, process_field
-from .signals import Signals, Stopped
+from .signals import Signals
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
@@ -296,8 +296,8 @@ def _train(run: Run, signals: Signals, saved: tuple[int, dict] | None) -> list[d
             if saved is not None:
                 set_module_weights(algorithm, saved[1])
                 first = saved[0] + 1
-            with outputs.naming(out / PROGRESS), open(out / PROGRESS, "a" if settings.resume else "w") as log:
-                signals.at_once = False  # from here a signal stops the run after the current iteration
+            mode = "a" if settings.resume else "w"
+            with outputs.naming(out / PROGRESS), open(out / PROGRESS, mode) as log, safe_points(signals):
                 for iteration in range(first, settings.iterations + 1):
                     clock = time.perf_counter()
                     result = algorithm.train()
@@ -309,10 +309,7 @@ def _train(run: Run, signals: Signals, saved: tuple[int, dict] | None) -> list[d
                         log.write(json.dumps(row) + "\n")
                         log.flush()
                     save_checkpoint(algorithm, out, iteration, settings, run.belongs)
-                    run.checkpointed(iteration)
-                    if signals.requested is not None:
-                        raise Stopped(signals.requested, iteration)
-                signals.at_once = True
+                    run.checkpointed(iteration, signals)
             notes = {
                 "trained_by": "train_rllib.py",
                 "ray": ray.__version__,

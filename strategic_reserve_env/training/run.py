@@ -31,7 +31,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,12 +100,6 @@ def read_record(out: Path) -> dict | None:
     return run
 
 
-def is_claimed_only(out: Path, run: dict | None, kind: RunKind) -> bool:
-    """Whether `run` (run.json of `out`) was stopped after it claimed the folder, before its settings were
-    written: nothing of it but run.json is there."""
-    return run is not None and not any(os.path.lexists(out / name) for name in kind.names[:-1])
-
-
 def prepare(settings, kind: RunKind) -> Path:
     """`--out` of `settings` made absolute and checked before anything is loaded or written: a folder that can
     be written, each of `kind.files` absent or a regular file (`outputs.check_out`), each of the run's
@@ -132,7 +126,8 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
         if run is None:
             raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
         return Run(out, kind, settings, run["run_id"], run)
-    ours = run is not None and not is_claimed_only(out, run, kind)
+    # a run stopped after its claim, before its settings were written, holds nothing but run.json: not ours
+    ours = run is not None and any(os.path.lexists(out / name) for name in kind.names[:-1])
     if run is not None and ours and not settings.restart:
         held = [name for name in (SETTINGS_FILE, *kind.state) if os.path.lexists(out / name)]
         raise ValueError(
@@ -212,16 +207,29 @@ class Checkpoints:
         return None
 
 
-def progress_lines(path: Path, last: int):
-    """The lines of the progress file `path` about iterations up to `last`, read a line at a time (a large
-    file costs no more memory than `MAX_PROGRESS_LINE` bytes a line); and whether a line went (a line of a
-    later iteration, one longer than that, or one that is not a JSON object naming its iteration)."""
+@contextlib.contextmanager
+def safe_points(signals) -> Iterator[None]:
+    """While the block runs, a first signal stops the run at its next safe point (after an update or an
+    iteration, with its checkpoint), not at once."""
+    signals.at_once = False
+    try:
+        yield
+    finally:
+        signals.at_once = True
+
+
+def trim_progress(path: Path, last: int) -> None:
+    """Keep the lines of the progress file `path` up to iteration `last` (a run stopped after logging an
+    iteration but before its checkpoint does it again), read a line at a time (a large file costs no more memory
+    than `MAX_PROGRESS_LINE` bytes a line): rewritten atomically when a line goes (of a later iteration, longer
+    than that, or not a JSON object naming its iteration)."""
+    if not os.path.lexists(path):
+        return
     kept, dropped, inside_long = [], False, False
     with outputs.open_regular(path, sys.maxsize) as handle:
         for line in iter(lambda: handle.readline(MAX_PROGRESS_LINE + 1), b""):
             whole, long = line.endswith(b"\n"), inside_long  # a line with no end: longer than the limit, or cut
-            inside_long = not whole
-            iteration = None
+            inside_long, iteration = not whole, None
             if whole and not long:
                 with contextlib.suppress(ValueError):
                     record = safe_json.loads(line, str(path))
@@ -230,15 +238,6 @@ def progress_lines(path: Path, last: int):
                 kept.append(line)
             else:
                 dropped = True
-    return kept, dropped
-
-
-def trim_progress(path: Path, last: int) -> None:
-    """Keep the lines of the progress file `path` up to iteration `last` (a run stopped after logging an
-    iteration but before its checkpoint does it again): rewritten atomically, only when a line goes."""
-    if not os.path.lexists(path):
-        return
-    kept, dropped = progress_lines(path, last)
     if dropped:
         with outputs.atomic(path) as handle:
             handle.writelines(kept)
@@ -333,20 +332,23 @@ class Run:
         outputs.write_text(self.out / SETTINGS_FILE, json.dumps(asdict(self.settings), indent=1) + "\n")
         self.set_status("running")
 
-    def checkpointed(self, count: int) -> None:
-        """The checkpoint of `count` steps (iterations) is whole on disk: run.json says so."""
+    def checkpointed(self, count: int, signals=None) -> None:
+        """The checkpoint of `count` steps (iterations) is whole on disk: run.json says so; a signal that
+        `signals` noted meanwhile stops the run there (`Stopped`)."""
         self.checkpoint = count
         self.set_status("running")
+        if signals is not None and signals.requested is not None:
+            raise Stopped(signals.requested, count)
 
     def supervise(
         self, signals, body: Callable[[], dict], again: str, on_stop: Callable[[BaseException], None] | None = None
     ):
         """Run `body` (returning run.json's details of a complete run) under `signals`: complete at its end
-        (exit status 0); interrupted on a signal (the line saying where it stopped, what is kept and
-        `again`, the command that goes on; 128 + the signal's number; `on_stop(stop)` run first); failed on an
-        error, which is raised again (run.json written if the disk lets it). A write that fails in a library's
-        own thread (TensorBoard's event writer on a full disk) fails the run in one line naming the folder, not
-        with the thread's traceback."""
+        (exit status 0); interrupted on a signal (the line saying where it stopped, what is kept and `again`,
+        the command that goes on; 128 + the signal's number; `on_stop(stop)` run first), a signal whose
+        `StopNow` a library swallowed after the last safe point included; failed on an error, raised again
+        (run.json written if the disk lets it). A write that fails in a library's own thread (TensorBoard's
+        writer on a full disk) fails the run in one line naming the folder."""
         failed_in_thread: list[OSError] = []
         excepthook = threading.excepthook
 
@@ -362,6 +364,8 @@ class Run:
             if failed_in_thread:
                 with outputs.naming(self.out):
                     raise failed_in_thread[0]
+            if signals.requested is not None:  # its StopNow swallowed by a library after the last safe point
+                raise StopNow(signals.requested)
         except (Stopped, StopNow) as stop:
             signals.shutting_down = True  # a further signal changes nothing now: the files say how it ended
             unit = self.kind.one
