@@ -33,8 +33,7 @@ from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_arrays, npz_headers
 
-from .distillation import check_belongs
-from .folder import SETTINGS_FILE
+from .folder import SETTINGS_FILE, check_belongs, identity
 from .run import Run, RunKind, safe_points, say
 from .settings import (
     ACTIONS,
@@ -267,9 +266,7 @@ class Trainer:
                 arrays[f"{group}/{i}"] = np.asarray(leaf)
         arrays["key"] = np.asarray(jax.random.key_data(self.key))
         arrays["iteration"] = np.asarray(self.iteration, dtype=np.int64)
-        arrays["run_id"] = np.frombuffer(belongs[0].encode("ascii"), dtype=np.uint8)
-        arrays["settings_hash"] = np.frombuffer(belongs[1].encode("ascii"), dtype=np.uint8)
-        return arrays
+        return arrays | identity(belongs, arrays=True)
 
     def save_checkpoint(self, path: Path, belongs: tuple[str, str]) -> None:
         """Everything a resume needs, with the run id and settings digest it `belongs` to, atomically."""
@@ -287,8 +284,7 @@ class Trainer:
         expected = {name: Tensor(str(a.dtype), a.shape) for name, a in self._leaves(belongs).items()}
         check_tensors(npz_headers(path), expected, f"{path} (a run with other settings, or of an older version?)")
         arrays = npz_arrays(path, expected)
-        found = tuple(arrays[name].tobytes().decode("ascii", "replace") for name in ("run_id", "settings_hash"))
-        check_belongs(path, found, belongs)  # type: ignore[arg-type]
+        check_belongs(path, arrays, belongs)
         iteration = int(arrays["iteration"])
         if iteration < 1:
             raise ValueError(f"{path}: iteration {iteration} is not a count of iterations done (damaged?)")

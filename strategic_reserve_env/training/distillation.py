@@ -24,6 +24,7 @@ from strategic_reserve_env.files.model_files import npz_arrays, npz_headers
 from strategic_reserve_env.files.progress import Progress
 
 from .checkpoint import all_finite, load_tensors
+from .folder import IDENTITY, check_belongs, identity
 from .settings import OBSERVATION_SIZE, TrainSettings, max_file_bytes
 
 FOLDER = "distillation"
@@ -66,19 +67,6 @@ def _expected(decisions: int) -> dict[str, tuple[str, tuple[int, ...]]]:
     }
 
 
-def _ascii(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-
-
-def check_belongs(path: Path, found: tuple[str, str], belongs: tuple[str, str]) -> None:
-    """`ValueError` naming `path` unless the (run id, settings digest) it carries, `found`, are
-    `belongs`."""
-    if found[0] != belongs[0]:
-        raise ValueError(f"{path} belongs to run {found[0]:.32}, not to run {belongs[0]} of this folder")
-    if found[1] != belongs[1]:
-        raise ValueError(f"{path} was made with other settings than this run's (settings.json changed?)")
-
-
 def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor, belongs: tuple[str, str]) -> None:
     """One chunk of labelled decisions and the cursor after it, as an .npz of numbers, atomically, with the
     run id and the settings' digest it `belongs` to."""
@@ -92,8 +80,7 @@ def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor
             opponent=np.int64(cursor.opponent),
             start=np.int64(cursor.start),
             generators=cursor.generators.astype(np.uint64),
-            run_id=_ascii(belongs[0]),
-            settings_hash=_ascii(belongs[1]),
+            **identity(belongs, arrays=True),
         )
 
 
@@ -119,7 +106,7 @@ def read_chunk(
     if not (np.isfinite(outcomes) & (np.abs(outcomes) <= 1)).all():
         raise ValueError(f"{path}: its outcomes are not all finite numbers in -1..1 (damaged?); they are not used")
     if belongs is not None:
-        check_belongs(path, (loaded["run_id"].tobytes().decode(), loaded["settings_hash"].tobytes().decode()), belongs)
+        check_belongs(path, loaded, belongs)
     cursor = distill.Cursor(int(loaded["opponent"]), int(loaded["start"]), loaded["generators"])
     if not (0 <= cursor.opponent < opponents and 0 < cursor.start <= games):
         raise ValueError(f"{path}: its cursor (opponent {cursor.opponent}, game {cursor.start}) is not of this run")
@@ -181,9 +168,10 @@ def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> d
         saved = load_tensors(path, max_file_bytes(settings))
     except ValueError as error:
         raise ValueError(f"{path}: does not load ({error})") from None
-    if not isinstance(saved, dict) or not all(isinstance(saved.get(key), str) for key in ("run_id", "settings_hash")):
+    if not isinstance(saved, dict) or not all(isinstance(saved.get(key), str) for key in IDENTITY):
         raise ValueError(f"{path}: not the state of a distillation fit of this version (no run id)")
-    check_belongs(path, (saved.pop("run_id"), saved.pop("settings_hash")), belongs)
+    check_belongs(path, saved, belongs)
+    saved = {key: value for key, value in saved.items() if key not in IDENTITY}
     keys = {"epoch", "history", "policy", "optimizer", "schedule", "generator"}
     epoch = saved.get("epoch") if isinstance(saved, dict) else None
     if (
@@ -234,7 +222,7 @@ def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[st
                 writer.add_scalar(f"distill/{name}", row[name], state["epoch"])
             writer.flush()
             with outputs.atomic(folder / FIT_FILE) as handle:
-                torch.save(state | {"run_id": belongs[0], "settings_hash": belongs[1]}, handle)
+                torch.save(state | identity(belongs), handle)
 
         history = distill.fit(
             policy, positions, targets, fit_settings, progress=settings.progress, saved=saved, after_epoch=after_epoch

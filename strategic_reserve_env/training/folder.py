@@ -14,11 +14,14 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
+import numpy as np
+
 from strategic_reserve_env.files import outputs, safe_json
 
 from .settings import MAY_CHANGE, PROCESS, TrainSettings, defining, option, with_role
 
 SETTINGS_FILE = "settings.json"
+IDENTITY = ("run_id", "settings_hash")  # what each file of a run carries (`identity`)
 
 
 #: run.json's `command` as 0.3.0 wrote it (the script's name) -> the command's name it writes now
@@ -52,6 +55,28 @@ def refuse_links(out: Path, names: tuple) -> None:
 def settings_hash(settings) -> str:
     """A digest of the settings that define the run (`settings.defining`), carried by each file of the run."""
     return hashlib.sha256(json.dumps(defining(settings), sort_keys=True).encode()).hexdigest()
+
+
+def identity(belongs: tuple[str, str], arrays: bool = False) -> dict:
+    """The run id and settings digest `belongs` as the entries a file of the run carries (uint8 arrays of
+    their ASCII digits in an .npz when `arrays`)."""
+    return {
+        name: np.frombuffer(value.encode("ascii"), dtype=np.uint8) if arrays else value
+        for name, value in zip(IDENTITY, belongs, strict=True)
+    }
+
+
+def check_belongs(path: Path, found: dict, belongs: tuple[str, str]) -> None:
+    """`ValueError` naming `path` unless the run id and settings digest among its entries `found` (as
+    `identity` writes them) are `belongs`."""
+    run_id, digest = (
+        value.tobytes().decode("ascii", "replace") if isinstance(value, np.ndarray) else str(value)
+        for value in (found.get(name) for name in IDENTITY)
+    )
+    if run_id != belongs[0]:
+        raise ValueError(f"{path} belongs to run {run_id:.32}, not to run {belongs[0]} of this folder")
+    if digest != belongs[1]:
+        raise ValueError(f"{path} was made with other settings than this run's (settings.json changed?)")
 
 
 def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> dict:

@@ -22,7 +22,7 @@ from strategic_reserve_env.core.board import DEFAULT_RESERVE
 from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.files import outputs
 
-from .folder import SETTINGS_FILE
+from .folder import SETTINGS_FILE, check_belongs, identity
 from .run import Checkpoints, Run, RunKind, claim, prepare, safe_points, say
 from .settings import PPOSettings, changeable, check_ppo, check_range, process_field
 from .signals import Signals
@@ -195,7 +195,7 @@ def save_checkpoint(algorithm, out: Path, iteration: int, settings: Settings, be
     found = checkpoints(out)
     found.folder.mkdir(exist_ok=True)
     partial = Path(tempfile.mkdtemp(dir=found.folder, prefix=outputs.TRASH_PREFIX))
-    notes = {"iteration": iteration, "run_id": belongs[0], "settings_hash": belongs[1]}
+    notes = {"iteration": iteration} | identity(belongs)
     save_module(algorithm, partial, settings.network(), notes)
     os.rename(partial, found.path(iteration))
     found.prune()
@@ -206,8 +206,6 @@ def latest_checkpoint(out: Path, belongs: tuple[str, str]) -> tuple[int, dict] |
     (`Checkpoints.newest`; None if there is none); `ValueError` if none loads, or if the newest that loads
     belongs to another run or other settings (its notes)."""
     from strategic_reserve_env.agents import rllib_model
-
-    from .distillation import check_belongs
 
     def load(path: Path):
         net, description = rllib_model.load(path)
@@ -220,9 +218,7 @@ def latest_checkpoint(out: Path, belongs: tuple[str, str]) -> tuple[int, dict] |
     if found is None:
         return None
     iteration, (weights, notes) = found
-    check_belongs(
-        checkpoints(out).path(iteration), (str(notes.get("run_id")), str(notes.get("settings_hash"))), belongs
-    )
+    check_belongs(checkpoints(out).path(iteration), notes, belongs)
     return iteration, weights
 
 
