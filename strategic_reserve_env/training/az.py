@@ -303,11 +303,9 @@ class Trainer:
 
 
 def run(claimed: Run, again: str, signals: Signals) -> int:
-    """The `claimed` run (its folder locked), from its checkpoint on resume; `again`: the command line that
-    resumes it (for the line a signal prints); `signals`: the command's (a signal before the run starts
-    raises `StopNow` out of here, nothing trained). Returns the exit
-    status: 0, or 128 + the signal's number when a signal stopped it. A resume refused (a damaged checkpoint,
-    another run's, --iterations below those done) raises `ValueError` having written nothing."""
+    """The `claimed` run (its folder locked), from its checkpoint on resume (a refusal: `ValueError`, nothing
+    written); `again`: the command line that resumes it; `signals`: the command's. Returns the exit status
+    (`Run.supervise`)."""
     settings, out = claimed.settings, claimed.out
     trainer = Trainer(settings)
     if settings.resume:
@@ -342,9 +340,8 @@ def _append(path: Path, record: dict) -> None:
 
 
 def _loop(trainer: Trainer, claimed: Run, signals: Signals) -> None:
-    """Iterate up to `settings.iterations`; after each: its progress line, the checkpoint (run.json then says
-    so), the model and the logs; a signal noted meanwhile stops the run there (`Stopped`), with that
-    iteration's checkpoint."""
+    """Iterate up to `settings.iterations`; after each its progress, checkpoint, model and logs, then run.json
+    says so and a signal noted meanwhile stops the run there (`Run.checkpointed`)."""
     from tensorboard.summary import Writer
 
     from strategic_reserve_env.agents import az_net

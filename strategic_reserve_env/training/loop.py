@@ -185,10 +185,10 @@ def check_resumable(saved: dict, settings: TrainSettings) -> None:
 
 
 def resume(run: Run, model, env, pool) -> tuple[bool, dict[str, float] | None]:
-    """Everything the resumed `run` reads, checked before its first write: the newest checkpoint of the run
-    that loads (its settings, its contents, its fit into the learner; then loaded into the learner, the pool,
-    the games and the generators), without one the distillation's files (`Run.resume`). Returns whether the
-    run is complete already and the schedule (None without a checkpoint); `ValueError` (one line) otherwise."""
+    """Everything the resumed `run` reads, checked before its first write: the newest checkpoint that loads
+    (its settings, its contents; then loaded into the learner, the pool, the games and the generators), or
+    without one the distillation's files. Returns whether the run is complete already (`Run.resume`) and the
+    schedule (None without a checkpoint); `ValueError` (one line) otherwise."""
     found = checkpoint.latest(run.out, run.run_id, max_file_bytes(run.settings))
     if found is None:
         distillation.check_saved(run.out, run.settings, run.belongs)
@@ -236,12 +236,9 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
 
 
 def run(claimed: Run, pool: OpponentPool, experts, again: str) -> int:
-    """The `claimed` run (its folder locked), from its newest checkpoint on resume; `experts`: the
-    distillation's expert and opponents (loaded once, by the command); `again`: the command line that resumes
-    it (for the line a signal prints). Everything a resumed run reads is checked first (`resume`): a refusal
-    (`ValueError`) writes nothing, and a complete run asked for no more steps stays as it is. Returns the exit
-    status: 0, or 128 + the signal's number when a signal stopped it. A full disk is `OutputLost` (one line
-    naming the file)."""
+    """The `claimed` run (its folder locked), from its newest checkpoint on resume (`resume`: a refusal writes
+    nothing); `experts`: the distillation's expert and opponents; `again`: the command line that resumes it.
+    Returns the exit status (`Run.supervise`)."""
     settings, out = claimed.settings, claimed.out
     torch.set_num_threads(settings.threads)
     env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)

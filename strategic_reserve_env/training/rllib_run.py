@@ -229,11 +229,9 @@ def _check_extras() -> None:
 
 
 def train(settings: Settings, again: str = "python train_rllib.py") -> int:
-    """Run the training, print and record progress, write the module; returns the exit status (0, or 128 +
-    the signal's number when SIGINT or SIGTERM stopped it). `again`: the command that resumes it. On
-    `--resume` the checkpoint is read and checked first: a refusal (`ValueError`) writes nothing, and a
-    complete run asked for no more iterations stays as it is. Without the `rllib` extra: its one line
-    (`MissingExtraError`), before anything is written (the clone's script does not pass the registry)."""
+    """Run the training, print and record progress, write the module; returns the exit status
+    (`Run.supervise`). `again`: the command that resumes it. A resume is checked first (a refusal writes
+    nothing); without the `rllib` extra: its one line (`MissingExtraError`), before anything is written."""
     out = prepare(settings, KIND)  # absolute, before anything else runs
     if not settings.resume:
         _check_extras()  # before the lock and the run file
