@@ -25,6 +25,7 @@ from strategic_reserve_env.files.progress import Progress
 
 from .checkpoint import all_finite, load_tensors
 from .folder import IDENTITY, check_belongs, identity
+from .run import say
 from .settings import OBSERVATION_SIZE, TrainSettings, max_file_bytes
 
 FOLDER = "distillation"
@@ -146,7 +147,7 @@ def label(
     games = settings.distill_games
     done = 0 if cursor is None else cursor.opponent * games + cursor.start
     if parts:
-        print(f"distillation: {len(parts)} chunk(s) of labelled decisions read back ({done} games)", flush=True)
+        say(f"distillation: {len(parts)} chunk(s) of labelled decisions read back ({done} games)")
     bar = Progress(games * len(opponents), "game", description="expert games", initial=done, enabled=settings.progress)
     chunks = distill.labelled_chunks(
         expert, opponents, games, settings.seed, settings.distill_explore, batch=CHUNK_GAMES, after=cursor
@@ -198,22 +199,18 @@ def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[st
     start = time.perf_counter()
     positions = label(expert, opponents, settings, folder, belongs)
     labelled = time.perf_counter()
-    print(
+    say(
         f"distillation: {len(positions):,} decisions of {expert.name} in {settings.distill_games} games against each "
-        f"of {', '.join(o.name for o in opponents)} ({labelled - start:.0f} s)",
-        flush=True,
+        f"of {', '.join(o.name for o in opponents)} ({labelled - start:.0f} s)"
     )
     targets = distill.expert_targets(positions, settings.distill_temperature)
+    fit = ("epochs", "batch_size", "learning_rate", "value_weight")  # --distill-NAME: the fit's NAME
     fit_settings = distill.FitSettings(
-        epochs=settings.distill_epochs,
-        batch_size=settings.distill_batch_size,
-        learning_rate=settings.distill_learning_rate,
-        value_weight=settings.distill_value_weight,
-        seed=settings.seed,
+        **{name: getattr(settings, f"distill_{name}") for name in fit}, seed=settings.seed
     )
     saved = read_fit(folder / FIT_FILE, settings, belongs)
     if saved is not None:
-        print(f"distillation: the fit goes on after epoch {saved['epoch']}", flush=True)
+        say(f"distillation: the fit goes on after epoch {saved['epoch']}")
     with outputs.naming(out / "tb" / "distillation"), SummaryWriter(str(out / "tb" / "distillation")) as writer:
 
         def after_epoch(state: dict) -> None:
@@ -229,9 +226,8 @@ def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[st
         )
         agreement = distill.agreement(policy, positions, distill.expert_targets(positions))
         writer.add_scalar("distill/agreement", agreement, len(history))
-    print(
+    say(
         f"distillation: fit in {time.perf_counter() - labelled:.0f} s, cross-entropy "
         f"{history[-1]['cross_entropy']:.3f}, the network plays the expert's choice in {100 * agreement:.1f} % of "
-        f"its decisions",
-        flush=True,
+        f"its decisions"
     )

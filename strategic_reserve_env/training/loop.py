@@ -31,7 +31,7 @@ from strategic_reserve_env.files.progress import Progress
 from . import checkpoint, distillation
 from .folder import SETTINGS_FILE
 from .pool import OpponentPool
-from .run import Run, RunKind, safe_points
+from .run import Run, RunKind, safe_points, say
 from .settings import TrainSettings, defining, max_file_bytes, option
 from .signals import Signals
 
@@ -283,12 +283,11 @@ def _run(run: Run, pool: OpponentPool, built, experts, signals) -> dict:
         model.save(handle)
     save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
     if steps_done:
-        print(
+        say(
             f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
-            f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment",
-            flush=True,
+            f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment"
         )
-        print(time_split(seconds, env.seconds, callback.seconds), flush=True)
+        say(time_split(seconds, env.seconds, callback.seconds))
 
     pairings = final_evaluation(model, settings, out)
     print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
