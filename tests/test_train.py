@@ -916,8 +916,10 @@ def test_special_and_huge_files_are_refused_in_one_line(finished_runs, tmp_path,
     os.mkfifo(first)
     last.unlink()
     last.symlink_to("/dev/zero")
-    err = _refused(out, capsys, "--total-steps", "2048")
-    assert "none of the 2 checkpoint(s)" in err
+    for special, kind in ((first, "not a regular file"), (last, "a symbolic link")):
+        err = _refused(out, capsys, "--total-steps", "2048")
+        assert f"{special} is {kind}, so the run cannot read or write its checkpoint there" in err
+        special.unlink()  # then the other one alone
 
 
 @pytest.mark.slow
