@@ -138,21 +138,12 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Run `argv` (default `sys.argv[1:]`): `COMMAND ARGS...`; returns the exit status. `prog`: the name
     the help texts give the command. Run as the process's own command (`argv` None), a signal while the
     command imports, or while it runs outside its own handling, exits 130 / 143 / 129 with one line and no
-    traceback, and one after it returned 0 too (`strategic_reserve_env.training.signals`; `play` keeps
+    traceback, and one after it returned is ignored (`strategic_reserve_env.training.signals`; `play` keeps
     Ctrl-C). The output faults of every command are handled here, once (`output_failed`): a write that
     fails (a full disk, standard output on a full device) is one line naming what could not be written, exit
     1; a reader that went away (a broken pipe: `| head`) ends the command quietly with its status."""
-    process, status = argv is None, None
-    try:
-        status = _guarded(sys.argv[1:] if argv is None else list(argv), prog, process)
-        return status
-    finally:
-        if process:
-            signals.ignore_until_exit(status)
-
-
-def _guarded(argv: list[str], prog: str, process: bool) -> int:
-    """`main` without what follows the command's return."""
+    process = argv is None
+    argv = sys.argv[1:] if argv is None else list(argv)
     if process and sys.stdout is not None and not isinstance(sys.stdout, GuardedStdout):
         sys.stdout = GuardedStdout(sys.stdout)
     try:
@@ -170,6 +161,9 @@ def _guarded(argv: list[str], prog: str, process: bool) -> int:
         return signals.stopped(signals.StopNow(getattr(stop, "signum", signal.SIGINT)))
     except OSError as error:
         return output_failed(error)
+    finally:
+        if process:
+            signals.ignore_until_exit()
 
 
 def _run(argv: list[str], prog: str, process: bool) -> int:

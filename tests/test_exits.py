@@ -296,28 +296,6 @@ def test_a_signal_while_the_command_imports_exits_with_its_status_and_no_traceba
     assert (process.returncode, stdout, stderr) == (status, "", f"error: {stop_line(stop)}\n")
 
 
-@pytest.mark.parametrize("entry", sorted(ENTRIES))
-@pytest.mark.parametrize(
-    "returned, stop, status", [(0, signal.SIGHUP, 129), (0, signal.SIGINT, 130), (143, signal.SIGHUP, 143)]
-)
-def test_a_signal_while_the_interpreter_shuts_down_after_a_success_exits_with_its_status(
-    tmp_path, entry, returned, stop, status
-):
-    """A signal after the command returned 0, while the interpreter shuts down (torch's teardown takes seconds;
-    here an exit handler that signals the process): its status and the one stop line, not 0 and nothing (the
-    probe: `train/SIGHUP@evaluation+1.67s`). After a stop (143) a further signal changes nothing."""
-    (tmp_path / "slow_import.py").write_text(
-        "import atexit, os, time\n\n"
-        f"def down():\n    os.kill(os.getpid(), {int(stop)})\n    time.sleep(30)\n\n"
-        f"def main(argv=None, prog=None):\n    atexit.register(down)\n    return {returned}\n"
-    )
-    code = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n{ENTRIES[entry]}"
-    process = start("-c", code)
-    stdout, stderr = process.communicate(timeout=120)
-    said = f"error: {stop_line(stop)}\n" if returned == 0 else ""
-    assert (process.returncode, stdout, stderr) == (status, "", said)
-
-
 @pytest.mark.slow
 def test_a_second_sigterm_after_trains_stop_line_exits_143(tmp_path):
     """SIGTERM stops train after its update; a second SIGTERM once the stop line is out (the process shutting

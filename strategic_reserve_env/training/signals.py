@@ -18,7 +18,6 @@ after the command returned no longer kills the process by signal. Standard libra
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -163,19 +162,10 @@ def stopped(stop: StopNow) -> int:
     return exit_status(stop.signum)
 
 
-def ignore_until_exit(status: int | None = None) -> None:
-    """After the process's command returned `status`, while the interpreter shuts down: after a success (0),
-    a signal still ends the process at once with its status (130, 143, 129) and one line, its work written;
-    otherwise signals are ignored (a second signal after the stop line exits with the first one's status)."""
-    install(signal.SIG_IGN if status != 0 else _exit_after_success)
-
-
-def _exit_after_success(signum: int, frame) -> None:
+def ignore_until_exit() -> None:
+    """After the process's command returned its status: the signals are ignored while the interpreter
+    shuts down (a second signal after the stop line exits with the first one's status, not by signal)."""
     install(signal.SIG_IGN)
-    say_stopped(signum)
-    with contextlib.suppress(Exception):  # what the command printed goes out first
-        sys.stdout.flush()
-    os._exit(exit_status(signum))  # mid-shutdown: no exception can unwind cleanly from here
 
 
 def script(target: str) -> int:
@@ -185,12 +175,10 @@ def script(target: str) -> int:
     import importlib
 
     module, _, function = target.partition(":")
-    status = None
     try:
         with quiet():
-            status = getattr(importlib.import_module(module), function)()
+            return getattr(importlib.import_module(module), function)()
     except StopNow as stop:
-        status = stopped(stop)
+        return stopped(stop)
     finally:
-        ignore_until_exit(status)
-    return status
+        ignore_until_exit()
