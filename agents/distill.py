@@ -24,6 +24,7 @@ it with PPO, `strategic_reserve_env.agents.ppo_file.save_policy` writes it, and
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -310,9 +311,10 @@ def fit(
             totals["value_mse"] += float(value_mse.detach()) * len(rows)
             bar.update(len(rows))
         history.append({name: total / len(positions) for name, total in totals.items()} | {"epoch": epoch + 1})
-        bar.write(
+        bar.write(  # progress, not an error: on stdout, as the run's other progress lines
             f"fit epoch {epoch + 1}/{settings.epochs}: cross-entropy {history[-1]['cross_entropy']:.4f}, "
-            f"value MSE {history[-1]['value_mse']:.4f}"
+            f"value MSE {history[-1]['value_mse']:.4f}",
+            sys.stdout,
         )
         if after_epoch is not None:
             after_epoch(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -77,6 +78,15 @@ def test_the_fitted_network_agrees_with_the_expert_on_held_out_positions(positio
     after = agreement(policy, held_out, targets)
     assert history[-1]["cross_entropy"] < history[0]["cross_entropy"]
     assert after > max(1.5 * chance, before + 0.1), (chance, before, after)
+
+
+def test_the_fit_reports_each_epoch_on_stdout_not_stderr(positions, capsys):
+    """An epoch's line is progress, not an error: on stdout, as train's and train-az's progress lines, so that
+    a fault's one line is alone on stderr (the probe: "fit epoch" lines beside a full disk's error line)."""
+    policy, part = copy.deepcopy(load_agent("ppo").policy), positions.take(np.arange(64))
+    fit(policy, part, expert_targets(part), FitSettings(epochs=2), progress=False)
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1].startswith("fit epoch 2/2: cross-entropy ") and err == ""
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import tracemalloc
 
 import numpy as np
@@ -222,7 +223,49 @@ def test_output_names_that_cannot_be_written_are_refused_before_the_run(tmp_path
     later = checkpoint.checkpoint_path(copy, 1536)
     later.mkdir()
     line = _refused(capsys, ["--out", str(copy), "--resume", "--total-steps", "1536"], copy)
-    assert f"{later} is not a regular file, so the run cannot write its checkpoint" in line
+    assert f"{later} is not a regular file, so the run cannot read or write its checkpoint there" in line
+
+
+@pytest.mark.parametrize("steps", [1024, 512])
+def test_a_checkpoint_that_is_a_link_is_refused_in_one_line(copy, tmp_path, capsys, steps):
+    """The newest or an older checkpoint a link to a copy outside the folder: one line naming it, no warning
+    before it (the probe: a warning skipping it, then an error), no byte changed here or outside."""
+    link, outside = checkpoint.checkpoint_path(copy, steps), tmp_path / "outside.pt"
+    shutil.move(link, outside)
+    link.symlink_to(outside)
+    before, bytes_outside = _files(copy), outside.read_bytes()
+    assert train.main(["--out", str(copy), "--resume", "--total-steps", "1536"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: --resume: {link} is a symbolic link, so the run cannot read or write its checkpoint there; "
+        "move it away"
+    ]
+    assert _files(copy) == before and outside.read_bytes() == bytes_outside
+
+
+def test_a_signal_swallowed_in_the_final_evaluation_still_stops_the_run(tmp_path, monkeypatch, capsys):
+    """SIGHUP during the final evaluation whose `StopNow` a finalizer swallows (reported to
+    `sys.unraisablehook`, as jax's and torch's callbacks do): 129 and one line, not 0 (the probe:
+    `train/SIGHUP@evaluation`); the folder resumes to completion."""
+    from strategic_reserve_env.training import loop
+
+    class Finalizer:
+        def __del__(self):
+            signal.raise_signal(signal.SIGHUP)  # its handler runs here, inside __del__: the exception is swallowed
+
+    real = loop.final_evaluation
+
+    def evaluation(*args):
+        Finalizer()
+        return real(*args)
+
+    monkeypatch.setattr(loop, "final_evaluation", evaluation)
+    out = tmp_path / "run"
+    assert train.main([*FINISHED, "--out", str(out)]) == 128 + signal.SIGHUP
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("SIGHUP stopped the run at once (checkpoint of step 1,024 kept)")
+    assert outputs.read_run(out)["status"] == "interrupted"
+    monkeypatch.setattr(loop, "final_evaluation", real)
+    assert train.main(["--out", str(out), "--resume"]) == 0 and outputs.read_run(out)["status"] == "complete"
 
 
 def test_a_fresh_run_never_writes_through_a_link(tmp_path, capsys):

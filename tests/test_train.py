@@ -81,7 +81,7 @@ def test_smoke_writes_model_logs_and_evaluation(tmp_path):
     assert all(p["games"] == 20 for p in evaluation["pairings"])
     assert evaluation["pairings"][0]["a"] == f"ppo:{out / 'model.safetensors'}"
     assert (out / "evaluation.md").read_text().startswith("# Tournament")
-    assert "vs greedy" in result.stderr  # the periodic evaluation ran
+    assert "vs greedy" in result.stdout  # the periodic evaluation ran (progress: on stdout)
     assert json.loads((out / "settings.json").read_text())["total_steps"] == 3000
     # stderr is a pipe: progress comes as plain lines, not as a bar redrawn with carriage returns
     assert "\r" not in result.stderr
@@ -130,7 +130,7 @@ def test_resume_after_a_kill(tmp_path):
         "--resume",
     )
     assert result.returncode == 0, result.stderr
-    assert f"resuming from {checkpoints[-1]:,} steps" in result.stderr
+    assert f"resuming from step {checkpoints[-1]:,}" in result.stdout
     trained = int(result.stdout.split("trained ")[1].split(" steps")[0].replace(",", ""))
     assert trained == 2048  # only the remainder was trained
     assert (out / "model.safetensors").exists()
@@ -158,7 +158,7 @@ def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     result = _train("--total-steps", "2560", "--out", str(parts), "--resume", *common)
     assert result.returncode == 0, result.stderr
     assert f"warning: --resume: skipping {damaged}: it does not load" in result.stderr
-    assert "resuming from 1,024 steps with 2 snapshot(s)" in result.stderr
+    assert "resuming from step 1,024 with 2 snapshot(s)" in result.stdout
     assert "trained 1,536 steps" in result.stdout
 
     (weights, end), (resumed_weights, resumed_end) = _final_state(whole), _final_state(parts)
@@ -231,7 +231,7 @@ def test_tampered_checkpoint_contents_are_refused_before_use(tmp_path):
     result = _train("--out", str(out), "--resume", "--total-steps", "1536")
     assert result.returncode == 0, result.stderr
     assert f"skipping {last}: it does not load (its steps are not a non-negative integer: -100)" in result.stderr
-    assert "resuming from 512 steps" in result.stderr and "trained 1,024 steps" in result.stdout
+    assert "resuming from step 512" in result.stdout and "trained 1,024 steps" in result.stdout
     for path in checkpoint.checkpoint_path(out, 1024), checkpoint.checkpoint_path(out, 1536):
         contents = torch.load(path, weights_only=True)
         contents["schedule"]["eval"] = "soon"
@@ -397,7 +397,7 @@ def test_a_run_owns_its_out(tmp_path, capsys):
     assert (same.total_steps, same.eval_every, same.seed, same.net_arch, same.resume) == (2048, 512, 1, (32, 32), True)
     resumed = _train("--total-steps", "1536", *common, "--resume", "--threads", "2")  # larger total, other threads
     assert resumed.returncode == 0, resumed.stderr
-    assert "resuming from 1,024 steps" in resumed.stderr and checkpoint.checkpoint_steps(out) == [1024, 1536]
+    assert "resuming from step 1,024" in resumed.stdout and checkpoint.checkpoint_steps(out) == [1024, 1536]
 
     restarted = _train("--total-steps", "512", *common, "--restart")
     assert restarted.returncode == 0, restarted.stderr
@@ -466,7 +466,7 @@ def test_a_signal_stops_after_the_update_with_a_checkpoint_and_resume_by_folder_
         timeout=240,
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert f"resuming from {steps:,} steps" in resumed.stderr
+    assert f"resuming from step {steps:,}" in resumed.stdout
     assert f"trained {20480 - steps:,} steps" in resumed.stdout
     assert outputs.read_run(out)["status"] == "complete" and checkpoint.checkpoint_steps(out)[-1] == 20480
     assert json.loads((out / "evaluation.json").read_text())["pairings"][0]["games"] == 20  # the run's own settings
@@ -916,8 +916,10 @@ def test_special_and_huge_files_are_refused_in_one_line(finished_runs, tmp_path,
     os.mkfifo(first)
     last.unlink()
     last.symlink_to("/dev/zero")
-    err = _refused(out, capsys, "--total-steps", "2048")
-    assert "none of the 2 checkpoint(s)" in err
+    for special, kind in ((first, "not a regular file"), (last, "a symbolic link")):
+        err = _refused(out, capsys, "--total-steps", "2048")
+        assert f"{special} is {kind}, so the run cannot read or write its checkpoint there" in err
+        special.unlink()  # then the other one alone
 
 
 @pytest.mark.slow

@@ -177,7 +177,7 @@ def test_resume_by_folder_alone_gives_the_network_of_the_run_that_never_stopped(
     root, _, _, (status, stdout, stderr) = runs
     out = root / "SIGINT"
     assert status == 0, stderr
-    assert stdout.splitlines()[0] == "resumed at iteration 1"  # the iteration the stop line named
+    assert stdout.splitlines()[0] == "resuming from iteration 1"  # the iteration the stop line named
     whole, resumed = _network(root / "whole"), _network(out)
     assert whole.keys() == resumed.keys() and all(np.array_equal(whole[name], resumed[name]) for name in whole)
     # the added line of iteration 2 (not in the checkpoint) went; the stop line and the redone iteration stay
@@ -215,7 +215,7 @@ def test_a_resume_that_changes_the_run_is_refused_in_one_line_writing_nothing(do
 def test_a_resume_may_train_further(done):
     status, stdout, _ = _main("--out", str(done), "--resume", "--iterations", "3")
     lines = stdout.splitlines()
-    assert status == 0 and lines[0] == "resumed at iteration 2" and lines[2].startswith("iteration 3/3: ")
+    assert status == 0 and lines[0] == "resuming from iteration 2" and lines[2].startswith("iteration 3/3: ")
     assert [p["iteration"] for p in _progress(done)] == [1, 2, 3]
     assert json.loads((done / "settings.json").read_text())["iterations"] == 3
 
@@ -247,13 +247,13 @@ def test_a_damaged_checkpoint_is_refused_before_use(done, changes, message):
 
 
 def test_resume_of_a_complete_run_says_so_and_writes_nothing(done):
-    """`--resume` alone on a finished run: one line saying it is complete (and no "resumed at"), exit 0, not a
+    """`--resume` alone on a finished run: one line saying it is complete (and no "resuming from"), exit 0, not a
     file rewritten (the first run-kit train-az rewrote settings.json, run.json and the model, and added an event
     file)."""
     before = _files(done)
     status, stdout, stderr = _main("--out", str(done), "--resume")
     assert status == 0 and f"the run in {done} is complete" in stderr, stderr
-    assert "resumed at" not in stdout + stderr  # it printed "resumed at iteration 3" first (issue 41)
+    assert "resuming from" not in stdout + stderr  # it printed "resumed at iteration 3" first (issue 41)
     assert _files(done) == before
 
 

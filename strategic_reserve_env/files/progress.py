@@ -106,12 +106,12 @@ class Progress:
         if self._bar is not None:
             self._bar.set_description(description)
 
-    def write(self, text: str) -> None:
-        """Print a line of text without breaking the bar."""
+    def write(self, text: str, stream: IO[str] | None = None) -> None:
+        """Print a line of text (to `stream`, default the progress's own) without breaking the bar."""
         if self._bar is not None:
-            self._bar.write(text, file=self.stream)
+            self._bar.write(text, file=stream or self.stream)
         else:
-            print(text, file=self.stream, flush=True)
+            print(text, file=stream or self.stream, flush=True)
 
     def line(self) -> str:
         """The plain progress line for the current count."""

@@ -11,16 +11,14 @@ examples/alphazero. Each iteration:
 3. `updates` Adam steps on the iteration's decisions (cross-entropy on the legal placements plus squared
    value error).
 
-The run folder is the run lifecycle's (`run`): run.json (the run id, the command `train-az`, the
-status), settings.json (what `--resume` alone goes on with), `checkpoint.npz` (everything a resume needs,
-the games in progress included: a resumed run gives the same network as one that never stopped; checked
-before use), `model.safetensors` (the network), `progress.jsonl` (one line per iteration; its lines
-after the checkpoint's iteration go on resume) and `tb/` (TensorBoard). SIGINT and SIGTERM stop the run
-after the current iteration, with its checkpoint (`Signals`); a second signal at once.
+The run folder is the run lifecycle's (`run`): run.json, settings.json, `checkpoint.npz` (everything a resume
+needs, the games in progress included, checked before use), `model.safetensors`, `progress.jsonl` (one line
+per iteration) and `tb/`. A signal stops the run after the current iteration, with its checkpoint.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -35,9 +33,8 @@ from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_arrays, npz_headers
 
-from .distillation import check_belongs
-from .folder import SETTINGS_FILE
-from .run import Run, RunKind, check_length
+from .folder import SETTINGS_FILE, check_belongs, identity
+from .run import Run, RunKind, safe_points, say
 from .settings import (
     ACTIONS,
     PROCESS,
@@ -49,7 +46,7 @@ from .settings import (
     process_field,
     with_role,
 )
-from .signals import Signals, Stopped
+from .signals import Signals
 
 CHECKPOINT, MODEL, PROGRESS, LOGS = "checkpoint.npz", "model.safetensors", "progress.jsonl", "tb"
 KIND = RunKind(
@@ -132,11 +129,6 @@ def memory_needed(settings: AZSettings) -> dict[str, float]:
         "--games x --simulations (the search trees)": 2.0 * settings.games * nodes * (GAME_BYTES + 8 * 4 * ACTIONS),
         "--games (the games)": 4.0 * settings.games * GAME_BYTES,
     }
-
-
-def say(line: str) -> None:
-    """Print one line of the run's progress at once (a pipe or a file sees it when it happens)."""
-    print(line, flush=True)
 
 
 class Trainer:
@@ -274,9 +266,7 @@ class Trainer:
                 arrays[f"{group}/{i}"] = np.asarray(leaf)
         arrays["key"] = np.asarray(jax.random.key_data(self.key))
         arrays["iteration"] = np.asarray(self.iteration, dtype=np.int64)
-        arrays["run_id"] = np.frombuffer(belongs[0].encode("ascii"), dtype=np.uint8)
-        arrays["settings_hash"] = np.frombuffer(belongs[1].encode("ascii"), dtype=np.uint8)
-        return arrays
+        return arrays | identity(belongs, arrays=True)
 
     def save_checkpoint(self, path: Path, belongs: tuple[str, str]) -> None:
         """Everything a resume needs, with the run id and settings digest it `belongs` to, atomically."""
@@ -294,8 +284,7 @@ class Trainer:
         expected = {name: Tensor(str(a.dtype), a.shape) for name, a in self._leaves(belongs).items()}
         check_tensors(npz_headers(path), expected, f"{path} (a run with other settings, or of an older version?)")
         arrays = npz_arrays(path, expected)
-        found = tuple(arrays[name].tobytes().decode("ascii", "replace") for name in ("run_id", "settings_hash"))
-        check_belongs(path, found, belongs)  # type: ignore[arg-type]
+        check_belongs(path, arrays, belongs)
         iteration = int(arrays["iteration"])
         if iteration < 1:
             raise ValueError(f"{path}: iteration {iteration} is not a count of iterations done (damaged?)")
@@ -313,30 +302,21 @@ class Trainer:
         self.iteration = iteration
 
 
-def run(claimed: Run, again: str, signals: Signals, log=say) -> int:
-    """The `claimed` run (its folder locked), from its checkpoint on resume; `again`: the command line that
-    resumes it (for the line a signal prints); `signals`: the command's (a signal before the run starts
-    raises `StopNow` out of here, nothing trained); `log`: where the progress lines go. Returns the exit
-    status: 0, or 128 + the signal's number when a signal stopped it. A resume refused (a damaged checkpoint,
-    another run's, --iterations below those done) raises `ValueError` having written nothing."""
+def run(claimed: Run, again: str, signals: Signals) -> int:
+    """The `claimed` run (its folder locked), from its checkpoint on resume (a refusal: `ValueError`, nothing
+    written); `again`: the command line that resumes it; `signals`: the command's. Returns the exit status
+    (`Run.supervise`)."""
     settings, out = claimed.settings, claimed.out
     trainer = Trainer(settings)
     if settings.resume:
         if os.path.lexists(out / CHECKPOINT):
             trainer.load_checkpoint(out / CHECKPOINT, claimed.belongs)
-        claimed.resume_from(trainer.iteration or None)
-        check_length(KIND, settings.iterations, trainer.iteration, None)
-        if claimed.complete_already(trainer.iteration):
+        if claimed.resume(trainer.iteration or None):
             return 0  # as train's: nothing rewritten
-        log(
-            f"resumed at iteration {trainer.iteration}"
-            if trainer.iteration
-            else f"--resume: {out} holds no checkpoint yet: the run starts from iteration 0"
-        )
     claimed.start()
 
     def body() -> dict:
-        _loop(trainer, claimed, signals, log)
+        _loop(trainer, claimed, signals)
         return {"iterations": trainer.iteration}
 
     status = claimed.supervise(
@@ -346,7 +326,7 @@ def run(claimed: Run, again: str, signals: Signals, log=say) -> int:
         on_stop=lambda stop: _append(out / PROGRESS, {"stopped": str(stop), "iteration": claimed.checkpoint}),
     )
     if status == 0:
-        log(
+        say(
             f"wrote {out / MODEL} (agent spec mctx:net={out / MODEL}); the run's files: {out} "
             f"({CHECKPOINT}, {PROGRESS}, {LOGS}/)"
         )
@@ -359,10 +339,9 @@ def _append(path: Path, record: dict) -> None:
         progress.write(json.dumps(record) + "\n")
 
 
-def _loop(trainer: Trainer, claimed: Run, signals: Signals, log) -> None:
-    """Iterate up to `settings.iterations`; after each: its progress line, the checkpoint (run.json then says
-    so), the model and the logs; a signal noted meanwhile stops the run there (`Stopped`), with that
-    iteration's checkpoint."""
+def _loop(trainer: Trainer, claimed: Run, signals: Signals) -> None:
+    """Iterate up to `settings.iterations`; after each its progress, checkpoint, model and logs, then run.json
+    says so and a signal noted meanwhile stops the run there (`Run.checkpointed`)."""
     from tensorboard.summary import Writer
 
     from strategic_reserve_env.agents import az_net
@@ -371,19 +350,15 @@ def _loop(trainer: Trainer, claimed: Run, signals: Signals, log) -> None:
     about = {k: v for k, v in dataclasses.asdict(settings).items() if k not in with_role(settings, PROCESS)}
     with outputs.naming(out / LOGS):
         writer = Writer(str(out / LOGS))
-    signals.at_once = False  # from here a signal stops the run after the current iteration
-    try:
-        first = True
+    if trainer.iteration < settings.iterations:
+        say(f"iteration {trainer.iteration + 1}: compiling self-play and the update first (the slow one)")
+    with safe_points(signals), contextlib.closing(writer):
         while trainer.iteration < settings.iterations:
-            if first:
-                log(f"iteration {trainer.iteration + 1}: compiling self-play and the update first (the slow one)")
-                first = False
             started = time.perf_counter()
             stats = trainer.iterate()
             stats["seconds"] = time.perf_counter() - started
             _append(out / PROGRESS, {"iteration": trainer.iteration} | stats)
             trainer.save_checkpoint(out / CHECKPOINT, claimed.belongs)
-            claimed.checkpointed(trainer.iteration)
             az_net.save(out / MODEL, trainer.params, {"settings": about, "iteration": trainer.iteration})
             with outputs.naming(out / LOGS):
                 for name, value in stats.items():
@@ -391,12 +366,8 @@ def _loop(trainer: Trainer, claimed: Run, signals: Signals, log) -> None:
                         writer.add_scalar(f"az/{name}", value, step=trainer.iteration)
                 writer.flush()
             value = "no value targets" if stats["value_loss"] is None else f"value loss {stats['value_loss']:.4f}"
-            log(
+            say(
                 f"iteration {trainer.iteration}/{settings.iterations}: policy loss {stats['policy_loss']:.4f}, "
                 f"{value}, {stats['games_finished']:.0f} games finished, {stats['seconds']:.1f} s"
             )
-            if signals.requested is not None:
-                raise Stopped(signals.requested, trainer.iteration)
-    finally:
-        signals.at_once = True
-        writer.close()
+            claimed.checkpointed(trainer.iteration, signals)

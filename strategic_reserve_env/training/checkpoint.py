@@ -1,16 +1,11 @@
-"""Checkpoints: `checkpoints/checkpoint_STEPS-RUNID.pt` in the run folder, the last two kept.
+"""Checkpoints: `checkpoints/checkpoint_STEPS-RUNID.pt` in the run folder, taken after a PPO update.
 
-A checkpoint is taken after a PPO update (never mid-rollout), at the end of a run and when a signal stops
-it. It holds tensors, numbers and strings only, read with `torch.load(weights_only=True)` (which runs no
-code from the file), and its contents are checked before any of it is used (`check_contents`): the
-network and its optimizer, the snapshot pool, the games in progress with their dice streams, the
-generators of numpy, torch and Python, SB3's learner counters, the schedule of the next snapshot,
-evaluation and checkpoint, and the step count. Loading it (`load_into`) makes a run go on exactly:
-the same games, updates and weights as one that never stopped.
-
-SB3 keeps part of a learner's state in private fields (`_n_updates`, `_episode_num`, `_last_obs`,
-`_last_episode_starts`) and offers no public way to set them, yet a run that goes on exactly needs them:
-`learner_state` and `set_learner_state` are the one place that reads and writes them.
+A checkpoint holds tensors, numbers and strings only, read with `torch.load(weights_only=True)` (no code from
+the file runs) and checked (`check_contents`) before use: the network and its optimizer, the snapshot pool,
+the games with their dice streams, the generators, SB3's learner counters, the schedule and the step count.
+`load_into` makes a run go on exactly as one that never stopped. SB3 keeps part of its state in private fields
+(`_n_updates`, `_episode_num`, `_last_obs`, `_last_episode_starts`) with no public setter: `learner_state`
+and `set_learner_state` are the one place that reads and writes them.
 """
 
 from __future__ import annotations
@@ -18,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import re
 from dataclasses import asdict
 from pathlib import Path
 
@@ -28,30 +22,18 @@ import torch
 from strategic_reserve_env.agents.ppo_file import architecture_of
 from strategic_reserve_env.files import outputs
 
-from .run import CHECKPOINTS_KEPT, newest_loadable
+from .run import Checkpoints
 
-CHECKPOINT = re.compile(r"checkpoint_(\d+)-([0-9a-f]{32})\.pt")  # steps, run id
 CHECKPOINT_FORMAT = "strategic-reserve-train-checkpoint"
 CHECKPOINT_VERSION = 1
 SCHEDULE = ("snapshot", "eval", "checkpoint")  # the steps at which each falls due next
 
 
-def _tensors(tree):
-    """`tree` with its numpy arrays as torch tensors (what `torch.load(weights_only=True)` reads back)."""
-    if isinstance(tree, np.ndarray):
-        return torch.from_numpy(tree.copy())
+def _mapped(tree, kind: type, convert):
+    """`tree` (dicts of leaves) with each leaf of type `kind` converted."""
     if isinstance(tree, dict):
-        return {key: _tensors(value) for key, value in tree.items()}
-    return tree
-
-
-def _arrays(tree):
-    """The inverse of `_tensors`."""
-    if isinstance(tree, torch.Tensor):
-        return tree.numpy()
-    if isinstance(tree, dict):
-        return {key: _arrays(value) for key, value in tree.items()}
-    return tree
+        return {key: _mapped(value, kind, convert) for key, value in tree.items()}
+    return convert(tree) if isinstance(tree, kind) else tree
 
 
 def generator_states() -> dict:
@@ -105,13 +87,13 @@ def contents(model, env, pool, schedule: dict[str, float], settings, run_id: str
         "snapshots": pool.get_state(),
         "learner": learner_state(model),
         "schedule": dict(schedule),
-        "env": _tensors(env.get_state()),
+        "env": _mapped(env.get_state(), np.ndarray, lambda a: torch.from_numpy(a.copy())),
         "generators": generator_states(),
     }
 
 
-def _integer(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def check_contents(payload: dict) -> None:
@@ -119,7 +101,7 @@ def check_contents(payload: dict) -> None:
     the counters non-negative integers, the schedule steps (`inf` for no evaluation), the
     settings JSON, the snapshots named weights, the tensors of their types."""
     steps = payload.get("steps")
-    if not _integer(steps) or steps < 0:
+    if not _count(steps):
         raise ValueError(f"its steps are not a non-negative integer: {steps!r:.40}")
     for name in ("run_id", "settings", "architecture"):
         if not isinstance(payload.get(name), str):
@@ -140,7 +122,7 @@ def check_contents(payload: dict) -> None:
     if not isinstance(learner, dict):
         raise ValueError("its learner state is not a dict")
     for name in ("n_updates", "episode_num"):
-        if not _integer(learner.get(name)) or learner[name] < 0:
+        if not _count(learner.get(name)):
             raise ValueError(f"its learner's {name} is not a non-negative integer: {learner.get(name)!r:.40}")
     starts = learner.get("last_episode_starts")
     if not isinstance(starts, torch.Tensor) or starts.dtype != torch.bool or starts.dim() != 1:
@@ -167,19 +149,10 @@ def check_contents(payload: dict) -> None:
 
 def all_finite(tree) -> bool:
     """Whether every floating-point tensor anywhere in `tree` (dicts, lists and tuples of them) is finite."""
-    return all(bool(torch.isfinite(tensor).all()) for tensor in _float_tensors(tree))
-
-
-def _float_tensors(tree):
     if isinstance(tree, torch.Tensor):
-        if tree.is_floating_point():
-            yield tree
-    elif isinstance(tree, dict):
-        for value in tree.values():
-            yield from _float_tensors(value)
-    elif isinstance(tree, (list, tuple)):
-        for value in tree:
-            yield from _float_tensors(value)
+        return not tree.is_floating_point() or bool(torch.isfinite(tree).all())
+    values = tree.values() if isinstance(tree, dict) else tree if isinstance(tree, (list, tuple)) else ()
+    return all(all_finite(value) for value in values)
 
 
 def load_into(checkpoint: dict, model, env, pool) -> dict[str, float]:
@@ -189,57 +162,56 @@ def load_into(checkpoint: dict, model, env, pool) -> dict[str, float]:
     model.policy.optimizer.load_state_dict(checkpoint["optimizer"])
     pool.set_state(checkpoint["snapshots"], model.policy)
     env.games.set_opponents(*pool.members())
-    env.set_state(_arrays(checkpoint["env"]))
+    env.set_state(_mapped(checkpoint["env"], torch.Tensor, torch.Tensor.numpy))
     set_learner_state(model, checkpoint["learner"], checkpoint["steps"], env.games.observations().copy())
     set_generator_states(checkpoint["generators"])
     return dict(checkpoint["schedule"])
 
 
-def save(model, env, pool, schedule: dict[str, float], settings, out: Path, run_id: str) -> Path:
-    """Write the `contents` as `checkpoints/checkpoint_{steps}-{run_id}.pt` (atomically: a kill
-    mid-write leaves no half-written checkpoint under a checkpoint's name); this run's older ones but the
-    previous go."""
-    (out / "checkpoints").mkdir(parents=True, exist_ok=True)
-    path = checkpoint_path(out, model.num_timesteps, run_id)
-    with outputs.atomic(path) as handle:
+def save(model, env, pool, schedule: dict[str, float], settings, out: Path, run_id: str) -> None:
+    """Write the `contents` as this run's checkpoint of its steps, atomically; older ones but the previous go."""
+    found = checkpoints(out, run_id)
+    found.folder.mkdir(parents=True, exist_ok=True)
+    with outputs.atomic(found.path(model.num_timesteps)) as handle:
         torch.save(contents(model, env, pool, schedule, settings, run_id), handle)
-    for old in checkpoint_steps(out, run_id)[:-CHECKPOINTS_KEPT]:
-        checkpoint_path(out, old, run_id).unlink(missing_ok=True)
-    return path
+    found.prune()
+
+
+def checkpoints(out: Path, run_id: str | None = None) -> Checkpoints:
+    """The checkpoints of run `run_id` (default: the run of `out`'s run file) in `out`."""
+    if run_id is None:
+        run = outputs.read_run(out)
+        run_id = None if run is None else run["run_id"]
+    return Checkpoints(out / "checkpoints", "checkpoint_", f"-{run_id}.pt")
 
 
 def checkpoint_path(out: Path, steps: int, run_id: str | None = None) -> Path:
-    """The checkpoint of run `run_id` (default: the run of `out`'s run file) after `steps` steps."""
-    return out / "checkpoints" / f"checkpoint_{steps}-{run_id or _run_of(out)}.pt"
-
-
-def _run_of(out: Path) -> str | None:
-    run = outputs.read_run(out)
-    return None if run is None else run["run_id"]
+    """The checkpoint of run `run_id` (default: `out`'s) after `steps` steps."""
+    return checkpoints(out, run_id).path(steps)
 
 
 def checkpoint_steps(out: Path, run_id: str | None = None) -> list[int]:
-    """Steps of run `run_id`'s checkpoints (default: the run of `out`'s run file) in `out`, in increasing
-    order."""
-    directory = out / "checkpoints"
-    run_id = run_id or _run_of(out)
-    if directory.is_symlink() or not directory.is_dir() or run_id is None:
-        return []
-    found = (CHECKPOINT.fullmatch(p.name) for p in directory.iterdir())
-    return sorted(int(m.group(1)) for m in found if m and m.group(2) == run_id)
+    """Steps of run `run_id`'s checkpoints (default: `out`'s), in increasing order."""
+    return checkpoints(out, run_id).counts()
 
 
-def read(path: Path, limit: int) -> dict:
-    """A checkpoint's contents, loaded with `weights_only=True` (no code from the file runs) and checked
-    (`check_contents`); `ValueError` if the file is not a regular file of at most `limit` bytes
-    (checked before a byte is read), does not load or is not a checkpoint of this format."""
+def load_tensors(path: Path, limit: int):
+    """The tensors, numbers and strings of the torch file `path`, loaded with `weights_only=True` (no code from
+    the file runs); `ValueError` if it is not a regular file of at most `limit` bytes (checked before a byte is
+    read) or does not load."""
     try:
         with outputs.open_regular(path, limit) as handle:
-            payload = torch.load(handle, map_location="cpu", weights_only=True)
+            return torch.load(handle, map_location="cpu", weights_only=True)
     except ValueError:
         raise
     except Exception as error:  # torch raises several types for damaged or crafted files
         raise ValueError(f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
+
+
+def read(path: Path, limit: int) -> dict:
+    """A checkpoint's contents (`load_tensors`), checked (`check_contents`); `ValueError` if it does not load
+    or is not a checkpoint of this format."""
+    payload = load_tensors(path, limit)
     if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
         raise ValueError(f"not a {CHECKPOINT_FORMAT} file")
     if payload.get("version") != CHECKPOINT_VERSION:
@@ -248,18 +220,11 @@ def read(path: Path, limit: int) -> dict:
     return payload
 
 
-def latest(out: Path, run_id: str, limit: int) -> tuple[int, dict]:
-    """The steps and contents of the newest checkpoint of run `run_id` in `out` that loads (`read`;
-    `run.newest_loadable`); `ValueError` when none loads, or when the newest that loads holds another run
-    (a file renamed into this run's name is refused, not used)."""
-    steps = checkpoint_steps(out, run_id)
-    if not steps:
-        raise ValueError(
-            f"--resume: no checkpoint of run {run_id} (checkpoint_STEPS-{run_id}.pt) in {out / 'checkpoints'}"
-        )
-    candidates = [(step, checkpoint_path(out, step, run_id)) for step in steps]
-    done, payload = newest_loadable(candidates, lambda path: read(path, limit), out / "checkpoints")
-    if payload["run_id"] != run_id:
-        path = checkpoint_path(out, done, run_id)
-        raise ValueError(f"--resume: {path} holds run {payload['run_id']:.32}, not run {run_id} of this folder")
-    return done, payload
+def latest(out: Path, run_id: str, limit: int) -> tuple[int, dict] | None:
+    """The steps and contents of the newest checkpoint of run `run_id` in `out` that loads (`Checkpoints.newest`;
+    None if there is none); `ValueError` when none loads or the newest that loads holds another run."""
+    found = checkpoints(out, run_id).newest(lambda path: read(path, limit))
+    if found is not None and found[1]["run_id"] != run_id:
+        path = checkpoint_path(out, found[0], run_id)
+        raise ValueError(f"--resume: {path} holds run {found[1]['run_id']:.32}, not run {run_id} of this folder")
+    return found

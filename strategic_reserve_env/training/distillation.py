@@ -1,16 +1,10 @@
 """The supervised phase before PPO (agents/distill.py), kept in the run folder as it goes.
 
-The expert's labelled decisions are written to `distillation/labels_NNNN.npz` chunk by chunk as they are
-made (500 games a chunk; numbers only, written atomically), each with the `Cursor` after
-it; the fit writes its state after each epoch to `distillation/fit.pt` (tensors and numbers, read with
-`weights_only=True`). A run stopped during the distillation goes on with `--resume` where it stopped:
-the chunks already labelled are read back (checked from their headers before any array is read: the
-arrays and shapes a chunk holds, its decisions at most what its games can hold), the labelling goes on
-after the last one, and the fit after its last epoch, with the same result as a run that never stopped.
-Each chunk and the fit's state carry the run id and the digest of the run's settings
-(`folder.settings_hash`): a file of another run, or of other settings, is refused
-(`check_saved`, before the run writes anything).
-The fit's losses per epoch and the final agreement with the expert go to TensorBoard (`tb/distillation`).
+The expert's labelled decisions go to `distillation/labels_NNNN.npz` a chunk of games at a time (numbers
+only, each with the `Cursor` after it); the fit writes its state after each epoch to `distillation/fit.pt`.
+A stopped run goes on where it stopped (`--resume`), with the result of a run that never stopped. Each file is
+checked before use and carries the run id and settings digest (`folder.settings_hash`): a file of another run,
+or of other settings, is refused (`check_saved`, before the run writes anything).
 """
 
 from __future__ import annotations
@@ -29,7 +23,9 @@ from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.model_files import npz_arrays, npz_headers
 from strategic_reserve_env.files.progress import Progress
 
-from .checkpoint import all_finite
+from .checkpoint import all_finite, load_tensors
+from .folder import IDENTITY, check_belongs, identity
+from .run import say
 from .settings import OBSERVATION_SIZE, TrainSettings, max_file_bytes
 
 FOLDER = "distillation"
@@ -72,19 +68,6 @@ def _expected(decisions: int) -> dict[str, tuple[str, tuple[int, ...]]]:
     }
 
 
-def _ascii(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-
-
-def check_belongs(path: Path, found: tuple[str, str], belongs: tuple[str, str]) -> None:
-    """`ValueError` naming `path` unless the (run id, settings digest) it carries, `found`, are
-    `belongs`."""
-    if found[0] != belongs[0]:
-        raise ValueError(f"{path} belongs to run {found[0]:.32}, not to run {belongs[0]} of this folder")
-    if found[1] != belongs[1]:
-        raise ValueError(f"{path} was made with other settings than this run's (settings.json changed?)")
-
-
 def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor, belongs: tuple[str, str]) -> None:
     """One chunk of labelled decisions and the cursor after it, as an .npz of numbers, atomically, with the
     run id and the settings' digest it `belongs` to."""
@@ -98,18 +81,16 @@ def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor
             opponent=np.int64(cursor.opponent),
             start=np.int64(cursor.start),
             generators=cursor.generators.astype(np.uint64),
-            run_id=_ascii(belongs[0]),
-            settings_hash=_ascii(belongs[1]),
+            **identity(belongs, arrays=True),
         )
 
 
 def read_chunk(
     path: Path, opponents: int, games: int, belongs: tuple[str, str] | None = None
 ) -> tuple[distill.Positions, distill.Cursor]:
-    """A chunk of `write_chunk`, checked before any array is read (`ValueError` naming the file): a
-    regular file of a bounded size; from its headers, the arrays and their shapes, at most
-    `MAX_DECISIONS_PER_GAME` decisions per game of a chunk; then the run and settings it `belongs`
-    to (when given), a cursor within `opponents` and `games`."""
+    """A chunk of `write_chunk`, checked (`ValueError` naming the file): a regular file of a bounded size,
+    its arrays and shapes from the headers before any is read, then its values, the run and settings it
+    `belongs` to (when given) and a cursor within `opponents` and `games`."""
     with outputs.open_regular(path, MAX_CHUNK_BYTES):
         pass
     headers = npz_headers(path)
@@ -126,7 +107,7 @@ def read_chunk(
     if not (np.isfinite(outcomes) & (np.abs(outcomes) <= 1)).all():
         raise ValueError(f"{path}: its outcomes are not all finite numbers in -1..1 (damaged?); they are not used")
     if belongs is not None:
-        check_belongs(path, (loaded["run_id"].tobytes().decode(), loaded["settings_hash"].tobytes().decode()), belongs)
+        check_belongs(path, loaded, belongs)
     cursor = distill.Cursor(int(loaded["opponent"]), int(loaded["start"]), loaded["generators"])
     if not (0 <= cursor.opponent < opponents and 0 < cursor.start <= games):
         raise ValueError(f"{path}: its cursor (opponent {cursor.opponent}, game {cursor.start}) is not of this run")
@@ -144,7 +125,7 @@ def saved_chunks(folder: Path, opponents: int, settings: TrainSettings, belongs:
 
 def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) -> None:
     """`ValueError` (one line naming the file) for a file of `out`'s distillation that does not load or
-    belongs to another run or other settings: called before a resumed run writes anything."""
+    belongs to another run or other settings."""
     folder = out / FOLDER
     if not folder.is_dir() or folder.is_symlink():
         return
@@ -157,8 +138,7 @@ def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) ->
 def label(
     expert, opponents: list, settings: TrainSettings, folder: Path, belongs: tuple[str, str]
 ) -> distill.Positions:
-    """The expert's labelled decisions: those already in `folder`, then the rest, each chunk written as it
-    is made."""
+    """The expert's labelled decisions: those in `folder`, then the rest, each chunk written as it is made."""
     folder.mkdir(exist_ok=True)
     parts, cursor = [], None
     for positions, after in saved_chunks(folder, len(opponents), settings, belongs):
@@ -167,7 +147,7 @@ def label(
     games = settings.distill_games
     done = 0 if cursor is None else cursor.opponent * games + cursor.start
     if parts:
-        print(f"distillation: {len(parts)} chunk(s) of labelled decisions read back ({done} games)", flush=True)
+        say(f"distillation: {len(parts)} chunk(s) of labelled decisions read back ({done} games)")
     bar = Progress(games * len(opponents), "game", description="expert games", initial=done, enabled=settings.progress)
     chunks = distill.labelled_chunks(
         expert, opponents, games, settings.seed, settings.distill_explore, batch=CHUNK_GAMES, after=cursor
@@ -181,21 +161,18 @@ def label(
 
 
 def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> dict | None:
-    """The fit's state of `path` (None if there is none), as `agents.distill.fit` saved it;
-    `ValueError` if it is not a regular file of the size the run's network justifies, does not load, its
-    contents are not what the fit saves, or it `belongs` to another run or other settings."""
+    """The fit's state of `path` (None if there is none); `ValueError` if it is not a regular file of the size
+    the run's network justifies, does not load, is not what the fit saves, or `belongs` to another run."""
     if not os.path.lexists(path):
         return None
     try:
-        with outputs.open_regular(path, max_file_bytes(settings)) as handle:
-            saved = torch.load(handle, map_location="cpu", weights_only=True)
-    except ValueError:
-        raise
-    except Exception as error:  # torch raises several types for damaged or crafted files
-        raise ValueError(f"{path}: does not load ({type(error).__name__})") from None
-    if not isinstance(saved, dict) or not all(isinstance(saved.get(key), str) for key in ("run_id", "settings_hash")):
+        saved = load_tensors(path, max_file_bytes(settings))
+    except ValueError as error:
+        raise ValueError(f"{path}: does not load ({error})") from None
+    if not isinstance(saved, dict) or not all(isinstance(saved.get(key), str) for key in IDENTITY):
         raise ValueError(f"{path}: not the state of a distillation fit of this version (no run id)")
-    check_belongs(path, (saved.pop("run_id"), saved.pop("settings_hash")), belongs)
+    check_belongs(path, saved, belongs)
+    saved = {key: value for key, value in saved.items() if key not in IDENTITY}
     keys = {"epoch", "history", "policy", "optimizer", "schedule", "generator"}
     epoch = saved.get("epoch") if isinstance(saved, dict) else None
     if (
@@ -213,9 +190,8 @@ def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> d
 
 
 def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[str, str], experts) -> None:
-    """Label the expert's decisions and fit `policy` (in place) to them, going on from what `out` holds
-    (see the module docstring); `experts`: the expert and its opponents (`distill_agents`, loaded once by the
-    command). Prints what it did and how often the network now agrees with the expert."""
+    """Label the expert's decisions and fit `policy` (in place) to them, going on from what `out` holds;
+    `experts`: the expert and its opponents (`distill_agents`). Prints how often the network now agrees."""
     from torch.utils.tensorboard import SummaryWriter
 
     expert, opponents = experts
@@ -223,22 +199,18 @@ def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[st
     start = time.perf_counter()
     positions = label(expert, opponents, settings, folder, belongs)
     labelled = time.perf_counter()
-    print(
+    say(
         f"distillation: {len(positions):,} decisions of {expert.name} in {settings.distill_games} games against each "
-        f"of {', '.join(o.name for o in opponents)} ({labelled - start:.0f} s)",
-        flush=True,
+        f"of {', '.join(o.name for o in opponents)} ({labelled - start:.0f} s)"
     )
     targets = distill.expert_targets(positions, settings.distill_temperature)
+    fit = ("epochs", "batch_size", "learning_rate", "value_weight")  # --distill-NAME: the fit's NAME
     fit_settings = distill.FitSettings(
-        epochs=settings.distill_epochs,
-        batch_size=settings.distill_batch_size,
-        learning_rate=settings.distill_learning_rate,
-        value_weight=settings.distill_value_weight,
-        seed=settings.seed,
+        **{name: getattr(settings, f"distill_{name}") for name in fit}, seed=settings.seed
     )
     saved = read_fit(folder / FIT_FILE, settings, belongs)
     if saved is not None:
-        print(f"distillation: the fit goes on after epoch {saved['epoch']}", flush=True)
+        say(f"distillation: the fit goes on after epoch {saved['epoch']}")
     with outputs.naming(out / "tb" / "distillation"), SummaryWriter(str(out / "tb" / "distillation")) as writer:
 
         def after_epoch(state: dict) -> None:
@@ -247,16 +219,15 @@ def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[st
                 writer.add_scalar(f"distill/{name}", row[name], state["epoch"])
             writer.flush()
             with outputs.atomic(folder / FIT_FILE) as handle:
-                torch.save(state | {"run_id": belongs[0], "settings_hash": belongs[1]}, handle)
+                torch.save(state | identity(belongs), handle)
 
         history = distill.fit(
             policy, positions, targets, fit_settings, progress=settings.progress, saved=saved, after_epoch=after_epoch
         )
         agreement = distill.agreement(policy, positions, distill.expert_targets(positions))
         writer.add_scalar("distill/agreement", agreement, len(history))
-    print(
+    say(
         f"distillation: fit in {time.perf_counter() - labelled:.0f} s, cross-entropy "
         f"{history[-1]['cross_entropy']:.3f}, the network plays the expert's choice in {100 * agreement:.1f} % of "
-        f"its decisions",
-        flush=True,
+        f"its decisions"
     )

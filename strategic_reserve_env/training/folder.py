@@ -1,10 +1,8 @@
 """The run folder's own files as a resume reads them: run.json's command, links, settings.json.
 
-A run owns its folder (its states and transitions: `run`): it writes a run id (`run.json`) and its settings
-(`settings.json`), and holds the folder's lock while it runs. `resumed_settings` reads settings.json back as
-untrusted JSON, checks each field (its type and range, named as a field of that file) and merges the options
-given again that may change (`settings.changeable`); `settings_hash` is the digest of the settings that
-define the run, which every file of it carries.
+`resumed_settings` reads settings.json back as untrusted JSON, checks each field (named as a field of that
+file) and merges the options given again that may change (`settings.changeable`); `settings_hash` is the
+digest of the settings that define the run, which every file of it carries.
 """
 
 from __future__ import annotations
@@ -16,11 +14,14 @@ import re
 from dataclasses import fields
 from pathlib import Path
 
+import numpy as np
+
 from strategic_reserve_env.files import outputs, safe_json
 
 from .settings import MAY_CHANGE, PROCESS, TrainSettings, defining, option, with_role
 
 SETTINGS_FILE = "settings.json"
+IDENTITY = ("run_id", "settings_hash")  # what each file of a run carries (`identity`)
 
 
 #: run.json's `command` as 0.3.0 wrote it (the script's name) -> the command's name it writes now
@@ -52,17 +53,36 @@ def refuse_links(out: Path, names: tuple) -> None:
 
 
 def settings_hash(settings) -> str:
-    """A digest of the settings that define the run (`settings.defining`: neither `changeable` nor how this
-    process runs): each file of a run (a checkpoint, a chunk of labels, the fit's state) carries it with the
-    run id, and a file whose digest is not the run's is refused."""
+    """A digest of the settings that define the run (`settings.defining`), carried by each file of the run."""
     return hashlib.sha256(json.dumps(defining(settings), sort_keys=True).encode()).hexdigest()
 
 
+def identity(belongs: tuple[str, str], arrays: bool = False) -> dict:
+    """The run id and settings digest `belongs` as the entries a file of the run carries (uint8 arrays of
+    their ASCII digits in an .npz when `arrays`)."""
+    return {
+        name: np.frombuffer(value.encode("ascii"), dtype=np.uint8) if arrays else value
+        for name, value in zip(IDENTITY, belongs, strict=True)
+    }
+
+
+def check_belongs(path: Path, found: dict, belongs: tuple[str, str]) -> None:
+    """`ValueError` naming `path` unless the run id and settings digest among its entries `found` (as
+    `identity` writes them) are `belongs`."""
+    run_id, digest = (
+        value.tobytes().decode("ascii", "replace") if isinstance(value, np.ndarray) else str(value)
+        for value in (found.get(name) for name in IDENTITY)
+    )
+    if run_id != belongs[0]:
+        raise ValueError(f"{path} belongs to run {run_id:.32}, not to run {belongs[0]} of this folder")
+    if digest != belongs[1]:
+        raise ValueError(f"{path} was made with other settings than this run's (settings.json changed?)")
+
+
 def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> dict:
-    """The settings a run in `out` was started with (its settings.json, a regular file of a bounded size,
-    read as untrusted JSON); `ValueError` if there is none (saying what to type when the run was stopped
-    before writing them), it is not a settings file of the dataclass `cls`, or (`command` given) the run is
-    another command's."""
+    """The settings.json of the run in `out` (a regular file of a bounded size, untrusted JSON); `ValueError`
+    if there is none (saying what to type if the run stopped before writing it), it is not a settings file of
+    the dataclass `cls`, or (`command` given) the run is another command's."""
     run = outputs.read_run(out)
     if run is None:
         raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
@@ -84,10 +104,9 @@ def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> 
 
 
 def resumed_settings(out: Path, given: dict, cls=TrainSettings, command: str | None = None):
-    """The settings of the run in `out` (`saved_settings`), with those of `given` (the options on the
-    command line, by field name) that may change mid-run (`settings.changeable`); `ValueError` naming an
-    option given that may not; a settings.json field of the wrong type or out of range, named as a field of
-    that file; a run of another command than `command` (when given)."""
+    """The settings of the run in `out` (`saved_settings`) with those of `given` (the options on the command
+    line, by field name) that may change; `ValueError` naming an option given that may not, or a settings.json
+    field of the wrong type or out of range, named as a field of that file."""
     saved = saved_settings(out, cls, command)
     may_change, process = with_role(cls, MAY_CHANGE), with_role(cls, PROCESS)
     for name, value in given.items():

@@ -1,12 +1,9 @@
 """The training run, top to bottom: `run`.
 
-The learner (sb3-contrib's MaskablePPO) plays `n_envs` games in one engine batch
-(`StrategicReserveVecEnv`); each game draws its opponent when it starts
-from the pool (`pool`). A callback adds snapshots of the learner to the pool, runs the periodic
-evaluations, logs win rates and writes checkpoints (`checkpoint`) after an update. SIGINT and SIGTERM
-stop the run after the current update, with a checkpoint (`Signals`); a second signal
-stops it at once. At the end: the last checkpoint, the model (`model.safetensors`, and SB3's `model.zip`) and the
-final paired-dice evaluation.
+MaskablePPO (sb3-contrib) plays `n_envs` games in one engine batch against opponents drawn from the pool
+(`pool`); a callback adds snapshots, runs the periodic evaluations and writes checkpoints (`checkpoint`) after
+an update. A signal stops the run after the current update, with a checkpoint; a second at once (`Signals`).
+At the end: the last checkpoint, the model (`model.safetensors`, SB3's `model.zip`) and the final evaluation.
 """
 
 from __future__ import annotations
@@ -34,9 +31,9 @@ from strategic_reserve_env.files.progress import Progress
 from . import checkpoint, distillation
 from .folder import SETTINGS_FILE
 from .pool import OpponentPool
-from .run import Run, RunKind, check_length
+from .run import Run, RunKind, safe_points, say
 from .settings import TrainSettings, defining, max_file_bytes, option
-from .signals import Signals, Stopped
+from .signals import Signals
 
 RESULTS = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "distilled.safetensors")
 KIND = RunKind(
@@ -57,26 +54,18 @@ class TimedVecEnv(StrategicReserveVecEnv):
 
     seconds = 0.0
 
-    def reset(self):
+    def _timed(self, call):
         start = time.perf_counter()
-        result = super().reset()
-        self.seconds += time.perf_counter() - start
-        return result
+        try:
+            return call()
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def reset(self):
+        return self._timed(super().reset)
 
     def step_wait(self):
-        start = time.perf_counter()
-        result = super().step_wait()
-        self.seconds += time.perf_counter() - start
-        return result
-
-
-def initial_schedule(settings: TrainSettings, steps: int) -> dict[str, float]:
-    """Steps of the first snapshot, evaluation and checkpoint of a run starting at `steps`."""
-    return {
-        "snapshot": steps + settings.snapshot_every,
-        "eval": steps + settings.eval_every if settings.eval_every else float("inf"),
-        "checkpoint": steps + settings.checkpoint_every,
-    }
+        return self._timed(super().step_wait)
 
 
 class TrainingCallback(BaseCallback):
@@ -85,7 +74,7 @@ class TrainingCallback(BaseCallback):
     `schedule` holds the steps of the next snapshot, evaluation and checkpoint (from the checkpoint on
     resume, so a resumed run keeps the same schedule). A checkpoint falls due during a rollout and is
     written at the start of the next one, after the PPO update on the rollout; so is the checkpoint of a
-    stop asked for by a signal, after which the callback raises `Stopped`.
+    stop asked for by a signal, which then raises `Stopped`.
     """
 
     def __init__(self, run: Run, pool, env, signals: Signals, schedule=None) -> None:
@@ -102,7 +91,8 @@ class TrainingCallback(BaseCallback):
     def _on_training_start(self) -> None:
         s, steps = self.settings, self.model.num_timesteps
         self.progress = Progress(s.total_steps, "step", description="train", initial=steps, enabled=s.progress)
-        self.schedule = initial_schedule(s, steps) | self.schedule
+        first = {"snapshot": s.snapshot_every, "eval": s.eval_every, "checkpoint": s.checkpoint_every}
+        self.schedule = {name: steps + every for name, every in first.items()} | self.schedule
         if not s.eval_every:
             self.schedule["eval"] = float("inf")
 
@@ -132,11 +122,9 @@ class TrainingCallback(BaseCallback):
         self.collecting_since = time.perf_counter()
         stop = self.signals.requested
         if self.checkpoint_due or stop is not None:  # the update on the last rollout is done: a run goes on here
-            save_checkpoint(self.run, self.model, self.env, self.pool, self.schedule)
             self.checkpoint_due = False
+            save_checkpoint(self.run, self.model, self.env, self.pool, self.schedule, self.signals)
             self.seconds["evaluating and checkpointing"] += time.perf_counter() - self.collecting_since
-        if stop is not None:
-            raise Stopped(stop, self.model.num_timesteps)
 
     def _on_rollout_end(self) -> None:
         self.seconds["collecting"] += time.perf_counter() - self.collecting_since
@@ -154,7 +142,7 @@ class TrainingCallback(BaseCallback):
             pairing = tournament.play_pairing(learner, opponent, settings)
             self.logger.record(f"eval/score_vs_{opponent}", pairing.score)
             interval = tournament.format_interval(pairing.interval())
-            self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} {interval}")
+            self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} {interval}", sys.stdout)
 
     def _on_training_end(self) -> None:
         self.progress.close()
@@ -168,68 +156,53 @@ def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
             "features_extractor_class": BoardCNN,
             "features_extractor_kwargs": {"channels": settings.cnn_channels},
         }
+    ppo = ("learning_rate", "n_steps", "batch_size", "n_epochs", "gamma", "gae_lambda", "clip_range", "ent_coef")
     return MaskablePPO(
         "MlpPolicy",
         env,
-        learning_rate=settings.learning_rate,
-        n_steps=settings.n_steps,
-        batch_size=settings.batch_size,
-        n_epochs=settings.n_epochs,
-        gamma=settings.gamma,
-        gae_lambda=settings.gae_lambda,
-        clip_range=settings.clip_range,
-        ent_coef=settings.ent_coef,
+        **{name: getattr(settings, name) for name in (*ppo, "seed", "device")},
         policy_kwargs=policy_kwargs,
         tensorboard_log=str(out / "tb"),
-        seed=settings.seed,
-        device=settings.device,
         verbose=0,
     )
 
 
-def save_checkpoint(run: Run, model, env, pool, schedule: dict[str, float]) -> None:
-    """The checkpoint of `run` at the learner's steps, then run.json says so (checkpointed)."""
+def save_checkpoint(run: Run, model, env, pool, schedule: dict[str, float], signals=None) -> None:
+    """The checkpoint of `run` at the learner's steps, then run.json says so (`Run.checkpointed`)."""
     checkpoint.save(model, env, pool, schedule, run.settings, run.out, run.run_id)
-    run.checkpointed(model.num_timesteps)
+    run.checkpointed(model.num_timesteps, signals)
 
 
-def check_resumable(saved: dict, settings: TrainSettings, steps: int) -> None:
-    """`ValueError` naming the first training-defining setting in which `settings` differ from the
-    `saved` ones of a checkpoint, or a --total-steps below the `steps` already trained (`run.check_length`)."""
+def check_resumable(saved: dict, settings: TrainSettings) -> None:
+    """`ValueError` naming the first training-defining setting in which `settings` differ from the `saved`
+    ones of a checkpoint."""
     for name, now in defining(settings).items():
         if saved.get(name) != now:
             raise ValueError(
                 f"--resume: the checkpoint was trained with {option(name)} {saved.get(name)}, not {now} "
                 f"(the run's settings.json was changed)"
             )
-    check_length(KIND, settings.total_steps, steps, saved.get("total_steps"))
 
 
-def resume(run: Run, model, env, pool) -> tuple[int, dict[str, float] | None]:
-    """Everything the resumed `run` reads, checked before its first write: the newest checkpoint of the run
-    that loads (its settings, its contents, its fit into the learner, then loaded into the learner, the pool,
-    the games and the generators) and the checkpoint names after it; without one, the distillation's files
-    and that run.json names no checkpoint. Returns the steps done and the schedule (None without a
-    checkpoint). `ValueError` (one line) otherwise."""
-    settings, out = run.settings, run.out
-    steps = checkpoint.checkpoint_steps(out, run.run_id)
-    if not steps:
-        run.resume_from(None)
-        distillation.check_saved(out, settings, run.belongs)
-        return 0, None
-    done, saved = checkpoint.latest(out, run.run_id, max_file_bytes(settings))
-    check_resumable(json.loads(saved["settings"]), settings, done)
-    for later in (checkpoint.checkpoint_path(out, step, run.run_id) for step in steps if step > done):
-        if not later.is_file() or later.is_symlink():  # a name the run will write its checkpoint under
-            raise ValueError(f"--out {out}: {later} is not a regular file, so the run cannot write its checkpoint")
-    run.resume_from(done)
+def resume(run: Run, model, env, pool) -> tuple[bool, dict[str, float] | None]:
+    """Everything the resumed `run` reads, checked before its first write: the newest checkpoint that loads
+    (its settings, its contents; then loaded into the learner, the pool, the games and the generators), or
+    without one the distillation's files. Returns whether the run is complete already (`Run.resume`) and the
+    schedule (None without a checkpoint); `ValueError` (one line) otherwise."""
+    found = checkpoint.latest(run.out, run.run_id, max_file_bytes(run.settings))
+    if found is None:
+        distillation.check_saved(run.out, run.settings, run.belongs)
+        return run.resume(None), None
+    done, saved = found
+    check_resumable(settings := json.loads(saved["settings"]), run.settings)
     try:
-        return done, checkpoint.load_into(saved, model, env, pool)
+        schedule = checkpoint.load_into(saved, model, env, pool)
     except (KeyError, TypeError, AttributeError, RuntimeError, ValueError, IndexError) as error:
         raise ValueError(
             f"--resume: the checkpoint of step {done} is malformed "
             f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
         ) from None
+    return run.resume(done, settings.get("total_steps"), f" with {len(pool.snapshots)} snapshot(s)"), schedule
 
 
 def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[tournament.Pairing]:
@@ -263,23 +236,18 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
 
 
 def run(claimed: Run, pool: OpponentPool, experts, again: str) -> int:
-    """The `claimed` run (its folder locked), from its newest checkpoint on resume; `experts`: the
-    distillation's expert and opponents (loaded once, by the command); `again`: the command line that resumes
-    it (for the line a signal prints). Everything a resumed run reads is checked first (`resume`): a refusal
-    (`ValueError`) writes nothing, and a complete run asked for no more steps stays as it is. Returns the exit
-    status: 0, or 128 + the signal's number when a signal stopped it. A full disk is `OutputLost` (one line
-    naming the file)."""
+    """The `claimed` run (its folder locked), from its newest checkpoint on resume (`resume`: a refusal writes
+    nothing); `experts`: the distillation's expert and opponents; `again`: the command line that resumes it.
+    Returns the exit status (`Run.supervise`)."""
     settings, out = claimed.settings, claimed.out
     torch.set_num_threads(settings.threads)
     env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
     model = build_model(settings, VecMonitor(env), out)
     schedule = None
     if settings.resume:
-        done, schedule = resume(claimed, model, env, pool)
-        if claimed.complete_already(done):
+        complete, schedule = resume(claimed, model, env, pool)
+        if complete:
             return 0
-        if schedule is None:
-            print("--resume: no PPO checkpoint yet: the run goes on from its distillation so far", file=sys.stderr)
     claimed.start()
     with Signals() as signals:
         return claimed.supervise(signals, lambda: _run(claimed, pool, (model, env, schedule), experts, signals), again)
@@ -289,9 +257,7 @@ def _run(run: Run, pool: OpponentPool, built, experts, signals) -> dict:
     settings, out = run.settings, run.out
     model, env, schedule = built
     resumed = schedule is not None
-    if resumed:
-        print(f"resuming from {model.num_timesteps:,} steps with {len(pool.snapshots)} snapshot(s)", file=sys.stderr)
-    else:
+    if not resumed:
         if settings.distill_games:
             distillation.distill_policy(model.policy, settings, out, run.belongs, experts)
             save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
@@ -303,30 +269,25 @@ def _run(run: Run, pool: OpponentPool, built, experts, signals) -> dict:
     remaining = settings.total_steps - model.num_timesteps
     callback = TrainingCallback(run, pool, env, signals, schedule)
     if remaining > 0:
-        signals.at_once = False  # from here a signal stops the run after the current update
-        try:
-            with outputs.naming(out / "tb"):  # SB3's TensorBoard writer on a full disk: one line naming it
+        try:  # SB3's TensorBoard writer on a full disk: one line naming it
+            with safe_points(signals), outputs.naming(out / "tb"):
                 model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name="ppo")
         finally:
-            signals.at_once = True
             if callback.progress is not None:
                 callback.progress.close()
     seconds = time.perf_counter() - start
     steps_done = model.num_timesteps - steps_before
-    if steps_done:
-        save_checkpoint(run, model, env, pool, callback.schedule)
-    if signals.requested is not None:  # it came during the last update: the run is trained, not evaluated
-        raise Stopped(signals.requested, model.num_timesteps)
+    if steps_done:  # a signal during the last update stops the run here: trained, not evaluated
+        save_checkpoint(run, model, env, pool, callback.schedule, signals)
     with outputs.atomic(out / "model.zip") as handle:  # SB3's own save, through the same atomic path
         model.save(handle)
     save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
     if steps_done:
-        print(
+        say(
             f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
-            f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment",
-            flush=True,
+            f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment"
         )
-        print(time_split(seconds, env.seconds, callback.seconds), flush=True)
+        say(time_split(seconds, env.seconds, callback.seconds))
 
     pairings = final_evaluation(model, settings, out)
     print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))

@@ -1,20 +1,15 @@
-"""The RLlib self-play run behind `train-rllib`, top to bottom: `train`, on the run kit.
+"""The RLlib self-play run behind `train-rllib`, top to bottom: `train`, on the run lifecycle (`run`).
 
-Both seats play one shared RLModule (strategic_reserve_env/envs/rllib_env.py). The run owns its folder as `train`'s
-does (`run`: run.json naming the command, settings.json, the lock; `--resume` alone goes on with
-the stored settings, `--restart` starts over); after each iteration the module is written to
-`checkpoints/iteration_N/` (pickle-free, the last two kept); SIGINT and SIGTERM stop it after the current
-iteration (`Signals`), a second signal at once. What RLlib's state holds beyond the
-module's weights is not kept (RLlib saves it only as pickles, which this project never loads): a resumed run
-starts with fresh Adam moments, new games in the env runners and RLlib's counters from zero.
+Both seats play one shared RLModule (strategic_reserve_env/envs/rllib_env.py). After each iteration the module
+is written to `checkpoints/iteration_N/` (pickle-free). RLlib keeps the rest of its state only as pickles,
+which this project never loads: a resumed run starts with fresh Adam moments, new games and RLlib's counters
+from zero.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -27,10 +22,10 @@ from strategic_reserve_env.core.board import DEFAULT_RESERVE
 from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.files import outputs
 
-from .folder import SETTINGS_FILE
-from .run import CHECKPOINTS_KEPT, Run, RunKind, check_length, claim, newest_loadable, prepare
+from .folder import SETTINGS_FILE, check_belongs, identity
+from .run import Checkpoints, Run, RunKind, claim, prepare, safe_points, say
 from .settings import PPOSettings, changeable, check_ppo, check_range, process_field
-from .signals import Signals, Stopped
+from .signals import Signals
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
@@ -187,59 +182,44 @@ COMMAND = KIND.command  # what run.json says made the folder
 EXTRAS = ("rllib",)  # what it needs installed (the registry declares the same for `strategic-reserve train-rllib`)
 
 
-def checkpoint_path(out: Path, iteration: int) -> Path:
-    return out / "checkpoints" / f"iteration_{iteration:06d}"
-
-
-def checkpoint_iterations(out: Path) -> list[int]:
-    """The iterations of the checkpoints in `out`, in increasing order."""
-    directory = out / "checkpoints"
-    if directory.is_symlink() or not directory.is_dir():
-        return []
-    names = (path.name for path in directory.iterdir())
-    return sorted(int(name.removeprefix("iteration_")) for name in names if re.fullmatch(r"iteration_\d{6}", name))
+def checkpoints(out: Path) -> Checkpoints:
+    """The run's checkpoints: `checkpoints/iteration_NNNNNN/` folders."""
+    return Checkpoints(out / "checkpoints", "iteration_", width=6, folders=True)
 
 
 def save_checkpoint(algorithm, out: Path, iteration: int, settings: Settings, belongs: tuple[str, str]) -> None:
-    """The module after `iteration` as `checkpoints/iteration_N/` (written whole under a temporary name,
-    then renamed: a kill leaves no half checkpoint under a checkpoint's name), its notes naming the iteration,
-    the run id and the settings' digest it `belongs` to; older ones but the previous go."""
+    """The module after `iteration` as its checkpoint folder (written whole under a temporary name, then
+    renamed), its notes naming the iteration, the run id and the settings' digest it `belongs` to."""
     from strategic_reserve_env.envs.rllib_env import save_module
 
-    directory = out / "checkpoints"
-    directory.mkdir(exist_ok=True)
-    partial = Path(tempfile.mkdtemp(dir=directory, prefix=outputs.TRASH_PREFIX))
-    notes = {"iteration": iteration, "run_id": belongs[0], "settings_hash": belongs[1]}
+    found = checkpoints(out)
+    found.folder.mkdir(exist_ok=True)
+    partial = Path(tempfile.mkdtemp(dir=found.folder, prefix=outputs.TRASH_PREFIX))
+    notes = {"iteration": iteration} | identity(belongs)
     save_module(algorithm, partial, settings.network(), notes)
-    os.rename(partial, checkpoint_path(out, iteration))
-    outputs.remove(
-        directory, [checkpoint_path(out, old).name for old in checkpoint_iterations(out)[:-CHECKPOINTS_KEPT]]
-    )
+    os.rename(partial, found.path(iteration))
+    found.prune()
 
 
 def latest_checkpoint(out: Path, belongs: tuple[str, str]) -> tuple[int, dict] | None:
     """The iteration and the module's weights of the newest checkpoint in `out` that loads
-    (`run.newest_loadable`; None if there is none); `ValueError` if none loads, or if the newest that loads
-    belongs to another run or other settings (its notes). Read before the run writes anything."""
+    (`Checkpoints.newest`; None if there is none); `ValueError` if none loads, or if the newest that loads
+    belongs to another run or other settings (its notes)."""
     from strategic_reserve_env.agents import rllib_model
-
-    from .distillation import check_belongs
-
-    iterations = checkpoint_iterations(out)
-    if not iterations:
-        return None
 
     def load(path: Path):
         net, description = rllib_model.load(path)
         notes = description.get("notes", {})
         if notes.get("iteration") != int(path.name.removeprefix("iteration_")):
             raise ValueError(f"{path}: its model.json does not say iteration {path.name}")
-        return net, notes
+        return {name: tensor.numpy() for name, tensor in net.state_dict().items()}, notes
 
-    candidates = [(iteration, checkpoint_path(out, iteration)) for iteration in iterations]
-    iteration, (net, notes) = newest_loadable(candidates, load, out / "checkpoints")
-    check_belongs(checkpoint_path(out, iteration), (str(notes.get("run_id")), str(notes.get("settings_hash"))), belongs)
-    return iteration, {name: tensor.numpy() for name, tensor in net.state_dict().items()}
+    found = checkpoints(out).newest(load)
+    if found is None:
+        return None
+    iteration, (weights, notes) = found
+    check_belongs(checkpoints(out).path(iteration), notes, belongs)
+    return iteration, weights
 
 
 def _check_extras() -> None:
@@ -249,11 +229,9 @@ def _check_extras() -> None:
 
 
 def train(settings: Settings, again: str = "python train_rllib.py") -> int:
-    """Run the training, print and record progress, write the module; returns the exit status (0, or 128 +
-    the signal's number when SIGINT or SIGTERM stopped it). `again`: the command that resumes it. On
-    `--resume` the checkpoint is read and checked first: a refusal (`ValueError`) writes nothing, and a
-    complete run asked for no more iterations stays as it is. Without the `rllib` extra: its one line
-    (`MissingExtraError`), before anything is written (the clone's script does not pass the registry)."""
+    """Run the training, print and record progress, write the module; returns the exit status
+    (`Run.supervise`). `again`: the command that resumes it. A resume is checked first (a refusal writes
+    nothing); without the `rllib` extra: its one line (`MissingExtraError`), before anything is written."""
     out = prepare(settings, KIND)  # absolute, before anything else runs
     if not settings.resume:
         _check_extras()  # before the lock and the run file
@@ -261,9 +239,7 @@ def train(settings: Settings, again: str = "python train_rllib.py") -> int:
         run = claim(out, settings, KIND)
         saved = latest_checkpoint(out, run.belongs) if settings.resume else None
         if settings.resume:
-            run.resume_from(saved[0] if saved else None)
-            check_length(KIND, settings.iterations, run.checkpoint, None)
-            if run.complete_already(run.checkpoint):
+            if run.resume(saved[0] if saved else None):
                 return 0
             _check_extras()  # after the refusals of a resume, which need no library, before its first write
         run.start()
@@ -309,29 +285,25 @@ def _train(run: Run, signals: Signals, saved: tuple[int, dict] | None) -> list[d
         try:
             nodes = runner_nodes(algorithm)
             if nodes:
-                print("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()), flush=True)
+                say("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()))
             first = 1
             if saved is not None:
                 set_module_weights(algorithm, saved[1])
                 first = saved[0] + 1
-                print(f"resuming after iteration {first - 1}", file=sys.stderr, flush=True)
-            with outputs.naming(out / PROGRESS), open(out / PROGRESS, "a" if settings.resume else "w") as log:
-                signals.at_once = False  # from here a signal stops the run after the current iteration
+            mode = "a" if settings.resume else "w"
+            with outputs.naming(out / PROGRESS), open(out / PROGRESS, mode) as log, safe_points(signals):
                 for iteration in range(first, settings.iterations + 1):
                     clock = time.perf_counter()
                     result = algorithm.train()
                     seconds = time.perf_counter() - clock
                     row = progress(iteration, result, seconds, algorithm.env_runner_group.num_healthy_remote_workers())
                     rows.append(row)
-                    print(progress_line(row, settings.iterations), flush=True)
+                    say(progress_line(row, settings.iterations))
                     with outputs.naming(out / PROGRESS):  # a full disk: one line naming the file
                         log.write(json.dumps(row) + "\n")
                         log.flush()
                     save_checkpoint(algorithm, out, iteration, settings, run.belongs)
-                    run.checkpointed(iteration)
-                    if signals.requested is not None:
-                        raise Stopped(signals.requested, iteration)
-                signals.at_once = True
+                    run.checkpointed(iteration, signals)
             notes = {
                 "trained_by": "train_rllib.py",
                 "ray": ray.__version__,
@@ -345,5 +317,5 @@ def _train(run: Run, signals: Signals, saved: tuple[int, dict] | None) -> list[d
     finally:
         if started:
             ray.shutdown()
-    print(f"wrote {out}/model.json and weights.npz; play it: strategic-reserve evaluate rllib:{out} random greedy")
+    say(f"wrote {out}/model.json and weights.npz; play it: strategic-reserve evaluate rllib:{out} random greedy")
     return rows

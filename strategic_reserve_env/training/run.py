@@ -15,19 +15,11 @@ leaves the folder in one of them:
 | failed | `failed`, `error` | as checkpointed | goes on from the newest checkpoint that loads |
 | complete | `complete`, the length done | the results | says it is complete, writes nothing (unless asked for more) |
 
-A fresh run claims a new folder and takes over a claimed one; it refuses any other run, and a folder holding
-the run's file names but no run.json (files of no run are never replaced). `--restart` removes the entries of
-this command's run in the folder (results first, run.json last) and starts over; it removes nothing else.
-
-The transitions: `claim` (new -> claimed, under the folder's lock), `Run.start` (claimed -> settings written
--> running; on resume: the `.partial` files of a killed write cleaned, the progress file trimmed to the
-checkpoint), `Run.checkpointed` (running -> checkpointed, after the checkpoint file is whole), `Run.supervise`
-(running -> interrupted on a signal, failed on an error, complete at the end). A resume reads and checks
-everything it will use (run.json, settings.json, every checkpoint it tries, the distillation's files, the
-progress file) before the first write; a refusal writes no byte (`.lock` included, `outputs.lock`).
-One rule says a resumed run is already complete (`Run.complete_already`), one the run's length
-(`check_length`), one finds the newest checkpoint that loads (`newest_loadable`), one trims a progress
-file (`trim_progress`).
+A fresh run claims a new folder (`claim`, under the folder's lock) and takes over a claimed one; it refuses any
+other run, and the run's file names held by no run. `--restart` removes this command's run (results first,
+run.json last) and nothing else. A resume checks everything it reads before its first write (`Run.start`);
+a refusal writes no byte. `Checkpoints` enumerates and reads a run's numbered checkpoints, `Run.resume` holds
+the "already complete" rule, `trim_progress` trims a progress file to the checkpoint.
 """
 
 from __future__ import annotations
@@ -39,7 +31,7 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,13 +49,11 @@ MAX_PROGRESS_LINE = 1 << 16  # bytes of one progress line (a few hundred); a lon
 
 @dataclass(frozen=True)
 class RunKind:
-    """What a training command's run folder holds: `command` (run.json's), `results` (what `--restart`
-    removes first), `state` (the run's own files beyond settings.json and run.json: checkpoints, the
-    distillation), `files` (regular files it writes in `--out`, checked before anything runs), `length`
-    (the settings field giving the run's length), `unit` (what it counts: steps, iterations), `model` (the
-    agent spec of its model, `{out}` for the folder), `progress` (its progress file, if any), `stopped_key`
-    (run.json's `stopped` name for the checkpoint kept) and `early` (a state folder kept before any checkpoint,
-    and how the stop line calls it)."""
+    """What a training command's run folder holds: `results` (removed first by `--restart`), `state` (its
+    files beyond settings.json and run.json), `files` (regular files checked before anything runs), `length`
+    (the settings field of its length, counted in `unit`), `model` (its agent spec, `{out}` the folder),
+    `progress` (its progress file), `stopped_key` (run.json's name for the checkpoint kept on a stop) and
+    `early` (a state folder kept before any checkpoint, and how the stop line calls it)."""
 
     command: str
     results: tuple[str, ...]
@@ -87,6 +77,11 @@ class RunKind:
         return (*self.results, SETTINGS_FILE, *self.state, outputs.RUN_FILE)
 
 
+def say(line: str, stream=None) -> None:
+    """Print one line of a run's progress (stdout: progress is no error) at once: a pipe sees it when it happens."""
+    print(line, file=stream or sys.stdout, flush=True)
+
+
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
@@ -103,12 +98,6 @@ def read_record(out: Path) -> dict | None:
     if not isinstance(checkpoint, int) or isinstance(checkpoint, bool) or checkpoint < 0:
         raise ValueError(f"{out / outputs.RUN_FILE}: checkpoint {checkpoint!r:.40} is not a count")
     return run
-
-
-def is_claimed_only(out: Path, run: dict | None, kind: RunKind) -> bool:
-    """Whether `run` (run.json of `out`) was stopped after it claimed the folder, before its settings were
-    written: nothing of it but run.json is there."""
-    return run is not None and not any(os.path.lexists(out / name) for name in kind.names[:-1])
 
 
 def prepare(settings, kind: RunKind) -> Path:
@@ -137,7 +126,8 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
         if run is None:
             raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
         return Run(out, kind, settings, run["run_id"], run)
-    ours = run is not None and not is_claimed_only(out, run, kind)
+    # a run stopped after its claim, before its settings were written, holds nothing but run.json: not ours
+    ours = run is not None and any(os.path.lexists(out / name) for name in kind.names[:-1])
     if run is not None and ours and not settings.restart:
         held = [name for name in (SETTINGS_FILE, *kind.state) if os.path.lexists(out / name)]
         raise ValueError(
@@ -165,37 +155,81 @@ def error_status(error: BaseException) -> int:
     return 1 if isinstance(error, outputs.OutputLost) else 2
 
 
-def check_length(kind: RunKind, asked: int, done: int, saved: int | None) -> None:
-    """`ValueError` if a resumed run is asked for fewer `asked` steps (iterations) than the `done` ones,
-    unless `asked` is the run's own length `saved` (a run whose last update went past it is trained)."""
-    if asked < done and asked != saved:
-        raise ValueError(
-            f"--resume: --{kind.length.replace('_', '-')} {asked} is below the {done:,} {kind.unit} already done"
-        )
+@dataclass(frozen=True)
+class Checkpoints:
+    """A run's numbered checkpoints in `folder`, each named `prefix`, its count (`width` digits, 0: any), `suffix`;
+    folders if `folders`, else files. The newest `CHECKPOINTS_KEPT` are kept."""
+
+    folder: Path
+    prefix: str
+    suffix: str = ""
+    width: int = 0
+    folders: bool = False
+
+    def path(self, count: int) -> Path:
+        """The checkpoint of `count` steps (iterations)."""
+        return self.folder / f"{self.prefix}{count:0{self.width}d}{self.suffix}"
+
+    def counts(self) -> list[int]:
+        """The counts of the checkpoints there, in increasing order (none if `folder` is a link or no folder)."""
+        if self.folder.is_symlink() or not self.folder.is_dir():
+            return []
+        digits = rf"(\d{{{self.width}}})" if self.width else r"(\d+)"
+        name = re.compile(re.escape(self.prefix) + digits + re.escape(self.suffix))
+        return sorted(int(m.group(1)) for m in (name.fullmatch(p.name) for p in self.folder.iterdir()) if m)
+
+    def prune(self) -> None:
+        """Remove all but the newest `CHECKPOINTS_KEPT`."""
+        outputs.remove(self.folder, [self.path(count).name for count in self.counts()[:-CHECKPOINTS_KEPT]])
+
+    def newest(self, load: Callable[[Path], Any]) -> tuple[int, Any] | None:
+        """The (count, contents) of the newest checkpoint that `load` reads (a `ValueError` if it does not),
+        warning on stderr about each newer one skipped; None if there is none. `ValueError` (one line) if
+        none loads, or for a checkpoint that is a link or not a regular file (folder): a run reads and writes
+        none through it."""
+        counts = self.counts()
+        for count in counts:
+            path = self.path(count)
+            if path.is_symlink() or not (path.is_dir() if self.folders else path.is_file()):
+                kind = (
+                    "a symbolic link" if path.is_symlink() else f"not a {'folder' if self.folders else 'regular file'}"
+                )
+                raise ValueError(
+                    f"--resume: {path} is {kind}, so the run cannot read or write its checkpoint there; move it away"
+                )
+        for count in reversed(counts):
+            try:
+                return count, load(self.path(count))
+            except ValueError as error:
+                print(f"warning: --resume: skipping {self.path(count)}: it does not load ({error})", file=sys.stderr)
+        if counts:
+            raise ValueError(f"--resume: none of the {len(counts)} checkpoint(s) in {self.folder} loads")
+        return None
 
 
-def newest_loadable(candidates: list[tuple[int, Path]], load: Callable[[Path], object], where: Path):
-    """The (count, contents) of the newest of `candidates` ((count, path), oldest first) that `load` reads
-    (a `ValueError` if it does not), warning on stderr about each newer one skipped; `ValueError` if none
-    loads."""
-    for count, path in reversed(candidates):
-        try:
-            return count, load(path)
-        except ValueError as error:
-            print(f"warning: --resume: skipping {path}: it does not load ({error})", file=sys.stderr)
-    raise ValueError(f"--resume: none of the {len(candidates)} checkpoint(s) in {where} loads")
+@contextlib.contextmanager
+def safe_points(signals) -> Iterator[None]:
+    """While the block runs, a first signal stops the run at its next safe point (after an update or an
+    iteration, with its checkpoint), not at once."""
+    signals.at_once = False
+    try:
+        yield
+    finally:
+        signals.at_once = True
 
 
-def progress_lines(path: Path, last: int):
-    """The lines of the progress file `path` about iterations up to `last`, read a line at a time (a large
-    file costs no more memory than `MAX_PROGRESS_LINE` bytes a line); and whether a line went (a line of a
-    later iteration, one longer than that, or one that is not a JSON object naming its iteration)."""
+def trim_progress(path: Path, last: int) -> None:
+    """Keep the lines of the progress file `path` up to iteration `last` (a run stopped after logging an
+    iteration but before its checkpoint does it again), read a line at a time (a large file costs no more memory
+    than `MAX_PROGRESS_LINE` bytes a line): rewritten atomically when a line goes (of a later iteration, longer
+    than that, or not a JSON object naming its iteration)."""
+    if not os.path.lexists(path):
+        return
     kept, dropped, inside_long = [], False, False
     with outputs.open_regular(path, sys.maxsize) as handle:
         for line in iter(lambda: handle.readline(MAX_PROGRESS_LINE + 1), b""):
             whole, long = line.endswith(b"\n"), inside_long  # a line with no end: longer than the limit, or cut
-            inside_long = not whole
-            iteration = None
+            inside_long, iteration = not whole, None
             if whole and not long:
                 with contextlib.suppress(ValueError):
                     record = safe_json.loads(line, str(path))
@@ -204,15 +238,6 @@ def progress_lines(path: Path, last: int):
                 kept.append(line)
             else:
                 dropped = True
-    return kept, dropped
-
-
-def trim_progress(path: Path, last: int) -> None:
-    """Keep the lines of the progress file `path` up to iteration `last` (a run stopped after logging an
-    iteration but before its checkpoint does it again): rewritten atomically, only when a line goes."""
-    if not os.path.lexists(path):
-        return
-    kept, dropped = progress_lines(path, last)
     if dropped:
         with outputs.atomic(path) as handle:
             handle.writelines(kept)
@@ -263,33 +288,31 @@ class Run:
         done = self.record.get(self.kind.unit, 0) if complete else 0
         return max(self.checkpoint, done if isinstance(done, int) and not isinstance(done, bool) else 0)
 
-    def resume_from(self, found: int | None) -> None:
-        """The resumed run goes on from its checkpoint of `found` steps (iterations; None: none of it was
-        found); `ValueError` if run.json says one was written but none was found (the run would start over
-        and replace its results)."""
-        expected = self.expected_checkpoint()
+    def resume(self, found: int | None, saved: int | None = None, detail: str = "") -> bool:
+        """Go on from the checkpoint of `found` steps (iterations; None: none found), or say the run is
+        complete (nothing written) and return True. `ValueError` (nothing written) when run.json says a
+        checkpoint was written but none was found (the run would start over and replace its results), or for
+        a length asked below the one done, unless it is the run's own `saved` one (its last update went past it).
+        `detail`: what the line saying where it goes on adds."""
+        expected, unit = self.expected_checkpoint(), self.kind.one
         if expected and found is None:
             raise ValueError(
-                f"--resume: {self.out / outputs.RUN_FILE} says run {self.run_id} wrote a checkpoint of "
-                f"{self.kind.one} {expected:,}, but none of it is in {self.out}; nothing was changed: --restart "
-                "to start over, or put its checkpoint back"
+                f"--resume: {self.out / outputs.RUN_FILE} says run {self.run_id} wrote a checkpoint of {unit} "
+                f"{expected:,}, but none of it is in {self.out}; nothing was changed: --restart to start over, or "
+                "put its checkpoint back"
             )
-        self.checkpoint = found or 0
-
-    def complete_already(self, done: int) -> bool:
-        """The one rule: a resumed run is complete (nothing to do, nothing written) when run.json says so
-        and the length asked is at most the `done` steps (iterations); says so on stderr."""
-        asked = getattr(self.settings, self.kind.length)
-        if not self.settings.resume or self.record.get("status") != "complete" or asked > done:
-            return False
-        print(
-            f"the run in {self.out} is complete ({done:,} {self.kind.unit}; its model: "
-            f"{self.kind.model.format(out=self.out)}); --resume --{self.kind.length.replace('_', '-')} N trains "
-            "it further",
-            file=sys.stderr,
-        )
-        outputs.leave_lock_as_found(self.out)  # nothing written: the lock file too as it was
-        return True
+        self.checkpoint = done = found or 0
+        asked, option = getattr(self.settings, self.kind.length), "--" + self.kind.length.replace("_", "-")
+        if asked < done and asked != saved:
+            raise ValueError(f"--resume: {option} {asked} is below the {done:,} {self.kind.unit} already done")
+        if self.record.get("status") == "complete" and asked <= done:
+            model = self.kind.model.format(out=self.out)
+            line = f"the run in {self.out} is complete ({done:,} {self.kind.unit}; its model: {model})"
+            say(f"{line}; --resume {option} N trains it further", sys.stderr)
+            outputs.leave_lock_as_found(self.out)  # nothing written: the lock file too as it was
+            return True
+        say(f"resuming from {unit} {done:,}{detail}" if done else "resuming with no checkpoint yet: from the start")
+        return False
 
     def set_status(self, status: str, **details) -> None:
         """Enter `status` (one of `STATUSES`) with its `details`, one atomic write of run.json."""
@@ -309,20 +332,23 @@ class Run:
         outputs.write_text(self.out / SETTINGS_FILE, json.dumps(asdict(self.settings), indent=1) + "\n")
         self.set_status("running")
 
-    def checkpointed(self, count: int) -> None:
-        """The checkpoint of `count` steps (iterations) is whole on disk: run.json says so."""
+    def checkpointed(self, count: int, signals=None) -> None:
+        """The checkpoint of `count` steps (iterations) is whole on disk: run.json says so; a signal that
+        `signals` noted meanwhile stops the run there (`Stopped`)."""
         self.checkpoint = count
         self.set_status("running")
+        if signals is not None and signals.requested is not None:
+            raise Stopped(signals.requested, count)
 
     def supervise(
         self, signals, body: Callable[[], dict], again: str, on_stop: Callable[[BaseException], None] | None = None
     ):
         """Run `body` (returning run.json's details of a complete run) under `signals`: complete at its end
-        (exit status 0); interrupted on a signal (the line saying where it stopped, what is kept and
-        `again`, the command that goes on; 128 + the signal's number; `on_stop(stop)` run first); failed on an
-        error, which is raised again (run.json written if the disk lets it). A write that fails in a library's
-        own thread (TensorBoard's event writer on a full disk) fails the run in one line naming the folder, not
-        with the thread's traceback."""
+        (exit status 0); interrupted on a signal (the line saying where it stopped, what is kept and `again`,
+        the command that goes on; 128 + the signal's number; `on_stop(stop)` run first), a signal whose
+        `StopNow` a library swallowed after the last safe point included; failed on an error, raised again
+        (run.json written if the disk lets it). A write that fails in a library's own thread (TensorBoard's
+        writer on a full disk) fails the run in one line naming the folder."""
         failed_in_thread: list[OSError] = []
         excepthook = threading.excepthook
 
@@ -338,6 +364,8 @@ class Run:
             if failed_in_thread:
                 with outputs.naming(self.out):
                     raise failed_in_thread[0]
+            if signals.requested is not None:  # its StopNow swallowed by a library after the last safe point
+                raise StopNow(signals.requested)
         except (Stopped, StopNow) as stop:
             signals.shutting_down = True  # a further signal changes nothing now: the files say how it ended
             unit = self.kind.one

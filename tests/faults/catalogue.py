@@ -177,6 +177,7 @@ COMMANDS: tuple[Command, ...] = (
             RUN_JSON,
             RunFile("settings.json", "json", ("iterations", -1)),
             RunFile("checkpoints", "folder"),
+            RunFile("checkpoints/*", "folder"),  # each checkpoint is a folder: a link to one refused in one line
             RunFile("model.json", "json"),
             RunFile("weights.npz", "binary"),
             RunFile("progress.jsonl", "jsonl"),

@@ -343,7 +343,7 @@ def test_a_signal_stops_after_the_iteration_and_resume_by_folder_goes_on(tmp_pat
     )
     resumed = run(["train_rllib.py", "--out", str(out), "--resume"], timeout=400)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert f"resuming after iteration {stopped}" in resumed.stderr
+    assert f"resuming from iteration {stopped}" in resumed.stdout
     rows = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
     assert [row["iteration"] for row in rows] == list(range(1, total + 1))
     assert json.loads((out / "run.json").read_text())["status"] == "complete"
