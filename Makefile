@@ -66,6 +66,11 @@ lint: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
+# torch: one thread per process in the suites (two workers, their commands and the other parts of `make test`
+# share the cores, where a second thread mostly waits; tests/wheel/check.sh does the same). Commands that take
+# --threads set their own.
+test-core test-fast test-integrations: export OMP_NUM_THREADS = 1
+
 # worksteal: a worker that runs out of tests takes queued ones from the other (the suite's long tests vary a lot)
 test-core: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist worksteal
