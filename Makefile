@@ -17,10 +17,13 @@ TORCH ?= torch==2.13.0
 TORCH_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_TIMEOUT_S := 5
 PIP := $(BIN)/python -m pip
+# pip byte-compiles every module it installs unless --no-compile (most of the time of an install, for torch, ray
+# and the rest); Python compiles a module on its first import instead, and only what the tests import
+INSTALL := install --no-compile
 # $(call install_torch,PYTHON): the CPU build of $(TORCH) into PYTHON's venv, saying which build it got
 define install_torch
-	$(1) -m pip install --timeout $(TORCH_TIMEOUT_S) --retries 0 "$(TORCH)" --index-url $(TORCH_INDEX) \
-		|| { echo "make: $(TORCH_INDEX) is out of reach: $(TORCH) from PyPI"; $(1) -m pip install "$(TORCH)"; }
+	$(1) -m pip $(INSTALL) --timeout $(TORCH_TIMEOUT_S) --retries 0 "$(TORCH)" --index-url $(TORCH_INDEX) \
+		|| { echo "make: $(TORCH_INDEX) is out of reach: $(TORCH) from PyPI"; $(1) -m pip $(INSTALL) "$(TORCH)"; }
 	$(1) -c "import torch; print('make: torch', torch.__version__, 'CPU build' if torch.version.cuda is None else 'CUDA ' + torch.version.cuda + ' build')"
 endef
 
@@ -33,7 +36,7 @@ $(BIN)/python:
 
 $(STAMP): pyproject.toml constraints-cpu.txt | $(BIN)/python
 	$(call install_torch,$(BIN)/python)
-	$(PIP) install -c constraints-cpu.txt -e ".[train,test,docs,jax,mctx]"
+	$(PIP) $(INSTALL) -c constraints-cpu.txt -e ".[train,test,docs,jax,mctx]"
 	touch $@
 
 $(IBIN)/python:
@@ -41,10 +44,16 @@ $(IBIN)/python:
 
 $(ISTAMP): pyproject.toml constraints-cpu.txt | $(IBIN)/python
 	$(call install_torch,$(IBIN)/python)
-	$(IBIN)/python -m pip install -c constraints-cpu.txt -e ".[train,test,integrations]"
+	$(IBIN)/python -m pip $(INSTALL) -c constraints-cpu.txt -e ".[train,test,integrations]"
 	touch $@
 
-test: test-core test-wheel test-integrations
+# the three parts at once, two at a time: the core suite's two workers beside the wheel check, then beside the
+# integrations' venv and tests (one busy process each most of the time), so both cores stay busy to the end.
+# Each part's output is shown whole when it ends; a failing part stops none of the others. .venv is made first
+# (by `make lint`, or here): .venv-integrations' editable install never runs beside .venv's (both write the
+# checkout's egg-info).
+test: $(STAMP)
+	$(MAKE) --jobs 2 --keep-going --output-sync=target test-core test-wheel test-integrations
 
 # ruff (rules and format: [tool.ruff] in pyproject.toml) over the repository, mypy over the core ([tool.mypy])
 lint: $(STAMP)
@@ -57,12 +66,18 @@ lint: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
+# torch: one thread per process in the suites (two workers, their commands and the other parts of `make test`
+# share the cores, where a second thread mostly waits; tests/wheel/check.sh does the same). Commands that take
+# --threads set their own.
+test-core test-fast test-integrations: export OMP_NUM_THREADS = 1
+
+# worksteal: a worker that runs out of tests takes queued ones from the other (the suite's long tests vary a lot)
 test-core: $(STAMP)
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 --dist worksteal
 
 # a contributor's loop: the core tests but those marked slow (over a few seconds each; `make test` runs them all)
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -m "not slow"
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not slow"
 
 # the wheel, installed (not editable) in a fresh venv, run from folders outside the checkout (tests/wheel/check.sh)
 test-wheel: $(STAMP)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # render_mode="human" opens a window without a display
@@ -14,6 +17,27 @@ import pytest
 
 from strategic_reserve_env.core import engine
 from strategic_reserve_env.core.config import Config
+
+
+# before any test module imports jax
+def _jax_compilation_cache() -> None:
+    """JAX's persistent compilation cache in a folder of this test session's own, shared by the xdist workers
+    (they inherit the controller's environment) and every command they start: the pgx env, the mctx search and
+    train-az compile the same functions in many processes, and a process that finds them compiled loads them
+    instead. Only XLA's compiling is skipped (tracing, and so jit's own cache, is as without it); a max size
+    makes JAX lock the folder, so no process reads an entry another is still writing. A session started with
+    JAX_COMPILATION_CACHE_DIR set keeps its own."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return
+    folder = tempfile.mkdtemp(prefix="strategic-reserve-jax-cache-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # in the process that made it: the controller
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = folder
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # the many small ones too
+    os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(JAX_CACHE_MAX_BYTES))
+
+
+JAX_CACHE_MAX_BYTES = 2**30  # far over a session's entries (a few MB): it only turns JAX's file lock on
+_jax_compilation_cache()
 
 REPO = Path(__file__).resolve().parents[1]
 CONFORMANCE = REPO / "tests" / "data" / "conformance"  # records with their expected traces (docs/RULES.md)

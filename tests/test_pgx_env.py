@@ -711,6 +711,7 @@ def test_bench_jax_prints_the_users_loops_beside_numpy(capsys, monkeypatch):
     assert captured.out == "" and "pip install" in captured.err and len(captured.err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_key_per_step_gives_varied_rolls_and_the_same_keys_every_ply_the_same_roll():
     """pgx's semantics, as the card and `step`'s docstring say: the roll is a function of the step's key, so
     the same keys passed every ply roll each game's same square every ply; a key split for every step gives
@@ -743,6 +744,7 @@ def test_a_key_per_step_gives_varied_rolls_and_the_same_keys_every_ply_the_same_
     assert len(set(varied.ravel())) == NUM_SQUARES  # and cover the board
 
 
+@pytest.mark.slow
 def test_one_game_methods_refuse_a_batch_and_an_action_that_is_not_a_scalar():
     """Outside `vmap` the methods work on one game: a batched State (`observe`, `step`, `place`, `roll`,
     `auto_reset_step`) and a one-game action of shape (1,) or (1, 1), under `jit` or `vmap` too, are a

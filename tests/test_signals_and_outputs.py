@@ -235,6 +235,7 @@ def test_evaluate_and_benchmark_refuse_another_commands_run_folder(tmp_path, com
     assert sorted(path.name for path in out.iterdir()) == ["run.json"]
 
 
+@pytest.mark.slow
 def test_ratings_png_replaces_a_link_instead_of_writing_through_it(tmp_path):
     """Main: ratings.png was written through a link already in --out, overwriting what it pointed to."""
     outside = tmp_path / "outside.txt"

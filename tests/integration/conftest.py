@@ -1,6 +1,6 @@
 """The RL libraries researchers already use, each driving the env exactly as its own docs do.
 
-These tests run in `.venv-integrations` (`make test-integrations`; `make test` runs them after
+These tests run in `.venv-integrations` (`make test-integrations`; `make test` runs them beside
 the core suite): Ray RLlib pins `gymnasium==1.2.2`, which the core venv does not hold back to.
 """
 
