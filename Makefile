@@ -47,13 +47,14 @@ $(ISTAMP): pyproject.toml constraints-cpu.txt | $(IBIN)/python
 	$(IBIN)/python -m pip $(INSTALL) -c constraints-cpu.txt -e ".[train,test,integrations]"
 	touch $@
 
-# the three parts at once, two at a time: the core suite's two workers beside the wheel check, then beside the
-# integrations' venv and tests (one busy process each most of the time), so both cores stay busy to the end.
-# Each part's output is shown whole when it ends; a failing part stops none of the others. .venv is made first
-# (by `make lint`, or here): .venv-integrations' editable install never runs beside .venv's (both write the
-# checkout's egg-info).
+# the core suite's two workers beside what is mostly one process or waiting on disk and network (the wheel check,
+# then the integrations' venv being installed), so both cores stay busy; the integration tests after them, alone
+# (ray's cluster is not started beside the core suite). Each part's output is shown whole when it ends; a failing
+# part stops none of the others. .venv is made first (by `make lint`, or here): .venv-integrations' editable
+# install never runs beside .venv's (both write the checkout's egg-info).
 test: $(STAMP)
-	$(MAKE) --jobs 2 --keep-going --output-sync=target test-core test-wheel test-integrations
+	$(MAKE) --jobs 2 --keep-going --output-sync=target test-core test-wheel $(ISTAMP)
+	$(MAKE) test-integrations
 
 # ruff (rules and format: [tool.ruff] in pyproject.toml) over the repository, mypy over the core ([tool.mypy])
 lint: $(STAMP)
