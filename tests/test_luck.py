@@ -201,3 +201,21 @@ def test_the_captures_of_each_roll_and_the_race_values_from_them_are_the_rules_b
         theirs = luck.roll_luck(general, me, opp, reserve_me, reserve_opp, rolled)
         assert np.float64(mine).tobytes() == np.float64(theirs).tobytes()
         assert mine == values[rolled] - values.mean()
+
+
+def test_the_race_values_of_a_batch_are_the_general_paths_bit_for_bit(rng):
+    """On arrays the race value runs the rules on the occupied squares alone and looks the reserves up: the
+    36 roll values and the lucks of a batch of random positions (an empty board among them) are those of the
+    general path (`every_roll` for a value of one's own) bit for bit, and so are one position's as numpy
+    integers."""
+    starts = [random_start(rng, max_reserve=12) for _ in range(40)] + [StartPosition("." * NUM_SQUARES, (3, 4), "red")]
+    state = engine.concatenate([engine.init(Config(start=s), 1) for s in starts])
+    position = (state.me, state.opp, state.reserve_me, state.reserve_opp)
+    general = RaceByRolls()
+    values = luck.roll_values(general, *position)
+    assert luck.roll_values(luck.DEFAULT_VALUE, *position).tobytes() == values.tobytes()
+    rolled = rng.integers(0, NUM_SQUARES, size=state.batch_size)
+    mine, theirs = (luck.roll_luck(value, *position, rolled) for value in (luck.DEFAULT_VALUE, general))
+    assert mine.tobytes() == theirs.tobytes()
+    one = tuple(np.int64(x[3]) for x in position)
+    assert luck.roll_values(luck.DEFAULT_VALUE, *one).tobytes() == values[3].tobytes()

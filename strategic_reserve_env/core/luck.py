@@ -251,11 +251,35 @@ def roll_values(value: ValueFunction, me, opp, reserve_me, reserve_opp) -> np.nd
     about each distinct position after a roll (`distinct_rolls`), in one call."""
     if type(me) is int and type(opp) is int and type(reserve_me) is int and type(reserve_opp) is int:
         return _single_roll_values(value, me, opp, reserve_me, reserve_opp)
+    if type(value) is RaceValue and (race := _race_roll_values(value, me, opp, reserve_me, reserve_opp)) is not None:
+        return race
     values = np.asarray(value(every_roll(me, opp, reserve_me, reserve_opp)), dtype=np.float64)
     expected = np.broadcast_shapes(*(np.shape(x) for x in (me, opp, reserve_me, reserve_opp))) + (NUM_SQUARES,)
     if values.shape != expected:
         raise ValueError(f"value function {value.name!r} returned shape {values.shape}, expected {expected}")
     return values
+
+
+def _race_roll_values(value: RaceValue, me, opp, reserve_me, reserve_opp) -> np.ndarray | None:
+    """`roll_values` of a `RaceValue` on arrays (broadcast together): the reserves after each roll looked up
+    in its table, the rules run on the occupied squares alone (a roll on an empty square captures
+    nothing); None when a reserve could leave the table (then `every_roll` serves)."""
+    me, opp, reserve_me, reserve_opp = np.broadcast_arrays(
+        *(np.asarray(x, dtype=np.int64) for x in (me, opp, reserve_me, reserve_opp))
+    )
+    if ((reserve_me | reserve_opp) < 0).any() or (reserve_me >= RACE_TABLE_RESERVES).any():
+        return None
+    if (reserve_opp >= _MOST_OPPONENT).any():
+        return None
+    shape = me.shape
+    me, opp = me.reshape(-1), opp.reshape(-1)
+    occupied = ((me | opp)[:, None] & BIT_ARRAY) != 0  # (N, 36) bool
+    games, squares = occupied.nonzero()
+    captures = np.zeros(occupied.shape, dtype=np.int64)  # (N, 36): the checkers each roll captures
+    captures[games, squares] = np.bitwise_count(rules.resolve_roll(me[games], opp[games], BIT_ARRAY[squares])[1])
+    table = _race_table(value.a, value.b)
+    values = table[reserve_me.reshape(-1, 1), reserve_opp.reshape(-1, 1) + captures]
+    return values.reshape(shape + (NUM_SQUARES,))
 
 
 def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) -> np.ndarray:
