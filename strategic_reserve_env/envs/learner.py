@@ -454,7 +454,8 @@ class LearnerGames:
         state, square = self.state, int(actions[0])
         if state.winner[0] != NO_PLAYER or state.truncated[0]:
             raise ResetNeeded("game 0 is over (its episode ended): reset (or restart) it before stepping it again")
-        game = Game.of(state, 0, self.config)
+        cached = self._cached_game  # the game committed by the latest step: a copy of it, not a load of `state`
+        game = cached[1].copy() if cached is not None and cached[0] is state else Game.of(state, 0, self.config)
         ledger = Ledger(1, self.reward_function)
         illegal = not game.legal & BIT[square]
         if not illegal:
