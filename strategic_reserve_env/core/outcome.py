@@ -361,7 +361,8 @@ class Ledger:
         self.ended = _read_only(self.ended | ended)
 
     def transition(self) -> Transition:
-        """What was recorded since the last settlement (read-only arrays)."""
+        """What was recorded since the last settlement (read-only arrays; no rolls where the reward
+        function is the built-in `LuckAdjusted`, settled from `adjusting_luck`)."""
         return Transition(tuple(self.rolls), self.outcome, self.ended)
 
     def settle(self, dtype: type = np.float64) -> np.ndarray:
