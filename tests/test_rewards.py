@@ -658,3 +658,37 @@ def test_the_ledger_settles_the_luck_adjusted_reward_as_its_whole_transition_giv
         actions = random_actions(sb3s[0].action_masks(), rng)
         results = [sb3.step(actions) for sb3 in sb3s]
         assert results[0][1].tobytes() == results[1][1].tobytes() and results[0][0].tobytes() == results[1][0].tobytes()
+
+
+class _FailingValue:
+    """The race value, or, while `bad` is set, a value function that raises."""
+
+    name = "failing"
+    bad = False
+
+    def __call__(self, after: luck.AfterRoll) -> np.ndarray:
+        if self.bad:
+            raise RuntimeError("the value function failed")
+        return VALUE(after)
+
+
+def test_a_luck_adjusted_value_failing_as_the_roll_is_recorded_leaves_the_envs_as_they_were():
+    """The built-in `LuckAdjusted` sums its luck when the roll is recorded, before the rewards are settled: a
+    value function failing there raises, and the AEC env and the single env are as before the step."""
+    value = _FailingValue()
+    environment = raw_env(reward=LuckAdjusted(value))
+    environment.reset(seed=4)
+    state = _aec_state(environment)
+    action = int(np.flatnonzero(environment.observe(environment.agent_selection)["action_mask"])[0])
+    single = StrategicReserveEnv(reward=LuckAdjusted(value))
+    single.reset(seed=3)
+    before = pickle.dumps(single.games)
+    value.bad = True
+    with pytest.raises(RuntimeError, match="the value function failed"):
+        environment.step(action)
+    with pytest.raises(RuntimeError, match="the value function failed"):
+        single.step(int(np.argmax(single.action_masks())))
+    value.bad = False  # (the value is pickled with the games)
+    assert _aec_state(environment) == state and pickle.dumps(single.games) == before
+    environment.step(action)
+    assert environment.game.ply == 1
