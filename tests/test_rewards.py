@@ -664,7 +664,9 @@ class _FailingValue:
     """The race value, or, while `bad` is set, a value function that raises."""
 
     name = "failing"
-    bad = False
+
+    def __init__(self) -> None:
+        self.bad = False
 
     def __call__(self, after: luck.AfterRoll) -> np.ndarray:
         if self.bad:
