@@ -108,3 +108,16 @@ def random_start(rng: np.random.Generator, max_reserve: int = 12):
     cells[rng.integers(36)] = "."
     reserves = (int(rng.integers(1, max_reserve + 1)), int(rng.integers(1, max_reserve + 1)))
     return StartPosition("".join(cells), reserves, str(rng.choice(["red", "blue"])))
+
+
+class RaceByRolls:
+    """The default race value asked about each distinct position after a roll (`luck.distinct_rolls`, or
+    `luck.every_roll` on arrays), as any value function of one's own is: the general path that the race
+    value's own (its reserves after each roll's captures, `luck.roll_captures`) must equal bit for bit."""
+
+    name = "race-by-rolls"
+
+    def __call__(self, after):
+        from strategic_reserve_env.core import luck
+
+        return luck.DEFAULT_VALUE(after)

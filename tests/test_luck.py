@@ -12,7 +12,7 @@ from strategic_reserve_env.core.config import Config, StartPosition
 from strategic_reserve_env.core.game import Game
 from strategic_reserve_env.core.oracle import ReferenceGame
 
-from conftest import random_start
+from conftest import RaceByRolls, random_start
 
 
 def _reference_after(start: StartPosition, square: int) -> tuple[int, int, list[int]]:
@@ -168,3 +168,54 @@ def test_the_race_value_looks_up_the_values_of_its_model():
             one = luck.AfterRoll(*(x[i : i + 1] for x in (zeros, zeros, mover, opponent, zeros)))
             assert value(one)[0] == expected[i]
     assert luck.RACE_TABLE_RESERVES > 12 + NUM_SQUARES  # every reserve of a game is looked up
+
+
+def test_the_captures_of_each_roll_and_the_race_values_from_them_are_the_rules_bit_for_bit(rng):
+    """`roll_captures` (each player's groups, kept per bitboard) counts what `rules.roll` captures on each of
+    the 36 squares, in random positions and along random games; the race value's 36 roll values and the
+    luck of a roll from them are those of the general path (a value asked about `distinct_rolls`) bit for bit,
+    asked twice (the second time from the cached groups)."""
+    from strategic_reserve_env.core import rules
+    from strategic_reserve_env.core.sampling import uniform_square
+
+    positions = []
+    for _ in range(150):
+        game = Game(Config(start=random_start(rng, max_reserve=12)))
+        positions.append((game.me, game.opp, game.reserve_me, game.reserve_opp))
+    game = Game()
+    for _ in range(1500):  # positions of random play, many groups touching
+        game.roll(int(rng.integers(NUM_SQUARES)))
+        game.place(uniform_square(game.legal, float(rng.random())))
+        if game.done:
+            game.reset()
+        positions.append((game.me, game.opp, game.reserve_me, game.reserve_opp))
+    general = RaceByRolls()
+    for me, opp, reserve_me, reserve_opp in positions:
+        expected = [rules.roll(me, opp, 0, bit)[2].bit_count() for bit in BIT_ARRAY.tolist()]
+        assert luck.roll_captures(me, opp) == expected
+        values = luck.roll_values(general, me, opp, reserve_me, reserve_opp)
+        for _ in range(2):
+            assert luck.roll_values(luck.DEFAULT_VALUE, me, opp, reserve_me, reserve_opp).tobytes() == values.tobytes()
+        rolled = int(rng.integers(NUM_SQUARES))
+        mine = luck.roll_luck(luck.DEFAULT_VALUE, me, opp, reserve_me, reserve_opp, rolled)
+        theirs = luck.roll_luck(general, me, opp, reserve_me, reserve_opp, rolled)
+        assert np.float64(mine).tobytes() == np.float64(theirs).tobytes()
+        assert mine == values[rolled] - values.mean()
+
+
+def test_the_race_values_of_a_batch_are_the_general_paths_bit_for_bit(rng):
+    """On arrays the race value runs the rules on the occupied squares alone and looks the reserves up: the
+    36 roll values and the lucks of a batch of random positions (an empty board among them) are those of the
+    general path (`every_roll` for a value of one's own) bit for bit, and so are one position's as numpy
+    integers."""
+    starts = [random_start(rng, max_reserve=12) for _ in range(40)] + [StartPosition("." * NUM_SQUARES, (3, 4), "red")]
+    state = engine.concatenate([engine.init(Config(start=s), 1) for s in starts])
+    position = (state.me, state.opp, state.reserve_me, state.reserve_opp)
+    general = RaceByRolls()
+    values = luck.roll_values(general, *position)
+    assert luck.roll_values(luck.DEFAULT_VALUE, *position).tobytes() == values.tobytes()
+    rolled = rng.integers(0, NUM_SQUARES, size=state.batch_size)
+    mine, theirs = (luck.roll_luck(value, *position, rolled) for value in (luck.DEFAULT_VALUE, general))
+    assert mine.tobytes() == theirs.tobytes()
+    one = tuple(np.int64(x[3]) for x in position)
+    assert luck.roll_values(luck.DEFAULT_VALUE, *one).tobytes() == values[3].tobytes()

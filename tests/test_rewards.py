@@ -39,6 +39,8 @@ from strategic_reserve_env.envs.learner import LearnerGames
 from strategic_reserve_env.envs.sb3_env import StrategicReserveVecEnv
 from strategic_reserve_env.evaluation.tournament import Settings, dice_seeds, play_pairing
 
+from conftest import RaceByRolls
+
 VALUE = luck.DEFAULT_VALUE
 EXACT = 1e-9  # float64 sums of a few dozen terms
 LUCK_ON_REWARDS = 2.0  # a roll's luck is a difference of win probabilities; a +-1 reward's win and loss are 2 apart
@@ -607,3 +609,89 @@ def test_a_bad_forced_roll_raises_before_the_placement(reward_spec):
     environment.dice.forced[0] = 35
     environment.step(action)
     assert environment.game.rolled == 35 and environment.dice.forced == []
+
+
+def _general_luck_adjusted(transition: Transition) -> np.ndarray:
+    """`LuckAdjusted` over the race value asked about every distinct roll, handed the whole `Transition`: the
+    general path (the rolls kept, the reward function called) of what `reward="luck_adjusted"` settles."""
+    return LuckAdjusted(RaceByRolls())(transition)
+
+
+def _single_env_trace(reward_spec, seed: int, steps: int) -> list:
+    """(observation, reward, terminated, truncated) of `steps` random legal steps of the single env."""
+    environment = StrategicReserveEnv(reward=reward_spec)
+    rng = np.random.default_rng(seed)
+    _, info = environment.reset(seed=seed)
+    trace = []
+    for _ in range(steps):
+        observation, reward_now, terminated, truncated, info = environment.step(
+            int(rng.choice(np.flatnonzero(info["action_mask"])))
+        )
+        trace.append((observation.tobytes(), repr(reward_now), terminated, truncated))
+        if terminated or truncated:
+            _, info = environment.reset()
+    return trace
+
+
+def test_the_ledger_settles_the_luck_adjusted_reward_as_its_whole_transition_gives_it():
+    """`reward="luck_adjusted"` is settled from the net luck the ledger sums as the rolls are made (a `Game`'s
+    on ints, the race value from each roll's captures); a callable handing the `Transition` to a
+    `LuckAdjusted` whose value is asked about every distinct roll takes the general path. The same rewards,
+    bit for bit, and the same games on the AEC env (wins and truncations), the single env, the vector env
+    and the SB3 VecEnv."""
+    for start, ply_limit in (({}, 1000), ({"reserves": (3, 2)}, 9)):
+        fast = raw_env(start=start, ply_limit=ply_limit, reward="luck_adjusted")
+        general = raw_env(start=start, ply_limit=ply_limit, reward=_general_luck_adjusted)
+        assert _random_play_trace(fast, 3, 8) == _random_play_trace(general, 3, 8)
+    assert _single_env_trace("luck_adjusted", 4, 300) == _single_env_trace(_general_luck_adjusted, 4, 300)
+    vectors = [StrategicReserveVectorEnv(6, reward=spec) for spec in ("luck_adjusted", _general_luck_adjusted)]
+    sb3s = [StrategicReserveVecEnv(6, seed=9, reward=spec) for spec in ("luck_adjusted", _general_luck_adjusted)]
+    infos = [vector.reset(seed=2)[1] for vector in vectors]
+    for sb3 in sb3s:
+        sb3.reset()
+    rng = np.random.default_rng(5)
+    for _ in range(60):
+        actions = random_actions(infos[0]["action_mask"], rng)
+        steps = [vector.step(actions) for vector in vectors]
+        assert steps[0][1].tobytes() == steps[1][1].tobytes() and steps[0][0].tobytes() == steps[1][0].tobytes()
+        infos = [step[-1] for step in steps]
+        actions = random_actions(sb3s[0].action_masks(), rng)
+        results = [sb3.step(actions) for sb3 in sb3s]
+        assert results[0][1].tobytes() == results[1][1].tobytes() and results[0][0].tobytes() == results[1][0].tobytes()
+
+
+class _FailingValue:
+    """The race value, or, while `bad` is set, a value function that raises."""
+
+    name = "failing"
+
+    def __init__(self) -> None:
+        self.bad = False
+
+    def __call__(self, after: luck.AfterRoll) -> np.ndarray:
+        if self.bad:
+            raise RuntimeError("the value function failed")
+        return VALUE(after)
+
+
+def test_a_luck_adjusted_value_failing_as_the_roll_is_recorded_leaves_the_envs_as_they_were():
+    """The built-in `LuckAdjusted` sums its luck when the roll is recorded, before the rewards are settled: a
+    value function failing there raises, and the AEC env and the single env are as before the step."""
+    value = _FailingValue()
+    environment = raw_env(reward=LuckAdjusted(value))
+    environment.reset(seed=4)
+    state = _aec_state(environment)
+    action = int(np.flatnonzero(environment.observe(environment.agent_selection)["action_mask"])[0])
+    single = StrategicReserveEnv(reward=LuckAdjusted(value))
+    single.reset(seed=3)
+    fields = lambda: {name: pickle.dumps(field) for name, field in vars(single.games).items()}  # noqa: E731
+    before = fields()
+    value.bad = True
+    with pytest.raises(RuntimeError, match="the value function failed"):
+        environment.step(action)
+    with pytest.raises(RuntimeError, match="the value function failed"):
+        single.step(int(np.argmax(single.action_masks())))
+    value.bad = False  # (the value is pickled with the games)
+    assert _aec_state(environment) == state and fields() == before
+    environment.step(action)
+    assert environment.game.ply == 1

@@ -73,6 +73,9 @@ RACE_TABLE_RESERVES = 1 << _TABLE_BITS
 reserve and 36 on the board), the values `race_win_probability` gives."""
 
 
+_MOST_OPPONENT = RACE_TABLE_RESERVES - NUM_SQUARES  # an opponent's reserve below this stays in the table after a roll
+
+
 @functools.lru_cache(maxsize=16)
 def _race_table(a: float, b: float) -> np.ndarray:
     """(RACE_TABLE_RESERVES, RACE_TABLE_RESERVES) float64, read-only: `race_win_probability` with `a` and
@@ -120,6 +123,12 @@ class RaceValue:
         if mover.dtype.kind in "iu" and opponent.dtype.kind in "iu" and not ((mover | opponent) >> _TABLE_BITS).any():
             return _race_table(self.a, self.b)[mover, opponent]  # every reserve below RACE_TABLE_RESERVES
         return race_win_probability(mover, opponent, self.a, self.b)
+
+    def after_captures(self, reserve_me: int, reserve_opp: int, captures: list[int]) -> np.ndarray:
+        """(n,) float64: this value after rolls from one position (the roller's reserve `reserve_me`, the
+        other's `reserve_opp`, both in the table and `reserve_opp` at least `NUM_SQUARES` below its end),
+        each roll capturing `captures[k]` checkers (n ints): the table's values, as `__call__` reads them."""
+        return _race_table(self.a, self.b)[reserve_me].take(np.add(captures, reserve_opp))
 
     def __repr__(self) -> str:
         return f"RaceValue(a={self.a}, b={self.b}, name={self.name!r})"
@@ -171,9 +180,61 @@ def distinct_rolls(me: int, opp: int, reserve_me: int, reserve_opp: int) -> tupl
     return AfterRoll(*np.array(positions, dtype=np.int64).T.copy()), outcome  # the fields: rows of one array
 
 
+GROUPS_CACHED = 1 << 14
+"""Bitboards whose groups `groups_of` keeps: a player's checkers often stand unchanged from one roll to the
+next (a roll that captures nothing leaves the other player's as they were)."""
+
+
+@functools.lru_cache(maxsize=GROUPS_CACHED)
+def groups_of(bits: int) -> tuple[int, tuple[tuple[int, int], ...]]:
+    """The groups of one player's checkers (a bitboard, a Python int): `(alone, groups)`, `alone` the
+    checkers with no neighbour of their own (each a group of one) and `groups` the others, each
+    `(group, its checkers)`, `rules.group` of each one's lowest square in turn; kept for the latest
+    `GROUPS_CACHED` bitboards."""
+    alone = bits & ~rules.adjacent(bits)
+    found = []
+    rest = bits ^ alone
+    while rest:
+        one = rules.group(rest & -rest, bits)
+        found.append((one, one.bit_count()))
+        rest ^= one
+    return alone, tuple(found)
+
+
+def roll_captures(me: int, opp: int) -> list[int]:
+    """The checkers each of the 36 rolls of one position (Python ints, the roller `me`) captures, in square
+    order: what `distinct_rolls` finds, counted, from each player's groups (`groups_of`) rather than a roll
+    per group. `rules.resolve_roll` captures every enemy group its seeds (the rolled square, and the
+    squares touching a friendly hit's group) fall in, so an enemy hit takes its own group, a friendly hit
+    every enemy group touching its group, and an empty square nothing (`tests/test_luck.py` checks every
+    roll against `rules.roll`)."""
+    captures = [0] * NUM_SQUARES
+    enemies_alone, enemies = groups_of(opp)
+    for square in squares_of(enemies_alone):
+        captures[square] = 1
+    for bits, count in enemies:
+        for square in squares_of(bits):
+            captures[square] = count
+    alone, groups = groups_of(me)
+    facing = me & rules.adjacent(opp)  # the roller's checkers next to an enemy checker
+    hitting = [BIT[square] for square in squares_of(alone & facing)] + [bits for bits, _ in groups if bits & facing]
+    for bits in hitting:  # the roller's groups next to an enemy checker: a roll on one captures
+        touching = rules.adjacent(bits) & opp
+        count = (touching & enemies_alone).bit_count()
+        for enemy, size in enemies:
+            if enemy & touching:
+                count += size
+        for square in squares_of(bits):
+            captures[square] = count
+    return captures
+
+
 def _single_roll_values(value: ValueFunction, me: int, opp: int, reserve_me: int, reserve_opp: int) -> np.ndarray:
     """(36,) float64: `roll_values` of one position (Python ints), `value` asked once about each distinct
-    position after a roll (`distinct_rolls`)."""
+    position after a roll (`distinct_rolls`); a `RaceValue`, which reads the reserves alone, looks up the
+    reserves after each roll's captures (`roll_captures`, `RaceValue.after_captures`)."""
+    if type(value) is RaceValue and 0 <= reserve_me < RACE_TABLE_RESERVES and 0 <= reserve_opp < _MOST_OPPONENT:
+        return value.after_captures(reserve_me, reserve_opp, roll_captures(me, opp))
     after, outcome = distinct_rolls(me, opp, reserve_me, reserve_opp)
     values = np.asarray(value(after), dtype=np.float64)
     if values.shape != after.me.shape:
@@ -190,11 +251,35 @@ def roll_values(value: ValueFunction, me, opp, reserve_me, reserve_opp) -> np.nd
     about each distinct position after a roll (`distinct_rolls`), in one call."""
     if type(me) is int and type(opp) is int and type(reserve_me) is int and type(reserve_opp) is int:
         return _single_roll_values(value, me, opp, reserve_me, reserve_opp)
+    if type(value) is RaceValue and (race := _race_roll_values(value, me, opp, reserve_me, reserve_opp)) is not None:
+        return race
     values = np.asarray(value(every_roll(me, opp, reserve_me, reserve_opp)), dtype=np.float64)
     expected = np.broadcast_shapes(*(np.shape(x) for x in (me, opp, reserve_me, reserve_opp))) + (NUM_SQUARES,)
     if values.shape != expected:
         raise ValueError(f"value function {value.name!r} returned shape {values.shape}, expected {expected}")
     return values
+
+
+def _race_roll_values(value: RaceValue, me, opp, reserve_me, reserve_opp) -> np.ndarray | None:
+    """`roll_values` of a `RaceValue` on arrays (broadcast together): the reserves after each roll looked up
+    in its table, the rules run on the occupied squares alone (a roll on an empty square captures
+    nothing); None when a reserve could leave the table (then `every_roll` serves)."""
+    me, opp, reserve_me, reserve_opp = np.broadcast_arrays(
+        *(np.asarray(x, dtype=np.int64) for x in (me, opp, reserve_me, reserve_opp))
+    )
+    if ((reserve_me | reserve_opp) < 0).any() or (reserve_me >= RACE_TABLE_RESERVES).any():
+        return None
+    if (reserve_opp >= _MOST_OPPONENT).any():
+        return None
+    shape = me.shape
+    me, opp = me.reshape(-1), opp.reshape(-1)
+    occupied = ((me | opp)[:, None] & BIT_ARRAY) != 0  # (N, 36) bool
+    games, squares = occupied.nonzero()
+    captures = np.zeros(occupied.shape, dtype=np.int64)  # (N, 36): the checkers each roll captures
+    captures[games, squares] = np.bitwise_count(rules.resolve_roll(me[games], opp[games], BIT_ARRAY[squares])[1])
+    table = _race_table(value.a, value.b)
+    values = table[reserve_me.reshape(-1, 1), reserve_opp.reshape(-1, 1) + captures]
+    return values.reshape(shape + (NUM_SQUARES,))
 
 
 def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) -> np.ndarray:
@@ -206,7 +291,7 @@ def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) ->
     if values.ndim == 1 and type(rolled) is int:  # one position and one roll (Python ints)
         if not 0 <= rolled < NUM_SQUARES:
             raise ValueError(f"rolled squares must be in 0..{NUM_SQUARES - 1}")
-        return values[rolled] - values.mean()
+        return values[rolled] - np.add.reduce(values) / NUM_SQUARES  # values.mean()'s sum and division
     rolled = np.asarray(rolled, dtype=np.int64)
     if np.any((rolled < 0) | (rolled >= NUM_SQUARES)):
         raise ValueError(f"rolled squares must be in 0..{NUM_SQUARES - 1}")
@@ -248,8 +333,10 @@ __all__ = [
     "before_roll",
     "distinct_rolls",
     "every_roll",
+    "groups_of",
     "luck_of_latest_roll",
     "race_win_probability",
+    "roll_captures",
     "roll_luck",
     "roll_values",
 ]

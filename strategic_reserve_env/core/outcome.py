@@ -39,7 +39,7 @@ import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -128,7 +128,19 @@ class Roll:
     def net_luck(self, value: ValueFunction) -> np.ndarray:
         """(B,) float64: the luck of this roll for the row's agent: the roller's luck where it rolled
         (`own`), its negative where the other player did, 0 where no roll was made."""
-        return np.where(self.own, 1.0, -1.0) * self.luck(value)
+        return _for_rows(self.own, self.luck(value))
+
+
+def _for_rows(own: np.ndarray, roller_luck: np.ndarray) -> np.ndarray:
+    """(B,) float64: the roller's luck of a roll (`roller_luck`, (B,) float64, 0 where none was made) for
+    each row's agent: as it is where the agent rolled (`own`), negated where the other player did."""
+    return np.where(own, 1.0, -1.0) * roller_luck
+
+
+def _game_net_luck(value: ValueFunction, game, own: np.ndarray, made: np.ndarray) -> np.ndarray:
+    """`Roll.net_luck` of the latest roll of `game` (a `Game`, one position in every row), without the
+    `Roll`: its luck worked out once, on ints (`luck.luck_of_latest_roll`)."""
+    return _for_rows(own, np.where(made, luck.luck_of_latest_roll(value, game), 0.0))
 
 
 @dataclass(frozen=True)
@@ -204,7 +216,13 @@ class LuckAdjusted:
     uses_rolls = True
 
     def __call__(self, transition: Transition) -> np.ndarray:
-        return REWARD_SCALE.adjusted(REWARD_SCALE.of(transition.outcome), transition.luck(self.value))
+        return self.of_luck(transition.outcome, transition.luck(self.value))
+
+    def of_luck(self, outcome: np.ndarray, net_luck: np.ndarray) -> np.ndarray:
+        """(B,) float64 rewards of the rows' `outcome` ((B,) int: +1, -1 or 0) and net luck under `value`
+        ((B,) float64, `Transition.luck`): what `__call__` returns, and what a `Ledger` settles from the
+        net luck it summed as the rolls were made."""
+        return REWARD_SCALE.adjusted(REWARD_SCALE.of(outcome), net_luck)
 
 
 OUTCOME = OutcomeReward()
@@ -289,6 +307,9 @@ class Ledger:
 
     - `roll` records a roll: for `reward_function` the `Roll` itself (unless the function says
       it does not read rolls, `uses_rolls = False`), and with `value` its luck, summed into `luck`;
+      for the built-in `LuckAdjusted` (its own class, not a subclass), which reads nothing but each
+      row's net luck under its value, that luck alone, summed as the rolls are made (a `Game`'s roll
+      worked out on ints, no `Roll` built) and settled by `LuckAdjusted.of_luck`, the same rewards;
     - `end` records the outcome of the games that ended (`reward`'s +-1);
     - `settle` calls `reward_function` on the `Transition` of what was recorded and starts
       afresh (its answer checked by `checked_rewards`; a failure records nothing new and changes nothing);
@@ -303,23 +324,36 @@ class Ledger:
         self.rows = rows
         self.reward_function = reward_function
         self.value = value
-        self.keeps_rolls = reward_function is not None and bool(getattr(reward_function, "uses_rolls", True))
+        # the built-in luck-adjusted reward's value: its rows' net luck is summed as the rolls are made
+        self.adjusting = reward_function.value if type(reward_function) is LuckAdjusted else None
+        self.keeps_rolls = (
+            reward_function is not None
+            and self.adjusting is None
+            and bool(getattr(reward_function, "uses_rolls", True))
+        )
         self.rolls: list[Roll] = []  # the rolls since the last settlement (kept for the reward function)
         # the arrays are read-only (a transition hands them out as they are) and replaced, never written
         self.outcome = _zeros(rows, np.int64)  # (R,) int64: reward() of the games ended (0 elsewhere)
         self.ended = _zeros(rows, np.bool_)  # (R,) bool: the row's game ended since the last settlement
         self.luck = _zeros(rows, np.float64)  # (R,) float64: the row's net luck under ``value`` (0 without one)
+        self.adjusting_luck = _zeros(rows, np.float64)  # (R,) float64: the row's net luck under ``adjusting``
 
     def roll(self, state, own: np.ndarray, made: np.ndarray) -> None:
         """The latest roll of `state` (just made in the rows of `made`, (R,) bool; `own` (R,) bool: the
         row's agent made it): kept for the reward function, and its luck summed with `value`."""
-        if not self.keeps_rolls and self.value is None:
+        if not self.keeps_rolls and self.value is None and self.adjusting is None:
             return
-        roll = latest_roll(state, own, made)
-        if self.keeps_rolls:
+        roll = latest_roll(state, own, made) if self.keeps_rolls or type(state.me) is not int else None
+        if roll is not None and self.keeps_rolls:
             self.rolls.append(roll)
+
+        def net_luck(value: ValueFunction) -> np.ndarray:
+            return roll.net_luck(value) if roll is not None else _game_net_luck(value, state, own, made)
+
         if self.value is not None:
-            self.luck = _read_only(self.luck + roll.net_luck(self.value))
+            self.luck = _read_only(self.luck + net_luck(self.value))
+        if self.adjusting is not None:
+            self.adjusting_luck = _read_only(self.adjusting_luck + net_luck(self.adjusting))
 
     def end(self, ended: np.ndarray, outcome: np.ndarray) -> None:
         """The games of the rows of `ended` ((R,) bool) ended with `outcome` ((R,) int: +1, -1 or 0)."""
@@ -327,7 +361,8 @@ class Ledger:
         self.ended = _read_only(self.ended | ended)
 
     def transition(self) -> Transition:
-        """What was recorded since the last settlement (read-only arrays)."""
+        """What was recorded since the last settlement (read-only arrays; no rolls where the reward
+        function is the built-in `LuckAdjusted`, settled from `adjusting_luck`)."""
         return Transition(tuple(self.rolls), self.outcome, self.ended)
 
     def settle(self, dtype: type = np.float64) -> np.ndarray:
@@ -336,9 +371,14 @@ class Ledger:
         badly, the ledger is unchanged."""
         if self.reward_function is None:
             raise ValueError("this ledger has no reward function to settle with")
-        rewards = checked_rewards(self.reward_function(self.transition()), self.rows, dtype)
+        if self.adjusting is not None:  # the built-in LuckAdjusted: of the net luck summed as the rolls came
+            answer = cast(LuckAdjusted, self.reward_function).of_luck(self.outcome, self.adjusting_luck)
+        else:
+            answer = self.reward_function(self.transition())
+        rewards = checked_rewards(answer, self.rows, dtype)
         self.rolls = []
         self.outcome, self.ended = _zeros(self.rows, np.int64), _zeros(self.rows, np.bool_)
+        self.adjusting_luck = _zeros(self.rows, np.float64)
         return rewards
 
 

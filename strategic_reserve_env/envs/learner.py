@@ -237,6 +237,8 @@ class LearnerGames:
         from strategic_reserve_env.agents import as_agent
 
         self.opponents = [as_agent(o) for o in opponents]
+        # whether an opponent draws from `rng` (one without act_from_uniforms): only then a step saves its state
+        self._rng_drawn = not all(hasattr(opponent, "act_from_uniforms") for opponent in self.opponents)
         self.opponent_weights = weights / weights.sum()
         self._cumulative_weights = np.cumsum(self.opponent_weights)  # (K,) float64: draws below [k] pick <= k
 
@@ -278,10 +280,11 @@ class LearnerGames:
 
     def _atomically(self, run, *args):
         """`run(*args)`; if it raises, every field it may change is put back first (`rng` with the
-        state of its generator: a stochastic opponent may have drawn from it before failing)."""
+        state of its generator: a stochastic opponent may have drawn from it before failing; the state is
+        saved only when an opponent of the pool draws from it)."""
         saved = {name: getattr(self, name) for name in _STEP_FIELDS}
         counters = [(streams, streams.counters) for streams in (self.dice, self.chance)]
-        rng_state = self.rng.bit_generator.state
+        rng_state = self.rng.bit_generator.state if self._rng_drawn else None
         try:
             return run(*args)
         except BaseException:
@@ -289,7 +292,8 @@ class LearnerGames:
                 setattr(self, name, value)
             for streams, value in counters:
                 streams.counters = value
-            self.rng.bit_generator.state = rng_state
+            if rng_state is not None:
+                self.rng.bit_generator.state = rng_state
             raise
 
     # -- the steps themselves ----------------------------------------------------------------
@@ -450,7 +454,8 @@ class LearnerGames:
         state, square = self.state, int(actions[0])
         if state.winner[0] != NO_PLAYER or state.truncated[0]:
             raise ResetNeeded("game 0 is over (its episode ended): reset (or restart) it before stepping it again")
-        game = Game.of(state, 0, self.config)
+        cached = self._cached_game  # the game committed by the latest step: a copy of it, not a load of `state`
+        game = cached[1].copy() if cached is not None and cached[0] is state else Game.of(state, 0, self.config)
         ledger = Ledger(1, self.reward_function)
         illegal = not game.legal & BIT[square]
         if not illegal:
