@@ -271,7 +271,7 @@ def test_a_second_sigint_while_evaluate_shuts_down_changes_nothing(tmp_path, del
 
 
 ENTRIES = {  # a command run as the process's own, the two ways: a repository script, the console command
-    "script": "from strategic_reserve_env.training.signals import script\nsys.exit(script('slow_import:main'))",
+    "script": "from strategic_reserve_env.interrupts import script\nsys.exit(script('slow_import:main'))",
     "console": (
         "from strategic_reserve_env import __main__ as entry\n"
         "entry.COMMANDS['slow'] = entry.Command('a command that imports slowly', 'slow_import:main')\n"

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     from strategic_reserve_env.commands.evaluate import BAD_INPUT, fail, stop_reason
     from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS
     from strategic_reserve_env.evaluation.reference_cards import regenerate
-    from strategic_reserve_env.training.signals import Signals, StopNow
+    from strategic_reserve_env.interrupts import Signals, StopNow
 
     protocol = PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
     docs = Path(args.docs).resolve()

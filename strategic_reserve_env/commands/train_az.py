@@ -26,11 +26,11 @@ from pathlib import Path
 
 from strategic_reserve_env.commands import arguments
 from strategic_reserve_env.files import outputs
+from strategic_reserve_env.interrupts import Signals, StopNow
 from strategic_reserve_env.training import az
 from strategic_reserve_env.training.az import AZSettings
 from strategic_reserve_env.training.folder import resumed_settings
 from strategic_reserve_env.training.run import claim, error_status, prepare
-from strategic_reserve_env.training.signals import Signals, StopNow
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:

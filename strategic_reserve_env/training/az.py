@@ -34,6 +34,7 @@ import numpy as np
 from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_arrays, npz_headers
+from strategic_reserve_env.interrupts import Signals, Stopped
 
 from .distillation import check_belongs
 from .folder import SETTINGS_FILE
@@ -49,7 +50,6 @@ from .settings import (
     process_field,
     with_role,
 )
-from .signals import Signals, Stopped
 
 CHECKPOINT, MODEL, PROGRESS, LOGS = "checkpoint.npz", "model.safetensors", "progress.jsonl", "tb"
 KIND = RunKind(

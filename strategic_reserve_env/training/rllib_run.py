@@ -26,11 +26,11 @@ from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.core.board import DEFAULT_RESERVE
 from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.files import outputs
+from strategic_reserve_env.interrupts import Signals, Stopped
 
 from .folder import SETTINGS_FILE
 from .run import CHECKPOINTS_KEPT, Run, RunKind, check_length, claim, newest_loadable, prepare
 from .settings import PPOSettings, changeable, check_ppo, check_range, process_field
-from .signals import Signals, Stopped
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 

@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from strategic_reserve_env.files import outputs, safe_json
+from strategic_reserve_env.interrupts import StopNow, Stopped
 
 from .folder import SETTINGS_FILE, check_command, refuse_links, settings_hash
-from .signals import StopNow, Stopped
 
 STATUSES = ("claimed", "running", "interrupted", "failed", "complete")
 PARTIAL = re.compile(r"\.(.+)\.[^./]+\.partial")  # what outputs.atomic leaves behind when killed mid-write
