@@ -30,7 +30,7 @@ from strategic_reserve_env.interrupts import Signals, Stopped
 
 from .folder import SETTINGS_FILE
 from .run import CHECKPOINTS_KEPT, Run, RunKind, check_length, claim, newest_loadable, prepare
-from .settings import PPOSettings, changeable, check_ppo, check_range, process_field
+from .settings import PPOSettings, changeable, check_range, process_field
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
@@ -94,7 +94,6 @@ class Settings(PPOSettings):
             )
         if self.num_cpus is not None:
             check_range("num_cpus", self.num_cpus, 1)
-        check_ppo(self)
         check_range("vf_coef", self.vf_coef, 0)
         self.network()
         make_config(reserve=self.reserve, ply_limit=self.ply_limit)
