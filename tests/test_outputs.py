@@ -90,9 +90,9 @@ def test_a_lock_that_is_not_a_plain_file_of_its_own_is_refused(tmp_path, kind):
 
 
 def test_a_lock_made_in_a_fresh_folder_still_works(tmp_path):
-    with outputs.lock(tmp_path / "new") as directory:
-        assert (directory / outputs.LOCK_FILE).is_file()
-        (directory / "x").write_text("x")
+    with outputs.lock(tmp_path / "new") as held:
+        assert (held.directory / outputs.LOCK_FILE).is_file()
+        (held.directory / "x").write_text("x")
     with outputs.lock(tmp_path / "new"):
         pass
 

@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             else:
                 settings = AZSettings(**given)
             out = prepare(settings, az.KIND)
-            with outputs.lock(out):
-                return az.run(claim(out, settings, az.KIND), again, signals)
+            with outputs.lock(out) as held:
+                return az.run(claim(out, settings, az.KIND, held), again, signals)
         except (ValueError, OSError) as error:
             return error_status(error)
         except StopNow as stop:

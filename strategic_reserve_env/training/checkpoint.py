@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from strategic_reserve_env.agents.ppo_file import architecture_of
-from strategic_reserve_env.files import outputs
+from strategic_reserve_env.files import outputs, safe_json
 
 from .run import CHECKPOINTS_KEPT, newest_loadable
 
@@ -234,7 +234,7 @@ def read(path: Path, limit: int) -> dict:
     (`check_contents`); `ValueError` if the file is not a regular file of at most `limit` bytes
     (checked before a byte is read), does not load or is not a checkpoint of this format."""
     try:
-        with outputs.open_regular(path, limit) as handle:
+        with safe_json.open_regular(path, limit) as handle:
             payload = torch.load(handle, map_location="cpu", weights_only=True)
     except ValueError:
         raise

@@ -25,7 +25,7 @@ import torch
 from strategic_reserve_env.agents import distill, load_agent
 from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT
 from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
-from strategic_reserve_env.files import outputs
+from strategic_reserve_env.files import outputs, safe_json
 from strategic_reserve_env.files.model_files import npz_arrays, npz_headers
 from strategic_reserve_env.files.progress import Progress
 
@@ -110,7 +110,7 @@ def read_chunk(
     regular file of a bounded size; from its headers, the arrays and their shapes, at most
     `MAX_DECISIONS_PER_GAME` decisions per game of a chunk; then the run and settings it `belongs`
     to (when given), a cursor within `opponents` and `games`."""
-    with outputs.open_regular(path, MAX_CHUNK_BYTES):
+    with safe_json.open_regular(path, MAX_CHUNK_BYTES):
         pass
     headers = npz_headers(path)
     decisions = headers["masks"].shape[0] if "masks" in headers and headers["masks"].shape else -1
@@ -187,7 +187,7 @@ def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> d
     if not os.path.lexists(path):
         return None
     try:
-        with outputs.open_regular(path, max_file_bytes(settings)) as handle:
+        with safe_json.open_regular(path, max_file_bytes(settings)) as handle:
             saved = torch.load(handle, map_location="cpu", weights_only=True)
     except ValueError:
         raise

@@ -256,8 +256,8 @@ def train(settings: Settings, again: str = "python train_rllib.py") -> int:
     out = prepare(settings, KIND)  # absolute, before anything else runs
     if not settings.resume:
         _check_extras()  # before the lock and the run file
-    with outputs.lock(out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
-        run = claim(out, settings, KIND)
+    with outputs.lock(out) as held:  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
+        run = claim(out, settings, KIND, held)
         saved = latest_checkpoint(out, run.belongs) if settings.resume else None
         if settings.resume:
             run.resume_from(saved[0] if saved else None)

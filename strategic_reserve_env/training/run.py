@@ -123,8 +123,8 @@ def prepare(settings, kind: RunKind) -> Path:
     return out
 
 
-def claim(out: Path, settings, kind: RunKind) -> Run:
-    """The run of `settings` in `out` (whose lock the caller holds): with --resume the folder's own (nothing
+def claim(out: Path, settings, kind: RunKind, held: outputs.Lock | None = None) -> Run:
+    """The run of `settings` in `out` (whose lock the caller holds: `held`): with --resume the folder's own (nothing
     written); else a new one, written to run.json (state claimed), after `--restart` removed the entries
     the folder's run of this command made. `ValueError` (one line, nothing written) for another command's
     run whatever the options, a run held without --resume or --restart, files of no run where the run
@@ -136,7 +136,7 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
         refuse_links(out, kind.names)
         if run is None:
             raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
-        return Run(out, kind, settings, run["run_id"], run)
+        return Run(out, kind, settings, run["run_id"], run, held)
     ours = run is not None and not is_claimed_only(out, run, kind)
     if run is not None and ours and not settings.restart:
         held = [name for name in (SETTINGS_FILE, *kind.state) if os.path.lexists(out / name)]
@@ -154,7 +154,7 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
     outputs.remove(out, kind.names if ours else [])  # and the trash of a removal a kill cut short
     refuse_links(out, kind.names)
     record = outputs.write_run(out, outputs.new_run_id(), kind.command, status="claimed")
-    return Run(out, kind, settings, record["run_id"], record)
+    return Run(out, kind, settings, record["run_id"], record, held)
 
 
 def error_status(error: BaseException) -> int:
@@ -191,7 +191,7 @@ def progress_lines(path: Path, last: int):
     file costs no more memory than `MAX_PROGRESS_LINE` bytes a line); and whether a line went (a line of a
     later iteration, one longer than that, or one that is not a JSON object naming its iteration)."""
     kept, dropped, inside_long = [], False, False
-    with outputs.open_regular(path, sys.maxsize) as handle:
+    with safe_json.open_regular(path, sys.maxsize) as handle:
         for line in iter(lambda: handle.readline(MAX_PROGRESS_LINE + 1), b""):
             whole, long = line.endswith(b"\n"), inside_long  # a line with no end: longer than the limit, or cut
             inside_long = not whole
@@ -247,6 +247,7 @@ class Run:
     settings: Any  # the command's RunSettings
     run_id: str
     record: dict
+    held: outputs.Lock | None = None  # the folder's lock
     checkpoint: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -288,7 +289,8 @@ class Run:
             "it further",
             file=sys.stderr,
         )
-        outputs.leave_lock_as_found(self.out)  # nothing written: the lock file too as it was
+        if self.held is not None:
+            self.held.untouched = True  # nothing written: the lock file too as it was
         return True
 
     def set_status(self, status: str, **details) -> None:
