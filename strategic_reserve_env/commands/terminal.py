@@ -188,7 +188,7 @@ def terminal_game(
     except EOFError:
         say("\nInput ended; the game stops here.")
         quit_early, status = True, INPUT_ENDED
-    except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM / SIGHUP with a status of its own (`signals.Ended`)
+    except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM / SIGHUP with a status of its own (`interrupts.Ended`)
         say("\nInterrupted; the game stops here.")
         quit_early, status = True, getattr(error, "status", INTERRUPTED)
     if not quit_early:
