@@ -1,11 +1,7 @@
-"""The settings of a training run, checked when made: dataclasses with a docstring per field.
-
-`RunSettings` is what every training command's settings share (`--out`, `--resume`, `--restart`, `--seed`);
-each field's metadata (`setting`) holds its range and its role on `--resume` (`changeable`, `process_field`), and
-`RunSettings.__post_init__` checks every field's type and range. `PPOSettings` declares the PPO
-hyperparameters `train` and `train-rllib` share (one name each; each library's own names are given at its call),
-`TrainSettings` the rest of `train`'s. Nothing is read from disk or loaded: the command checks `--out` and loads
-the agents after.
+"""The settings of a training run, checked when made (nothing read from disk, no agent loaded): dataclasses with a
+docstring per field. Each field's range, choices and role on `--resume` are its metadata (`setting`), checked
+once by `RunSettings.__post_init__`; `PPOSettings` holds the PPO hyperparameters `train` and `train-rllib` share,
+`TrainSettings` the rest of `train`'s.
 """
 
 from __future__ import annotations
@@ -52,13 +48,12 @@ def changeable(default, *bounds, **options):
 
 
 def process_field(default):
-    """A `setting` that says how this process runs, not what the run is (neither in the digest nor compared
-    on resume)."""
+    """A `setting` that says how this process runs, not what the run is (not in the digest, not compared)."""
     return setting(default, role=PROCESS)
 
 
 def with_role(cls, role: str) -> tuple[str, ...]:
-    """The names of the fields of the settings dataclass `cls` (or instance) whose metadata gives them `role`."""
+    """The names of the fields of the settings dataclass `cls` (or instance) of `role`."""
     return tuple(item.name for item in fields(cls) if item.metadata.get(ROLE) == role)
 
 
@@ -110,7 +105,7 @@ def _number(value: float) -> str:
 
 def opponent_mixture(text: str) -> list[tuple[str, float]]:
     """'random:1,greedy:2,self:1' -> [(name, weight), ...], the weights finite, >= 0 and with a finite positive
-    sum; `ValueError` naming `--opponents` otherwise. The names are not loaded here (`pool` does)."""
+    sum; `ValueError` naming `--opponents` otherwise (the names are loaded by `pool`)."""
     mixture = []
     for item in filter(None, text.split(",")):
         name, _, weight = item.rpartition(":")
@@ -187,8 +182,7 @@ class TrainSettings(PPOSettings):
     """Settings of a `train` run (every field is a command-line option; the PPO ones are `PPOSettings`')."""
 
     total_steps: int = changeable(0, 0)
-    """PPO: learner decisions to train on (environment steps, summed over the games); 0: no PPO, the distilled
-    network is the model (the default); from scratch (--distill-games 0) give it millions."""
+    """PPO: learner decisions to train on (summed over the games); 0: none, the distilled network is the model."""
     n_envs: int = setting(512, 1)
     """Games played at once in one engine batch."""
     n_steps: int = setting(32, 1)
@@ -216,27 +210,22 @@ class TrainSettings(PPOSettings):
     checkpoint_every: int = changeable(500_000, 1)
     """Steps between checkpoints (a resumed run loses at most this much; a signal writes one too)."""
     reward: str = setting("outcome", choices=REWARDS)
-    """The learner's reward: "outcome" (+1 win, -1 loss) or "luck_adjusted" (the outcome minus the learner's luck
-    in the rolls since its decision: the same expected return, less variance; strategic_reserve_env.core.outcome)."""
+    """The learner's reward: "outcome" (+1 win, -1 loss) or "luck_adjusted" (minus its luck since its decision)."""
     out: str = process_field("runs/ppo")
     """Output directory: the run's folder (its settings, checkpoints, model and evaluation)."""
     device: str = changeable("cpu")
     """Torch device."""
     threads: int = changeable(1, 1, os.cpu_count() or 1)
-    """Torch CPU threads, at most the machine's cores (on shared cores a second thread waits more than it
-    computes)."""
+    """Torch CPU threads, at most the machine's cores."""
     resume: bool = process_field(False)
-    """Continue the run in --out from its last checkpoint, with the settings it was started with; only
-    --total-steps, the evaluation and checkpoint cadence, --threads, --device and --progress may be given again.
-    The resumed run makes the same games and updates as one that never stopped."""
+    """Continue the run in --out from its last checkpoint with its own settings; only --total-steps, the evaluation
+    and checkpoint cadence, --threads, --device and --progress may be given again."""
     progress: bool = changeable(True)
     """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
     distill_games: int = setting(10_000, 0)
-    """Distillation before PPO: games (even) the expert plays against each of --distill-opponents, its decisions
-    labelled with its move values for a supervised fit of the network (0: none, PPO from scratch)."""
+    """Distillation before PPO: games (even) the expert plays against each of --distill-opponents (0: none)."""
     distill_expert: str = "expectimax:depth=2"
-    """The agent imitated; it must offer move_values(observations, masks, rng) (expectimax does; the rollout
-    agent too, for expert iteration: rollout:rollouts=64,width=6)."""
+    """The agent imitated: one with move_values(observations, masks, rng), e.g. expectimax or rollout."""
     distill_opponents: str = "greedy,expectimax:depth=2"
     """Comma-separated agent specs the expert plays against while its decisions are labelled."""
     distill_explore: float = setting(0.1, 0, 1)
@@ -253,8 +242,7 @@ class TrainSettings(PPOSettings):
     """Weight of the value head's squared error (against the game's outcome) in the supervised loss."""
 
     def __post_init__(self) -> None:
-        """`ValueError` (one line naming the option) for the first bad setting: nothing is written, loaded or
-        trained before every setting has passed."""
+        """`ValueError` (one line naming the option) for the first bad setting."""
         super().__post_init__()
         if self.n_envs * self.n_steps < 2:
             raise ValueError(
@@ -293,9 +281,7 @@ class TrainSettings(PPOSettings):
 
 
 def memory_needed(settings: TrainSettings) -> dict[str, float]:
-    """Bytes the run will allocate, roughly (from above), per setting that sizes it: the network (weights,
-    gradients, Adam's moments, the snapshots and a checkpoint's copies), SB3's rollout buffer, the games, the
-    minibatch's activations and the distillation's labelled decisions."""
+    """Bytes the run will allocate, roughly (from above), per setting that sizes them."""
     widths, channels = [*settings.net_arch], settings.cnn_channels
     if settings.features == "cnn":
         extractor = 9 * OBSERVATION_SHAPE[2] * channels + 2 * 9 * channels * channels + channels * 36 * CNN_FEATURES
@@ -309,10 +295,9 @@ def memory_needed(settings: TrainSettings) -> dict[str, float]:
         activations += settings.batch_size * 4.0 * channels * 36 * 3 * 3
     opponents = len(list(filter(None, settings.distill_opponents.split(","))))
     decisions = settings.distill_games * opponents * DECISIONS_PER_GAME
+    network = 4.0 * (extractor + mlp) * (6 + settings.max_snapshots)  # weights, gradients, Adam, snapshots, copies
     return {
-        "--net-arch" if settings.features == "mlp" else "--cnn-channels": 4.0
-        * (extractor + mlp)
-        * (6 + settings.max_snapshots),
+        "--net-arch" if settings.features == "mlp" else "--cnn-channels": network,
         "--n-envs x --n-steps (the rollout buffer)": float(settings.n_envs) * settings.n_steps * per_step,
         "--n-envs (the games)": 4096.0 * settings.n_envs,
         "--batch-size (the minibatch's activations)": activations,
@@ -321,15 +306,15 @@ def memory_needed(settings: TrainSettings) -> dict[str, float]:
 
 
 def max_file_bytes(settings: TrainSettings) -> int:
-    """The largest file of a run's state (a checkpoint, the distillation fit's state) read back: what the
-    settings' network, snapshots, games and rollout take (`memory_needed`) and a margin."""
+    """The largest file of a run's state (a checkpoint, the fit's state) read back: what the network, snapshots,
+    games and rollout take (`memory_needed`), and a margin."""
     parts = memory_needed(settings)
     return int(sum(value for name, value in parts.items() if not name.startswith("--distill"))) + MEMORY_MARGIN
 
 
 def check_memory(settings, needed=memory_needed) -> None:
     """`ValueError` naming the setting that takes most when `needed(settings)` (bytes per setting that sizes
-    them: `memory_needed` for `train`, another for `train-az`) exceeds this machine's memory."""
+    them) exceeds this machine's memory."""
     parts = needed(settings)
     total = sum(parts.values())
     try:
