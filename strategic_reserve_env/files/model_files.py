@@ -148,12 +148,7 @@ def header_description(
 
 
 def check_description(
-    description: object,
-    where: str,
-    format_name: str,
-    version: int,
-    keys: set[str],
-    error: type[Exception] = ValueError,
+    description: object, where: str, format_name: str, version: int, keys: set[str], error: type[Exception] = ValueError
 ) -> dict:
     """`description` if it is a JSON object of format `format_name` and version `version` whose fields are
     among `keys` (what each holds is the format's own check); `error` naming `where` and the fault otherwise."""

@@ -66,13 +66,11 @@ def open_regular(
     limit: int,
     what: str | None = None,
     error: type[Exception] = ValueError,
-    limit_of: str = "what is read",
     follow_links: bool = False,
 ) -> Iterator[IO[bytes]]:
     """`path` opened for reading, checked before a byte is read: `error` (one line naming `what`, default the
-    path) unless it is a regular file of at most `limit` bytes (`limit_of`: what the message calls that limit),
-    and, unless `follow_links` (a user's own file), not a link (a run folder's). It is opened without
-    blocking, so a FIFO with no writer is refused, never waited on."""
+    path) unless a regular file of at most `limit` bytes, and not a link unless `follow_links` (a user's own
+    file, not a run folder's). Opened without blocking: a FIFO with no writer is refused, never waited on."""
     what = str(path) if what is None else what
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow_links else os.O_NOFOLLOW)
     try:
@@ -86,7 +84,7 @@ def open_regular(
         if not stat.S_ISREG(status.st_mode):
             raise error(f"cannot read {what}: not a regular file (a FIFO, a device or a folder is never read)")
         if status.st_size > limit:
-            raise error(f"{what} is larger than {limit:,} bytes, the limit of {limit_of}")
+            raise error(f"{what} is larger than {limit:,} bytes, the most that is read")
         os.set_blocking(descriptor, True)
         yield handle
 
