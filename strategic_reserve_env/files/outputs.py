@@ -137,8 +137,8 @@ def naming(path: str | Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
-    """A file object whose contents replace `path` when the block ends well: a temporary file of a unique name
+def atomic(path: str | Path) -> Iterator[IO[bytes]]:
+    """A binary file object whose contents replace `path` when the block ends well: a temporary file of a unique name
     beside it, with the mode the umask gives a new file, renamed over it (removed if the block fails). A `path`
     that is not a regular file is refused first (`check_replaceable`); a failed write is `OutputLost`."""
     path = Path(path)
@@ -149,7 +149,7 @@ def atomic(path: str | Path, mode: str = "wb") -> Iterator[IO]:
             umask = os.umask(0)
             os.umask(umask)
             os.fchmod(descriptor, FILE_MODE & ~umask)
-            with os.fdopen(descriptor, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as handle:
+            with os.fdopen(descriptor, "wb") as handle:
                 yield handle
             os.replace(temporary, path)
         except BaseException:
