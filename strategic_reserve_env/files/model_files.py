@@ -51,18 +51,15 @@ def safetensors_header(
     unless the header is bounded JSON whose tensors have known dtypes and byte ranges that fit their shapes
     and together fill the rest of the file exactly."""
     path = Path(path)
-    try:
-        with safe_json.open_regular(path, ANY_SIZE, error=error, follow_links=True) as file:
-            size = os.fstat(file.fileno()).st_size
-            length = int.from_bytes(file.read(_LENGTH_BYTES), "little")
-            if size < _LENGTH_BYTES or length > min(MAX_HEADER_BYTES, size - _LENGTH_BYTES):
-                raise error(
-                    f"{path}: not a safetensors file (its header claims {length} bytes, the file has {size}, "
-                    f"at most {MAX_HEADER_BYTES} are read)"
-                )
-            text = file.read(length)
-    except OSError as problem:
-        raise error(f"{path}: cannot read it ({problem.strerror or problem})") from None
+    with safe_json.open_regular(path, ANY_SIZE, error=error, follow_links=True) as file:
+        size = os.fstat(file.fileno()).st_size
+        length = int.from_bytes(file.read(_LENGTH_BYTES), "little")
+        if size < _LENGTH_BYTES or length > min(MAX_HEADER_BYTES, size - _LENGTH_BYTES):
+            raise error(
+                f"{path}: not a safetensors file (its header claims {length} bytes, the file has {size}, "
+                f"at most {MAX_HEADER_BYTES} are read)"
+            )
+        text = file.read(length)
     header = safe_json.loads(text, f"{path}: not a safetensors file: its header", error)
     if not isinstance(header, dict):
         raise error(f"{path}: not a safetensors file: its header is not a JSON object")

@@ -70,7 +70,8 @@ def open_regular(
 ) -> Iterator[IO[bytes]]:
     """`path` opened for reading, checked before a byte is read: `error` (one line naming `what`, default the
     path) unless a regular file of at most `limit` bytes, and not a link unless `follow_links` (a user's own
-    file, not a run folder's). Opened without blocking: a FIFO with no writer is refused, never waited on."""
+    file, not a run folder's). Opened without blocking: a FIFO with no writer is refused, never waited on. An
+    `OSError` of a read in the block is `error` too."""
     what = str(path) if what is None else what
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow_links else os.O_NOFOLLOW)
     try:
@@ -86,18 +87,17 @@ def open_regular(
         if status.st_size > limit:
             raise error(f"{what} is larger than {limit:,} bytes, the most that is read")
         os.set_blocking(descriptor, True)
-        yield handle
+        try:
+            yield handle
+        except OSError as problem:  # a read in the block that failed
+            raise error(f"cannot read {what}: {problem.strerror or problem}") from None
 
 
 def read_regular(path: str | Path, limit: int, what: str | None = None, error=ValueError, **options) -> bytes:
     """The bytes of `path`, a regular file of at most `limit` bytes (`open_regular`, whose checks and `options`
     these are), reading at most `limit + 1` bytes should the file grow meanwhile."""
-    what = str(path) if what is None else what
-    try:
-        with open_regular(path, limit, what, error, **options) as handle:
-            data = handle.read(limit + 1)
-    except OSError as problem:
-        raise error(f"cannot read {what}: {problem.strerror or problem}") from None
+    with open_regular(path, limit, what, error, **options) as handle:
+        data = handle.read(limit + 1)
     if len(data) > limit:
         raise error(f"{what} grew past {limit:,} bytes while it was read")
     return data
