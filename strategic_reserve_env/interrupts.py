@@ -63,21 +63,10 @@ def stopped(signum: int) -> int:
 
 def install(handler) -> dict:
     """Handle each of `HANDLED` with `handler`, but one that is ignored (`nohup`'s SIGHUP, a background job's
-    SIGINT); returns the handlers replaced, for `restore`."""
+    SIGINT); returns the handlers replaced."""
     return {
         signum: signal.signal(signum, handler) for signum in HANDLED if signal.getsignal(signum) is not signal.SIG_IGN
     }
-
-
-def restore(before: dict) -> None:
-    """Put back the handlers `install` replaced."""
-    for signum, handler in before.items():
-        signal.signal(signum, handler)
-
-
-def ignore_until_exit() -> None:
-    """Ignore the signals while the interpreter shuts down, after the command returned its status."""
-    install(signal.SIG_IGN)
 
 
 class Signals:
@@ -99,7 +88,8 @@ class Signals:
         return self
 
     def __exit__(self, *exc) -> None:
-        restore(self._before)
+        for signum, handler in self._before.items():
+            signal.signal(signum, handler)
         sys.unraisablehook = self._hook
 
     def hold(self) -> None:
@@ -135,7 +125,7 @@ def as_process(body: Callable[[], int], process: bool = True) -> int:
         return stopped(getattr(stop, "signum", signal.SIGINT))
     finally:
         if process:
-            ignore_until_exit()
+            install(signal.SIG_IGN)  # while the interpreter shuts down: the status stays the command's
 
 
 def script(target: str) -> int:
@@ -155,7 +145,7 @@ def own_ctrl_c() -> Iterator[None]:
 
 
 def _exit_at_start(signum: int, frame) -> None:
-    ignore_until_exit()  # the interpreter's shutdown is not cut short by a second signal
+    install(signal.SIG_IGN)  # the interpreter's shutdown is not cut short by a second signal
     raise SystemExit(stopped(signum))
 
 
