@@ -149,18 +149,15 @@ def _exit_at_start(signum: int, frame) -> None:
     raise SystemExit(stopped(signum))
 
 
-def is_command() -> bool:
-    """Whether this process is the console command: `strategic-reserve ...` or `python -m strategic_reserve_env`."""
-    argv = sys.orig_argv
-    if "-m" in argv[1:]:
-        return argv[argv.index("-m") + 1 :][:1] == [PACKAGE]
-    return bool(sys.argv) and os.path.basename(sys.argv[0]) == COMMAND
-
-
 def hold_from_start() -> None:
     """In the console command (not a library import), each of `HANDLED` exits with its line and status until
     the command installs its own handling."""
-    if is_command() and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_IGN):
+    argv = sys.orig_argv  # `strategic-reserve ...` or `python -m strategic_reserve_env ...`
+    if "-m" in argv[1:]:
+        command = argv[argv.index("-m") + 1 :][:1] == [PACKAGE]
+    else:
+        command = bool(sys.argv) and os.path.basename(sys.argv[0]) == COMMAND
+    if command and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_IGN):
         install(_exit_at_start)
 
 

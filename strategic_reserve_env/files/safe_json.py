@@ -25,15 +25,6 @@ MAX_DEPTH = 32
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: no backtracking state per character
 
 
-def nesting_depth(text: str | bytes) -> int:
-    """The deepest nesting of `[` and `{` in JSON `text`, counted outside strings."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-    codes = np.frombuffer(_STRING.sub(b'""', data), dtype=np.uint8)
-    steps = ((codes == ord("[")) | (codes == ord("{"))).astype(np.int32)
-    steps -= (codes == ord("]")) | (codes == ord("}"))
-    return int(np.cumsum(steps, dtype=np.int32).max(initial=0))
-
-
 def unique_keys(pairs: list[tuple[str, object]], error: type[Exception] = ValueError) -> dict:
     """The object of `pairs` (a `json.loads` `object_pairs_hook`); `error` if a key appears twice."""
     result: dict = {}
@@ -51,7 +42,10 @@ def _refuse_constant(name: str):
 def loads(text: str | bytes, where: str, error: type[Exception] = ValueError, max_depth: int = MAX_DEPTH) -> object:
     """The value of JSON `text`; `error` (one line starting with `where`) if it is not JSON, nests deeper than
     `max_depth`, repeats a key within one object, or holds NaN or infinity."""
-    depth = nesting_depth(text)
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    codes = np.frombuffer(_STRING.sub(b'""', data), dtype=np.uint8)  # the brackets outside strings
+    steps = ((codes == ord("[")) | (codes == ord("{"))).astype(np.int32) - ((codes == ord("]")) | (codes == ord("}")))
+    depth = int(np.cumsum(steps, dtype=np.int32).max(initial=0))
     if depth > max_depth:
         raise error(f"{where}: JSON nested {depth} levels deep; at most {max_depth} are read")
     try:
