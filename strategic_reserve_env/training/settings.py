@@ -72,18 +72,8 @@ def option(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def check_types(settings) -> None:
-    """`ValueError` naming the first field of the dataclass `settings` whose value is not of its annotated type
-    (an `int` takes no bool or float; a `float` takes an int), for settings read back from a file too."""
-    hints = typing.get_type_hints(type(settings))
-    for item in fields(settings):
-        value, hint = getattr(settings, item.name), hints[item.name]
-        allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-        if not any(_is(value, kind) for kind in allowed):
-            raise ValueError(f"{option(item.name)} must be {hint}, got {value!r:.60}")
-
-
 def _is(value, kind) -> bool:
+    """Whether `value` is of the annotated type `kind` (an `int` takes no bool or float; a `float` takes an int)."""
     if kind in (int, float):
         return isinstance(value, (int, kind)) and not isinstance(value, bool)
     if typing.get_origin(kind) is tuple:
@@ -142,9 +132,15 @@ class RunSettings:
     first (files of no run are never removed)."""
 
     def __post_init__(self) -> None:
-        """`ValueError` (one line naming the option) for the first field of the wrong type or out of its range
-        or choices, --resume with --restart, or an empty --out; each command's settings call it first."""
-        check_types(self)
+        """`ValueError` (one line naming the option) for the first field of the wrong type (settings read back
+        from a file included) or out of its range or choices, --resume with --restart, or an empty --out; each
+        command's settings call it first."""
+        hints = typing.get_type_hints(type(self))
+        for item in fields(self):
+            value, hint = getattr(self, item.name), hints[item.name]
+            union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+            if not any(_is(value, kind) for kind in (typing.get_args(hint) if union else (hint,))):
+                raise ValueError(f"{option(item.name)} must be {hint}, got {value!r:.60}")
         check_range("seed", self.seed, 0, MAX_TRAINING_SEED)
         if self.resume and self.restart:
             raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
