@@ -50,7 +50,7 @@ def distill_agents(settings: TrainSettings) -> tuple[object, list]:
         raise ValueError(
             f"--distill-expert {settings.distill_expert!r:.60} has no move_values(observations, masks, rng)"
         )
-    opponents = [load_agent(spec) for spec in filter(None, settings.distill_opponents.split(","))]
+    opponents = [load_agent(spec) for spec in settings.distill_opponent_specs]
     return expert, opponents
 
 
@@ -148,7 +148,7 @@ def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) ->
     folder = out / FOLDER
     if not folder.is_dir() or folder.is_symlink():
         return
-    opponents = len(list(filter(None, settings.distill_opponents.split(","))))
+    opponents = len(settings.distill_opponent_specs)
     for _ in saved_chunks(folder, opponents, settings, belongs):
         pass
     read_fit(folder / FIT_FILE, settings, belongs)

@@ -249,7 +249,7 @@ class TrainSettings(PPOSettings):
             raise ValueError(
                 f"--distill-games must be even (each opponent is met as Red and as Blue), got {self.distill_games}"
             )
-        if self.distill_games and not any(filter(None, self.distill_opponents.split(","))):
+        if self.distill_games and not self.distill_opponent_specs:
             raise ValueError(f"--distill-opponents needs at least one agent spec, got {self.distill_opponents!r:.80}")
         for name in ("eval_games", "final_eval_games"):
             games = getattr(self, name)
@@ -262,6 +262,11 @@ class TrainSettings(PPOSettings):
             raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
         opponent_mixture(self.opponents)
         check_memory(self)
+
+    @property
+    def distill_opponent_specs(self) -> list[str]:
+        """The agent specs of --distill-opponents."""
+        return list(filter(None, self.distill_opponents.split(",")))
 
     def _check_device(self) -> None:
         import torch
@@ -289,8 +294,7 @@ def memory_needed(settings: TrainSettings) -> dict[str, float]:
     activations = settings.batch_size * (4.0 * (sum(widths) * 2 + OBSERVATION_SIZE) * 3)
     if settings.features == "cnn":
         activations += settings.batch_size * 4.0 * channels * 36 * 3 * 3
-    opponents = len(list(filter(None, settings.distill_opponents.split(","))))
-    decisions = settings.distill_games * opponents * DECISIONS_PER_GAME
+    decisions = settings.distill_games * len(settings.distill_opponent_specs) * DECISIONS_PER_GAME
     network = 4.0 * (extractor + mlp) * (6 + settings.max_snapshots)  # weights, gradients, Adam, snapshots, copies
     return {
         "--net-arch" if settings.features == "mlp" else "--cnn-channels": network,
