@@ -40,13 +40,11 @@ TORCH_WRITE_FAILED = "PytorchStreamWriter failed writing"  # torch.save's Runtim
 
 
 class OutputLost(OSError):
-    """A file could not be written (a full disk, a folder gone) or the standard output is lost: one line naming
-    the file and why."""
+    """A file (or the standard output) could not be written: one line naming it and why."""
 
 
 class OutputBusyError(ValueError):
-    """The output folder cannot be locked: another process holds it, or its lock file is not a plain file of
-    its own."""
+    """The output folder cannot be locked: another process holds it, or its lock file is not a plain file."""
 
 
 @dataclass
@@ -59,10 +57,9 @@ class Lock:
 
 
 def check_out(path: str | Path, files: Iterable[str] = (), option: str = "--out") -> Path:
-    """`path` made absolute (so that nothing run later, an agent that changes directory, moves it) and checked
-    without creating anything: an existing directory we can write in, or a missing one whose nearest existing
-    parent is one; each of `files` (names in it) absent or a regular file; its lock file, if there, a plain
-    file. `ValueError` (one line naming `option`) saying why not."""
+    """`path` made absolute (an agent that changes directory moves nothing) and checked without creating anything:
+    a directory we can write in, or a missing one under such a directory; each of `files` (names in it) absent or
+    a regular file; its lock file a plain file. `ValueError` (one line naming `option`) saying why not."""
     text = os.fspath(path)
     if not text:
         raise ValueError(f"{option} '': an empty path; name a folder (. for the current one)")
@@ -176,10 +173,9 @@ def write_figure(path: str | Path, figure, dpi: float) -> None:
 
 
 def remove(directory: str | Path, names: Iterable[str]) -> list[str]:
-    """Remove the entries `names` (names, not paths) of `directory`, whatever they are (a link itself, never what
-    it points to); returns those that were there. Each is renamed whole into a new trash folder inside
-    `directory`, in the order given, then the trash is deleted without following a link: a kill leaves every
-    name as it was or gone, and its trash (`.removing-*`) goes with the next call."""
+    """Remove the entries `names` of `directory` (a link itself, never what it points to); returns those that were
+    there. Each is renamed whole into a trash folder inside it, in order, then the trash is deleted without
+    following a link: a kill leaves each name as it was or gone, its trash going with the next call."""
     directory = Path(directory)
     for name in names:
         if name in ("", ".", "..") or "/" in name or "\0" in name:
@@ -200,12 +196,10 @@ def remove(directory: str | Path, names: Iterable[str]) -> list[str]:
 
 @contextlib.contextmanager
 def lock(directory: str | Path, option: str = "--out") -> Iterator[Lock]:
-    """Create `directory` if missing and hold its lock for the block; `OutputBusyError` (one line naming the
-    holder's process id and command) at once if another process holds it. The lock is a `flock`, which the
-    kernel drops when its process ends however it ends; the lock file keeps the holder's process id and
-    command line for that message. It is opened without following a link, and refused unless a plain file of
-    one name. A block that raises (a refusal), or sets `Lock.untouched`, leaves the lock file as it was found
-    (none if there was none); a folder this call created that holds nothing else at the end is removed."""
+    """Create `directory` if missing and hold its lock (a `flock`: it goes with its process, however it ends) for
+    the block; `OutputBusyError` naming the holder (the lock file's text) if another process holds it, or if the
+    lock file is not a plain file of one name (never followed). A block that raises, or sets `Lock.untouched`,
+    leaves the lock file as found; a folder this call made that holds nothing else at the end goes again."""
     directory = Path(directory)
     created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
