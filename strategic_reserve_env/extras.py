@@ -1,9 +1,7 @@
-"""Which optional extra of `strategic-reserve-env` brings each library the core (numpy, Pillow, Gymnasium,
-PettingZoo) does not install, so that a missing one is one line naming the extra to install (`needs_extra`,
-`missing_extra`), exit status `EXIT_MISSING_EXTRA`, never a `ModuleNotFoundError` traceback. A command's extras
-are declared in the registry (`Command.extras` in `strategic_reserve_env.__main__`) and checked before its code
-is imported. Where torch is missing, the line installs torch's CPU build first (`TORCH_CPU_LINE`): PyPI's torch
-is the CUDA build on Linux, and pip keeps a torch already installed.
+"""Which optional extra brings each library the core does not install, so that a missing one is one line naming
+the extra to install (`needs_extra`, `missing_extra`; exit status `EXIT_MISSING_EXTRA`), never a traceback. A
+command's extras are declared in the registry (`Command.extras` in `strategic_reserve_env.__main__`), checked
+before its code is imported; where torch is missing, its CPU build comes first (`TORCH_CPU_LINE`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """What a model file holds, read from its headers before any tensor is: the checks every model format shares.
 
-A crafted file can describe a huge network, or claim huge tensors, in a few hundred bytes. So the loaders
-(`agents.ppo_file`, `agents.value_network`, `agents.az_net`, `agents.rllib_model`) check the whole description
-(`header_description`, `check_description`) against the tensors the file's headers say it holds
-(`safetensors_header`, `npz_headers`; `check_tensors`) before they allocate anything, so a load adds memory
-within a small multiple of the file's size; `check_finite` then refuses NaN or infinite weights. Errors are the
-caller's own type, one line naming the file and the field.
+A crafted file can claim a huge network in a few hundred bytes, so the loaders (`agents.ppo_file`,
+`value_network`, `az_net`, `rllib_model`) check the description and the tensors its headers list against each
+other before they allocate anything, then the weights' values (`check_finite`); each fault is one line of the
+caller's error type naming the file and the field.
 """
 
 from __future__ import annotations
