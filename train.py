@@ -2,7 +2,7 @@
 
 import sys
 
-from strategic_reserve_env.training.signals import script
+from strategic_reserve_env.interrupts import script
 
 if __name__ == "__main__":
     sys.exit(script("strategic_reserve_env.commands.train:main"))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -40,8 +39,8 @@ from strategic_reserve_env.files.model_files import (
     check_description,
     check_finite,
     check_tensors,
+    npz_arrays,
     npz_headers,
-    read_bounded,
 )
 
 MASKED_LOGIT = -1e8  # logit of an illegal square (sb3-contrib's value): probability exactly 0 in float32
@@ -165,7 +164,7 @@ def load(directory: str | Path) -> tuple[BoardNet, dict]:
     for path in (model_path, weights_path):
         if not path.is_file():
             raise ValueError(f"rllib module {directory}: {path.name} not found (train one with train_rllib.py)")
-    description = safe_json.loads(read_bounded(model_path, MAX_MODEL_JSON_BYTES), str(model_path))
+    description = safe_json.load(model_path, MAX_MODEL_JSON_BYTES, follow_links=True)
     description = check_description(description, str(model_path), FORMAT, FORMAT_VERSION, DESCRIPTION_KEYS)
     shape, actions = description.get("observation_shape"), description.get("actions")
     if shape != list(OBSERVATION_SHAPE) or actions != NUM_SQUARES:
@@ -183,13 +182,10 @@ def load(directory: str | Path) -> tuple[BoardNet, dict]:
         config = NetworkConfig.from_mapping(network)
     except ValueError as error:
         raise ValueError(f"{model_path}: {error}") from None
-    check_tensors(npz_headers(weights_path), expected_weights(config), str(weights_path))
+    expected = expected_weights(config)
+    check_tensors(npz_headers(weights_path), expected, str(weights_path))
     net = BoardNet(config)
-    try:
-        with np.load(weights_path, allow_pickle=False) as archive:
-            arrays = {key: archive[key] for key in archive.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as error:  # not an npz, or an object array (pickle refused)
-        raise ValueError(f"{weights_path}: not a readable array archive without pickles ({error})") from None
+    arrays = npz_arrays(weights_path, expected)
     check_finite(arrays, str(weights_path))
     net.load_state_dict({key: torch.from_numpy(np.asarray(value, dtype=np.float32)) for key, value in arrays.items()})
     return net.eval(), description

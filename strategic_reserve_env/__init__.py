@@ -84,6 +84,7 @@ _MOVED = {
     "scene": "pictures.scene",
     "terminal": "commands.terminal",
     "training.rllib": "training.rllib_run",
+    "training.signals": "interrupts",
     "turns": "core.turns",
 }
 

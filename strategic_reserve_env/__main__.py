@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import signal
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 from strategic_reserve_env.commands import GuardedStdout, StdoutLost, flush_stdout, stdout_lost
 from strategic_reserve_env.extras import EXIT_MISSING_EXTRA, missing_extra, needs_extra
 from strategic_reserve_env.files.outputs import OutputLost
-from strategic_reserve_env.training import signals
+from strategic_reserve_env.interrupts import as_process, own_ctrl_c
 
 PROG = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
 HELP = {"-h", "--help"}  # a command's help: shown without its extras, when its module imports without them
@@ -138,7 +137,7 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Run `argv` (default `sys.argv[1:]`): `COMMAND ARGS...`; returns the exit status. `prog`: the name
     the help texts give the command. Run as the process's own command (`argv` None), a signal while the
     command imports, or while it runs outside its own handling, exits 130 / 143 / 129 with one line and no
-    traceback, and one after it returned is ignored (`strategic_reserve_env.training.signals`; `play` keeps
+    traceback, and one after it returned is ignored (`strategic_reserve_env.interrupts.as_process`; `play` keeps
     Ctrl-C). The output faults of every command are handled here, once (`output_failed`): a write that
     fails (a full disk, standard output on a full device) is one line naming what could not be written, exit
     1; a reader that went away (a broken pipe: `| head`) ends the command quietly with its status."""
@@ -146,24 +145,20 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if process and sys.stdout is not None and not isinstance(sys.stdout, GuardedStdout):
         sys.stdout = GuardedStdout(sys.stdout)
+
+    def body() -> int:
+        try:
+            status = _run(argv, prog, process)
+        except SystemExit:  # argparse: --help, --version, a usage error
+            if _flushed():
+                raise
+            raise SystemExit(OUTPUT_FAILED) from None
+        return status if _flushed() else OUTPUT_FAILED
+
     try:
-        with signals.quiet() if process else contextlib.nullcontext():
-            try:
-                status = _run(argv, prog, process)
-            except SystemExit:  # argparse: --help, --version, a usage error
-                if _flushed():
-                    raise
-                raise SystemExit(OUTPUT_FAILED) from None
-            return status if _flushed() else OUTPUT_FAILED
-    except signals.StopNow as stop:
-        return signals.stopped(stop)
-    except KeyboardInterrupt as stop:  # in a command that handles Ctrl-C itself, before (or after) it does
-        return signals.stopped(signals.StopNow(getattr(stop, "signum", signal.SIGINT)))
+        return as_process(body, process)
     except OSError as error:
         return output_failed(error)
-    finally:
-        if process:
-            signals.ignore_until_exit()
 
 
 def _run(argv: list[str], prog: str, process: bool) -> int:
@@ -179,7 +174,7 @@ def _run(argv: list[str], prog: str, process: bool) -> int:
         try:
             run = command.load()
             if name in OWN_CTRL_C and process:
-                with signals.own_ctrl_c():
+                with own_ctrl_c():
                     return run(rest, what)
             return run(rest, what)
         except ModuleNotFoundError as error:  # a library of an optional extra: one line naming the extra

@@ -224,13 +224,13 @@ def test_the_lock_goes_with_its_process_after_kill_9(tmp_path):
 def test_atomic_writes_use_unique_temporary_names(tmp_path):
     """Two writers of one file never share a temporary name, and a failed write leaves nothing behind."""
     target = tmp_path / "f.txt"
-    with outputs.atomic(target, "w") as first, outputs.atomic(target, "w") as second:
+    with outputs.atomic(target) as first, outputs.atomic(target) as second:
         assert first.name != second.name
-        first.write("one")
-        second.write("two")
+        first.write(b"one")
+        second.write(b"two")
     assert target.read_text() == "one" and sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
-    with pytest.raises(RuntimeError), outputs.atomic(target, "w") as handle:
-        handle.write("half")
+    with pytest.raises(RuntimeError), outputs.atomic(target) as handle:
+        handle.write(b"half")
         raise RuntimeError
     assert target.read_text() == "one" and sorted(p.name for p in tmp_path.iterdir()) == ["f.txt"]
 
@@ -271,7 +271,7 @@ def test_a_second_sigint_while_evaluate_shuts_down_changes_nothing(tmp_path, del
 
 
 ENTRIES = {  # a command run as the process's own, the two ways: a repository script, the console command
-    "script": "from strategic_reserve_env.training.signals import script\nsys.exit(script('slow_import:main'))",
+    "script": "from strategic_reserve_env.interrupts import script\nsys.exit(script('slow_import:main'))",
     "console": (
         "from strategic_reserve_env import __main__ as entry\n"
         "entry.COMMANDS['slow'] = entry.Command('a command that imports slowly', 'slow_import:main')\n"

@@ -90,9 +90,9 @@ def test_a_lock_that_is_not_a_plain_file_of_its_own_is_refused(tmp_path, kind):
 
 
 def test_a_lock_made_in_a_fresh_folder_still_works(tmp_path):
-    with outputs.lock(tmp_path / "new") as directory:
-        assert (directory / outputs.LOCK_FILE).is_file()
-        (directory / "x").write_text("x")
+    with outputs.lock(tmp_path / "new") as held:
+        assert (held.directory / outputs.LOCK_FILE).is_file()
+        (held.directory / "x").write_text("x")
     with outputs.lock(tmp_path / "new"):
         pass
 
@@ -151,3 +151,22 @@ def test_a_refusal_under_the_lock_leaves_the_lock_file_as_it_was(tmp_path):
     with outputs.lock(out):
         pass
     assert lock.read_bytes().startswith(f"pid {os.getpid()}: ".encode())
+
+
+def test_a_block_that_wrote_nothing_leaves_the_lock_file_as_found(tmp_path):
+    """`Lock.untouched` (a resume of a complete run): the old holder's text and times come back, and a lock file
+    the block's lock created goes again, as after a refusal; the next lock still works."""
+    out = tmp_path / "run"
+    out.mkdir()
+    lock = out / outputs.LOCK_FILE
+    lock.write_bytes(b"pid 1: an earlier run")
+    os.utime(lock, ns=(10**18, 10**18))
+    with outputs.lock(out) as held:
+        assert lock.read_bytes().startswith(f"pid {os.getpid()}: ".encode())
+        held.untouched = True
+    assert lock.read_bytes() == b"pid 1: an earlier run" and lock.stat().st_mtime_ns == 10**18
+    lock.unlink()
+    (out / "kept").write_text("a result")
+    with outputs.lock(out) as held:
+        held.untouched = True
+    assert sorted(path.name for path in out.iterdir()) == ["kept"]

@@ -19,8 +19,7 @@ from pathlib import Path
 import pytest
 
 from strategic_reserve_env.files import records
-from strategic_reserve_env.interrupts import stop_line
-from strategic_reserve_env.training.signals import Signals, StopNow
+from strategic_reserve_env.interrupts import Signals, StopNow, stop_line
 
 from conftest import REPO, as_from_a_shell
 

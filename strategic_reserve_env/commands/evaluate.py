@@ -76,9 +76,8 @@ from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
 from strategic_reserve_env.evaluation.tournament import PAIRING_HEADER, PairingError, Settings, pairing_rows, text_table
 from strategic_reserve_env.files.outputs import OutputLost, check_out, lock, read_run
-from strategic_reserve_env.interrupts import exit_status, stop_line
+from strategic_reserve_env.interrupts import Signals, StopNow, exit_status, stop_line
 from strategic_reserve_env.training.folder import check_command
-from strategic_reserve_env.training.signals import Signals, StopNow
 
 COMMAND = "evaluate/benchmark"  # for the refusal of another command's run folder (these results make no run)
 TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")

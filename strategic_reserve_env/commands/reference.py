@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     (nothing written), 130 / 143 on Ctrl-C / SIGTERM (one line; the cards printed before it stay written)."""
     from strategic_reserve_env.commands.evaluate import protocol_of, stop_reason
     from strategic_reserve_env.evaluation.reference_cards import REFERENCE_AGENTS, regenerate
-    from strategic_reserve_env.training.signals import Signals, StopNow
+    from strategic_reserve_env.interrupts import Signals, StopNow
 
     parser = command_parser(prog, __doc__)
     parser.add_argument("--docs", default="docs", help="the docs folder (default: docs/ of the current directory)")

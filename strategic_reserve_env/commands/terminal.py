@@ -168,7 +168,7 @@ def terminal_game(
     except EOFError:
         say("\nInput ended; the game stops here.")
         status = INPUT_ENDED
-    except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM / SIGHUP with a status of its own (`signals.Ended`)
+    except KeyboardInterrupt as error:  # Ctrl-C, or SIGTERM / SIGHUP with a status of its own (`interrupts.Ended`)
         say("\nInterrupted; the game stops here.")
         status = getattr(error, "status", INTERRUPTED)
     if game.done:

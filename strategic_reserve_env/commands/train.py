@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
         out = prepare(settings, loop.KIND)  # absolute before any agent loads (one may change directory)
         pool = OpponentPool(settings.opponents, settings.max_snapshots)  # loads the agents: errors before any write
         experts = distill_agents(settings) if settings.distill_games else None
-        with outputs.lock(out):
-            return loop.run(claim(out, settings, loop.KIND), pool, experts, again)
+        with outputs.lock(out) as held:
+            return loop.run(claim(out, settings, loop.KIND, held), pool, experts, again)
     except (ValueError, OSError) as error:
         return error_status(error)

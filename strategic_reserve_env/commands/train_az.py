@@ -24,10 +24,9 @@ import sys
 
 from strategic_reserve_env.commands.arguments import run_options, run_settings
 from strategic_reserve_env.files import outputs
-from strategic_reserve_env.interrupts import exit_status
+from strategic_reserve_env.interrupts import Signals, StopNow, exit_status
 from strategic_reserve_env.training import az
 from strategic_reserve_env.training.run import claim, error_status, prepare
-from strategic_reserve_env.training.signals import Signals, StopNow
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -41,8 +40,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
             settings = run_settings(az.AZSettings, given, out, az.COMMAND)
             out = prepare(settings, az.KIND)
-            with outputs.lock(out):
-                return az.run(claim(out, settings, az.KIND), again, signals)
+            with outputs.lock(out) as held:
+                return az.run(claim(out, settings, az.KIND, held), again, signals)
         except (ValueError, OSError) as error:
             return error_status(error)
         except StopNow as stop:

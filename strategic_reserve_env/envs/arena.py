@@ -36,7 +36,7 @@ from strategic_reserve_env.core.game import Game
 from strategic_reserve_env.core.luck import ValueFunction
 from strategic_reserve_env.core.outcome import Ledger, Scale
 from strategic_reserve_env.core.policies import InvalidActionsError, choose
-from strategic_reserve_env.interrupts import HANDLED, StopRun
+from strategic_reserve_env.interrupts import HANDLED, StopNow
 
 
 class AgentError(RuntimeError):
@@ -72,7 +72,7 @@ def choose_checked(
     `AgentError` (`game_numbers`: (N,) numbers of the state's games for the message). Whatever the
     agent raises is its failure, `BaseException` included (`sys.exit()`, `GeneratorExit`, a class of its
     own, the time budget's `ActTimeoutError`, a `KeyboardInterrupt` of its own where a command handles the
-    signals): it does not end the program. Only a stop of the whole run passes through: `StopRun`, and
+    signals): it does not end the program. Only a stop of the whole run passes through: `StopNow`, and
     `KeyboardInterrupt` where SIGINT is Python's own (a Ctrl-C in a library session). An agent that replaces
     the handler of a signal the command stops on fails too (its handler is put back), so Ctrl-C still stops."""
     handlers = [signal.getsignal(signum) for signum in HANDLED]
@@ -87,7 +87,7 @@ def choose_checked(
             name = signal.Signals(taken[0]).name
             raise InvalidActionsError(f"replaced the handler of {name}, which stops the command; an agent may not")
         return actions
-    except StopRun:
+    except StopNow:
         raise
     except BaseException as error:
         if isinstance(error, KeyboardInterrupt) and handlers[0] is signal.default_int_handler:

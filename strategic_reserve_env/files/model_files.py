@@ -1,28 +1,9 @@
 """What a model file holds, read from its headers before any tensor is: the checks every model format shares.
 
-A model file describes a network (JSON) and holds its tensors. A crafted file
-can describe a huge network, or claim huge tensors, in a few hundred bytes.
-So the loaders (`agents.ppo_file`, `agents.value_network`,
-`rllib_model`) compare the *whole* description with the tensors the file
-actually holds, read from its headers only, before they allocate anything:
-
-- `safetensors_header`: the JSON header of a safetensors file (its
-  metadata, and each tensor's dtype, shape and byte range, checked against
-  each other and against the file's size);
-- `npz_headers`: each member of an `.npz` archive, read from the zip
-  directory and the member's `.npy` header, without reading its data
-  (object dtypes and sizes that disagree with the directory are refused);
-  `npz_arrays` then reads the arrays, a damaged member one line;
-- `header_description` and `check_description`: the JSON description
-  (under the format's metadata key of a safetensors header, or a file of its
-  own), its `format`, `version` and no field the format does not know;
-- `check_tensors`: the names, shapes and dtypes found against those a
-  described network needs (computed from the description, not built).
-
-Only then do the tensors load, so the memory a load adds stays within a small
-multiple of the file's size; `check_finite` then refuses NaN or infinite
-values, so a broken network never plays. Errors are the caller's own type, one
-line naming the file and the field.
+A crafted file can claim a huge network in a few hundred bytes, so the loaders (`agents.ppo_file`,
+`value_network`, `az_net`, `rllib_model`) check the description and the tensors its headers list against each
+other before they allocate anything, then the weights' values (`check_finite`); each fault is one line of the
+caller's error type naming the file and the field.
 """
 
 from __future__ import annotations
@@ -49,8 +30,7 @@ _LENGTH_BYTES = 8  # a safetensors file starts with its header's length, a littl
 
 @dataclass(frozen=True)
 class Tensor:
-    """A tensor as a file's header describes it: dtype (safetensors' name, e.g. `F32`, or numpy's `str`
-    of a dtype, e.g. `float32`) and shape."""
+    """A tensor as a file's header describes it: its dtype (safetensors' `F32` or numpy's `float32`), shape."""
 
     dtype: str
     shape: tuple[int, ...]
@@ -58,31 +38,26 @@ class Tensor:
 
 def _shape(value: object) -> tuple[int, ...] | None:
     """`value` as a shape (a list of ints >= 0), or None."""
-    if not isinstance(value, list) or not all(type(n) is int and n >= 0 for n in value):
-        return None
-    return tuple(value)
+    ok = isinstance(value, list) and all(type(n) is int and n >= 0 for n in value)
+    return tuple(value) if ok else None  # type: ignore[arg-type]
 
 
 def safetensors_header(
     path: str | Path, error: type[Exception] = ValueError
 ) -> tuple[dict[str, str], dict[str, Tensor]]:
-    """`(metadata, tensors)` of a safetensors file, from its header only; `error` (one line naming
-    `path`) unless the header is bounded JSON whose tensors have known dtypes, byte ranges that match their
-    shapes, and together fill the rest of the file exactly."""
+    """`(metadata, tensors)` of a safetensors file, from its header only; `error` (one line naming `path`)
+    unless the header is bounded JSON whose tensors have known dtypes and byte ranges that fit their shapes
+    and together fill the rest of the file exactly."""
     path = Path(path)
-    try:
-        # a regular file, opened without blocking: a FIFO with no writer is refused, never waited on
-        with safe_json.open_regular(path, ANY_SIZE, f"{path}", error) as file:
-            size = os.fstat(file.fileno()).st_size
-            length = int.from_bytes(file.read(_LENGTH_BYTES), "little")
-            if size < _LENGTH_BYTES or length > min(MAX_HEADER_BYTES, size - _LENGTH_BYTES):
-                raise error(
-                    f"{path}: not a safetensors file (its header claims {length} bytes, the file has {size}, "
-                    f"at most {MAX_HEADER_BYTES} are read)"
-                )
-            text = file.read(length)
-    except OSError as problem:
-        raise error(f"{path}: cannot read it ({problem.strerror or problem})") from None
+    with safe_json.open_regular(path, ANY_SIZE, error=error, follow_links=True) as file:
+        size = os.fstat(file.fileno()).st_size
+        length = int.from_bytes(file.read(_LENGTH_BYTES), "little")
+        if size < _LENGTH_BYTES or length > min(MAX_HEADER_BYTES, size - _LENGTH_BYTES):
+            raise error(
+                f"{path}: not a safetensors file (its header claims {length} bytes, the file has {size}, "
+                f"at most {MAX_HEADER_BYTES} are read)"
+            )
+        text = file.read(length)
     header = safe_json.loads(text, f"{path}: not a safetensors file: its header", error)
     if not isinstance(header, dict):
         raise error(f"{path}: not a safetensors file: its header is not a JSON object")
@@ -103,21 +78,16 @@ def safetensors_header(
         tensors[name] = Tensor(dtype, shape)
         ranges.append(offsets)
     data = size - _LENGTH_BYTES - length
-    end = 0
-    for start, stop in sorted(ranges):
-        if start != end:
-            break
-        end = stop
-    if end != data:
+    bounds = [0, *(offset for pair in sorted(ranges) for offset in pair), data]
+    if bounds[0::2] != bounds[1::2]:  # each range starts where the one before it ends, the last at the end
         raise error(f"{path}: the tensors' byte ranges do not cover the file's {data} bytes of data exactly")
     return metadata, tensors
 
 
 def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[str, Tensor]:
-    """`{name: Tensor}` of the arrays of an `.npz` file (`name` without `.npy`), read from the zip
-    directory and each member's `.npy` header, without reading any array's data; `error` (one line naming
-    `path` and the member) for a member that is not an `.npy` array, an object dtype, a header larger than
-    numpy's bound, or a size that disagrees with the zip directory."""
+    """`{name: Tensor}` of the arrays of an `.npz` file, read from the zip directory and each member's `.npy`
+    header, no array's data; `error` (one line naming `path` and the member) for a member that is not an
+    `.npy` array of numbers, a header larger than numpy's bound, or a size that disagrees with the directory."""
     path = Path(path)
     found: dict[str, Tensor] = {}
     try:
@@ -151,9 +121,8 @@ def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[s
 
 
 def npz_arrays(path: str | Path, names, error: type[Exception] = ValueError) -> dict[str, np.ndarray]:
-    """The arrays `names` of the `.npz` file `path` (whose headers the caller checked, `npz_headers`), read
-    without pickles; `error` (one line naming `path`) for a damaged member (a bad CRC, a broken deflate
-    stream, a truncated archive) instead of zipfile's or zlib's traceback."""
+    """The arrays `names` of the `.npz` file `path` (its headers checked: `npz_headers`), without pickles;
+    `error` (one line naming `path`) for a damaged member (a bad CRC, a broken deflate stream, a truncation)."""
     try:
         with np.load(path, allow_pickle=False) as arrays:
             return {name: arrays[name] for name in names}
@@ -165,9 +134,8 @@ def npz_arrays(path: str | Path, names, error: type[Exception] = ValueError) -> 
 def header_description(
     path: str | Path, key: str, format_name: str, error: type[Exception] = ValueError
 ) -> tuple[object, dict[str, Tensor]]:
-    """`(description, tensors)` of a safetensors model file: the JSON under metadata `key` of its header
-    (parsed by `loads`, not yet checked: `check_description`) and
-    the tensors its header lists; `error` naming `path` for a bad header or no description."""
+    """`(description, tensors)` of a safetensors model file: the JSON under metadata `key` of its header (to
+    check: `check_description`) and its tensors; `error` naming `path` for a bad header or no description."""
     metadata, tensors = safetensors_header(path, error)
     if key not in metadata:
         raise error(f"{path}: no {key!r} description in the header: not a {format_name} file")
@@ -175,16 +143,10 @@ def header_description(
 
 
 def check_description(
-    description: object,
-    where: str,
-    format_name: str,
-    version: int,
-    keys: set[str],
-    error: type[Exception] = ValueError,
+    description: object, where: str, format_name: str, version: int, keys: set[str], error: type[Exception] = ValueError
 ) -> dict:
-    """`description` if it is a JSON object of format `format_name` and version `version` whose fields
-    are among `keys`; `error` (one line naming `where` and the fault) otherwise. What each field holds is
-    the format's own check."""
+    """`description` if it is a JSON object of format `format_name` and version `version` whose fields are
+    among `keys` (what each holds is the format's own check); `error` naming `where` and the fault otherwise."""
     if not isinstance(description, dict) or description.get("format") != format_name:
         raise error(f"{where}: not a {format_name} description (its 'format' must be {format_name!r})")
     if description.get("version") != version:
@@ -196,8 +158,7 @@ def check_description(
 
 
 def check_finite(tensors: Mapping[str, object], where: str, error: type[Exception] = ValueError) -> None:
-    """`error` (one line naming `where` and the tensor) if a tensor of `tensors` (numpy arrays, or CPU
-    tensors numpy reads) holds a NaN or an infinity: such a network would play NaN scores."""
+    """`error` naming `where` and the tensor if one of `tensors` (arrays, or CPU tensors) holds NaN or inf."""
     for name, tensor in tensors.items():
         if not np.isfinite(np.asarray(tensor)).all():
             raise error(f"{where}: tensor {name} holds NaN or infinite values")
@@ -206,8 +167,7 @@ def check_finite(tensors: Mapping[str, object], where: str, error: type[Exceptio
 def check_tensors(
     found: Mapping[str, Tensor], expected: Mapping[str, Tensor], where: str, error: type[Exception] = ValueError
 ) -> None:
-    """`error` (one line naming `where`) unless `found` has exactly `expected`'s names, shapes and
-    dtypes."""
+    """`error` naming `where` unless `found` has exactly `expected`'s names, shapes and dtypes."""
     missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
     if missing or unexpected:
         raise error(
@@ -219,9 +179,3 @@ def check_tensors(
                 f"{where}: tensor {name} is {list(found[name].shape)} {found[name].dtype}, "
                 f"the described network has {list(tensor.shape)} {tensor.dtype}"
             )
-
-
-def read_bounded(path: str | Path, limit: int, error: type[Exception] = ValueError) -> bytes:
-    """The bytes of `path`, `error` unless it is a regular file of at most `limit` bytes (checked before
-    reading: `strategic_reserve_env.files.safe_json.read_regular`)."""
-    return safe_json.read_regular(path, limit, str(path), error)

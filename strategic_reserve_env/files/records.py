@@ -206,7 +206,7 @@ def load_record(source: str | Path | BinaryIO, name: str | None = None) -> Recor
         name = str(getattr(source, "name", source))
     try:
         if isinstance(source, (str, Path)):  # a regular file only: a FIFO or a device is refused, not read
-            data = safe_json.read_regular(source, MAX_RECORD_BYTES, name, RecordError, "a record")
+            data = safe_json.read_regular(source, MAX_RECORD_BYTES, name, RecordError, follow_links=True)
         else:
             data = source.read(MAX_RECORD_BYTES + 1)
     except OSError as error:

@@ -1,12 +1,7 @@
-"""JSON from files we do not trust: bounded nesting, no duplicate keys, no NaN or infinity; and the bytes of
-such a file, read only from a regular file of bounded size (`read_regular`).
-
-Python's `json.loads` recurses once per nested bracket, so a file made of
-100,000 `[` ends in a `RecursionError`; it keeps the last of two equal keys
-without a word, and reads `NaN` and `Infinity`, which JSON does not have.
-`loads` refuses all three with the caller's own error type, one line
-naming the file. The depth is measured on the text before it is parsed (a
-linear scan outside strings), so a deep file costs no more than reading it.
+"""Files we do not trust: their bytes read only from a regular file of bounded size (`open_regular`), and JSON
+(`loads`) with bounded nesting, no duplicate keys and no NaN or infinity, each fault one line of the caller's
+error type naming the file. The nesting is measured on the text before it is parsed (a linear scan outside
+strings), since `json.loads` recurses once per bracket.
 """
 
 from __future__ import annotations
@@ -30,15 +25,6 @@ MAX_DEPTH = 32
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: no backtracking state per character
 
 
-def nesting_depth(text: str | bytes) -> int:
-    """The deepest nesting of `[` and `{` in JSON `text`, counted outside strings."""
-    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-    codes = np.frombuffer(_STRING.sub(b'""', data), dtype=np.uint8)
-    steps = ((codes == ord("[")) | (codes == ord("{"))).astype(np.int32)
-    steps -= (codes == ord("]")) | (codes == ord("}"))
-    return int(np.cumsum(steps, dtype=np.int32).max(initial=0))
-
-
 def unique_keys(pairs: list[tuple[str, object]], error: type[Exception] = ValueError) -> dict:
     """The object of `pairs` (a `json.loads` `object_pairs_hook`); `error` if a key appears twice."""
     result: dict = {}
@@ -54,12 +40,14 @@ def _refuse_constant(name: str):
 
 
 def loads(text: str | bytes, where: str, error: type[Exception] = ValueError, max_depth: int = MAX_DEPTH) -> object:
-    """The value of JSON `text`; `error` (one line starting with `where`) if it is not JSON, nests deeper
-    than `max_depth`, repeats a key within one object, or holds NaN or infinity."""
-    depth = nesting_depth(text)
+    """The value of JSON `text`; `error` (one line starting with `where`) if it is not JSON, nests deeper than
+    `max_depth`, repeats a key within one object, or holds NaN or infinity."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
+    codes = np.frombuffer(_STRING.sub(b'""', data), dtype=np.uint8)  # the brackets outside strings
+    steps = ((codes == ord("[")) | (codes == ord("{"))).astype(np.int32) - ((codes == ord("]")) | (codes == ord("}")))
+    depth = int(np.cumsum(steps, dtype=np.int32).max(initial=0))
     if depth > max_depth:
         raise error(f"{where}: JSON nested {depth} levels deep; at most {max_depth} are read")
-
     try:
         return json.loads(text, object_pairs_hook=unique_keys, parse_constant=_refuse_constant)
     except (ValueError, UnicodeDecodeError) as problem:  # JSONDecodeError is a ValueError
@@ -72,13 +60,12 @@ def open_regular(
     limit: int,
     what: str | None = None,
     error: type[Exception] = ValueError,
-    limit_of: str = "what is read",
-    follow_links: bool = True,
+    follow_links: bool = False,
 ) -> Iterator[IO[bytes]]:
-    """`path` opened for reading, checked before a byte is read: `error` (one line naming `what`, default
-    the path) unless it is a regular file of at most `limit` bytes (`limit_of`: what the message calls that
-    limit). It is opened without blocking, so a FIFO with no writer does not hang; a FIFO, a device
-    (`/dev/zero`) or a folder is refused on the open file, and so is a link unless `follow_links`."""
+    """`path` opened for reading, checked before a byte is read: `error` (one line naming `what`, default the
+    path) unless a regular file of at most `limit` bytes, and not a link unless `follow_links` (a user's own
+    file, not a run folder's). Opened without blocking: a FIFO with no writer is refused, never waited on. An
+    `OSError` of a read in the block is `error` too."""
     what = str(path) if what is None else what
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow_links else os.O_NOFOLLOW)
     try:
@@ -87,32 +74,29 @@ def open_regular(
         if not follow_links and os.path.islink(path):
             raise error(f"{what} is a symbolic link; links in a run folder are not followed") from None
         raise error(f"cannot read {what}: {problem.strerror or problem}") from None
-    status = os.fstat(descriptor)
-    if not stat.S_ISREG(status.st_mode) or status.st_size > limit:
-        os.close(descriptor)
+    with os.fdopen(descriptor, "rb") as handle:
+        status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
             raise error(f"cannot read {what}: not a regular file (a FIFO, a device or a folder is never read)")
-        raise error(f"{what} is larger than {limit:,} bytes, the limit of {limit_of}")
-    os.set_blocking(descriptor, True)
-    with os.fdopen(descriptor, "rb") as handle:
-        yield handle
+        if status.st_size > limit:
+            raise error(f"{what} is larger than {limit:,} bytes, the most that is read")
+        os.set_blocking(descriptor, True)
+        try:
+            yield handle
+        except OSError as problem:  # a read in the block that failed
+            raise error(f"cannot read {what}: {problem.strerror or problem}") from None
 
 
-def read_regular(
-    path: str | Path,
-    limit: int,
-    what: str | None = None,
-    error: type[Exception] = ValueError,
-    limit_of: str = "what is read",
-    follow_links: bool = True,
-) -> bytes:
-    """The bytes of `path`, a regular file of at most `limit` bytes (`open_regular`, whose checks and
-    arguments these are); at most `limit + 1` bytes are read, should the file grow meanwhile."""
-    try:
-        with open_regular(path, limit, what, error, limit_of, follow_links) as handle:
-            data = handle.read(limit + 1)
-    except OSError as problem:
-        raise error(f"cannot read {what or path}: {problem.strerror or problem}") from None
+def read_regular(path: str | Path, limit: int, what: str | None = None, error=ValueError, **options) -> bytes:
+    """The bytes of `path`, a regular file of at most `limit` bytes (`open_regular`, whose checks and `options`
+    these are), reading at most `limit + 1` bytes should the file grow meanwhile."""
+    with open_regular(path, limit, what, error, **options) as handle:
+        data = handle.read(limit + 1)
     if len(data) > limit:
-        raise error(f"{what or path} is larger than {limit:,} bytes, the limit of {limit_of}")
+        raise error(f"{what} grew past {limit:,} bytes while it was read")
     return data
+
+
+def load(path: str | Path, limit: int, error: type[Exception] = ValueError, **options) -> object:
+    """The JSON value of the file `path` (`read_regular`, then `loads`, whose checks these are)."""
+    return loads(read_regular(path, limit, error=error, **options), str(path), error)

@@ -32,6 +32,7 @@ import numpy as np
 from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_arrays, npz_headers
+from strategic_reserve_env.interrupts import Signals, Stopped
 
 from .folder import SETTINGS_FILE, check_belongs, identity
 from .run import Run, RunKind, safe_points, say
@@ -46,7 +47,6 @@ from .settings import (
     process_field,
     with_role,
 )
-from .signals import Signals
 
 CHECKPOINT, MODEL, PROGRESS, LOGS = "checkpoint.npz", "model.safetensors", "progress.jsonl", "tb"
 KIND = RunKind(

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from strategic_reserve_env.agents.ppo_file import architecture_of
-from strategic_reserve_env.files import outputs
+from strategic_reserve_env.files import outputs, safe_json
 
 from .run import Checkpoints
 
@@ -200,7 +200,7 @@ def load_tensors(path: Path, limit: int):
     the file runs); `ValueError` if it is not a regular file of at most `limit` bytes (checked before a byte is
     read) or does not load."""
     try:
-        with outputs.open_regular(path, limit) as handle:
+        with safe_json.open_regular(path, limit) as handle:
             return torch.load(handle, map_location="cpu", weights_only=True)
     except ValueError:
         raise

@@ -19,7 +19,7 @@ import torch
 from strategic_reserve_env.agents import distill, load_agent
 from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT
 from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
-from strategic_reserve_env.files import outputs
+from strategic_reserve_env.files import outputs, safe_json
 from strategic_reserve_env.files.model_files import npz_arrays, npz_headers
 from strategic_reserve_env.files.progress import Progress
 
@@ -46,7 +46,7 @@ def distill_agents(settings: TrainSettings) -> tuple[object, list]:
         raise ValueError(
             f"--distill-expert {settings.distill_expert!r:.60} has no move_values(observations, masks, rng)"
         )
-    opponents = [load_agent(spec) for spec in filter(None, settings.distill_opponents.split(","))]
+    opponents = [load_agent(spec) for spec in settings.distill_opponent_specs]
     return expert, opponents
 
 
@@ -91,7 +91,7 @@ def read_chunk(
     """A chunk of `write_chunk`, checked (`ValueError` naming the file): a regular file of a bounded size,
     its arrays and shapes from the headers before any is read, then its values, the run and settings it
     `belongs` to (when given) and a cursor within `opponents` and `games`."""
-    with outputs.open_regular(path, MAX_CHUNK_BYTES):
+    with safe_json.open_regular(path, MAX_CHUNK_BYTES):
         pass
     headers = npz_headers(path)
     decisions = headers["masks"].shape[0] if "masks" in headers and headers["masks"].shape else -1
@@ -129,7 +129,7 @@ def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) ->
     folder = out / FOLDER
     if not folder.is_dir() or folder.is_symlink():
         return
-    opponents = len(list(filter(None, settings.distill_opponents.split(","))))
+    opponents = len(settings.distill_opponent_specs)
     for _ in saved_chunks(folder, opponents, settings, belongs):
         pass
     read_fit(folder / FIT_FILE, settings, belongs)

@@ -96,7 +96,7 @@ def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> 
                 f"was trained: start it again without --resume (--out {out} and the options you meant)"
             )
         raise ValueError(f"--resume: {out} holds no {SETTINGS_FILE} (the run's settings)")
-    saved = safe_json.loads(outputs.read_regular(path, outputs.MAX_RUN_FILE_BYTES), str(path))
+    saved = safe_json.load(path, outputs.MAX_RUN_FILE_BYTES)
     names = {field.name for field in fields(cls)}
     if not isinstance(saved, dict) or set(saved) != names:
         raise ValueError(f"--resume: {path} is not a settings file of this command")

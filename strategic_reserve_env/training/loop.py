@@ -27,13 +27,13 @@ from strategic_reserve_env.envs.sb3_env import StrategicReserveVecEnv
 from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.progress import Progress
+from strategic_reserve_env.interrupts import Signals, Stopped
 
 from . import checkpoint, distillation
 from .folder import SETTINGS_FILE
 from .pool import OpponentPool
 from .run import Run, RunKind, safe_points, say
 from .settings import TrainSettings, defining, max_file_bytes, option
-from .signals import Signals
 
 RESULTS = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "distilled.safetensors")
 KIND = RunKind(

@@ -21,11 +21,11 @@ from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.core.board import DEFAULT_RESERVE
 from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.files import outputs
+from strategic_reserve_env.interrupts import Signals, Stopped
 
 from .folder import SETTINGS_FILE, check_belongs, identity
 from .run import Checkpoints, Run, RunKind, claim, prepare, safe_points, say
-from .settings import PPOSettings, changeable, check_ppo, check_range, process_field
-from .signals import Signals
+from .settings import PPOSettings, changeable, check_range, process_field
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
 
@@ -89,7 +89,6 @@ class Settings(PPOSettings):
             )
         if self.num_cpus is not None:
             check_range("num_cpus", self.num_cpus, 1)
-        check_ppo(self)
         check_range("vf_coef", self.vf_coef, 0)
         self.network()
         make_config(reserve=self.reserve, ply_limit=self.ply_limit)
@@ -235,8 +234,8 @@ def train(settings: Settings, again: str = "python train_rllib.py") -> int:
     out = prepare(settings, KIND)  # absolute, before anything else runs
     if not settings.resume:
         _check_extras()  # before the lock and the run file
-    with outputs.lock(out):  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
-        run = claim(out, settings, KIND)
+    with outputs.lock(out) as held:  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
+        run = claim(out, settings, KIND, held)
         saved = latest_checkpoint(out, run.belongs) if settings.resume else None
         if settings.resume:
             if run.resume(saved[0] if saved else None):

@@ -37,9 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from strategic_reserve_env.files import outputs, safe_json
+from strategic_reserve_env.interrupts import StopNow, Stopped
 
 from .folder import SETTINGS_FILE, check_command, refuse_links, settings_hash
-from .signals import StopNow, Stopped
 
 STATUSES = ("claimed", "running", "interrupted", "failed", "complete")
 PARTIAL = re.compile(r"\.(.+)\.[^./]+\.partial")  # what outputs.atomic leaves behind when killed mid-write
@@ -112,8 +112,8 @@ def prepare(settings, kind: RunKind) -> Path:
     return out
 
 
-def claim(out: Path, settings, kind: RunKind) -> Run:
-    """The run of `settings` in `out` (whose lock the caller holds): with --resume the folder's own (nothing
+def claim(out: Path, settings, kind: RunKind, held: outputs.Lock | None = None) -> Run:
+    """The run of `settings` in `out` (whose lock the caller holds: `held`): with --resume the folder's own (nothing
     written); else a new one, written to run.json (state claimed), after `--restart` removed the entries
     the folder's run of this command made. `ValueError` (one line, nothing written) for another command's
     run whatever the options, a run held without --resume or --restart, files of no run where the run
@@ -125,14 +125,14 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
         refuse_links(out, kind.names)
         if run is None:
             raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
-        return Run(out, kind, settings, run["run_id"], run)
+        return Run(out, kind, settings, run["run_id"], run, held)
     # a run stopped after its claim, before its settings were written, holds nothing but run.json: not ours
     ours = run is not None and any(os.path.lexists(out / name) for name in kind.names[:-1])
     if run is not None and ours and not settings.restart:
-        held = [name for name in (SETTINGS_FILE, *kind.state) if os.path.lexists(out / name)]
+        present = [name for name in (SETTINGS_FILE, *kind.state) if os.path.lexists(out / name)]
         raise ValueError(
             f"--out {out} holds run {run['run_id']} ({run.get('command', '')}, started {run.get('started')}): "
-            f"--resume to continue it, --restart to start over (removes its {', '.join(held + [outputs.RUN_FILE])} "
+            f"--resume to continue it, --restart to start over (removes its {', '.join(present + [outputs.RUN_FILE])} "
             "and results), or choose another folder"
         )
     foreign = [name for name in kind.names if run is None and os.path.lexists(out / name)]
@@ -144,7 +144,7 @@ def claim(out: Path, settings, kind: RunKind) -> Run:
     outputs.remove(out, kind.names if ours else [])  # and the trash of a removal a kill cut short
     refuse_links(out, kind.names)
     record = outputs.write_run(out, outputs.new_run_id(), kind.command, status="claimed")
-    return Run(out, kind, settings, record["run_id"], record)
+    return Run(out, kind, settings, record["run_id"], record, held)
 
 
 def error_status(error: BaseException) -> int:
@@ -226,7 +226,7 @@ def trim_progress(path: Path, last: int) -> None:
     if not os.path.lexists(path):
         return
     kept, dropped, inside_long = [], False, False
-    with outputs.open_regular(path, sys.maxsize) as handle:
+    with safe_json.open_regular(path, sys.maxsize) as handle:
         for line in iter(lambda: handle.readline(MAX_PROGRESS_LINE + 1), b""):
             whole, long = line.endswith(b"\n"), inside_long  # a line with no end: longer than the limit, or cut
             inside_long, iteration = not whole, None
@@ -272,6 +272,7 @@ class Run:
     settings: Any  # the command's RunSettings
     run_id: str
     record: dict
+    held: outputs.Lock | None = None  # the folder's lock
     checkpoint: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -309,7 +310,8 @@ class Run:
             model = self.kind.model.format(out=self.out)
             line = f"the run in {self.out} is complete ({done:,} {self.kind.unit}; its model: {model})"
             say(f"{line}; --resume {option} N trains it further", sys.stderr)
-            outputs.leave_lock_as_found(self.out)  # nothing written: the lock file too as it was
+            if self.held is not None:
+                self.held.untouched = True  # nothing written: the lock file too as it was
             return True
         say(f"resuming from {unit} {done:,}{detail}" if done else "resuming with no checkpoint yet: from the start")
         return False

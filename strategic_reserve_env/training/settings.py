@@ -1,13 +1,7 @@
-"""The settings of a training run, checked when made: one dataclass, a docstring per field.
-
-`TrainSettings` checks itself in `__post_init__` (types, ranges, finite floats, the opponent
-mixture, the memory its sizes will allocate), without touching the disk or loading an agent: the command
-loads the agents and checks `--out` after it. `PPOSettings` declares the PPO hyperparameters
-that `train` and `train-rllib` share (one name each: `learning_rate`, `n_epochs`, `clip_range`,
-`ent_coef`, `gamma`, `gae_lambda`; each library's own names are given at its call), `check_ppo`
-their checks. `RunSettings` is what every training command's settings share (`--out`, `--resume`,
-`--restart`, `--seed`), and says of each field, in its metadata, whether it defines the run, may change on
-`--resume` (`changeable`) or says how this process runs (`process_field`: the run folder and the two options).
+"""The settings of a training run, checked when made (nothing read from disk, no agent loaded): dataclasses with a
+docstring per field. Each field's range, choices and role on `--resume` are its metadata (`setting`), checked
+once by `RunSettings.__post_init__`; `PPOSettings` holds the PPO hyperparameters `train` and `train-rllib` share,
+`TrainSettings` the rest of `train`'s.
 """
 
 from __future__ import annotations
@@ -27,34 +21,45 @@ DEVICES = ("cpu", "cuda")  # the torch device types a run is tested on (meta hol
 MAX_TRAINING_SEED = 2**32 - 1
 OBSERVATION_SIZE = math.prod(OBSERVATION_SHAPE)  # 324 planes' cells, float32 in SB3's rollout buffer
 ACTIONS = 36
-DECISIONS_PER_GAME = 40  # an upper bound of the expert's decisions in a distillation game (about 13 on average)
+DECISIONS_PER_GAME = 40  # an upper bound of the expert's decisions in a distillation game
+CNN_FEATURES = 256  # BoardCNN's features_dim
+MEMORY_MARGIN = 64 << 20  # bytes a run's state file may hold beyond what its settings size
 
-
-ROLE = "lifecycle"  # the metadata key of a settings field's role on --resume
+ROLE, RANGE, CHOICES = "lifecycle", "range", "choices"  # the metadata keys of a settings field
 MAY_CHANGE = "may change on resume"  # e.g. the run's length, its cadence of evaluations
 PROCESS = "how this process runs"  # not a setting of the run: its folder, --resume, --restart
 
 
-def changeable(default):
-    """A settings field that a resumed run may change (`--resume --total-steps N`): not part of the run's
-    settings digest, and given again on the command line it replaces the saved value."""
-    return field(default=default, metadata={ROLE: MAY_CHANGE})
+def setting(default, low=None, high=math.inf, *, open_low=False, choices=(), role=None):
+    """A settings field: its `default`, its range `[low, high]` (`(low, high]` with `open_low`) or its
+    `choices`, checked by `RunSettings.__post_init__`, and its `role` on `--resume` (None: it defines the run)."""
+    metadata = {ROLE: role} if role else {}
+    if low is not None:
+        metadata[RANGE] = (low, high, open_low)
+    if choices:
+        metadata[CHOICES] = choices
+    return field(default=default, metadata=metadata)
+
+
+def changeable(default, *bounds, **options):
+    """A `setting` a resumed run may change (`--resume --total-steps N`): not in the run's settings digest;
+    given again on the command line, it replaces the saved value."""
+    return setting(default, *bounds, role=MAY_CHANGE, **options)
 
 
 def process_field(default):
-    """A settings field that says how this process runs, not what the run is (neither in the digest nor
-    compared on resume)."""
-    return field(default=default, metadata={ROLE: PROCESS})
+    """A `setting` that says how this process runs, not what the run is (not in the digest, not compared)."""
+    return setting(default, role=PROCESS)
 
 
 def with_role(cls, role: str) -> tuple[str, ...]:
-    """The names of the fields of the settings dataclass `cls` (or instance) whose metadata gives them `role`."""
+    """The names of the fields of the settings dataclass `cls` (or instance) of `role`."""
     return tuple(item.name for item in fields(cls) if item.metadata.get(ROLE) == role)
 
 
 def defining(settings) -> dict:
-    """The fields of `settings` that define the run (neither `changeable` nor `process_field`), by name,
-    tuples as lists (as settings.json holds them)."""
+    """The fields of `settings` that define the run (no `role`), by name, tuples as lists (as settings.json
+    holds them)."""
     return {
         item.name: list(value) if isinstance(value := getattr(settings, item.name), tuple) else value
         for item in fields(settings)
@@ -67,32 +72,17 @@ def option(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def check_types(settings) -> None:
-    """`ValueError` naming the first field of the dataclass `settings` whose value is not of its annotated
-    type (an `int` field takes no bool or float; a `float` field takes an int): settings read back from a
-    file are checked like those of the command line."""
-    hints = typing.get_type_hints(type(settings))
-    for item in fields(settings):
-        value, hint = getattr(settings, item.name), hints[item.name]
-        allowed = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-        if not any(_is(value, kind) for kind in allowed):
-            raise ValueError(f"{option(item.name)} must be {hint}, got {value!r:.60}")
-
-
 def _is(value, kind) -> bool:
-    if kind is type(None):
-        return value is None
-    if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+    """Whether `value` is of the annotated type `kind` (an `int` takes no bool or float; a `float` takes an int)."""
+    if kind in (int, float):
+        return isinstance(value, (int, kind)) and not isinstance(value, bool)
     if typing.get_origin(kind) is tuple:
         return isinstance(value, tuple) and all(_is(item, typing.get_args(kind)[0]) for item in value)
     return isinstance(value, kind)
 
 
-def check_range(name: str, value: float, low: float, high: float = math.inf, *, open_low: bool = False) -> None:
-    """`ValueError` unless `value` is finite and in [low, high] ((low, high] with `open_low`)."""
+def check_range(name: str, value: float, low: float, high: float = math.inf, open_low: bool = False) -> None:
+    """`ValueError` naming the option unless `value` is finite and in [low, high] ((low, high] with `open_low`)."""
     if not math.isfinite(value) or value < low or value > high or (open_low and value == low):
         interval = f"{'(' if open_low else '['}{_number(low)}, {_number(high)}]" if math.isfinite(high) else None
         bound = interval or (f"> {_number(low)}" if open_low else f">= {_number(low)}")
@@ -103,20 +93,9 @@ def _number(value: float) -> str:
     return str(value) if isinstance(value, int) or value.is_integer() and abs(value) < 2**53 else f"{value:g}"
 
 
-def check_ppo(settings) -> None:
-    """The checks of the PPO hyperparameters both training commands have, under the same names."""
-    check_range("learning_rate", settings.learning_rate, 0, 1, open_low=True)
-    check_range("n_epochs", settings.n_epochs, 1)
-    check_range("gamma", settings.gamma, 0, 1, open_low=True)
-    check_range("gae_lambda", settings.gae_lambda, 0, 1)
-    check_range("clip_range", settings.clip_range, 0, 1, open_low=True)
-    check_range("ent_coef", settings.ent_coef, 0)
-
-
 def opponent_mixture(text: str) -> list[tuple[str, float]]:
     """'random:1,greedy:2,self:1' -> [(name, weight), ...], the weights finite, >= 0 and with a finite positive
-    sum (a real distribution once normalised); `ValueError` naming `--opponents` otherwise. The names are
-    not loaded here (`pool` does)."""
+    sum; `ValueError` naming `--opponents` otherwise (the names are loaded by `pool`)."""
     mixture = []
     for item in filter(None, text.split(",")):
         name, _, weight = item.rpartition(":")
@@ -129,8 +108,7 @@ def opponent_mixture(text: str) -> list[tuple[str, float]]:
                 f"--opponents: the weight of {name!r:.60} must be a finite number >= 0, got {weight!r:.20}"
             )
         mixture.append((name, value))
-    total = sum(weight for _, weight in mixture)
-    if not mixture or not 0 < total < math.inf:
+    if not mixture or not 0 < sum(weight for _, weight in mixture) < math.inf:
         raise ValueError(
             f"--opponents needs at least one positive weight, and weights with a finite sum, got {text!r:.80}"
         )
@@ -139,12 +117,11 @@ def opponent_mixture(text: str) -> list[tuple[str, float]]:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What the settings of every training command (`train`, `train-az`, `train-rllib`) share: the run's
-    folder, how it starts (fresh, `--resume`, `--restart`) and its seed. Checked by `__post_init__`, which
-    each command's settings call first."""
+    """What the settings of every training command (`train`, `train-az`, `train-rllib`) share: the run's folder,
+    how it starts (fresh, `--resume`, `--restart`) and its seed."""
 
     seed: int = 0
-    """Seed of everything random in the run, in 0..4294967295."""
+    """Seed of everything random in the run (the dice, the opponents, the seats, the network), in 0..4294967295."""
     out: str = process_field("runs/run")
     """Output directory: the run's folder."""
     resume: bool = process_field(False)
@@ -155,157 +132,141 @@ class RunSettings:
     first (files of no run are never removed)."""
 
     def __post_init__(self) -> None:
-        """`ValueError` (one line naming the option) for a value of the wrong type, a seed out of range, an
-        empty --out, or --resume with --restart."""
-        check_types(self)
+        """`ValueError` (one line naming the option) for the first field of the wrong type (settings read back
+        from a file included) or out of its range or choices, --resume with --restart, or an empty --out; each
+        command's settings call it first."""
+        hints = typing.get_type_hints(type(self))
+        for item in fields(self):
+            value, hint = getattr(self, item.name), hints[item.name]
+            union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+            if not any(_is(value, kind) for kind in (typing.get_args(hint) if union else (hint,))):
+                raise ValueError(f"{option(item.name)} must be {hint}, got {value!r:.60}")
         check_range("seed", self.seed, 0, MAX_TRAINING_SEED)
         if self.resume and self.restart:
             raise ValueError("--resume and --restart exclude each other: continue the run in --out, or start over")
         if not self.out:
             raise ValueError("--out must name a folder, got ''")
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if RANGE in item.metadata:
+                check_range(item.name, value, *item.metadata[RANGE])
+            if CHOICES in item.metadata and value not in item.metadata[CHOICES]:
+                choices = ", ".join(item.metadata[CHOICES])
+                raise ValueError(f"{option(item.name)} must be one of {choices}, got {value!r:.40}")
 
 
 @dataclass(frozen=True)
 class PPOSettings(RunSettings):
-    """The PPO hyperparameters of both training commands (`train`: SB3's MaskablePPO; `train-rllib`:
-    RLlib's PPO), declared once, under one name each; each library's own names are given at its call.
-    Checked by `check_ppo`."""
+    """The PPO hyperparameters of `train` (SB3's MaskablePPO) and `train-rllib` (RLlib's PPO), one name each."""
 
-    n_epochs: int = 4
+    n_epochs: int = setting(4, 1)
     """Passes over each rollout (or iteration's batch)."""
-    learning_rate: float = 3e-4
+    learning_rate: float = setting(3e-4, 0, 1, open_low=True)
     """Adam learning rate, in (0, 1]."""
-    gamma: float = 0.995
+    gamma: float = setting(0.995, 0, 1, open_low=True)
     """Discount per decision, in (0, 1]; a game ends with +1 or -1 after 13 to 30 decisions per player."""
-    gae_lambda: float = 0.95
+    gae_lambda: float = setting(0.95, 0, 1)
     """GAE lambda, in [0, 1]."""
-    clip_range: float = 0.2
+    clip_range: float = setting(0.2, 0, 1, open_low=True)
     """PPO clip range, in (0, 1]."""
-    ent_coef: float = 0.01
+    ent_coef: float = setting(0.01, 0)
     """Entropy bonus (>= 0)."""
 
 
 @dataclass(frozen=True)
 class TrainSettings(PPOSettings):
-    """Settings of a training run (every field is a command-line option; the PPO ones are
-    `PPOSettings`')."""
+    """Settings of a `train` run (every field is a command-line option; the PPO ones are `PPOSettings`')."""
 
-    total_steps: int = changeable(0)
-    """PPO: learner decisions to train on (environment steps, summed over the games); 0: no PPO, the
-    distilled network is the model. PPO after the distillation lost strength in our measurements (see
-    models/README.md), so it is off by default; from scratch (--distill-games 0) give it millions."""
-    n_envs: int = 512
+    total_steps: int = changeable(0, 0)
+    """PPO: learner decisions to train on (summed over the games); 0: none, the distilled network is the model."""
+    n_envs: int = setting(512, 1)
     """Games played at once in one engine batch."""
-    n_steps: int = 32
+    n_steps: int = setting(32, 1)
     """Steps per game between two PPO updates (the rollout is n_envs * n_steps)."""
-    batch_size: int = 4096
+    batch_size: int = setting(4096, 2)  # PPO normalises advantages over each minibatch
     """Minibatch size of the PPO update."""
     net_arch: tuple[int, ...] = (256, 256)
     """Hidden layers of the policy and value networks."""
-    features: str = "mlp"
+    features: str = setting("mlp", choices=FEATURES)
     """Input network: "mlp" (flattened planes) or "cnn" (3x3 convolutions, agents/networks.py)."""
-    cnn_channels: int = 32
+    cnn_channels: int = setting(32, 1)
     """Channels of the convolutions when --features cnn."""
     opponents: str = "random:1,greedy:3,self:1"
     """Opponent mixture, name:weight; names are agent specs or "self" (snapshots of the learner)."""
-    snapshot_every: int = 500_000
+    snapshot_every: int = setting(500_000, 1)
     """Steps between two snapshots of the learner added to the pool."""
-    max_snapshots: int = 4
+    max_snapshots: int = setting(4, 1)
     """Snapshots kept in the pool (the oldest leave first); at least 1 (no self-play: give "self" weight 0)."""
-    eval_every: int = changeable(1_000_000)
+    eval_every: int = changeable(1_000_000, 0)
     """Steps between evaluations against random and greedy (0: none)."""
     eval_games: int = changeable(400)
     """Games per opponent in a periodic evaluation (paired dice)."""
     final_eval_games: int = changeable(2000)
     """Games per opponent in the final evaluation (paired dice)."""
-    checkpoint_every: int = changeable(500_000)
+    checkpoint_every: int = changeable(500_000, 1)
     """Steps between checkpoints (a resumed run loses at most this much; a signal writes one too)."""
-    reward: str = "outcome"
-    """The learner's reward: "outcome" (+1 win, -1 loss) or "luck_adjusted" (the outcome minus the learner's
-    luck in the rolls since its decision, under the reserve-race model: the same expected return, less variance;
-    strategic_reserve_env.core.outcome)."""
-    seed: int = 0
-    """Seed of the dice, the opponents, the seats and the network."""
+    reward: str = setting("outcome", choices=REWARDS)
+    """The learner's reward: "outcome" (+1 win, -1 loss) or "luck_adjusted" (minus its luck since its decision)."""
     out: str = process_field("runs/ppo")
     """Output directory: the run's folder (its settings, checkpoints, model and evaluation)."""
     device: str = changeable("cpu")
     """Torch device."""
-    threads: int = changeable(1)
-    """Torch CPU threads, at most the machine's cores (on shared cores a second thread waits more than it
-    computes)."""
+    threads: int = changeable(1, 1, os.cpu_count() or 1)
+    """Torch CPU threads, at most the machine's cores."""
     resume: bool = process_field(False)
-    """Continue the run in --out from its last checkpoint, with the settings it was started with (its
-    settings.json); only --total-steps, the evaluation and checkpoint cadence, --threads, --device and
-    --progress may be given again, to change them. The resumed run makes the same games and updates as one
-    that never stopped."""
-    restart: bool = process_field(False)
-    """Start over in an --out that holds another run: its run file, settings, checkpoints and results go first."""
+    """Continue the run in --out from its last checkpoint with its own settings; only --total-steps, the evaluation
+    and checkpoint cadence, --threads, --device and --progress may be given again."""
     progress: bool = changeable(True)
     """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
-    distill_games: int = 10_000
-    """Distillation before PPO: games (even) the expert plays against each of --distill-opponents, its
-    decisions labelled with its move values for a supervised fit of the network (0: none, PPO from scratch)."""
+    distill_games: int = setting(10_000, 0)
+    """Distillation before PPO: games (even) the expert plays against each of --distill-opponents (0: none)."""
     distill_expert: str = "expectimax:depth=2"
-    """The agent imitated; it must offer move_values(observations, masks, rng) (expectimax does; the rollout
-    agent too, for expert iteration: rollout:rollouts=64,width=6)."""
+    """The agent imitated: one with move_values(observations, masks, rng), e.g. expectimax or rollout."""
     distill_opponents: str = "greedy,expectimax:depth=2"
     """Comma-separated agent specs the expert plays against while its decisions are labelled."""
-    distill_explore: float = 0.1
+    distill_explore: float = setting(0.1, 0, 1)
     """Probability that the expert plays a random legal square instead (labels stay its own choice)."""
-    distill_temperature: float = 0.0
+    distill_temperature: float = setting(0.0, 0)
     """0: the target is the expert's choice; > 0: softmax of its move values at this temperature."""
-    distill_epochs: int = 10
+    distill_epochs: int = setting(10, 1)
     """Passes of the supervised fit over the labelled decisions."""
-    distill_batch_size: int = 1024
+    distill_batch_size: int = setting(1024, 1)
     """Decisions per gradient step of the supervised fit."""
-    distill_learning_rate: float = 1e-3
+    distill_learning_rate: float = setting(1e-3, 0, 1, open_low=True)
     """Adam learning rate of the supervised fit (decayed linearly to 0), in (0, 1]."""
-    distill_value_weight: float = 0.5
+    distill_value_weight: float = setting(0.5, 0)
     """Weight of the value head's squared error (against the game's outcome) in the supervised loss."""
 
     def __post_init__(self) -> None:
-        """`ValueError` (one line naming the option) for the first bad setting: nothing is written, loaded or
-        trained before every setting has passed."""
+        """`ValueError` (one line naming the option) for the first bad setting."""
         super().__post_init__()
-        for name in ("total_steps", "distill_games", "eval_every"):
-            check_range(name, getattr(self, name), 0)
-        for name in ("n_envs", "n_steps", "snapshot_every", "max_snapshots", "checkpoint_every", "cnn_channels"):
-            check_range(name, getattr(self, name), 1)
-        for name in ("distill_epochs", "distill_batch_size"):
-            check_range(name, getattr(self, name), 1)
-        check_range("threads", self.threads, 1, os.cpu_count() or 1)
-        check_range("batch_size", self.batch_size, 2)  # PPO normalises advantages over each minibatch
         if self.n_envs * self.n_steps < 2:
             raise ValueError(
                 f"--n-envs times --n-steps must be >= 2 (a rollout of one step has no advantage spread), "
                 f"got {self.n_envs} x {self.n_steps}"
             )
-        check_ppo(self)
         if self.distill_games % 2:
             raise ValueError(
                 f"--distill-games must be even (each opponent is met as Red and as Blue), got {self.distill_games}"
             )
-        check_range("distill_explore", self.distill_explore, 0, 1)
-        check_range("distill_temperature", self.distill_temperature, 0)
-        check_range("distill_learning_rate", self.distill_learning_rate, 0, 1, open_low=True)
-        check_range("distill_value_weight", self.distill_value_weight, 0)
-        if self.distill_games and not any(filter(None, self.distill_opponents.split(","))):
+        if self.distill_games and not self.distill_opponent_specs:
             raise ValueError(f"--distill-opponents needs at least one agent spec, got {self.distill_opponents!r:.80}")
-        if self.reward not in REWARDS:
-            raise ValueError(f"--reward must be one of {', '.join(REWARDS)}, got {self.reward!r:.40}")
         for name in ("eval_games", "final_eval_games"):
             games = getattr(self, name)
             if games < 2 or games % 2:
                 raise ValueError(f"{option(name)} must be an even number >= 2 (paired dice), got {games}")
         if not self.net_arch or any(size < 1 for size in self.net_arch):
             raise ValueError(f"--net-arch needs one or more sizes >= 1, got {list(self.net_arch)}")
-        if self.features not in FEATURES:
-            raise ValueError(f"--features must be one of {', '.join(FEATURES)}, got {self.features!r:.40}")
         self._check_device()
         if not self.distill_games and not self.total_steps:
             raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
         opponent_mixture(self.opponents)
         check_memory(self)
+
+    @property
+    def distill_opponent_specs(self) -> list[str]:
+        """The agent specs of --distill-opponents."""
+        return list(filter(None, self.distill_opponents.split(",")))
 
     def _check_device(self) -> None:
         import torch
@@ -321,28 +282,20 @@ class TrainSettings(PPOSettings):
 
 
 def memory_needed(settings: TrainSettings) -> dict[str, float]:
-    """Bytes the run will allocate, roughly (within a small factor, from above), per setting that sizes it:
-    the network (its weights, gradients, Adam's two moments, the snapshots and the copies of a checkpoint),
-    SB3's rollout buffer (float32 observations and six float32 numbers per step, the masks), the games and
-    their observations, the minibatch's activations, and the distillation's labelled decisions."""
-    widths = [*settings.net_arch]
+    """Bytes the run will allocate, roughly (from above), per setting that sizes them."""
+    widths, channels = [*settings.net_arch], settings.cnn_channels
     if settings.features == "cnn":
-        channels = settings.cnn_channels
-        features = 256  # BoardCNN's features_dim
-        extractor = 9 * OBSERVATION_SHAPE[2] * channels + 2 * 9 * channels * channels + channels * 36 * features
-        inputs = features
+        extractor = 9 * OBSERVATION_SHAPE[2] * channels + 2 * 9 * channels * channels + channels * 36 * CNN_FEATURES
+        sizes = [CNN_FEATURES, *widths]
     else:
-        extractor, inputs = 0, OBSERVATION_SIZE
-    sizes = [inputs, *widths]
+        extractor, sizes = 0, [OBSERVATION_SIZE, *widths]
     mlp = sum(a * b + b for a, b in zip(sizes, sizes[1:], strict=False)) * 2 + widths[-1] * (ACTIONS + 1)
-    parameters = extractor + mlp
-    network = 4.0 * parameters * (6 + settings.max_snapshots)
-    per_step = 4 * OBSERVATION_SIZE + ACTIONS + 4 * 8
+    per_step = 4 * OBSERVATION_SIZE + ACTIONS + 4 * 8  # float32 observations, the masks, six float32 numbers
     activations = settings.batch_size * (4.0 * (sum(widths) * 2 + OBSERVATION_SIZE) * 3)
     if settings.features == "cnn":
-        activations += settings.batch_size * 4.0 * settings.cnn_channels * 36 * 3 * 3
-    opponents = len(list(filter(None, settings.distill_opponents.split(","))))
-    decisions = settings.distill_games * opponents * DECISIONS_PER_GAME
+        activations += settings.batch_size * 4.0 * channels * 36 * 3 * 3
+    decisions = settings.distill_games * len(settings.distill_opponent_specs) * DECISIONS_PER_GAME
+    network = 4.0 * (extractor + mlp) * (6 + settings.max_snapshots)  # weights, gradients, Adam, snapshots, copies
     return {
         "--net-arch" if settings.features == "mlp" else "--cnn-channels": network,
         "--n-envs x --n-steps (the rollout buffer)": float(settings.n_envs) * settings.n_steps * per_step,
@@ -353,26 +306,21 @@ def memory_needed(settings: TrainSettings) -> dict[str, float]:
 
 
 def max_file_bytes(settings: TrainSettings) -> int:
-    """The largest file of a run's state (a checkpoint, the distillation fit's state) read back: what the
-    settings' network, snapshots, games and rollout take (`memory_needed`), and a margin; a larger
-    file is refused before it is read."""
+    """The largest file of a run's state (a checkpoint, the fit's state) read back: what the network, snapshots,
+    games and rollout take (`memory_needed`), and a margin."""
     parts = memory_needed(settings)
-    return int(sum(value for name, value in parts.items() if not name.startswith("--distill"))) + (64 << 20)
-
-
-def physical_memory() -> float:
-    """Bytes of this machine's memory (`inf` where the system does not say)."""
-    try:
-        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (ValueError, OSError, AttributeError):
-        return math.inf
+    return int(sum(value for name, value in parts.items() if not name.startswith("--distill"))) + MEMORY_MARGIN
 
 
 def check_memory(settings, needed=memory_needed) -> None:
-    """`ValueError` naming the setting that takes most when `needed(settings)` (bytes per setting that
-    sizes them: `memory_needed` for `train`, another for `train-az`) exceeds the memory."""
+    """`ValueError` naming the setting that takes most when `needed(settings)` (bytes per setting that sizes
+    them) exceeds this machine's memory."""
     parts = needed(settings)
-    total, available = sum(parts.values()), physical_memory()
+    total = sum(parts.values())
+    try:
+        available = float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # the system does not say
+        available = math.inf
     if total > available:
         name, largest = max(parts.items(), key=lambda item: item[1])
         raise ValueError(
