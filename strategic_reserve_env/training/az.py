@@ -32,7 +32,7 @@ import numpy as np
 from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_arrays, npz_headers
-from strategic_reserve_env.interrupts import Signals, Stopped
+from strategic_reserve_env.interrupts import Signals
 
 from .folder import SETTINGS_FILE, check_belongs, identity
 from .run import Run, RunKind, safe_points, say

@@ -27,7 +27,7 @@ from strategic_reserve_env.envs.sb3_env import StrategicReserveVecEnv
 from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.progress import Progress
-from strategic_reserve_env.interrupts import Signals, Stopped
+from strategic_reserve_env.interrupts import Signals
 
 from . import checkpoint, distillation
 from .folder import SETTINGS_FILE

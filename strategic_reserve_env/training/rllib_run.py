@@ -21,7 +21,7 @@ from strategic_reserve_env.agents.rllib_model import NetworkConfig
 from strategic_reserve_env.core.board import DEFAULT_RESERVE
 from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.files import outputs
-from strategic_reserve_env.interrupts import Signals, Stopped
+from strategic_reserve_env.interrupts import Signals
 
 from .folder import SETTINGS_FILE, check_belongs, identity
 from .run import Checkpoints, Run, RunKind, claim, prepare, safe_points, say
