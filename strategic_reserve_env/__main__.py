@@ -137,10 +137,11 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Run `argv` (default `sys.argv[1:]`): `COMMAND ARGS...`; returns the exit status. `prog`: the name
     the help texts give the command. Run as the process's own command (`argv` None), a signal while the
     command imports, or while it runs outside its own handling, exits 130 / 143 / 129 with one line and no
-    traceback, and one after it returned is ignored (`strategic_reserve_env.interrupts.as_process`; `play` keeps
-    Ctrl-C). The output faults of every command are handled here, once (`output_failed`): a write that
-    fails (a full disk, standard output on a full device) is one line naming what could not be written, exit
-    1; a reader that went away (a broken pipe: `| head`) ends the command quietly with its status."""
+    traceback, and the process ends as soon as the command returns, so none is lost in the interpreter's
+    teardown (`strategic_reserve_env.interrupts.as_process`; `play` keeps Ctrl-C). The output faults of every
+    command are handled here, once (`output_failed`): a write that fails (a full disk, standard output on a
+    full device) is one line naming what could not be written, exit 1; a reader that went away (a broken
+    pipe: `| head`) ends the command quietly with its status."""
     process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if process and sys.stdout is not None and not isinstance(sys.stdout, GuardedStdout):
@@ -153,12 +154,11 @@ def main(argv: list[str] | None = None, prog: str = PROG) -> int:
             if _flushed():
                 raise
             raise SystemExit(OUTPUT_FAILED) from None
+        except OSError as error:
+            return output_failed(error)
         return status if _flushed() else OUTPUT_FAILED
 
-    try:
-        return as_process(body, process)
-    except OSError as error:
-        return output_failed(error)
+    return as_process(body, process)
 
 
 def _run(argv: list[str], prog: str, process: bool) -> int:

@@ -6,14 +6,17 @@ next safe point (`Signals`); `play` keeps Ctrl-C as Python's own (`own_ctrl_c`).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib
 import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
+from typing import NoReturn
 
 HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+SIGNALLED = 128  # an exit status above it: 128 + the number of the signal that stopped the command
 COMMAND = "strategic-reserve"  # the console script's name ([project.scripts] in pyproject.toml)
 PACKAGE = "strategic_reserve_env"
 _WHAT = {
@@ -46,7 +49,7 @@ class Ended(_Signalled, KeyboardInterrupt):
 
 def exit_status(signum: int) -> int:
     """The exit status of a command a signal stopped: 128 + its number."""
-    return 128 + signum
+    return SIGNALLED + signum
 
 
 def stop_line(signum: int) -> str:
@@ -117,15 +120,43 @@ class Signals:
 
 def as_process(body: Callable[[], int], process: bool = True) -> int:
     """The exit status of `body`, a `StopNow` (or a `KeyboardInterrupt`) one line and its status; as the
-    process's own command (`process`), a signal stops it at once, and one after it returned is ignored."""
+    process's own command (`process`), a signal stops it at once, and the process ends when `body` returns
+    (`end`), so that no signal is lost in the interpreter's teardown."""
     try:
         with Signals() if process else contextlib.nullcontext():
-            return body()
+            status = body()
     except (StopNow, KeyboardInterrupt) as stop:
-        return stopped(getattr(stop, "signum", signal.SIGINT))
-    finally:
+        status = stopped(getattr(stop, "signum", signal.SIGINT))
+    except BaseException:
         if process:
-            install(signal.SIG_IGN)  # while the interpreter shuts down: the status stays the command's
+            install(signal.SIG_IGN)  # while the interpreter shuts down: the status stays the exception's
+        raise
+    if process:
+        end(status)
+    return status
+
+
+def end(status: int) -> NoReturn:
+    """End this process, its command done with `status`: the exit handlers run, the standard streams are
+    flushed, and the interpreter's teardown (seconds once torch or jax is loaded) is skipped. A stop signal
+    meanwhile ends it at once with the signal's line and status, unless a signal already stopped the command."""
+    install(signal.SIG_IGN if status > SIGNALLED else _end_by_signal)
+    atexit._run_exitfuncs()
+    _flush_standard_streams()
+    os._exit(status)
+
+
+def _end_by_signal(signum: int, frame) -> None:
+    install(signal.SIG_IGN)
+    status = stopped(signum)
+    _flush_standard_streams()
+    os._exit(status)
+
+
+def _flush_standard_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
 
 
 def script(target: str) -> int:

@@ -296,6 +296,22 @@ def test_a_signal_while_the_command_imports_exits_with_its_status_and_no_traceba
     assert (process.returncode, stdout, stderr) == (status, "", f"error: {stop_line(stop)}\n")
 
 
+@pytest.mark.parametrize("entry", sorted(ENTRIES))
+@pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGHUP, 129)])
+def test_a_signal_after_the_command_returned_exits_with_its_status(tmp_path, entry, stop, status):
+    """A signal once the command's work is done, while the process ends (here an exit handler that signals the
+    process, as a user's Ctrl-C may land while torch's teardown runs): exit 130 / 129 with the one stop line,
+    the command's output whole (main before: ignored, exit 0; in Python's own teardown: death by the signal)."""
+    (tmp_path / "slow_import.py").write_text(
+        f"import atexit, os, time\natexit.register(lambda: (os.kill(os.getpid(), {int(stop)}), time.sleep(30)))\n\n"
+        "def main(argv=None, prog=None):\n    print('done')\n    return 0\n"
+    )
+    code = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n{ENTRIES[entry]}"
+    process = start("-c", code)
+    stdout, stderr = process.communicate(timeout=120)
+    assert (process.returncode, stdout, stderr) == (status, "done\n", f"error: {stop_line(stop)}\n")
+
+
 @pytest.mark.slow
 def test_a_second_sigterm_after_trains_stop_line_exits_143(tmp_path):
     """SIGTERM stops train after its update; a second SIGTERM once the stop line is out (the process shutting

@@ -13,6 +13,8 @@ import functools
 import os
 import sys
 
+from strategic_reserve_env.files.outputs import StdoutLost
+
 BAD_INPUT = 2  # the exit status of a refused command line, agent, setting or folder (nothing run)
 
 
@@ -36,10 +38,6 @@ def flush_stdout() -> None:
     failed = getattr(sys.stdout, "failed", None)
     if failed is not None:  # an earlier write failed where its caller swallowed the error
         raise failed
-
-
-class StdoutLost(OSError):
-    """Writing the standard output failed (a full device, an input/output error), with its errno and reason."""
 
 
 class GuardedStdout:

@@ -43,6 +43,11 @@ class OutputLost(OSError):
     """A file (or the standard output) could not be written: one line naming it and why."""
 
 
+class StdoutLost(OSError):
+    """Writing the standard output failed (a full device, an input/output error), with its errno and reason: said
+    once, by the command line (`strategic_reserve_env.__main__`), not by the command that was writing."""
+
+
 class OutputBusyError(ValueError):
     """The output folder cannot be locked: another process holds it, or its lock file is not a plain file."""
 

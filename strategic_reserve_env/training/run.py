@@ -150,7 +150,9 @@ def claim(out: Path, settings, kind: RunKind, held: outputs.Lock | None = None) 
 def error_status(error: BaseException) -> int:
     """Print a training command's refusal or failure `error` as its one line; its exit status: 1 for a file
     that could not be written (`outputs.OutputLost`: a full disk), 2 for a refusal (bad settings, a folder
-    that is not the run's)."""
+    that is not the run's). A lost standard output is raised again: the command line says it, once."""
+    if isinstance(error, (outputs.StdoutLost, BrokenPipeError)):
+        raise error
     print(f"error: {error}", file=sys.stderr)
     return 1 if isinstance(error, outputs.OutputLost) else 2
 
