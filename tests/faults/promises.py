@@ -10,6 +10,8 @@ from __future__ import annotations
 import signal
 from typing import TYPE_CHECKING
 
+from catalogue import START
+
 if TYPE_CHECKING:
     from runner import Outcome
 
@@ -22,12 +24,31 @@ def signal_status(signum: int) -> int:
     return 128 + signum
 
 
+def before_the_package(outcome: Outcome) -> bool:
+    """The case's signal ended the process by its default action before the package's first line (in the
+    interpreter's own start-up, where no code of ours runs yet): killed by that very signal at the start
+    phase, nothing written on stdout or stderr. A shell shows the same status, 128 + n, as our handling does;
+    from the package's first line on (`interrupts.hold_from_start`) the signal is handled, so this cannot
+    hide a later death by it."""
+    fault = outcome.case.fault
+    return (
+        fault.kind == "signal"
+        and fault.instant is not None
+        and fault.instant.phase == START
+        and outcome.status == -fault.signum
+        and not outcome.stdout.strip()
+        and not outcome.stderr.strip()
+    )
+
+
 def expected_status(outcome: Outcome) -> set[int]:
     """The exit statuses the case's fault allows."""
     fault = outcome.case.fault
     if fault.kind in ("signal", "kill"):
         if not outcome.fired:
             return {OK}  # the run ended before the instant came: it must have succeeded
+        if before_the_package(outcome):
+            return {-fault.signum}
         return {signal_status(fault.signum)} if fault.kind == "signal" else {-signal.SIGKILL}
     if fault.kind == "enospc":  # 2: refused before anything was written (the lock could not be taken)
         return {FAULT, BAD_ARGUMENT} if outcome.fired else {OK}
@@ -67,7 +88,11 @@ def no_crash(outcome: Outcome) -> list[str]:
     """No abort, no segfault, no core dump, no hang: the process ended by itself or by the fault's signal."""
     if outcome.timed_out:
         return ["still running at the case's time limit (a hang)"]
-    if outcome.status < 0 and not (outcome.case.fault.kind == "kill" and outcome.fired):
+    if (
+        outcome.status < 0
+        and not (outcome.case.fault.kind == "kill" and outcome.fired)
+        and not before_the_package(outcome)
+    ):
         return [f"killed by {signal.Signals(-outcome.status).name}"]
     return []
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -130,3 +131,17 @@ def test_a_checkpoints_content_is_its_arrays_but_the_runs_identity(tmp_path: Pat
     np.savez(tmp_path / "c.npz", w=weights + 1, run_id=np.frombuffer(b"aaaa", dtype=np.uint8))
     digest = {name: runner.content_digest(tmp_path / f"{name}.npz") for name in "abc"}
     assert digest["a"] == digest["b"] != digest["c"]
+
+
+@pytest.mark.parametrize("stderr, allowed", [("", True), ("error: stopped: interrupted (SIGINT, Ctrl-C)\n", False)])
+def test_a_signal_in_the_interpreters_start_up_may_end_it_by_the_signal(stderr: str, allowed: bool) -> None:
+    """Killed by the very signal at the start phase with nothing written: the interpreter had not run a line of
+    the package (a shell shows 130 all the same); once a line is written the package handles the signal, so a
+    death by it then is a crash."""
+    command = next(command for command in catalogue.COMMANDS if command.name == "evaluate")
+    fault = catalogue.Fault("signal", signal.SIGINT, catalogue.Instant(catalogue.START, 0.0))
+    outcome = runner.Outcome(
+        catalogue.Case(command, fault), -signal.SIGINT, "", stderr, False, True, None, None, {}, {}
+    )
+    problems = promises.exit_status(outcome) + promises.no_crash(outcome)
+    assert (problems == []) is allowed, problems
