@@ -280,20 +280,27 @@ ENTRIES = {  # a command run as the process's own, the two ways: a repository sc
 }
 
 
+def _signalled_command(tmp_path, entry: str, module: str) -> tuple[int, str, str]:
+    """Run the command `slow_import:main` (whose module is `module`) as the process's own, by `entry`: its exit
+    status, stdout and stderr."""
+    (tmp_path / "slow_import.py").write_text(module)
+    code = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n{ENTRIES[entry]}"
+    process = start("-c", code)
+    stdout, stderr = process.communicate(timeout=120)
+    return process.returncode, stdout, stderr
+
+
 @pytest.mark.parametrize("entry", sorted(ENTRIES))
 @pytest.mark.parametrize("stop, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)])
 def test_a_signal_while_the_command_imports_exits_with_its_status_and_no_traceback(tmp_path, entry, stop, status):
     """A signal while a command's modules import (torch, SB3, Ray take seconds; here a module that signals
     itself while it imports): exit 130 / 143 / 129, the one stop line on stderr, nothing on stdout (0.3.0: a
     KeyboardInterrupt traceback, or death by SIGTERM; main before issue 40: SIGHUP killed it, no line)."""
-    (tmp_path / "slow_import.py").write_text(
+    module = (
         f"import os, time\nos.kill(os.getpid(), {int(stop)})\ntime.sleep(30)\n\n"
         "def main(argv=None, prog=None):\n    return 0\n"
     )
-    code = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n{ENTRIES[entry]}"
-    process = start("-c", code)
-    stdout, stderr = process.communicate(timeout=120)
-    assert (process.returncode, stdout, stderr) == (status, "", f"error: {stop_line(stop)}\n")
+    assert _signalled_command(tmp_path, entry, module) == (status, "", f"error: {stop_line(stop)}\n")
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRIES))
@@ -302,14 +309,11 @@ def test_a_signal_after_the_command_returned_exits_with_its_status(tmp_path, ent
     """A signal once the command's work is done, while the process ends (here an exit handler that signals the
     process, as a user's Ctrl-C may land while torch's teardown runs): exit 130 / 129 with the one stop line,
     the command's output whole (main before: ignored, exit 0; in Python's own teardown: death by the signal)."""
-    (tmp_path / "slow_import.py").write_text(
+    module = (
         f"import atexit, os, time\natexit.register(lambda: (os.kill(os.getpid(), {int(stop)}), time.sleep(30)))\n\n"
         "def main(argv=None, prog=None):\n    print('done')\n    return 0\n"
     )
-    code = f"import sys\nsys.path.insert(0, {str(tmp_path)!r})\n{ENTRIES[entry]}"
-    process = start("-c", code)
-    stdout, stderr = process.communicate(timeout=120)
-    assert (process.returncode, stdout, stderr) == (status, "done\n", f"error: {stop_line(stop)}\n")
+    assert _signalled_command(tmp_path, entry, module) == (status, "done\n", f"error: {stop_line(stop)}\n")
 
 
 @pytest.mark.slow
