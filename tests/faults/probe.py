@@ -9,7 +9,8 @@ instant, full-disk write and delay drawn too (signals at random instants, every 
 user agents that misbehave); `runner.run_case` runs it and `promises.check` judges it, as the pytest harness
 does. Each result is appended to OUT/report.jsonl as it comes (case, expectation, what happened, pass/fail,
 the classes of its problems), so a probe may be run in chunks (`--first K`: skip the first K draws) into one
-OUT; `--summary` writes OUT/report.md from every line there (totals, failures by class) and prints it.
+OUT; `--summary` writes OUT/report.md from every line there (totals, failures by class) and prints it;
+`--again OLD/report.jsonl` runs the failed cases of an earlier probe again, each as it was drawn (after a fix).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--commands", nargs="*", help="draw only cases of these commands")
     parser.add_argument("--out", type=Path, required=True, help="folder of report.jsonl and report.md")
     parser.add_argument("--summary", action="store_true", help="only write and print OUT/report.md")
+    parser.add_argument(
+        "--again", type=Path, help="instead of drawing: the failed cases of this earlier report.jsonl, each as it was"
+    )
     return parser.parse_args(argv)
 
 
@@ -84,6 +88,23 @@ def drawn(rng: random.Random, cases: list[catalogue.Case]) -> catalogue.Case:
         write = rng.randint(1, MAX_EARLY_WRITE) if rng.random() < 0.5 else -rng.randint(1, MAX_LATE_WRITE)
         fault = dataclasses.replace(fault, write=write)
     return dataclasses.replace(case, fault=fault)
+
+
+def as_drawn(case_id: str, cases: list[catalogue.Case]) -> catalogue.Case:
+    """The case `case_id` names (`command/label`, as `drawn` made it: its instant's delay, its full disk's write)."""
+    for case in cases:
+        fault = case.fault
+        if fault.instant is not None:
+            delay = case_id.rpartition("+")[2].removesuffix("s")
+            instant = catalogue.Instant(fault.instant.phase, float(delay) if delay.replace(".", "").isdigit() else 0)
+            case = dataclasses.replace(case, fault=dataclasses.replace(fault, instant=instant))
+        elif fault.kind == "enospc":
+            write = case_id.rpartition("@write")[2]
+            if write.lstrip("-").isdigit():
+                case = dataclasses.replace(case, fault=dataclasses.replace(fault, write=int(write)))
+        if case.id == case_id:
+            return case
+    raise ValueError(f"no case of the catalogue is {case_id!r}")
 
 
 def expectation(outcome: runner.Outcome) -> str:
@@ -147,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     cases = [case for case in catalogue.all_cases() if not args.commands or case.command.name in args.commands]
     rng = random.Random(args.seed)
     draws = [drawn(rng, cases) for _ in range(args.first + args.probes)][args.first :]
+    if args.again is not None:
+        earlier = [json.loads(line) for line in args.again.read_text().splitlines() if line.strip()]
+        draws = [as_drawn(result["case"], cases) for result in earlier if result["result"] == "fail"]
     baselines = runner.Baselines(cli, args.out / "baselines")
     with open(args.out / "report.jsonl", "a") as report:
         for number, case in enumerate(draws, start=args.first):
