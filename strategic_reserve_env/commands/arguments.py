@@ -1,6 +1,5 @@
-"""The commands' argparse plumbing, written once: the parser of a command, the options several share, and a
-command line generated from a settings dataclass (the cleanrl shape: an option per field, its help the field's
-docstring) whose `given` options tell a default from a choice (`train --resume` refuses to change most).
+"""The commands' argparse plumbing: a command's parser, and a command line generated from a settings dataclass
+(an option per field, its help the field's docstring) whose `given` options tell a default from a choice.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from strategic_reserve_env.commands import named
 from strategic_reserve_env.core.board import brief
-from strategic_reserve_env.envs.arena import MAX_ACT_SECONDS, checked_seconds
+from strategic_reserve_env.envs.arena import checked_seconds
 
 
 def field_docs(cls) -> dict[str, str]:
@@ -42,78 +41,55 @@ def _option_type(hint) -> tuple[type, bool]:
 
 
 def parser(cls, prog: str | None, description: str) -> argparse.ArgumentParser:
-    """A parser with an option per field of the dataclass `cls` (`n_envs` -> `--n-envs`; a bool field -> `--x` /
-    `--no-x`; a tuple field takes several values); no option has a default in the namespace (`given`)."""
+    """A parser with an option per field of `cls` (`n_envs` -> `--n-envs`, a bool `--x` / `--no-x`, a tuple
+    several values), none with a default in the namespace (`given`)."""
     result = command_parser(prog, description)
     hints, docs = typing.get_type_hints(cls), field_docs(cls)
     for field in fields(cls):
         default = field.default if field.default is not MISSING else None
         shown = " ".join(map(str, default)) if isinstance(default, tuple) else default
         help_text = f"{docs.get(field.name, '')} (default: {shown})".replace("%", "%%")
-        name = "--" + field.name.replace("_", "-")
         kind, several = _option_type(hints[field.name])
-        if kind is bool:
-            result.add_argument(name, action=argparse.BooleanOptionalAction, default=argparse.SUPPRESS, help=help_text)
-        else:
-            metavar = {int: "N", float: "X"}.get(kind, "TEXT")
-            nargs = "+" if several else None
-            result.add_argument(
-                name, type=kind, nargs=nargs, default=argparse.SUPPRESS, metavar=metavar, help=help_text
-            )
+        metavar = {int: "N", float: "X"}.get(kind, "TEXT")
+        options: dict = {"type": kind, "nargs": "+" if several else None, "metavar": metavar}
+        options = {"action": argparse.BooleanOptionalAction} if kind is bool else options
+        result.add_argument("--" + field.name.replace("_", "-"), default=argparse.SUPPRESS, help=help_text, **options)
     return result
 
 
 def given(cls, argv: list[str] | None, prog: str | None, description: str) -> dict:
-    """The options given in `argv` (default `sys.argv[1:]`) by field name (a tuple field as a tuple); argparse's
-    usage error (exit status 2) for an unknown option or a value of the wrong type."""
+    """The options given in `argv` by field name (a tuple field as a tuple); a usage error (exit 2) otherwise."""
     values = vars(parser(cls, prog, description).parse_args(argv))
     return {name: tuple(value) if isinstance(value, list) else value for name, value in values.items()}
 
 
 def run_options(cls, argv: list[str] | None, prog: str | None, doc: str, script: str) -> tuple[dict, Path, str]:
-    """A training command's options given in `argv` (`given`; `doc` its help, with `script`, its command line
-    in a clone, named `prog`), its run folder (`--out`) and the command line that resumes the run."""
+    """A training command's `given` options (`doc` its help, `script` renamed `prog`), its `--out` and the
+    command line that resumes the run."""
     options = given(cls, argv, prog, named(doc, script, prog))
     out = Path(options.get("out", cls.out))
     return options, out, f"{prog or script} --out {shlex.quote(str(out))} --resume"
 
 
 def run_settings(cls, options: dict, out: Path, command: str):
-    """The run's settings: those `options` give, or with `--resume` the run's own in `out` (`resumed_settings`)."""
+    """The run's settings: `options`', or with `--resume` the run's own in `out` (`resumed_settings`)."""
     from strategic_reserve_env.training.folder import resumed_settings  # the training layer, for its commands only
 
     return resumed_settings(out, options, cls, command) if options.get("resume") else cls(**options)
 
 
 def command_parser(prog: str | None, doc: str | None) -> argparse.ArgumentParser:
-    """A command's parser: `prog` (the name `--help` shows) and `doc`, its description, laid out as written."""
+    """A command's parser: `prog` (the name `--help` shows) and `doc`, its description as written."""
     return argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def seconds_argument(text: str, most: float = float("inf")) -> float:
-    """A command-line time budget (`bench --seconds`): `checked_seconds` of `text`, as argparse's `type`."""
+    """A time budget (`--seconds`, `--act-timeout`) as argparse's `type`: `checked_seconds` of `text`."""
     try:
         return checked_seconds(float(text), "a time budget", most)
     except ValueError:
         within = f" and at most {most:g}" if most < float("inf") else ""
         raise argparse.ArgumentTypeError(f"must be a finite number of seconds > 0{within}, got {brief(text)}") from None
-
-
-def add_run_options(parser: argparse.ArgumentParser, what: str) -> None:
-    """`--out` (the folder to write `what` in) and `--no-progress`: options of the commands that play agents."""
-    parser.add_argument("--out", help=f"directory to write {what} in (created if missing)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-
-
-def add_act_timeout(parser: argparse.ArgumentParser) -> None:
-    """`--act-timeout`: each act() call's time budget, at most `MAX_ACT_SECONDS` per game."""
-    parser.add_argument(
-        "--act-timeout",
-        type=lambda text: seconds_argument(text, MAX_ACT_SECONDS),
-        metavar="SECONDS",
-        help="time budget of each act() call: SECONDS per game of the call (Python code only: a hang inside "
-        "compiled code is not stopped); an agent past it fails (exit 1)",
-    )
 
 
 def add_protocol(parser: argparse.ArgumentParser) -> None:

@@ -4,56 +4,25 @@
     python evaluate.py --benchmark my_agent.py:act --out results/mine/
     python evaluate.py --list-agents
 
-Agents are spec strings: built-ins (random, greedy, expectimax[:depth=1|2],
-ppo:PATH.safetensors), names registered by installed packages (entry-point group
-strategic_reserve_env.agents), or your own: package.module:attribute or
-path/to/file.py:attribute, optionally followed by :key=value,... (see
-agents/custom.py).
+Agents are spec strings: built-ins, names registered by installed packages (entry-point group
+strategic_reserve_env.agents), or your own: package.module:attribute or path/to/file.py:attribute,
+optionally followed by :key=value,... (see agents/custom.py).
 
-Round robin: every pair of games shares one dice stream and swaps the
-seats. Prints a table per pairing (score with a 95 % interval, win rates as
-Red and Blue, game length, truncations, games per second) and
-Bradley-Terry ratings; --out DIR writes results.json (after each pairing),
-results.md and ratings.png.
+Round robin: every pair of games shares one dice stream and swaps the seats. Prints a table per pairing
+(score with a 95 % interval, win rates as Red and Blue, game length, truncations, games per second), the
+luck-adjusted score (the luck of every roll, from --luck-value, taken out: same expectation, a far narrower
+interval; docs/BENCHMARK.md) and Bradley-Terry ratings fitted on it; --out DIR writes results.json (after
+each pairing), results.md and ratings.png. --benchmark SPEC plays SPEC against the fixed panel of the
+protocol and prints a score card; --out DIR writes benchmark.json and benchmark.md.
 
-Luck-adjusted scores: beside the raw score, each pairing's score with the
-luck of every roll taken out (the roller's win probability after the roll
-minus its mean over the 36 rolls, from --luck-value, default race: the
-reserve-race model), its 95 % interval and the variance ratio; the
-ratings are fitted on the adjusted scores. Same expectation as the raw
-score, a far narrower interval (docs/BENCHMARK.md, "The luck-adjusted
-estimator").
+Everything is checked before the first game; --out DIR is made absolute before any agent loads and locked
+while the run writes it. --act-timeout binds agents that cooperate or blunder, not hostile code (a hang in
+compiled code is not stopped): run an agent you do not trust in a process of its own.
 
---benchmark SPEC plays SPEC against the fixed panel of protocol v2, scored
-luck-adjusted (random, greedy, expectimax:depth=2, the frozen PPO baseline;
---protocol 1 for v1, scored raw) and prints a score card; --out DIR writes
-benchmark.json and benchmark.md (docs/BENCHMARK.md).
-
-Every argument, agent and output path is checked before the first game (sizes
-included: at most 1,000,000 games per pairing and 65,536 in a batch), --out DIR
-is made absolute before any agent is loaded (an agent that changes directory
-does not move it), and it is locked while the run writes it (a second run on
-the same folder is refused; the lock goes with its process, however it ends).
-
---act-timeout SECONDS (at most 86,400) gives each act() call SECONDS per game
-of the call: a SIGALRM timer stops a call still running at its budget, and a
-call that returns past it fails all the same (an agent that catches the
-timer's exception gains nothing). The agent runs in this process, so the
-budget binds agents that cooperate or blunder, not hostile code: a hang inside
-compiled code that never returns to the interpreter is not stopped, and an
-agent that resets the timer, calls os._exit or forks defeats any in-process
-budget. Run an agent you do not trust in a process of its own.
-
-Exit status: 0 done; 2 bad arguments, agents or output folder (nothing
-played); 1 an agent failed during play (whatever it raised, sys.exit() and
-its time budget included), or the run could not go on (its results could not
-be written, e.g. a full disk, or printed, e.g. standard output on a full
-device); 130 interrupted (Ctrl-C, SIGINT); 143 terminated (SIGTERM). On 1, 130
-and 143 what was finished is printed and written first where it can be, one
-line on stderr says why, and results.json (benchmark.json) says what stopped
-the run ("complete": false, "error"). Files written while the run goes on say
-"complete": false with an "error" saying so, which stays true if the run is
-killed before it can write again.
+Exit status: 0 done; 2 bad arguments, agents or output folder (nothing played); 1 an agent failed during play,
+or the results could not be written or printed; 130 / 143 on SIGINT / SIGTERM. On 1, 130 and 143 what was
+finished is printed and written first, one line on stderr says why, and results.json (benchmark.json) says
+"complete": false and what stopped the run ("error"), as do the files written while the run goes on.
 """
 
 from __future__ import annotations
@@ -68,10 +37,10 @@ from strategic_reserve_env.agents import ENTRY_POINT_GROUP, KNOWN_AGENTS, list_a
 from strategic_reserve_env.agents.custom import USER_SPEC_FORMS
 from strategic_reserve_env.agents.luck_values import LUCK_VALUE_SPECS, load_luck_value
 from strategic_reserve_env.commands import BAD_INPUT, fail, flush_stdout, named, stdout_lost
-from strategic_reserve_env.commands.arguments import add_act_timeout, add_protocol, add_run_options, command_parser
+from strategic_reserve_env.commands.arguments import add_protocol, command_parser, seconds_argument
 from strategic_reserve_env.core.board import MESSAGE_LIMIT, clip
 from strategic_reserve_env.core.policies import InvalidActionsError
-from strategic_reserve_env.envs.arena import TimeLimited, raised_at
+from strategic_reserve_env.envs.arena import MAX_ACT_SECONDS, TimeLimited, raised_at
 from strategic_reserve_env.evaluation import tournament
 from strategic_reserve_env.evaluation.benchmark_protocol import DEFAULT_PROTOCOL, PROTOCOLS, Protocol, run_benchmark
 from strategic_reserve_env.evaluation.tournament import PAIRING_HEADER, PairingError, Settings, pairing_rows, text_table
@@ -80,12 +49,49 @@ from strategic_reserve_env.interrupts import Signals, StopNow, exit_status, stop
 from strategic_reserve_env.training.folder import check_command
 
 COMMAND = "evaluate/benchmark"  # for the refusal of another command's run folder (these results make no run)
-TOURNAMENT_ONLY = ("games", "seed", "batch", "reserve", "ply_limit", "luck_value")
+TOURNAMENT_OPTIONS = {
+    "games": "games per pairing, even",
+    "seed": "seed of dice and agents, >= 0",
+    "batch": "games played at once, even",
+    "reserve": "reserve size 1..12",
+    "ply_limit": "truncation",
+}
+TOURNAMENT_ONLY = (*TOURNAMENT_OPTIONS, "luck_value")
+RESULTS = ("results.json", "results.md", "ratings.png")
+CARD = ("benchmark.json", "benchmark.md")
 AGENT_FAILED = 1  # exit status (bad input: `BAD_INPUT`; a signal: 128 + its number, `interrupts.exit_status`)
 AGENTS_HELP = f"built in: {KNOWN_AGENTS}; your own: {USER_SPEC_FORMS}"
-GAMES_HELP = (
-    "N games per opponent instead of {}, for a quick look (the score card is then marked as not protocol-conformant)"
-)
+BENCHMARK_DOC = """Benchmark an agent against the fixed panel of the versioned protocol (docs/BENCHMARK.md).
+
+    strategic-reserve benchmark my_agent.py:act --out results/mine/
+    strategic-reserve benchmark expectimax:depth=1 --benchmark-games 200   # a quick, non-conformant look
+
+The same as "python evaluate.py --benchmark SPEC" in a clone: SPEC plays every member of the panel with
+everything else fixed by the protocol (games, paired dice from a fixed seed, reserve, ply limit, batch), and
+a score card is printed; --out DIR writes benchmark.json and benchmark.md. Exit status as evaluate's.
+"""
+
+
+def add_play_options(parser, what: str) -> None:
+    """The options of both commands that play agents: `--out` (the folder to write `what` in), `--no-progress`,
+    `--act-timeout`, `--protocol` and `--benchmark-games`."""
+    parser.add_argument("--out", help=f"directory to write {what} in (created if missing)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--act-timeout",
+        type=lambda text: seconds_argument(text, MAX_ACT_SECONDS),
+        metavar="SECONDS",
+        help="time budget of each act() call: SECONDS per game of the call (Python code only: a hang inside "
+        "compiled code is not stopped); an agent past it fails (exit 1)",
+    )
+    add_protocol(parser)
+    parser.add_argument(
+        "--benchmark-games",
+        type=int,
+        metavar="N",
+        help="with a benchmark: N games per opponent instead of the protocol's, for a quick look (the score card "
+        "is then marked as not protocol-conformant)",
+    )
 
 
 def stop_reason(error: BaseException) -> tuple[str, int]:
@@ -141,28 +147,17 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = command_parser(prog, named(__doc__, "python evaluate.py", prog))
     parser.add_argument("agents", nargs="*", help=f"agent specs; {AGENTS_HELP}")
     defaults = Settings(agents=[])
-    for name, what in (
-        ("games", "games per pairing, even"),
-        ("seed", "seed of dice and agents, >= 0"),
-        ("batch", "games played at once, even"),
-        ("reserve", "reserve size 1..12"),
-        ("ply_limit", "truncation"),
-    ):
+    for name, what in TOURNAMENT_OPTIONS.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, help=f"{what} (default {getattr(defaults, name)})")
     parser.add_argument(
         "--luck-value", metavar="SPEC", help=f"value function of the luck-adjusted scores: {LUCK_VALUE_SPECS}"
     )
-    add_run_options(parser, "the results")
-    add_act_timeout(parser)
     parser.add_argument(
         "--benchmark",
         metavar="SPEC",
         help=f"benchmark SPEC against the panel of protocol {DEFAULT_PROTOCOL.version} (docs/BENCHMARK.md)",
     )
-    add_protocol(parser)
-    parser.add_argument(
-        "--benchmark-games", type=int, metavar="N", help="with --benchmark: " + GAMES_HELP.format("the protocol's")
-    )
+    add_play_options(parser, "the results")
     parser.add_argument(
         "--list-agents",
         action="store_true",
@@ -192,7 +187,8 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     try:
         settings = Settings(agents=list(args.agents), out=args.out, progress=not args.no_progress, **given)
     except ValueError as error:  # messages start with the setting's name
-        parser.error(as_option(str(error)))
+        name, _, rest = str(error).partition(" ")
+        parser.error(f"--{name.replace('_', '-')} {rest}" if name in TOURNAMENT_ONLY else str(error))
     start = time.perf_counter()
 
     def load() -> list:
@@ -211,18 +207,21 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             )
         return status
 
-    return locked_run(args.out, ("results.json", "results.md", "ratings.png"), load, play)
+    return locked_run(args.out, RESULTS, load, play)
+
+
+def benchmark_main(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The benchmark command (`argv`: its arguments, default `sys.argv[1:]`): evaluate's `--benchmark SPEC`."""
+    parser = command_parser(prog, BENCHMARK_DOC)
+    parser.add_argument("spec", metavar="SPEC", help=f"the agent; {AGENTS_HELP}")
+    add_play_options(parser, "the score card")
+    args = parser.parse_args(argv)
+    return benchmark_command(parser, args.spec, args)
 
 
 def protocol_of(args) -> Protocol:
     """The protocol `--protocol` names (the default one without it)."""
     return PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
-
-
-def as_option(message: str) -> str:
-    """A Settings error message with the setting named as its command-line option (`--ply-limit ...`)."""
-    name, _, rest = message.partition(" ")
-    return f"--{name.replace('_', '-')} {rest}" if name in TOURNAMENT_ONLY else message
 
 
 def raised_in(error: BaseException) -> str:
@@ -257,6 +256,15 @@ def locked_run(path: str | None, files: tuple[str, ...], load, play) -> int:
         return fail(str(error) + raised_in(error), BAD_INPUT)
 
 
+def done(text: str, save, out, files: tuple[str, ...]) -> int:
+    """The end of a run that finished: `text` printed, `save()` its files, then where they are; exit 0."""
+    say(text)
+    save()
+    if out is not None:
+        say(f"\nwrote {out}/{', '.join(files)}")
+    return 0
+
+
 def play_tournament(settings: Settings, agents: list, out) -> int:
     """The round robin (agents loaded and checked, `out` locked or None). However it ends, its files say how:
     complete, or what stopped it; the exit status and one line on stderr agree."""
@@ -265,35 +273,23 @@ def play_tournament(settings: Settings, agents: list, out) -> int:
     def save(pairings, ratings=None, error=None) -> None:
         finished[:] = pairings
         if out is not None:
-            written(
-                lambda: tournament.write_outputs(
-                    out, settings, pairings, ratings, plot=ratings is not None, error=error
-                ),
-                out,
-            )
+            plot = ratings is not None
+            written(lambda: tournament.write_outputs(out, settings, pairings, ratings, plot=plot, error=error), out)
 
     try:
         pairings, ratings = tournament.run(settings, agents, on_pairing=save, checked=True)
-        say(
-            text_table(PAIRING_HEADER, pairing_rows(pairings)),
-            tournament.luck_line(pairings),
-            *tournament.red_lines(pairings),
-            "",
+        table, rated = pairing_rows(pairings), tournament.rating_rows(ratings)
+        lines = [tournament.luck_line(pairings), *tournament.red_lines(pairings), ""]
+        lines += [text_table(["agent", "rating (Elo)", "95% CI"], rated), tournament.anchor_line(ratings)]
+        return done(
+            "\n".join([text_table(PAIRING_HEADER, table), *lines]), lambda: save(pairings, ratings), out, RESULTS
         )
-        say(
-            text_table(["agent", "rating (Elo)", "95% CI"], tournament.rating_rows(ratings)),
-            tournament.anchor_line(ratings),
-        )
-        save(pairings, ratings)
-        if out is not None:
-            say(f"\nwrote {out}/results.json, results.md, ratings.png")
     except BaseException as error:
         kept = error.pairings if isinstance(error, PairingError) else list(finished)
         shown = text_table(PAIRING_HEADER, pairing_rows(kept)) if kept else None
         said = f"; the {len(kept)} pairing(s) finished before are kept" if kept else ""
         where = f" in {out}/results.json" if out is not None and kept else ""
         return stopped(error, shown, lambda why: save(kept, error=why), said, where)
-    return 0
 
 
 def benchmark_command(parser, spec: str, args) -> int:
@@ -303,15 +299,13 @@ def benchmark_command(parser, spec: str, args) -> int:
     if games is not None:
         try:
             Settings(agents=[], games=games)
-        except ValueError as error:
-            parser.error(f"--benchmark-{as_option(str(error))[2:]}")
+        except ValueError as error:  # "games must be ..."
+            parser.error(f"--benchmark-{error}")
 
     def play(agent, out) -> int:
         return play_benchmark(agent, protocol_of(args), games, not args.no_progress, out)
 
-    return locked_run(
-        args.out, ("benchmark.json", "benchmark.md"), lambda: limited(load_agent(spec), args.act_timeout), play
-    )
+    return locked_run(args.out, CARD, lambda: limited(load_agent(spec), args.act_timeout), play)
 
 
 def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool, out) -> int:
@@ -327,11 +321,7 @@ def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool,
     card = None
     try:
         card = run_benchmark(agent, protocol, games=games, progress=progress, on_opponent=save, on_start=save)
-        say(card.text())
-        save(card)
-        if out is not None:
-            say(f"\nwrote {out}/benchmark.json, benchmark.md")
-        return 0
+        return done(card.text(), lambda: save(card), out, CARD)
     except BaseException as error:
         if isinstance(error, ValueError) and card is None:
             raise  # the agent or the panel refused before the first game (`locked_run` says so)
