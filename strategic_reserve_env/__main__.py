@@ -51,7 +51,8 @@ COMMANDS: dict[str, Command] = {
         "strategic_reserve_env.commands.evaluate:main",
     ),
     "benchmark": Command(
-        "one agent against the protocol's fixed panel, a score card", "strategic_reserve_env.commands.benchmark:main"
+        "one agent against the protocol's fixed panel, a score card",
+        "strategic_reserve_env.commands.evaluate:benchmark_main",
     ),
     "train": Command(
         "distillation, then optional PPO (the code of train.py)",
@@ -76,21 +77,21 @@ COMMANDS: dict[str, Command] = {
     "play": Command("play against an agent in the terminal", "strategic_reserve_env.commands.play:main"),
     "analyse": Command(
         "the luck of every roll and the error of every placement of a game record",
-        "strategic_reserve_env.commands.analyse:main",
+        "strategic_reserve_env.commands.replay:analyse",
     ),
     "skill": Command(
         "the skill report: the ladder, the first-player advantage, the variants (docs/SKILL.md)",
-        "strategic_reserve_env.commands.skill:main",
+        "strategic_reserve_env.commands.maintainer:skill",
         maintainer=True,
     ),
     "headroom": Command(
         "how much a placement can gain over greedy's (rollouts on common dice)",
-        "strategic_reserve_env.commands.headroom:main",
+        "strategic_reserve_env.commands.maintainer:headroom",
         maintainer=True,
     ),
     "reference": Command(
         "the reference score cards of docs/BENCHMARK.md (from the repository's root)",
-        "strategic_reserve_env.commands.reference:main",
+        "strategic_reserve_env.commands.maintainer:reference",
         maintainer=True,
     ),
     "policy-file": Command(
@@ -99,7 +100,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "value-net": Command(
         "the value agent's network: play games for its data, fit it",
-        "strategic_reserve_env.commands.value_net:main",
+        "strategic_reserve_env.commands.maintainer:value_net",
         maintainer=True,
     ),
     "rules": Command(

@@ -289,7 +289,7 @@ def test_a_faulty_agent_keeps_the_opponents_played_before(tmp_path):
 def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path, monkeypatch, capsys):
     """A card of an agent the run no longer benchmarks (here: the PPO's old .zip spelling) would linger beside
     the new ones and break the set of reference agents; other files in the folder stay."""
-    from strategic_reserve_env.commands import reference as reference_command
+    from strategic_reserve_env.commands.maintainer import reference as reference_command
     from strategic_reserve_env.evaluation import reference_cards as reference
 
     monkeypatch.chdir(REPO)  # main moves to the repository root: put it back after the test
@@ -305,7 +305,7 @@ def test_the_reference_run_deletes_the_cards_of_agents_no_longer_in_it(tmp_path,
     stale = [cards / "ppo-models-ppo_baseline-zip.json", cards / "ppo-models-ppo_baseline-zip.md"]
     for path in [*stale, cards / "random.json", cards / "reference.md", cards / "notes.txt"]:
         path.write_text("old")
-    assert reference_command.main(["--docs", str(docs), "--agents", "random", "greedy", "--no-progress"]) == 0
+    assert reference_command(["--docs", str(docs), "--agents", "random", "greedy", "--no-progress"]) == 0
     assert sorted(path.name for path in cards.iterdir()) == [
         "greedy.json",
         "greedy.md",
@@ -352,7 +352,7 @@ def test_reference_stops_on_ctrl_c_in_one_line_with_130(tmp_path, monkeypatch, c
     """A SIGINT while the second agent plays: one line on stderr, exit 130, the first card written."""
     import signal
 
-    from strategic_reserve_env.commands import reference as reference_command
+    from strategic_reserve_env.commands.maintainer import reference as reference_command
     from strategic_reserve_env.evaluation import reference_cards as reference
 
     played = []
@@ -367,7 +367,7 @@ def test_reference_stops_on_ctrl_c_in_one_line_with_130(tmp_path, monkeypatch, c
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "BENCHMARK.md").write_text(f"# Benchmark\n\n{START}\nold table\n{END}\n")
-    assert reference_command.main(["--docs", str(docs), "--agents", "random", "greedy", "--no-progress"]) == 130
+    assert reference_command(["--docs", str(docs), "--agents", "random", "greedy", "--no-progress"]) == 130
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "interrupted (SIGINT, Ctrl-C)" in err and "Traceback" not in err, err
     assert sorted(path.name for path in (docs / "benchmark").iterdir()) == ["random.json", "random.md"]

@@ -7,7 +7,7 @@ import pytest
 
 from experiments import fit_race_model
 from strategic_reserve_env.agents.greedy import expected_losses
-from strategic_reserve_env.commands import headroom as headroom_command
+from strategic_reserve_env.commands.maintainer import headroom as headroom_command
 from strategic_reserve_env.core.board import bitboards_to_array, squares_of
 from strategic_reserve_env.core.config import Config
 from strategic_reserve_env.core.luck import DEFAULT_VALUE
@@ -35,10 +35,10 @@ def test_headroom_rolls_out_every_legal_placement_and_marks_greedys_choices(caps
     assert list(result.squares) == legal and result.results.shape == (len(legal), 6)
     losses = expected_losses(decision.me, decision.opp, bitboards_to_array(decision.legal))[0, legal]
     assert np.array_equal(result.greedy, losses == losses.min())
-    assert headroom_command.main(["--positions", "3", "--rollouts", "4", "--seed", "1"]) == 0
+    assert headroom_command(["--positions", "3", "--rollouts", "4", "--seed", "1"]) == 0
     assert "split-sample gain over greedy" in capsys.readouterr().out
     with pytest.raises(SystemExit):
-        headroom_command.main(["--rollouts", "3"])
+        headroom_command(["--rollouts", "3"])
 
 
 @pytest.mark.slow
@@ -54,7 +54,7 @@ def test_headroom_luck_adjusted_rollouts_are_the_same_games_with_less_noise(caps
     error = luck.std(axis=1, ddof=1) / np.sqrt(luck.shape[1])
     assert np.all(np.abs(luck.mean(axis=1)) < 4.5 * error)  # mean-zero luck, per placement
     assert raw.results.var(axis=1).mean() > 4 * adjusted.results.var(axis=1).mean()
-    assert headroom_command.main(["--positions", "2", "--rollouts", "4", "--seed", "1", "--luck"]) == 0
+    assert headroom_command(["--positions", "2", "--rollouts", "4", "--seed", "1", "--luck"]) == 0
     assert "luck-adjusted greedy rollouts per placement" in capsys.readouterr().out
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from strategic_reserve_env.agents import RandomAgent
 from strategic_reserve_env.commands.evaluate import main as evaluate_main
-from strategic_reserve_env.commands.skill import main
+from strategic_reserve_env.commands.maintainer import skill as main
 from strategic_reserve_env.evaluation.benchmark_protocol import SHIPPED_PPO
 from strategic_reserve_env.evaluation.skill_report import HEADROOM_COMMAND, REPORT, SkillSettings, red_pair_scores
 from strategic_reserve_env.evaluation.statistics import score_interval
