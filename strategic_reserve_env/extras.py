@@ -10,17 +10,10 @@ import importlib.util
 
 DISTRIBUTION = "strategic-reserve-env"  # the name pip installs
 
-TORCH_REQUIREMENT = "torch==2.13.0"
-"""The torch release the project is tested with (the Makefile's `TORCH`, constraints-cpu.txt)."""
-
-TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-"""PyTorch's index of CPU builds (the Makefile's `TORCH_INDEX`)."""
-
-TORCH_CPU_LINE = f"pip install {TORCH_REQUIREMENT} --index-url {TORCH_CPU_INDEX}"
-"""The command that installs torch's CPU build, before an extra that brings torch."""
-
-EXIT_MISSING_EXTRA = 2
-"""The exit status of a command refused because a library of an extra is missing (as a usage error)."""
+TORCH_REQUIREMENT = "torch==2.13.0"  # the release the project is tested with (the Makefile's `TORCH`)
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # PyTorch's CPU builds (the Makefile's `TORCH_INDEX`)
+TORCH_CPU_LINE = f"pip install {TORCH_REQUIREMENT} --index-url {TORCH_CPU_INDEX}"  # before an extra with torch
+EXIT_MISSING_EXTRA = 2  # the exit status of a command that lacks a library of an extra (as a usage error)
 
 #: extra of pyproject.toml -> the top-level modules it brings (by import name), in the order they are checked
 EXTRAS: dict[str, tuple[str, ...]] = {
@@ -39,8 +32,7 @@ EXTRA_OF_MODULE = {module: extra for extra, modules in reversed(EXTRAS.items()) 
 
 
 class MissingExtraError(ImportError, ValueError):
-    """A library of an optional extra is not installed: an `ImportError`, and a `ValueError` (what the commands
-    report in one line for an agent spec they cannot load)."""
+    """A library of an optional extra is not installed: an `ImportError`, and a `ValueError` (one line)."""
 
     def __init__(self, message: str, module: str, extra: str) -> None:
         super().__init__(message, name=module)
@@ -62,9 +54,8 @@ def install_line(extra: str) -> str:
 
 
 def needs_extra(error: ModuleNotFoundError, what: str, declared: tuple[str, ...] = ()) -> MissingExtraError | None:
-    """A one-line `MissingExtraError` saying that `what` (e.g. `strategic-reserve evaluate`, `agent spec 'ppo'`)
-    needs the library `error` could not import, naming the extra to install: the first of `declared` (the extras
-    `what` needs) that brings it, else its own; None for a library of no extra (re-raise `error` then)."""
+    """A `MissingExtraError` saying that `what` needs the library `error` could not import, naming the first of
+    `declared` that brings it, else its own extra; None for a library of no extra (re-raise `error` then)."""
     module = (error.name or "").partition(".")[0]
     extra = next((name for name in declared if module in EXTRAS.get(name, ())), EXTRA_OF_MODULE.get(module))
     if extra is None:
@@ -73,8 +64,7 @@ def needs_extra(error: ModuleNotFoundError, what: str, declared: tuple[str, ...]
 
 
 def missing_extra(declared: tuple[str, ...], what: str) -> MissingExtraError | None:
-    """`needs_extra` of the first library of the extras `declared` that is not installed (found without
-    importing anything), None when all are."""
+    """`needs_extra` of the first library of the extras `declared` not installed (imports nothing), or None."""
     for module in (module for extra in declared for module in EXTRAS[extra]):
         if not _installed(module):
             return needs_extra(ModuleNotFoundError(name=module), what, declared)

@@ -1,7 +1,6 @@
-"""SIGINT, SIGTERM and SIGHUP, from the package's first line to the exit: one line, exit 130 / 143 / 129 (128 +
-the signal's number), no traceback. Standard library only: the package's `__init__` imports it first of all
-(`hold_from_start`). A command run as the process's own stops at once (`as_process`); a long run stops at its
-next safe point (`Signals`); `play` keeps Ctrl-C as Python's own (`own_ctrl_c`).
+"""SIGINT, SIGTERM and SIGHUP from the package's first line to the exit: one line, exit 128 + the signal's number
+(130 / 143 / 129), no traceback. Standard library only: the package's `__init__` imports it first. A command
+stops at once (`as_process`), a long run at its next safe point (`Signals`); `play` keeps Ctrl-C (`own_ctrl_c`).
 """
 
 from __future__ import annotations
@@ -35,16 +34,15 @@ class _Signalled:
 
 
 class StopNow(_Signalled, BaseException):
-    """A signal that stops the whole run at once: a `BaseException` no `except Exception` takes, and no agent's
-    failure (`arena.choose_checked` lets it through)."""
+    """A signal that stops the whole run at once (a `BaseException`: no agent's failure, no `except Exception`)."""
 
 
 class Stopped(_Signalled, Exception):
-    """The run stopped on a signal at a safe point (after an update, an iteration), its checkpoint at `steps`."""
+    """The run stopped on a signal at a safe point, its checkpoint at `steps`."""
 
 
 class Ended(_Signalled, KeyboardInterrupt):
-    """SIGTERM or SIGHUP where the command handles Ctrl-C (`own_ctrl_c`): it ends as Ctrl-C does, with its `status`."""
+    """SIGTERM or SIGHUP where the command handles Ctrl-C (`own_ctrl_c`): it ends as Ctrl-C does."""
 
 
 def exit_status(signum: int) -> int:
@@ -65,18 +63,16 @@ def stopped(signum: int) -> int:
 
 
 def install(handler) -> dict:
-    """Handle each of `HANDLED` with `handler`, but one that is ignored (`nohup`'s SIGHUP, a background job's
-    SIGINT); returns the handlers replaced."""
+    """Handle each of `HANDLED` not ignored (`nohup`, a background job) with `handler`; returns those replaced."""
     return {
         signum: signal.signal(signum, handler) for signum in HANDLED if signal.getsignal(signum) is not signal.SIG_IGN
     }
 
 
 class Signals:
-    """The stop signals while the block runs. The first is recorded (`requested`, read by a training loop at
-    each safe point) and raises `StopNow` (or `raises`) while `at_once` (outside a loop); a second raises it. Once
-    stopping (`shutting_down`), further signals only count (`ignored`), so the files written on the way out are
-    whole; a `StopNow` a library swallowed (jax's gc callback, `sys.unraisablehook`) leaves the run stoppable."""
+    """The stop signals while the block runs: the first is recorded (`requested`, read at a training loop's safe
+    points) and raises `raises(signum)` if `at_once`; a second raises it. Once `shutting_down`, signals only
+    count (`ignored`); a `StopNow` a library swallowed (jax's gc callback) leaves the run stoppable."""
 
     def __init__(self, at_once: bool = True, raises: Callable[[int], BaseException] = StopNow) -> None:
         self.requested: int | None = None
@@ -119,9 +115,8 @@ class Signals:
 
 
 def as_process(body: Callable[[], int], process: bool = True) -> int:
-    """The exit status of `body`, a `StopNow` (or a `KeyboardInterrupt`) one line and its status; as the
-    process's own command (`process`), a signal stops it at once, and the process ends when `body` returns
-    (`end`), so that no signal is lost in the interpreter's teardown."""
+    """The exit status of `body` (a stop: one line and its status); as the process's own command (`process`), a
+    signal stops it at once and the process ends when `body` returns (`end`)."""
     try:
         with Signals() if process else contextlib.nullcontext():
             status = body()
@@ -137,26 +132,23 @@ def as_process(body: Callable[[], int], process: bool = True) -> int:
 
 
 def end(status: int) -> NoReturn:
-    """End this process, its command done with `status`: the exit handlers run, the standard streams are
-    flushed, and the interpreter's teardown (seconds once torch or jax is loaded) is skipped. A stop signal
-    meanwhile ends it at once with the signal's line and status, unless a signal already stopped the command."""
+    """End this process with `status`: exit handlers run, standard streams flushed, the interpreter's teardown
+    (seconds with torch or jax) skipped; a stop signal meanwhile ends it with its own line and status."""
     install(signal.SIG_IGN if status > SIGNALLED else _end_by_signal)
     atexit._run_exitfuncs()
-    _flush_standard_streams()
-    os._exit(status)
+    _exit(status)
 
 
-def _end_by_signal(signum: int, frame) -> None:
-    install(signal.SIG_IGN)
-    status = stopped(signum)
-    _flush_standard_streams()
-    os._exit(status)
+def _end_by_signal(signum: int, frame=None) -> None:
+    install(signal.SIG_IGN)  # a second signal does not cut the exit short
+    _exit(stopped(signum))
 
 
-def _flush_standard_streams() -> None:
+def _exit(status: int) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
+    os._exit(status)
 
 
 def script(target: str) -> int:
@@ -167,29 +159,22 @@ def script(target: str) -> int:
 
 @contextlib.contextmanager
 def own_ctrl_c() -> Iterator[None]:
-    """While the block runs (`play`), SIGINT is Python's `KeyboardInterrupt`, SIGTERM and SIGHUP raise `Ended`
-    once (further ones ignored, so what the command keeps on its way out is written whole)."""
+    """While the block runs (`play`), SIGINT is Python's `KeyboardInterrupt`, SIGTERM and SIGHUP raise `Ended`."""
     with Signals(raises=Ended):
         if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
             signal.signal(signal.SIGINT, signal.default_int_handler)
         yield
 
 
-def _exit_at_start(signum: int, frame) -> None:
-    install(signal.SIG_IGN)  # the interpreter's shutdown is not cut short by a second signal
-    raise SystemExit(stopped(signum))
-
-
 def hold_from_start() -> None:
-    """In the console command (not a library import), each of `HANDLED` exits with its line and status until
-    the command installs its own handling."""
+    """In the console command (not a library import), each of `HANDLED` ends it with its line and status."""
     argv = sys.orig_argv  # `strategic-reserve ...` or `python -m strategic_reserve_env ...`
     if "-m" in argv[1:]:
         command = argv[argv.index("-m") + 1 :][:1] == [PACKAGE]
     else:
         command = bool(sys.argv) and os.path.basename(sys.argv[0]) == COMMAND
     if command and signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_IGN):
-        install(_exit_at_start)
+        install(_end_by_signal)
 
 
 hold_from_start()

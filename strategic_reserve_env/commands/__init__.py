@@ -1,9 +1,6 @@
-"""The commands behind the repository's scripts and the `strategic-reserve` console command.
-
-Each command is a module with `main(argv, prog) -> int` (`argv`: its arguments, default `sys.argv[1:]`;
-`prog`: the name its `--help` shows) that turns the command line into settings and calls the layer that does
-the work; `strategic_reserve_env.__main__.COMMANDS` lists them. The top layer: they may import anything of
-the package below them. Here: what every command shares to end with one line on stderr.
+"""The commands of the `strategic-reserve` console command (`strategic_reserve_env.__main__.COMMANDS`) and the
+repository's scripts: each a `main(argv, prog) -> int` that turns the command line into settings and calls the
+layer that does the work. Here: what every command shares to end with one line on stderr.
 """
 
 from __future__ import annotations
@@ -25,13 +22,12 @@ def fail(message: str, status: int = BAD_INPUT) -> int:
 
 
 def named(doc: str, script: str, prog: str | None) -> str:
-    """`doc` with the command line `script` (`python train.py`) replaced by `prog`, the name the command runs by."""
+    """`doc` with the command line `script` (`python train.py`) replaced by `prog`."""
     return doc if prog is None else doc.replace(script, prog)
 
 
 def flush_stdout() -> None:
-    """Flush the standard output now, so that a failure to write it (a full device, a closed stream: None) is
-    raised here as an `OSError`, not in the interpreter's last flush."""
+    """Flush the standard output now: a failure to write it is an `OSError` here, not in the last flush."""
     if sys.stdout is None:
         raise OSError("the standard output is closed")
     sys.stdout.flush()
@@ -41,8 +37,7 @@ def flush_stdout() -> None:
 
 
 class GuardedStdout:
-    """The standard output `stream` whose `OSError`s on writing are `StdoutLost` (a `BrokenPipeError`, the
-    reader gone, stays itself), so the command line can say what could not be written."""
+    """The standard output `stream` whose write errors are `StdoutLost` (a `BrokenPipeError` stays itself)."""
 
     def __init__(self, stream) -> None:
         self.stream = stream
@@ -64,8 +59,7 @@ class GuardedStdout:
 
 
 def stdout_lost(error: OSError) -> str:
-    """After writing the standard output failed with `error`: point it at `/dev/null` (so the interpreter's
-    last flush does not fail again) and return what to say, once (one line)."""
+    """After writing the standard output failed with `error`: point it at `/dev/null` and return the line to say."""
     with contextlib.suppress(OSError, ValueError, AttributeError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if isinstance(sys.stdout, GuardedStdout):

@@ -1,9 +1,7 @@
 """What a model file holds, read from its headers before any tensor is: the checks every model format shares.
-
-A crafted file can claim a huge network in a few hundred bytes, so the loaders (`agents.ppo_file`,
-`value_network`, `az_net`, `rllib_model`) check the description and the tensors its headers list against each
-other before they allocate anything, then the weights' values (`check_finite`); each fault is one line of the
-caller's error type naming the file and the field.
+A crafted file can claim a huge network in a few bytes, so the loaders (`agents.ppo_file`, `value_network`,
+`az_net`, `rllib_model`) check description and headers against each other before allocating, then the values
+(`check_finite`); each fault is one line of the caller's error type naming the file and the field.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ _LENGTH_BYTES = 8  # a safetensors file starts with its header's length, a littl
 
 @dataclass(frozen=True)
 class Tensor:
-    """A tensor as a file's header describes it: its dtype (safetensors' `F32` or numpy's `float32`), shape."""
+    """A tensor as a header describes it: dtype (safetensors' `F32` or numpy's `float32`) and shape."""
 
     dtype: str
     shape: tuple[int, ...]
@@ -45,9 +43,8 @@ def _shape(value: object) -> tuple[int, ...] | None:
 def safetensors_header(
     path: str | Path, error: type[Exception] = ValueError
 ) -> tuple[dict[str, str], dict[str, Tensor]]:
-    """`(metadata, tensors)` of a safetensors file, from its header only; `error` (one line naming `path`)
-    unless the header is bounded JSON whose tensors have known dtypes and byte ranges that fit their shapes
-    and together fill the rest of the file exactly."""
+    """`(metadata, tensors)` of a safetensors file from its header; `error` naming `path` unless it is bounded JSON
+    whose tensors have known dtypes and byte ranges that fit their shapes and fill the rest of the file."""
     path = Path(path)
     with safe_json.open_regular(path, ANY_SIZE, error=error, follow_links=True) as file:
         size = os.fstat(file.fileno()).st_size
@@ -85,9 +82,8 @@ def safetensors_header(
 
 
 def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[str, Tensor]:
-    """`{name: Tensor}` of the arrays of an `.npz` file, read from the zip directory and each member's `.npy`
-    header, no array's data; `error` (one line naming `path` and the member) for a member that is not an
-    `.npy` array of numbers, a header larger than numpy's bound, or a size that disagrees with the directory."""
+    """`{name: Tensor}` of an `.npz` file from its zip directory and `.npy` headers; `error` naming `path` and the
+    member unless each is an array of numbers whose header is bounded and whose size fits the directory."""
     path = Path(path)
     found: dict[str, Tensor] = {}
     try:
@@ -121,8 +117,8 @@ def npz_headers(path: str | Path, error: type[Exception] = ValueError) -> dict[s
 
 
 def npz_arrays(path: str | Path, names, error: type[Exception] = ValueError) -> dict[str, np.ndarray]:
-    """The arrays `names` of the `.npz` file `path` (its headers checked: `npz_headers`), without pickles;
-    `error` (one line naming `path`) for a damaged member (a bad CRC, a broken deflate stream, a truncation)."""
+    """The arrays `names` of the `.npz` file `path` (check `npz_headers` first), without pickles; `error` naming
+    `path` for a damaged member."""
     try:
         with np.load(path, allow_pickle=False) as arrays:
             return {name: arrays[name] for name in names}
@@ -134,8 +130,8 @@ def npz_arrays(path: str | Path, names, error: type[Exception] = ValueError) -> 
 def header_description(
     path: str | Path, key: str, format_name: str, error: type[Exception] = ValueError
 ) -> tuple[object, dict[str, Tensor]]:
-    """`(description, tensors)` of a safetensors model file: the JSON under metadata `key` of its header (to
-    check: `check_description`) and its tensors; `error` naming `path` for a bad header or no description."""
+    """`(description, tensors)` of a safetensors model file: the JSON under metadata `key` (for
+    `check_description`) and the tensors; `error` naming `path` for a bad header or no description."""
     metadata, tensors = safetensors_header(path, error)
     if key not in metadata:
         raise error(f"{path}: no {key!r} description in the header: not a {format_name} file")
@@ -145,8 +141,8 @@ def header_description(
 def check_description(
     description: object, where: str, format_name: str, version: int, keys: set[str], error: type[Exception] = ValueError
 ) -> dict:
-    """`description` if it is a JSON object of format `format_name` and version `version` whose fields are
-    among `keys` (what each holds is the format's own check); `error` naming `where` and the fault otherwise."""
+    """`description` if it is an object of format `format_name`, version `version` and fields among `keys`;
+    `error` naming `where` and the fault otherwise."""
     if not isinstance(description, dict) or description.get("format") != format_name:
         raise error(f"{where}: not a {format_name} description (its 'format' must be {format_name!r})")
     if description.get("version") != version:

@@ -1,8 +1,6 @@
-"""Output folders: checked before anything runs (`check_out`), owned by one process at a time (`lock`), written
-atomically (`atomic`), their entries removed without following a link out (`remove`), and the run file that
-says which run a folder belongs to (`read_run`, `write_run`). Every command that writes a folder goes through
-this module; a failed write is `OutputLost`, one line naming the file.
-"""
+"""Output folders: checked first (`check_out`), held by one process (`lock`), written atomically (`atomic`),
+entries removed without following a link (`remove`), and the run file (`read_run`, `write_run`). A failed
+write is `OutputLost`, one line naming the file."""
 
 from __future__ import annotations
 
@@ -44,8 +42,7 @@ class OutputLost(OSError):
 
 
 class StdoutLost(OSError):
-    """Writing the standard output failed (a full device, an input/output error), with its errno and reason: said
-    once, by the command line (`strategic_reserve_env.__main__`), not by the command that was writing."""
+    """Writing the standard output failed (errno and reason), said once by `strategic_reserve_env.__main__`."""
 
 
 class OutputBusyError(ValueError):
@@ -54,17 +51,15 @@ class OutputBusyError(ValueError):
 
 @dataclass
 class Lock:
-    """An output folder held by `lock`. A block that wrote nothing (a resume of a complete run) sets
-    `untouched`: the lock file then goes back to what it held, so the folder is byte for byte as it was."""
+    """An output folder held by `lock`; a block that wrote nothing sets `untouched` (the lock file is restored)."""
 
     directory: Path
     untouched: bool = False
 
 
 def check_out(path: str | Path, files: Iterable[str] = (), option: str = "--out") -> Path:
-    """`path` made absolute (an agent that changes directory moves nothing) and checked without creating anything:
-    a directory we can write in, or a missing one under such a directory; each of `files` (names in it) absent or
-    a regular file; its lock file a plain file. `ValueError` (one line naming `option`) saying why not."""
+    """`path` made absolute and checked, creating nothing: a writable directory or a missing one under one, each
+    of `files` absent or a regular file, its lock file plain; else `ValueError` (one line naming `option`)."""
     text = os.fspath(path)
     if not text:
         raise ValueError(f"{option} '': an empty path; name a folder (. for the current one)")
@@ -98,8 +93,7 @@ def check_out(path: str | Path, files: Iterable[str] = (), option: str = "--out"
 
 
 def _check_lock(status: os.stat_result, option: str, directory: Path) -> None:
-    """`OutputBusyError` unless `status` (of the lock file, not following links) is a plain file of one name: a
-    link, a directory, a FIFO or a second name of another file is not ours to truncate."""
+    """`OutputBusyError` unless `status` (the lock file's `lstat`) is a regular file of one name."""
     if stat.S_ISLNK(status.st_mode):
         what = "a symbolic link"
     elif not stat.S_ISREG(status.st_mode):
@@ -115,8 +109,7 @@ def _check_lock(status: os.stat_result, option: str, directory: Path) -> None:
 
 
 def check_replaceable(path: str | Path) -> None:
-    """`OSError` (its `strerror` one line) if `path` exists and is neither a regular file nor a link (which a
-    rename replaces): a device such as `/dev/null`, a FIFO, a socket or a folder is never replaced."""
+    """`OSError` if `path` exists and is neither a regular file nor a link (a device, FIFO or folder stays)."""
     try:
         mode = os.lstat(path).st_mode
     except OSError:  # missing, or its folder is not one: the write itself says why
@@ -127,8 +120,7 @@ def check_replaceable(path: str | Path) -> None:
 
 @contextlib.contextmanager
 def naming(path: str | Path) -> Iterator[None]:
-    """A write in the block that fails (an `OSError`, or torch's `RuntimeError` for a full disk) is
-    `OutputLost` naming `path` and why."""
+    """A write in the block that fails (`OSError`, torch's full-disk `RuntimeError`) is `OutputLost` naming `path`."""
     try:
         yield
     except (OSError, RuntimeError) as error:
@@ -140,9 +132,8 @@ def naming(path: str | Path) -> Iterator[None]:
 
 @contextlib.contextmanager
 def atomic(path: str | Path) -> Iterator[IO[bytes]]:
-    """A binary file object whose contents replace `path` when the block ends well: a temporary file of a unique name
-    beside it, with the mode the umask gives a new file, renamed over it (removed if the block fails). A `path`
-    that is not a regular file is refused first (`check_replaceable`); a failed write is `OutputLost`."""
+    """A binary file that replaces `path` when the block ends well: a temporary file beside it with the umask's
+    mode, renamed over it (removed on failure); `check_replaceable` first, a failed write `OutputLost`."""
     path = Path(path)
     check_replaceable(path)
     with naming(path):
@@ -172,15 +163,14 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def write_figure(path: str | Path, figure, dpi: float) -> None:
-    """Save the matplotlib `figure` as a PNG at `path` atomically (a link there is replaced, not written through)."""
+    """Save the matplotlib `figure` as a PNG at `path` atomically."""
     with atomic(path) as handle:
         figure.savefig(handle, dpi=dpi, format="png")
 
 
 def remove(directory: str | Path, names: Iterable[str]) -> list[str]:
-    """Remove the entries `names` of `directory` (a link itself, never what it points to); returns those that were
-    there. Each is renamed whole into a trash folder inside it, in order, then the trash is deleted without
-    following a link: a kill leaves each name as it was or gone, its trash going with the next call."""
+    """Remove the entries `names` of `directory` (a link, never its target); returns those that were there. Each
+    is renamed into a trash folder, then the trash deleted: a kill leaves each name whole or gone."""
     directory = Path(directory)
     for name in names:
         if name in ("", ".", "..") or "/" in name or "\0" in name:
@@ -201,10 +191,9 @@ def remove(directory: str | Path, names: Iterable[str]) -> list[str]:
 
 @contextlib.contextmanager
 def lock(directory: str | Path, option: str = "--out") -> Iterator[Lock]:
-    """Create `directory` if missing and hold its lock (a `flock`: it goes with its process, however it ends) for
-    the block; `OutputBusyError` naming the holder (the lock file's text) if another process holds it, or if the
-    lock file is not a plain file of one name (never followed). A block that raises, or sets `Lock.untouched`,
-    leaves the lock file as found; a folder this call made that holds nothing else at the end goes again."""
+    """Create `directory` if missing and hold its `flock` for the block (`OutputBusyError` naming the holder, or a
+    lock file that is not plain). A block that raises or sets `Lock.untouched` leaves the lock file as found; a
+    folder this call made that holds nothing else at the end goes again."""
     directory = Path(directory)
     created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
@@ -264,8 +253,7 @@ def new_run_id() -> str:
 
 
 def read_run(directory: str | Path) -> dict | None:
-    """The run file of `directory` (`{"run_id": ..., ...}`), None if it has none; `ValueError` if it is there
-    but unreadable, not a regular file of a bounded size, or its run id is not one `new_run_id` makes."""
+    """The run file of `directory`, None if it has none; `ValueError` if unreadable or its run id is not ours."""
     path = Path(directory) / RUN_FILE
     if not os.path.lexists(path):
         return None
@@ -276,8 +264,7 @@ def read_run(directory: str | Path) -> dict | None:
 
 
 def write_run(directory: str | Path, run_id: str, command: str, **details) -> dict:
-    """Write `directory`'s run file for run `run_id` of `command`, with the package version that wrote it and
-    `details` (e.g. its status); returns its contents."""
+    """Write and return `directory`'s run file: `run_id`, `command`, the package version and `details`."""
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     run = {"run_id": run_id, "command": command, "package_version": __version__, "started": started, **details}
     write_text(Path(directory) / RUN_FILE, json.dumps(run, indent=1) + "\n")

@@ -1,7 +1,6 @@
-"""Files we do not trust: their bytes read only from a regular file of bounded size (`open_regular`), and JSON
-(`loads`) with bounded nesting, no duplicate keys and no NaN or infinity, each fault one line of the caller's
-error type naming the file. The nesting is measured on the text before it is parsed (a linear scan outside
-strings), since `json.loads` recurses once per bracket.
+"""Files we do not trust: bytes read only from a regular file of bounded size (`open_regular`), and JSON
+(`loads`) with bounded nesting, no duplicate keys, no NaN or infinity; each fault one line of the caller's
+error type naming the file.
 """
 
 from __future__ import annotations
@@ -43,7 +42,8 @@ def loads(text: str | bytes, where: str, error: type[Exception] = ValueError, ma
     """The value of JSON `text`; `error` (one line starting with `where`) if it is not JSON, nests deeper than
     `max_depth`, repeats a key within one object, or holds NaN or infinity."""
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
-    codes = np.frombuffer(_STRING.sub(b'""', data), dtype=np.uint8)  # the brackets outside strings
+    # the nesting, measured before parsing (json.loads recurses once per bracket): brackets outside strings
+    codes = np.frombuffer(_STRING.sub(b'""', data), dtype=np.uint8)
     steps = ((codes == ord("[")) | (codes == ord("{"))).astype(np.int32) - ((codes == ord("]")) | (codes == ord("}")))
     depth = int(np.cumsum(steps, dtype=np.int32).max(initial=0))
     if depth > max_depth:
@@ -62,10 +62,9 @@ def open_regular(
     error: type[Exception] = ValueError,
     follow_links: bool = False,
 ) -> Iterator[IO[bytes]]:
-    """`path` opened for reading, checked before a byte is read: `error` (one line naming `what`, default the
-    path) unless a regular file of at most `limit` bytes, and not a link unless `follow_links` (a user's own
-    file, not a run folder's). Opened without blocking: a FIFO with no writer is refused, never waited on. An
-    `OSError` of a read in the block is `error` too."""
+    """`path` opened for reading, checked before a byte is read: `error` (naming `what`, default the path) unless
+    a regular file of at most `limit` bytes, not a link unless `follow_links` (a user's file, not a run
+    folder's); a FIFO is refused, never waited on. An `OSError` of a read in the block is `error` too."""
     what = str(path) if what is None else what
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | (0 if follow_links else os.O_NOFOLLOW)
     try:
@@ -88,12 +87,12 @@ def open_regular(
 
 
 def read_regular(path: str | Path, limit: int, what: str | None = None, error=ValueError, **options) -> bytes:
-    """The bytes of `path`, a regular file of at most `limit` bytes (`open_regular`, whose checks and `options`
-    these are), reading at most `limit + 1` bytes should the file grow meanwhile."""
+    """The bytes of `path` (`open_regular`, whose checks and `options` these are), reading at most `limit + 1`
+    bytes should the file grow meanwhile."""
     with open_regular(path, limit, what, error, **options) as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
-        raise error(f"{what} grew past {limit:,} bytes while it was read")
+        raise error(f"{path if what is None else what} grew past {limit:,} bytes while it was read")
     return data
 
 
