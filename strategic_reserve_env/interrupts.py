@@ -64,20 +64,18 @@ def stopped(signum: int) -> int:
 
 def install(handler) -> dict:
     """Handle each of `HANDLED` not ignored (`nohup`, a background job) with `handler`; returns those replaced."""
-    return {
-        signum: signal.signal(signum, handler) for signum in HANDLED if signal.getsignal(signum) is not signal.SIG_IGN
-    }
+    return {each: signal.signal(each, handler) for each in HANDLED if signal.getsignal(each) is not signal.SIG_IGN}
 
 
 class Signals:
     """The stop signals while the block runs: the first is recorded (`requested`, read at a training loop's safe
-    points) and raises `raises(signum)` if `at_once`; a second raises it. Once `shutting_down`, signals only
-    count (`ignored`); a `StopNow` a library swallowed (jax's gc callback) leaves the run stoppable."""
+    points) and raises `raises(signum)` if `at_once`; a second raises it. Once `shutting_down`, signals are
+    ignored; a `StopNow` a library swallowed (jax's gc callback) leaves the run stoppable."""
 
     def __init__(self, at_once: bool = True, raises: Callable[[int], BaseException] = StopNow) -> None:
         self.requested: int | None = None
         self.at_once, self.shutting_down, self.raises = at_once, False, raises
-        self.ignored = self.swallowed = 0
+        self.swallowed = 0
         self._before: dict = {}
         self._hook = sys.unraisablehook
 
@@ -98,7 +96,6 @@ class Signals:
 
     def _handle(self, signum: int, frame) -> None:
         if self.shutting_down:
-            self.ignored += 1
             return
         if self.requested is None:
             self.requested = signum

@@ -15,8 +15,7 @@ MCTX_SIMULATIONS = 32  # the search of --mctx's agent
 
 
 def batch_size(text: str) -> int:
-    """A `--batch-sizes` value: an integer in 1..`bench_jax.MAX_BATCH` (the numpy lines' own limit,
-    `bench.MAX_BATCH`, is checked in `main`), checked before anything is allocated."""
+    """A `--batch-sizes` value: an integer in 1..`bench_jax.MAX_BATCH` (the numpy lines' limit: `main`)."""
     try:
         value = int(text)
     except ValueError:

@@ -4,25 +4,22 @@
     python evaluate.py --benchmark my_agent.py:act --out results/mine/
     python evaluate.py --list-agents
 
-Agents are spec strings: built-ins, names registered by installed packages (entry-point group
-strategic_reserve_env.agents), or your own: package.module:attribute or path/to/file.py:attribute,
-optionally followed by :key=value,... (see agents/custom.py).
+Agents are spec strings: built-ins, names installed packages register (entry points
+strategic_reserve_env.agents), or your own: package.module:attribute or path/to/file.py:attribute, then
+optionally :key=value,... (agents/custom.py).
 
-Round robin: every pair of games shares one dice stream and swaps the seats. Prints a table per pairing
-(score with a 95 % interval, win rates as Red and Blue, game length, truncations, games per second), the
-luck-adjusted score (the luck of every roll, from --luck-value, taken out: same expectation, a far narrower
-interval; docs/BENCHMARK.md) and Bradley-Terry ratings fitted on it; --out DIR writes results.json (after
-each pairing), results.md and ratings.png. --benchmark SPEC plays SPEC against the fixed panel of the
-protocol and prints a score card; --out DIR writes benchmark.json and benchmark.md.
+A round robin plays every pair of games on one dice stream with the seats swapped, and prints per pairing the
+score with a 95 % interval, its luck-adjusted score (the luck of each roll taken out: a far narrower interval,
+docs/BENCHMARK.md), win rates by seat, game length and speed, then Bradley-Terry ratings; --out DIR writes
+results.json (after each pairing), results.md and ratings.png. --benchmark SPEC plays SPEC against the
+protocol's fixed panel and prints a score card (--out DIR: benchmark.json, benchmark.md).
 
-Everything is checked before the first game; --out DIR is made absolute before any agent loads and locked
-while the run writes it. --act-timeout binds agents that cooperate or blunder, not hostile code (a hang in
-compiled code is not stopped): run an agent you do not trust in a process of its own.
+Everything is checked before the first game; --out DIR is locked while the run writes it. --act-timeout binds
+agents that cooperate, not hostile code: run an agent you do not trust in a process of its own.
 
-Exit status: 0 done; 2 bad arguments, agents or output folder (nothing played); 1 an agent failed during play,
-or the results could not be written or printed; 130 / 143 on SIGINT / SIGTERM. On 1, 130 and 143 what was
-finished is printed and written first, one line on stderr says why, and results.json (benchmark.json) says
-"complete": false and what stopped the run ("error"), as do the files written while the run goes on.
+Exit status: 0 done; 2 bad arguments, agents or output folder (nothing played); 1 an agent failed, or the
+results could not be written or printed; 130 / 143 on SIGINT / SIGTERM. Then what was finished is printed
+and written first, and the files say "complete": false and what stopped the run ("error").
 """
 
 from __future__ import annotations
@@ -66,15 +63,13 @@ BENCHMARK_DOC = """Benchmark an agent against the fixed panel of the versioned p
     strategic-reserve benchmark my_agent.py:act --out results/mine/
     strategic-reserve benchmark expectimax:depth=1 --benchmark-games 200   # a quick, non-conformant look
 
-The same as "python evaluate.py --benchmark SPEC" in a clone: SPEC plays every member of the panel with
-everything else fixed by the protocol (games, paired dice from a fixed seed, reserve, ply limit, batch), and
-a score card is printed; --out DIR writes benchmark.json and benchmark.md. Exit status as evaluate's.
+evaluate's --benchmark SPEC: games, dice, reserve, ply limit and batch fixed by the protocol, a score card
+printed; --out DIR writes benchmark.json and benchmark.md. Exit status as evaluate's.
 """
 
 
 def add_play_options(parser, what: str) -> None:
-    """The options of both commands that play agents: `--out` (the folder to write `what` in), `--no-progress`,
-    `--act-timeout`, `--protocol` and `--benchmark-games`."""
+    """The options evaluate and benchmark share (`--out`: the folder to write `what` in)."""
     parser.add_argument("--out", help=f"directory to write {what} in (created if missing)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument(
@@ -95,7 +90,7 @@ def add_play_options(parser, what: str) -> None:
 
 
 def stop_reason(error: BaseException) -> tuple[str, int]:
-    """What stopped a run early (for its files and stderr), with its cause, and the exit status."""
+    """What stopped a run early (for its files and stderr), and the exit status."""
     if isinstance(error, (KeyboardInterrupt, StopNow)):  # KeyboardInterrupt: Ctrl-C where no handler is ours
         signum = error.signum if isinstance(error, StopNow) else signal.SIGINT
         return stop_line(signum), exit_status(signum)
@@ -107,8 +102,7 @@ def stop_reason(error: BaseException) -> tuple[str, int]:
 
 
 def say(*lines: str) -> None:
-    """Print `lines` and flush them, so that a failing standard output is known now (`OutputLost`, then
-    pointed at `/dev/null`); a reader that went away (a broken pipe: `| head`) is no failure of the run."""
+    """Print `lines` and flush them: a failing standard output is `OutputLost` now; a broken pipe no failure."""
     try:
         print(*lines, sep="\n")
         flush_stdout()
@@ -119,7 +113,7 @@ def say(*lines: str) -> None:
 
 
 def written(write, out) -> None:
-    """Call `write()` (the run's files in `out`); an OSError (a full disk, a folder gone) becomes `OutputLost`."""
+    """Call `write()` (the run's files in `out`); an `OSError` becomes `OutputLost`."""
     try:
         write()
     except OutputLost:
@@ -129,8 +123,7 @@ def written(write, out) -> None:
 
 
 def stopped(error: BaseException, shown: str | None, save, kept: str, where: str) -> int:
-    """The end of a run that `error` stopped: what was finished (`shown`) printed, the files written by
-    `save(reason)` with what stopped it, one line on stderr (`kept`, then `where` they are), the exit status."""
+    """The end of a run `error` stopped: `shown` printed, `save(reason)`, one line (`kept`, `where`), the status."""
     reason, status = stop_reason(error)
     if shown:
         with contextlib.suppress(OutputLost):
@@ -211,7 +204,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
 
 
 def benchmark_main(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """The benchmark command (`argv`: its arguments, default `sys.argv[1:]`): evaluate's `--benchmark SPEC`."""
+    """The benchmark command: evaluate's `--benchmark SPEC`."""
     parser = command_parser(prog, BENCHMARK_DOC)
     parser.add_argument("spec", metavar="SPEC", help=f"the agent; {AGENTS_HELP}")
     add_play_options(parser, "the score card")
@@ -221,12 +214,11 @@ def benchmark_main(argv: list[str] | None = None, prog: str | None = None) -> in
 
 def protocol_of(args) -> Protocol:
     """The protocol `--protocol` names (the default one without it)."""
-    return PROTOCOLS[args.protocol] if args.protocol is not None else DEFAULT_PROTOCOL
+    return PROTOCOLS.get(args.protocol, DEFAULT_PROTOCOL)
 
 
 def raised_in(error: BaseException) -> str:
-    """Where the exception at the root of `error` was raised (an agent's code, its import), as ` (at FILE, line
-    N)`; '' if there is none, the agent merely answered wrongly, or the message names it already."""
+    """Where the root of `error` was raised (an agent's code) as ` (at FILE, line N)`, or '' (none, or named)."""
     cause = error
     while cause.__cause__ is not None:
         cause = cause.__cause__
@@ -242,9 +234,8 @@ def limited(agent, act_timeout: float | None):
 
 
 def locked_run(path: str | None, files: tuple[str, ...], load, play) -> int:
-    """`--out PATH` checked for `files` (None without one; another command's run folder is refused), `load()`
-    the agents, then `play(agents, out)` with `out` locked and signals stopping the run: a bad argument, agent
-    or folder (`ValueError`, `OutputBusyError` among them) is one line and exit `BAD_INPUT`."""
+    """`--out PATH` checked for `files` (None without one), `load()` the agents, then `play(agents, out)` with
+    `out` locked and signals stopping the run; a `ValueError` (bad agent or folder) is one line, `BAD_INPUT`."""
     try:
         out = None if path is None else check_out(path, files)
         if out is not None:
@@ -257,7 +248,7 @@ def locked_run(path: str | None, files: tuple[str, ...], load, play) -> int:
 
 
 def done(text: str, save, out, files: tuple[str, ...]) -> int:
-    """The end of a run that finished: `text` printed, `save()` its files, then where they are; exit 0."""
+    """A run that finished: `text` printed, `save()` its files, where they are; exit 0."""
     say(text)
     save()
     if out is not None:
@@ -266,8 +257,7 @@ def done(text: str, save, out, files: tuple[str, ...]) -> int:
 
 
 def play_tournament(settings: Settings, agents: list, out) -> int:
-    """The round robin (agents loaded and checked, `out` locked or None). However it ends, its files say how:
-    complete, or what stopped it; the exit status and one line on stderr agree."""
+    """The round robin (agents checked, `out` locked or None); its files say how it ended, as its status does."""
     finished: list = []
 
     def save(pairings, ratings=None, error=None) -> None:
@@ -293,8 +283,7 @@ def play_tournament(settings: Settings, agents: list, out) -> int:
 
 
 def benchmark_command(parser, spec: str, args) -> int:
-    """The benchmark of the agent `spec` (evaluate's `--benchmark` and the benchmark command), with the options
-    `args` (`--benchmark-games`, `--protocol`, `--out`, `--no-progress`, `--act-timeout`); the exit status."""
+    """The benchmark of the agent `spec` with the options `args` (`add_play_options`); the exit status."""
     games = args.benchmark_games
     if games is not None:
         try:
@@ -309,8 +298,7 @@ def benchmark_command(parser, spec: str, args) -> int:
 
 
 def play_benchmark(agent, protocol: Protocol, games: int | None, progress: bool, out) -> int:
-    """The benchmark (the agent loaded, `out` locked or None). However it ends, benchmark.json says how: the
-    card so far is printed and written with what stopped it, and one line on stderr gives the exit status."""
+    """The benchmark (`out` locked or None); however it ends, the card so far is printed and written."""
     latest: list = [None]  # the card as last written
 
     def save(card) -> None:

@@ -1,6 +1,5 @@
-"""The maintainer commands, listed apart in `strategic-reserve --help`: they regenerate the project's own
-results (the reference score cards, the skill report, the placement headroom, the value agent's network). Each
-is a `main(argv, prog)` like every command, its help the text above it."""
+"""The maintainer commands, listed apart in `strategic-reserve --help`: they regenerate the project's own results
+(the reference score cards, the skill report, the placement headroom, the value agent's network)."""
 
 from __future__ import annotations
 
@@ -44,8 +43,8 @@ REFERENCE = """The reference score cards of docs/BENCHMARK.md: our own agents un
 
 
 def reference(argv: list[str] | None = None, prog: str | None = None) -> int:
-    """Regenerate the reference cards; exit 1 when the panel's ratings moved, 2 outside a clone's docs folder
-    (nothing written), 130 / 143 on Ctrl-C / SIGTERM (one line; the cards printed before it stay written)."""
+    """Regenerate the reference cards; exit 1 when the panel's ratings moved, 2 outside a clone's docs folder,
+    130 / 143 on Ctrl-C / SIGTERM (the cards printed before it stay written)."""
     from strategic_reserve_env.commands.evaluate import protocol_of, stop_reason
     from strategic_reserve_env.evaluation.reference_cards import REFERENCE_AGENTS, regenerate
     from strategic_reserve_env.interrupts import Signals, StopNow

@@ -162,6 +162,11 @@ def write_text(path: str | Path, text: str) -> None:
     write_bytes(path, text.encode("utf-8"))
 
 
+def write_json(path: str | Path, value: object) -> None:
+    """Write `value` as JSON, one item a line and a final newline, to `path` atomically (run files, records)."""
+    write_text(path, json.dumps(value, indent=1) + "\n")
+
+
 def write_figure(path: str | Path, figure, dpi: float) -> None:
     """Save the matplotlib `figure` as a PNG at `path` atomically."""
     with atomic(path) as handle:
@@ -224,14 +229,9 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Lock]:
             with naming(path):  # a full disk: one line naming the lock file, which is left as it was found
                 os.pwrite(descriptor, text, 0)  # over the old text's block first: a full disk changes nothing
                 os.ftruncate(descriptor, len(text))
-        except OutputLost:
-            if not found and not created:
-                os.unlink(path)
-            raise
-        try:
             yield held
         except BaseException:
-            held.untouched = True  # a refusal (or a failure)
+            held.untouched = True  # a refusal, a failure, or the lock file not written
             raise
         finally:
             if held.untouched:  # its text and its times as found, while still holding the lock
@@ -267,5 +267,5 @@ def write_run(directory: str | Path, run_id: str, command: str, **details) -> di
     """Write and return `directory`'s run file: `run_id`, `command`, the package version and `details`."""
     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     run = {"run_id": run_id, "command": command, "package_version": __version__, "started": started, **details}
-    write_text(Path(directory) / RUN_FILE, json.dumps(run, indent=1) + "\n")
+    write_json(Path(directory) / RUN_FILE, run)
     return run

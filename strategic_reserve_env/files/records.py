@@ -338,7 +338,7 @@ def record_of(
 
 
 def write_record(record: Record, path: str | Path) -> None:
-    """Write a record as JSON (atomically: `strategic_reserve_env.files.outputs.write_text`)."""
-    from .outputs import write_text
+    """Write a record as JSON (atomically: `strategic_reserve_env.files.outputs.write_json`)."""
+    from .outputs import write_json
 
-    write_text(path, json.dumps(record.to_json(), indent=1) + "\n")
+    write_json(path, record.to_json())
