@@ -229,9 +229,14 @@ def lock(directory: str | Path, option: str = "--out") -> Iterator[Lock]:
             with naming(path):  # a full disk: one line naming the lock file, which is left as it was found
                 os.pwrite(descriptor, text, 0)  # over the old text's block first: a full disk changes nothing
                 os.ftruncate(descriptor, len(text))
+        except OutputLost:
+            if not found and not created:
+                os.unlink(path)
+            raise
+        try:
             yield held
         except BaseException:
-            held.untouched = True  # a refusal, a failure, or the lock file not written
+            held.untouched = True  # a refusal (or a failure)
             raise
         finally:
             if held.untouched:  # its text and its times as found, while still holding the lock
