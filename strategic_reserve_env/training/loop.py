@@ -1,9 +1,9 @@
-"""The training run, top to bottom: `run`.
+"""The `train` run on the lifecycle (`run`): `Trainer`.
 
-MaskablePPO (sb3-contrib) plays `n_envs` games in one engine batch against opponents drawn from the pool
-(`pool`); a callback adds snapshots, runs the periodic evaluations and writes checkpoints (`checkpoint`) after
-an update. A signal stops the run after the current update, with a checkpoint; a second at once (`Signals`).
-At the end: the last checkpoint, the model (`model.safetensors`, SB3's `model.zip`) and the final evaluation.
+MaskablePPO (sb3-contrib) plays `n_envs` games in one engine batch against opponents drawn from `pool`; a
+callback adds snapshots, runs the periodic evaluations and writes checkpoints (`checkpoint`) after an update,
+where a signal stops the run. At the end: the model (`model.safetensors`, SB3's `model.zip`) and the final
+evaluation.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from strategic_reserve_env.files.progress import Progress
 from strategic_reserve_env.interrupts import Signals
 
 from . import checkpoint, distillation
+from . import run as lifecycle
+from .distillation import distill_agents
 from .folder import SETTINGS_FILE
 from .pool import OpponentPool
 from .run import Run, RunKind, safe_points, say
@@ -174,35 +176,13 @@ def save_checkpoint(run: Run, model, env, pool, schedule: dict[str, float], sign
 
 
 def check_resumable(saved: dict, settings: TrainSettings) -> None:
-    """`ValueError` naming the first training-defining setting in which `settings` differ from the `saved`
-    ones of a checkpoint."""
+    """`ValueError` naming the first setting defining the run in which `settings` differ from a checkpoint's."""
     for name, now in defining(settings).items():
         if saved.get(name) != now:
             raise ValueError(
                 f"--resume: the checkpoint was trained with {option(name)} {saved.get(name)}, not {now} "
                 f"(the run's settings.json was changed)"
             )
-
-
-def resume(run: Run, model, env, pool) -> tuple[bool, dict[str, float] | None]:
-    """Everything the resumed `run` reads, checked before its first write: the newest checkpoint that loads
-    (its settings, its contents; then loaded into the learner, the pool, the games and the generators), or
-    without one the distillation's files. Returns whether the run is complete already (`Run.resume`) and the
-    schedule (None without a checkpoint); `ValueError` (one line) otherwise."""
-    found = checkpoint.latest(run.out, run.run_id, max_file_bytes(run.settings))
-    if found is None:
-        distillation.check_saved(run.out, run.settings, run.belongs)
-        return run.resume(None), None
-    done, saved = found
-    check_resumable(settings := json.loads(saved["settings"]), run.settings)
-    try:
-        schedule = checkpoint.load_into(saved, model, env, pool)
-    except (KeyError, TypeError, AttributeError, RuntimeError, ValueError, IndexError) as error:
-        raise ValueError(
-            f"--resume: the checkpoint of step {done} is malformed "
-            f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
-        ) from None
-    return run.resume(done, settings.get("total_steps"), f" with {len(pool.snapshots)} snapshot(s)"), schedule
 
 
 def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[tournament.Pairing]:
@@ -235,64 +215,82 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
     return "wall time: " + ", ".join(f"{name} {100 * value / max(total, 1e-9):.1f} %" for name, value in parts.items())
 
 
-def run(claimed: Run, pool: OpponentPool, experts, again: str) -> int:
-    """The `claimed` run (its folder locked), from its newest checkpoint on resume (`resume`: a refusal writes
-    nothing); `experts`: the distillation's expert and opponents; `again`: the command line that resumes it.
-    Returns the exit status (`Run.supervise`)."""
-    settings, out = claimed.settings, claimed.out
-    torch.set_num_threads(settings.threads)
-    env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
-    model = build_model(settings, VecMonitor(env), out)
-    schedule = None
-    if settings.resume:
-        complete, schedule = resume(claimed, model, env, pool)
-        if complete:
-            return 0
-    claimed.start()
-    with Signals() as signals:
-        return claimed.supervise(signals, lambda: _run(claimed, pool, (model, env, schedule), experts, signals), again)
+class Trainer(lifecycle.Trainer):
+    """train on the run lifecycle: the opponent pool and the distillation's agents loaded first, then the
+    distillation and PPO."""
 
+    KIND = KIND
 
-def _run(run: Run, pool: OpponentPool, built, experts, signals) -> dict:
-    settings, out = run.settings, run.out
-    model, env, schedule = built
-    resumed = schedule is not None
-    if not resumed:
-        if settings.distill_games:
-            distillation.distill_policy(model.policy, settings, out, run.belongs, experts)
-            save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
-        if pool.self_weight > 0:
-            pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
-    env.games.set_opponents(*pool.members())
+    def __init__(self, settings: TrainSettings) -> None:
+        super().__init__(settings)
+        self.pool = OpponentPool(settings.opponents, settings.max_snapshots)  # loads the agents, before any write
+        self.experts = distill_agents(settings) if settings.distill_games else None
+        self.schedule: dict[str, float] | None = None  # of a resumed checkpoint
 
-    start, steps_before = time.perf_counter(), model.num_timesteps
-    remaining = settings.total_steps - model.num_timesteps
-    callback = TrainingCallback(run, pool, env, signals, schedule)
-    if remaining > 0:
-        try:  # SB3's TensorBoard writer on a full disk: one line naming it
-            with safe_points(signals), outputs.naming(out / "tb"):
-                model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name="ppo")
-        finally:
-            if callback.progress is not None:
-                callback.progress.close()
-    seconds = time.perf_counter() - start
-    steps_done = model.num_timesteps - steps_before
-    if steps_done:  # a signal during the last update stops the run here: trained, not evaluated
-        save_checkpoint(run, model, env, pool, callback.schedule, signals)
-    with outputs.atomic(out / "model.zip") as handle:  # SB3's own save, through the same atomic path
-        model.save(handle)
-    save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
-    if steps_done:
-        say(
-            f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
-            f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment"
+    def build(self, run: Run) -> tuple[int | None, int | None, str]:
+        """The env and the learner; on resume the newest checkpoint that loads (its settings, its contents)
+        loaded into them, the pool, the games and the generators, or without one the distillation's files
+        checked."""
+        settings, pool = self.settings, self.pool
+        torch.set_num_threads(settings.threads)
+        env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
+        self.env, self.model = env, build_model(settings, VecMonitor(env), run.out)
+        found = checkpoint.latest(run.out, run.run_id, max_file_bytes(settings)) if settings.resume else None
+        if found is None:
+            if settings.resume:
+                distillation.check_saved(run.out, settings, run.belongs)
+            return None, None, ""
+        done, saved = found
+        check_resumable(saved_settings := json.loads(saved["settings"]), settings)
+        try:
+            self.schedule = checkpoint.load_into(saved, self.model, env, pool)
+        except (KeyError, TypeError, AttributeError, RuntimeError, ValueError, IndexError) as error:
+            raise ValueError(
+                f"--resume: the checkpoint of step {done} is malformed "
+                f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
+            ) from None
+        return done, saved_settings.get("total_steps"), f" with {len(pool.snapshots)} snapshot(s)"
+
+    def train(self, run: Run, signals: Signals) -> dict:
+        """The distillation (fresh runs), PPO to `total_steps`, the model and the final evaluation."""
+        settings, out, pool, model, env = self.settings, run.out, self.pool, self.model, self.env
+        resumed = self.schedule is not None
+        if not resumed:
+            if settings.distill_games:
+                distillation.distill_policy(model.policy, settings, out, run.belongs, self.experts)
+                save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
+            if pool.self_weight > 0:
+                pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
+        env.games.set_opponents(*pool.members())
+
+        start, steps_before = time.perf_counter(), model.num_timesteps
+        remaining = settings.total_steps - model.num_timesteps
+        callback = TrainingCallback(run, pool, env, signals, self.schedule)
+        if remaining > 0:
+            try:  # SB3's TensorBoard writer on a full disk: one line naming it
+                with safe_points(signals), outputs.naming(out / "tb"):
+                    model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name="ppo")
+            finally:
+                if callback.progress is not None:
+                    callback.progress.close()
+        seconds = time.perf_counter() - start
+        steps_done = model.num_timesteps - steps_before
+        if steps_done:  # a signal during the last update stops the run here: trained, not evaluated
+            save_checkpoint(run, model, env, pool, callback.schedule, signals)
+        with outputs.atomic(out / "model.zip") as handle:  # SB3's own save, through the same atomic path
+            model.save(handle)
+        save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
+        if steps_done:
+            say(
+                f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env "
+                f"steps/s, {100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment"
+            )
+            say(time_split(seconds, env.seconds, callback.seconds))
+
+        pairings = final_evaluation(model, settings, out)
+        print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
+        print(
+            f"wrote {out / 'model.safetensors'} (agent spec ppo:{out / 'model.safetensors'}), {out / 'model.zip'} "
+            f"(SB3), {out / 'evaluation.json'}, {out / 'evaluation.md'}"
         )
-        say(time_split(seconds, env.seconds, callback.seconds))
-
-    pairings = final_evaluation(model, settings, out)
-    print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
-    print(
-        f"wrote {out / 'model.safetensors'} (agent spec ppo:{out / 'model.safetensors'}), {out / 'model.zip'} "
-        f"(SB3), {out / 'evaluation.json'}, {out / 'evaluation.md'}"
-    )
-    return {"steps": model.num_timesteps}
+        return {"steps": model.num_timesteps}

@@ -1,4 +1,4 @@
-"""The RLlib self-play run behind `train-rllib`, top to bottom: `train`, on the run lifecycle (`run`).
+"""The RLlib self-play run behind `train-rllib` on the run lifecycle (`run`): `Settings`, `Trainer`.
 
 Both seats play one shared RLModule (strategic_reserve_env/envs/rllib_env.py). After each iteration the module
 is written to `checkpoints/iteration_N/` (pickle-free). RLlib keeps the rest of its state only as pickles,
@@ -8,7 +8,6 @@ from zero.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -23,8 +22,9 @@ from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.interrupts import Signals
 
+from . import run as lifecycle
 from .folder import SETTINGS_FILE, check_belongs, identity
-from .run import Checkpoints, Run, RunKind, claim, prepare, safe_points, say
+from .run import Checkpoints, Run, RunKind, say
 from .settings import PPOSettings, changeable, check_range, process_field
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
@@ -227,94 +227,86 @@ def _check_extras() -> None:
         raise missing
 
 
-def train(settings: Settings, again: str = "python train_rllib.py") -> int:
-    """Run the training, print and record progress, write the module; returns the exit status
-    (`Run.supervise`). `again`: the command that resumes it. A resume is checked first (a refusal writes
-    nothing); without the `rllib` extra: its one line (`MissingExtraError`), before anything is written."""
-    out = prepare(settings, KIND)  # absolute, before anything else runs
-    if not settings.resume:
-        _check_extras()  # before the lock and the run file
-    with outputs.lock(out) as held:  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
-        run = claim(out, settings, KIND, held)
-        saved = latest_checkpoint(out, run.belongs) if settings.resume else None
-        if settings.resume:
-            if run.resume(saved[0] if saved else None):
-                return 0
-            _check_extras()  # after the refusals of a resume, which need no library, before its first write
-        run.start()
-        with Signals() as signals:
+class Trainer(lifecycle.Trainer):
+    """train-rllib on the run lifecycle; without the `rllib` extra its one line (`MissingExtraError`) before
+    anything is written (on resume after the resume's own refusals, which need no library)."""
 
-            def body() -> dict:
-                _train(run, signals, saved)
-                return {}
+    KIND = KIND
 
-            return run.supervise(signals, body, again)
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        if not settings.resume:
+            _check_extras()  # before the lock and the run file
+        self.saved: tuple[int, dict] | None = None
 
+    def build(self, run: Run) -> tuple[int | None, int | None, str]:
+        """On resume the newest checkpoint's weights (`latest_checkpoint`): RLlib starts after the checks."""
+        self.saved = latest_checkpoint(run.out, run.belongs) if self.settings.resume else None
+        return self.saved[0] if self.saved else None, None, ""
 
-def _train(run: Run, signals: Signals, saved: tuple[int, dict] | None) -> list[dict]:
-    import ray
-    import torch
+    def ready(self) -> None:
+        _check_extras()
 
-    from strategic_reserve_env.envs.rllib_env import ppo_config, save_module, set_module_weights
+    def train(self, run: Run, signals: Signals) -> dict:
+        """Start Ray, build the algorithm, iterate (`run.iterate`), write the module."""
+        import ray
+        import torch
 
-    settings, out = run.settings, run.out
-    torch.set_num_threads(settings.threads)
-    config = ppo_config(
-        network=settings.network(),
-        env_config={"reserve": settings.reserve, "ply_limit": settings.ply_limit},
-        num_env_runners=settings.num_env_runners,
-        num_envs_per_env_runner=settings.envs_per_runner,
-        train_batch_size=settings.train_batch_size,
-        minibatch_size=settings.minibatch_size,
-        # the settings' PPO names, translated to RLlib's
-        num_epochs=settings.n_epochs,
-        lr=settings.learning_rate,
-        gamma=settings.gamma,
-        lambda_=settings.gae_lambda,
-        clip_param=settings.clip_range,
-        entropy_coeff=settings.ent_coef,
-        vf_loss_coeff=settings.vf_coef,
-        seed=settings.seed,
-    )
-    started = start_ray(settings)
-    rows = []
-    try:
-        algorithm = config.build_algo()
-        signals.hold()  # ray.init installed its own SIGTERM handler (one that aborts the process)
+        from strategic_reserve_env.envs.rllib_env import ppo_config, save_module, set_module_weights
+
+        settings, out = self.settings, run.out
+        torch.set_num_threads(settings.threads)
+        config = ppo_config(
+            network=settings.network(),
+            env_config={"reserve": settings.reserve, "ply_limit": settings.ply_limit},
+            num_env_runners=settings.num_env_runners,
+            num_envs_per_env_runner=settings.envs_per_runner,
+            train_batch_size=settings.train_batch_size,
+            minibatch_size=settings.minibatch_size,
+            # the settings' PPO names, translated to RLlib's
+            num_epochs=settings.n_epochs,
+            lr=settings.learning_rate,
+            gamma=settings.gamma,
+            lambda_=settings.gae_lambda,
+            clip_param=settings.clip_range,
+            entropy_coeff=settings.ent_coef,
+            vf_loss_coeff=settings.vf_coef,
+            seed=settings.seed,
+        )
+        started = start_ray(settings)
+        last: dict = {}
         try:
-            nodes = runner_nodes(algorithm)
-            if nodes:
-                say("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()))
-            first = 1
-            if saved is not None:
-                set_module_weights(algorithm, saved[1])
-                first = saved[0] + 1
-            mode = "a" if settings.resume else "w"
-            with outputs.naming(out / PROGRESS), open(out / PROGRESS, mode) as log, safe_points(signals):
-                for iteration in range(first, settings.iterations + 1):
+            algorithm = config.build_algo()
+            signals.hold()  # ray.init installed its own SIGTERM handler (one that aborts the process)
+            try:
+                nodes = runner_nodes(algorithm)
+                if nodes:
+                    say("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()))
+                if self.saved is not None:
+                    set_module_weights(algorithm, self.saved[1])
+
+                def step(iteration: int) -> dict:
                     clock = time.perf_counter()
                     result = algorithm.train()
                     seconds = time.perf_counter() - clock
-                    row = progress(iteration, result, seconds, algorithm.env_runner_group.num_healthy_remote_workers())
-                    rows.append(row)
-                    say(progress_line(row, settings.iterations))
-                    with outputs.naming(out / PROGRESS):  # a full disk: one line naming the file
-                        log.write(json.dumps(row) + "\n")
-                        log.flush()
-                    save_checkpoint(algorithm, out, iteration, settings, run.belongs)
-                    run.checkpointed(iteration, signals)
-            notes = {
-                "trained_by": "train_rllib.py",
-                "ray": ray.__version__,
-                "settings": asdict(settings),
-                "env_steps": rows[-1]["env_steps_total"] if rows else 0,  # since the last start (RLlib's count)
-                "env_runner_nodes": nodes,
-            }
-            save_module(algorithm, out, settings.network(), notes)
+                    runners = algorithm.env_runner_group.num_healthy_remote_workers()
+                    last.update(progress(iteration, result, seconds, runners))
+                    return dict(last)
+
+                save = lambda iteration: save_checkpoint(algorithm, out, iteration, settings, run.belongs)  # noqa: E731
+                lifecycle.iterate(run, signals, step, save, lambda row: progress_line(row, settings.iterations))
+                notes = {
+                    "trained_by": "train_rllib.py",
+                    "ray": ray.__version__,
+                    "settings": asdict(settings),
+                    "env_steps": last.get("env_steps_total", 0),  # since the last start (RLlib's count)
+                    "env_runner_nodes": nodes,
+                }
+                save_module(algorithm, out, settings.network(), notes)
+            finally:
+                algorithm.stop()
         finally:
-            algorithm.stop()
-    finally:
-        if started:
-            ray.shutdown()
-    say(f"wrote {out}/model.json and weights.npz; play it: strategic-reserve evaluate rllib:{out} random greedy")
-    return rows
+            if started:
+                ray.shutdown()
+        say(f"wrote {out}/model.json and weights.npz; play it: strategic-reserve evaluate rllib:{out} random greedy")
+        return {}
