@@ -34,7 +34,7 @@ from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_a
 from strategic_reserve_env.interrupts import Signals
 
 from . import run as lifecycle
-from .folder import SETTINGS_FILE, check_belongs, identity
+from .folder import check_belongs, identity
 from .run import Run, RunKind, say
 from .settings import (
     ACTIONS,
@@ -53,7 +53,7 @@ KIND = RunKind(
     command="train-az",
     results=(MODEL, PROGRESS, LOGS),
     state=(CHECKPOINT,),
-    files=(CHECKPOINT, MODEL, PROGRESS, SETTINGS_FILE, outputs.RUN_FILE),
+    folders=(LOGS,),
     length="iterations",
     unit="iterations",
     model="mctx:net={out}/" + MODEL,
@@ -92,10 +92,6 @@ class AZSettings(RunSettings):
     """Concentration of that noise (> 0)."""
     out: str = process_field("runs/az")
     """Folder of the run's files (settings, checkpoint, model, progress, TensorBoard)."""
-    resume: bool = process_field(False)
-    """Continue the run in --out from its checkpoint, with the settings it was started with (its
-    settings.json); only --iterations may be given again. The resumed run trains the same network as one that
-    never stopped."""
 
     def __post_init__(self) -> None:
         """`ValueError` (one line naming the option) for the first bad setting, before anything is written."""

@@ -32,7 +32,6 @@ from strategic_reserve_env.interrupts import Signals
 from . import checkpoint, distillation
 from . import run as lifecycle
 from .distillation import distill_agents
-from .folder import SETTINGS_FILE
 from .pool import OpponentPool
 from .run import Run, RunKind, safe_points, say
 from .settings import TrainSettings, defining, max_file_bytes, option
@@ -42,7 +41,7 @@ KIND = RunKind(
     command="train",  # 0.3.0 wrote train.py: folder.FORMER_COMMANDS
     results=(*RESULTS, "tb"),
     state=(distillation.FOLDER, "checkpoints"),
-    files=(*RESULTS, SETTINGS_FILE, outputs.RUN_FILE),
+    folders=("tb", distillation.FOLDER, "checkpoints"),
     length="total_steps",
     unit="steps",
     model="ppo:{out}/model.safetensors",
@@ -73,17 +72,16 @@ class TimedVecEnv(StrategicReserveVecEnv):
 class TrainingCallback(BaseCallback):
     """Progress, win rates per opponent, snapshots, periodic evaluation, checkpoints and stops on a signal.
 
-    `schedule` holds the steps of the next snapshot, evaluation and checkpoint (from the checkpoint on
-    resume, so a resumed run keeps the same schedule). A checkpoint falls due during a rollout and is
-    written at the start of the next one, after the PPO update on the rollout; so is the checkpoint of a
-    stop asked for by a signal, which then raises `Stopped`.
+    `schedule` holds the steps of the next snapshot, evaluation and checkpoint (a resumed run keeps its
+    checkpoint's). A checkpoint due during a rollout, or asked for by a signal, is written at the start of the
+    next one, after the PPO update; a signal then raises `Stopped`.
     """
 
-    def __init__(self, run: Run, pool, env, signals: Signals, schedule=None) -> None:
+    def __init__(self, trainer: Trainer, run: Run, signals: Signals) -> None:
         super().__init__()
-        self.settings, self.pool, self.env, self.run = run.settings, pool, env, run
+        self.settings, self.pool, self.env, self.run = run.settings, trainer.pool, trainer.env, run
         self.signals = signals
-        self.schedule = dict(schedule) if schedule else {}
+        self.schedule = dict(trainer.schedule or {})
         self.outcomes: dict[str, list[int]] = {}
         self.progress: Progress | None = None
         self.checkpoint_due = False
@@ -146,9 +144,6 @@ class TrainingCallback(BaseCallback):
             interval = tournament.format_interval(pairing.interval())
             self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} {interval}", sys.stdout)
 
-    def _on_training_end(self) -> None:
-        self.progress.close()
-
 
 def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
     """A fresh MaskablePPO learner (the settings' PPO names are SB3's own)."""
@@ -203,8 +198,8 @@ def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> 
 
 
 def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
-    """One line: the shares of the wall time spent in the environment, the learner's rollout steps,
-    the PPO update, and evaluations and checkpoints (which run during the rollouts)."""
+    """One line: the shares of the wall time in the environment, the rollout, the update, evaluations and
+    checkpoints."""
     side = measured["evaluating and checkpointing"]
     parts = {
         "environment": in_env,
@@ -216,8 +211,7 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
 
 
 class Trainer(lifecycle.Trainer):
-    """train on the run lifecycle: the opponent pool and the distillation's agents loaded first, then the
-    distillation and PPO."""
+    """train on the run lifecycle: the pool and the distillation's agents loaded first, the distillation, PPO."""
 
     KIND = KIND
 
@@ -228,9 +222,8 @@ class Trainer(lifecycle.Trainer):
         self.schedule: dict[str, float] | None = None  # of a resumed checkpoint
 
     def build(self, run: Run) -> tuple[int | None, int | None, str]:
-        """The env and the learner; on resume the newest checkpoint that loads (its settings, its contents)
-        loaded into them, the pool, the games and the generators, or without one the distillation's files
-        checked."""
+        """The env and the learner; on resume the newest checkpoint that loads put into them, the pool and the
+        generators, or without one the distillation's files checked."""
         settings, pool = self.settings, self.pool
         torch.set_num_threads(settings.threads)
         env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
@@ -265,7 +258,7 @@ class Trainer(lifecycle.Trainer):
 
         start, steps_before = time.perf_counter(), model.num_timesteps
         remaining = settings.total_steps - model.num_timesteps
-        callback = TrainingCallback(run, pool, env, signals, self.schedule)
+        callback = TrainingCallback(self, run, signals)
         if remaining > 0:
             try:  # SB3's TensorBoard writer on a full disk: one line naming it
                 with safe_points(signals), outputs.naming(out / "tb"):

@@ -24,6 +24,7 @@ run.json last) and nothing else.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -35,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from strategic_reserve_env.core.board import is_integer
 from strategic_reserve_env.files import outputs, safe_json
 from strategic_reserve_env.interrupts import Signals, StopNow, Stopped
 
@@ -49,7 +51,7 @@ MAX_PROGRESS_LINE = 1 << 16  # bytes of one progress line (a few hundred); a lon
 @dataclass(frozen=True)
 class RunKind:
     """What a command's run folder holds: `results` (removed first by `--restart`), `state` (beyond settings.json
-    and run.json), `files` (regular files checked first), `length` (the settings field of its length, in
+    and run.json), `folders` (those of them that are folders), `length` (the settings field of its length, in
     `unit`), `model` (its agent spec, `{out}` the folder), `progress` (its progress file), `stopped_key`
     (run.json's name for the checkpoint kept on a stop), `early` (a state folder kept before any checkpoint,
     and how the stop line calls it)."""
@@ -57,7 +59,7 @@ class RunKind:
     command: str
     results: tuple[str, ...]
     state: tuple[str, ...]
-    files: tuple[str, ...]
+    folders: tuple[str, ...]
     length: str
     unit: str
     model: str
@@ -75,6 +77,11 @@ class RunKind:
         """Every entry of `--out` the run makes, results first, run.json last (the order `--restart` removes)."""
         return (*self.results, SETTINGS_FILE, *self.state, outputs.RUN_FILE)
 
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The entries that are regular files."""
+        return tuple(name for name in self.names if name not in self.folders)
+
 
 def say(line: str, stream=None) -> None:
     """Print one line of a run's progress (stdout unless `stream`) at once: a pipe sees it when it happens."""
@@ -89,16 +96,16 @@ def read_record(out: Path) -> dict | None:
     status, checkpoint = run.get("status", "running"), run.get("checkpoint", 0)
     if status not in STATUSES:
         raise ValueError(f"{out / outputs.RUN_FILE}: status {status!r:.40} is none of {', '.join(STATUSES)}")
-    if not isinstance(checkpoint, int) or isinstance(checkpoint, bool) or checkpoint < 0:
+    if not is_integer(checkpoint) or checkpoint < 0:
         raise ValueError(f"{out / outputs.RUN_FILE}: checkpoint {checkpoint!r:.40} is not a count")
     return run
 
 
 def prepare(settings, kind: RunKind) -> Path:
     """`--out` made absolute and checked before anything is loaded or written (`outputs.check_out`): each of
-    `kind.files` absent or a regular file, each of the run's folders absent or a folder."""
+    the run's files absent or a regular file, each of its folders absent or a folder."""
     out = outputs.check_out(settings.out, kind.files)
-    for name in set(kind.names) - set(kind.files):
+    for name in kind.folders:
         path = out / name
         if os.path.lexists(path) and not path.is_symlink() and not path.is_dir():
             raise ValueError(f"--out {out}: {path} exists and is not a folder, so the run cannot write in it")
@@ -223,7 +230,7 @@ def trim_progress(path: Path, last: int) -> None:
                 with contextlib.suppress(ValueError):
                     record = safe_json.loads(line, str(path))
                     iteration = record.get("iteration") if isinstance(record, dict) else None
-            if isinstance(iteration, int) and not isinstance(iteration, bool) and 0 <= iteration <= last:
+            if is_integer(iteration) and 0 <= iteration <= last:
                 kept.append(line)
             else:
                 dropped = True
@@ -241,7 +248,7 @@ def append_progress(path: Path, record: dict) -> None:
 def clean_partials(out: Path, kind: RunKind, run_id: str) -> None:
     """Remove the `.partial` files a killed write of this run left: in `out` those of the run's names, in
     its state folders those naming no other run."""
-    own = set(kind.names) | set(kind.files)
+    own = set(kind.names)
     other_run = re.compile(r"[0-9a-f]{32}")
     for folder in (out, *(out / name for name in kind.state)):
         if folder.is_symlink() or not folder.is_dir():
@@ -285,7 +292,7 @@ class Run:
         own `saved` one. `detail`: what the line saying where it goes on adds."""
         complete, unit = self.record.get("status") == "complete", self.kind.one
         done = self.record.get(self.kind.unit, 0) if complete else 0
-        expected = max(self.checkpoint, done if isinstance(done, int) and not isinstance(done, bool) else 0)
+        expected = max(self.checkpoint, done if is_integer(done) else 0)
         if expected and found is None:
             raise ValueError(
                 f"--resume: {self.out / outputs.RUN_FILE} says run {self.run_id} wrote a checkpoint of {unit} "
@@ -405,6 +412,18 @@ class Trainer:
     def stopped(self, run: Run, stop: BaseException) -> None:
         """Note a stop before run.json says so."""
 
+    def run(self, claimed: Run, again: str, signals: Signals | None = None) -> int:
+        """The `claimed` run from its checks to its end: `build`; on resume `Run.resume` (complete: nothing
+        written); `ready`; `Run.start`; `train` under `Run.supervise`. Returns the exit status."""
+        found = self.build(claimed)
+        if self.settings.resume and claimed.resume(*found):
+            return 0
+        self.ready()
+        claimed.start()
+        with contextlib.nullcontext(signals) if signals else Signals() as watch:
+            body, stopped = functools.partial(self.train, claimed, watch), functools.partial(self.stopped, claimed)
+            return claimed.supervise(watch, body, again, stopped)
+
 
 def iterate(run: Run, signals: Signals, step: Callable[[int], dict], save: Callable[[int], None], line) -> None:
     """The loop of an iteration trainer, from the checkpoint to the run's length: `step(iteration)` (its
@@ -426,11 +445,4 @@ def execute(trainer_class: type[Trainer], settings, again: str, signals: Signals
     out = prepare(settings, trainer_class.KIND)  # absolute before an agent loads (one may change directory)
     trainer = trainer_class(settings)
     with outputs.lock(out) as held:  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
-        run = claim(out, settings, trainer.KIND, held)
-        found = trainer.build(run)
-        if settings.resume and run.resume(*found):
-            return 0
-        trainer.ready()
-        run.start()
-        with contextlib.nullcontext(signals) if signals else Signals() as watch:
-            return run.supervise(watch, lambda: trainer.train(run, watch), again, lambda s: trainer.stopped(run, s))
+        return trainer.run(claim(out, settings, trainer.KIND, held), again, signals)
