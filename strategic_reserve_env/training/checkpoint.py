@@ -95,8 +95,13 @@ def _count(value) -> bool:
     return is_integer(value) and value >= 0
 
 
-def check_contents(payload: dict) -> None:
-    """`ValueError` naming the first entry of a loaded checkpoint that is not what `contents` writes."""
+def check_contents(payload) -> dict:
+    """A loaded checkpoint `payload`, checked: `ValueError` naming its first entry that is not what `contents`
+    writes, or if it is not a checkpoint of this format."""
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"not a {CHECKPOINT_FORMAT} file")
+    if payload.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(f"checkpoint version {payload.get('version')!r:.20}, this train.py reads {CHECKPOINT_VERSION}")
     steps = payload.get("steps")
     if not _count(steps):
         raise ValueError(f"its steps are not a non-negative integer: {steps!r:.40}")
@@ -142,6 +147,7 @@ def check_contents(payload: dict) -> None:
     for name in ("policy", "optimizer", "snapshots"):
         if not all_finite(payload[name]):
             raise ValueError(f"its {name} holds NaN or infinite numbers (damaged?); it is not used")
+    return payload
 
 
 def all_finite(tree) -> bool:
@@ -204,21 +210,10 @@ def load_tensors(path: Path, limit: int):
         raise ValueError(f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
 
 
-def read(path: Path, limit: int) -> dict:
-    """A checkpoint's contents, checked (`check_contents`); `ValueError` if it is not one of this format."""
-    payload = load_tensors(path, limit)
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"not a {CHECKPOINT_FORMAT} file")
-    if payload.get("version") != CHECKPOINT_VERSION:
-        raise ValueError(f"checkpoint version {payload.get('version')!r:.20}, this train.py reads {CHECKPOINT_VERSION}")
-    check_contents(payload)
-    return payload
-
-
 def latest(out: Path, run_id: str, limit: int) -> tuple[int, dict] | None:
     """The steps and contents of the newest checkpoint of run `run_id` that loads (`Checkpoints.newest`); a
     `ValueError` when the newest that loads holds another run."""
-    found = checkpoints(out, run_id).newest(lambda path: read(path, limit))
+    found = checkpoints(out, run_id).newest(lambda path: check_contents(load_tensors(path, limit)))
     if found is not None and found[1]["run_id"] != run_id:
         path = checkpoint_path(out, found[0], run_id)
         raise ValueError(f"--resume: {path} holds run {found[1]['run_id']:.32}, not run {run_id} of this folder")
