@@ -36,6 +36,7 @@ from .pool import OpponentPool
 from .run import Run, RunKind, safe_points, say
 from .settings import TrainSettings, defining, max_file_bytes, option
 
+BASELINES = ("random", "greedy")  # the opponents of the periodic and final evaluations
 RESULTS = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "distilled.safetensors")
 KIND = RunKind(
     command="train",  # 0.3.0 wrote train.py: folder.FORMER_COMMANDS
@@ -134,12 +135,8 @@ class TrainingCallback(BaseCallback):
         self.logger.record("env/seconds_in_env", self.env.seconds)
 
     def _evaluate(self, steps: int) -> None:
-        learner = PPOAgent(self.model.policy, "ppo", deterministic=True)
-        settings = tournament.Settings(
-            agents=[], games=self.settings.eval_games, seed=self.settings.seed + 1, progress=False
-        )
-        for opponent in ("random", "greedy"):
-            pairing = tournament.play_pairing(learner, opponent, settings)
+        _, pairings = play_baselines(self.model, "ppo", self.settings.eval_games, self.settings.seed + 1)
+        for opponent, pairing in zip(BASELINES, pairings, strict=True):
             self.logger.record(f"eval/score_vs_{opponent}", pairing.score)
             interval = tournament.format_interval(pairing.interval())
             self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} {interval}", sys.stdout)
@@ -180,16 +177,17 @@ def check_resumable(saved: dict, settings: TrainSettings) -> None:
             )
 
 
+def play_baselines(model, name: str, games: int, seed: int) -> tuple[tournament.Settings, list[tournament.Pairing]]:
+    """The learner of `model` (deterministic, named `name`) against each of `BASELINES`, with paired dice."""
+    learner = PPOAgent(model.policy, name, deterministic=True)
+    settings = tournament.Settings(agents=[name, *BASELINES], games=games, seed=seed, progress=False)
+    return settings, [tournament.play_pairing(learner, opponent, settings) for opponent in BASELINES]
+
+
 def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[tournament.Pairing]:
-    """Paired-dice evaluation against random and greedy, written beside the model."""
-    learner = PPOAgent(model.policy, f"ppo:{out / 'model.safetensors'}", deterministic=True)
-    eval_settings = tournament.Settings(
-        agents=[learner.name, "random", "greedy"],
-        games=settings.final_eval_games,
-        seed=settings.seed + 2,
-        progress=False,
-    )
-    pairings = [tournament.play_pairing(learner, opponent, eval_settings) for opponent in ("random", "greedy")]
+    """Paired-dice evaluation against `BASELINES`, written beside the model."""
+    name = f"ppo:{out / 'model.safetensors'}"
+    eval_settings, pairings = play_baselines(model, name, settings.final_eval_games, settings.seed + 2)
     ratings = tournament.bradley_terry(eval_settings.agents, pairings)
     tournament.write_outputs(
         out, eval_settings, pairings, ratings, stem="evaluation", plot=False, extra={"training": asdict(settings)}
