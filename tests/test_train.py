@@ -511,7 +511,7 @@ def old_run(tmp_path):
 
 def _restart(out, monkeypatch, capsys) -> tuple[int, str]:
     """`train.py --out OUT --restart` up to the training itself, which is replaced by nothing."""
-    monkeypatch.setattr(train.loop, "run", lambda *args: 0)
+    monkeypatch.setattr(train.loop.Trainer, "run", lambda *args: 0)
     status = train.main([*TINY, "--out", str(out), "--restart"])
     return status, capsys.readouterr().err
 
@@ -580,7 +580,7 @@ def test_a_killed_restart_leaves_no_old_result_looking_current(old_run, tmp_path
     def killed_after_claim(*args):
         raise Killed
 
-    monkeypatch.setattr(train.loop, "run", killed_after_claim)
+    monkeypatch.setattr(train.loop.Trainer, "run", killed_after_claim)
     with pytest.raises(Killed):
         train.main([*TINY, "--out", str(old_run), "--restart"])
     assert outputs.read_run(old_run)["run_id"] != "1" * 32

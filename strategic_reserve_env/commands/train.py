@@ -29,11 +29,8 @@ strategic_reserve_env/training/.
 from __future__ import annotations
 
 from strategic_reserve_env.commands.arguments import run_options, run_settings
-from strategic_reserve_env.files import outputs
 from strategic_reserve_env.training import loop
-from strategic_reserve_env.training.distillation import distill_agents
-from strategic_reserve_env.training.pool import OpponentPool
-from strategic_reserve_env.training.run import claim, error_status, prepare
+from strategic_reserve_env.training.run import error_status, execute
 from strategic_reserve_env.training.settings import TrainSettings
 
 
@@ -42,11 +39,6 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     written (one line naming it), 130 / 143 when SIGINT / SIGTERM stopped the run."""
     given, out, again = run_options(TrainSettings, argv, prog, __doc__, "python train.py")
     try:
-        settings = run_settings(TrainSettings, given, out, loop.KIND.command)
-        out = prepare(settings, loop.KIND)  # absolute before any agent loads (one may change directory)
-        pool = OpponentPool(settings.opponents, settings.max_snapshots)  # loads the agents: errors before any write
-        experts = distill_agents(settings) if settings.distill_games else None
-        with outputs.lock(out) as held:
-            return loop.run(claim(out, settings, loop.KIND, held), pool, experts, again)
+        return execute(loop.Trainer, run_settings(TrainSettings, given, out, loop.KIND.command), again)
     except (ValueError, OSError) as error:
         return error_status(error)

@@ -23,10 +23,9 @@ from __future__ import annotations
 import sys
 
 from strategic_reserve_env.commands.arguments import run_options, run_settings
-from strategic_reserve_env.files import outputs
 from strategic_reserve_env.interrupts import Signals, StopNow, exit_status
 from strategic_reserve_env.training import az
-from strategic_reserve_env.training.run import claim, error_status, prepare
+from strategic_reserve_env.training.run import error_status, execute
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
@@ -38,10 +37,7 @@ def main(argv: list[str] | None = None, prog: str | None = None) -> int:
             import mctx  # noqa: F401  (without the mctx extra: the registry's one line naming it, before any write)
             import optax  # noqa: F401
 
-            settings = run_settings(az.AZSettings, given, out, az.COMMAND)
-            out = prepare(settings, az.KIND)
-            with outputs.lock(out) as held:
-                return az.run(claim(out, settings, az.KIND, held), again, signals)
+            return execute(az.Trainer, run_settings(az.AZSettings, given, out, az.COMMAND), again, signals)
         except (ValueError, OSError) as error:
             return error_status(error)
         except StopNow as stop:

@@ -27,14 +27,14 @@ that never stopped. The loop: strategic_reserve_env/training/rllib_run.py.
 from __future__ import annotations
 
 from strategic_reserve_env.commands.arguments import run_options, run_settings
-from strategic_reserve_env.training.rllib_run import COMMAND, Settings, train
-from strategic_reserve_env.training.run import error_status
+from strategic_reserve_env.training.rllib_run import COMMAND, Settings, Trainer
+from strategic_reserve_env.training.run import error_status, execute
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     """Train; the exit status (as train's)."""
     given, out, again = run_options(Settings, argv, prog, __doc__, "python train_rllib.py")
     try:
-        return train(run_settings(Settings, given, out, COMMAND), again)
+        return execute(Trainer, run_settings(Settings, given, out, COMMAND), again)
     except (ValueError, OSError) as error:  # a bad setting, a folder another process writes (OutputBusyError)
         return error_status(error)

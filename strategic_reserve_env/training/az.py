@@ -1,4 +1,4 @@
-"""AlphaZero-style self-play with chance nodes (`train-az`), top to bottom: `AZSettings`, `run`.
+"""AlphaZero-style self-play with chance nodes (`train-az`): `AZSettings`, `Trainer`.
 
 Stochastic MuZero's search on the true model (agents/mctx_search.py: `place` the decision edge, `roll` the
 chance edge), a policy-value net (agents/az_net.py) as its leaf evaluation; the shape of pgx's
@@ -11,9 +11,8 @@ examples/alphazero. Each iteration:
 3. `updates` Adam steps on the iteration's decisions (cross-entropy on the legal placements plus squared
    value error).
 
-The run folder is the run lifecycle's (`run`): run.json, settings.json, `checkpoint.npz` (everything a resume
-needs, the games in progress included, checked before use), `model.safetensors`, `progress.jsonl` (one line
-per iteration) and `tb/`. A signal stops the run after the current iteration, with its checkpoint.
+The run folder is the run lifecycle's (`run`), with `checkpoint.npz` (everything a resume needs, checked
+before use), `model.safetensors`, `progress.jsonl` and `tb/`.
 """
 
 from __future__ import annotations
@@ -34,26 +33,27 @@ from strategic_reserve_env.files import outputs
 from strategic_reserve_env.files.model_files import Tensor, check_tensors, npz_arrays, npz_headers
 from strategic_reserve_env.interrupts import Signals
 
-from .folder import SETTINGS_FILE, check_belongs, identity
-from .run import Run, RunKind, safe_points, say
+from . import run as lifecycle
+from .folder import check_belongs, identity
+from .run import Run, RunKind, say
 from .settings import (
     ACTIONS,
     PROCESS,
     RunSettings,
     changeable,
     check_memory,
-    check_range,
     defining,
     process_field,
+    setting,
     with_role,
 )
 
 CHECKPOINT, MODEL, PROGRESS, LOGS = "checkpoint.npz", "model.safetensors", "progress.jsonl", "tb"
 KIND = RunKind(
-    command="train-az",  # what run.json records: another command's folder is refused, and this one by the others
+    command="train-az",
     results=(MODEL, PROGRESS, LOGS),
     state=(CHECKPOINT,),
-    files=(CHECKPOINT, MODEL, PROGRESS, SETTINGS_FILE, outputs.RUN_FILE),
+    folders=(LOGS,),
     length="iterations",
     unit="iterations",
     model="mctx:net={out}/" + MODEL,
@@ -70,53 +70,43 @@ _COMPILED: dict = {}  # the defining settings -> the jitted iteration: a resumed
 class AZSettings(RunSettings):
     """Settings of an AlphaZero-style run (every field is a command-line option)."""
 
-    iterations: int = changeable(100)
+    iterations: int = changeable(100, 1)
     """Iterations of self-play and training; the only setting --resume may change (not below the iterations
     done)."""
-    games: int = 64
+    games: int = setting(64, 1)
     """Self-play games played in lockstep."""
-    steps: int = 32
+    steps: int = setting(32, 1)
     """Decisions of each game per iteration."""
-    simulations: int = 32
+    simulations: int = setting(32, 1)
     """Search simulations per self-play decision."""
     hidden: tuple[int, ...] = (128, 128)
     """The network's hidden layer widths (each 1..4096)."""
-    learning_rate: float = 1e-3
+    learning_rate: float = setting(1e-3, 0, 1, open_low=True)
     """Adam's step size, in (0, 1]."""
-    updates: int = 4
+    updates: int = setting(4, 1)
     """Adam steps per iteration, each on a disjoint random part of the iteration's decisions (it must divide
     games x steps)."""
-    dirichlet_fraction: float = 0.25
+    dirichlet_fraction: float = setting(0.25, 0, 1)
     """Weight of the Dirichlet noise mixed into the root's priors in self-play, in [0, 1]."""
-    dirichlet_alpha: float = 0.3
+    dirichlet_alpha: float = setting(0.3, 0, open_low=True)
     """Concentration of that noise (> 0)."""
     out: str = process_field("runs/az")
     """Folder of the run's files (settings, checkpoint, model, progress, TensorBoard)."""
-    resume: bool = process_field(False)
-    """Continue the run in --out from its checkpoint, with the settings it was started with (its
-    settings.json); only --iterations may be given again. The resumed run trains the same network as one that
-    never stopped."""
 
     def __post_init__(self) -> None:
         """`ValueError` (one line naming the option) for the first bad setting, before anything is written."""
         super().__post_init__()
-        for name in ("iterations", "games", "steps", "simulations", "updates"):
-            check_range(name, getattr(self, name), 1)
         if not self.hidden or not all(1 <= width <= MAX_WIDTH for width in self.hidden):
             raise ValueError(f"--hidden needs one or more widths in 1..{MAX_WIDTH}, got {list(self.hidden)}")
         if (self.games * self.steps) % self.updates:
             raise ValueError(f"--updates {self.updates} must divide games x steps = {self.games * self.steps}")
-        check_range("learning_rate", self.learning_rate, 0, 1, open_low=True)
-        check_range("dirichlet_fraction", self.dirichlet_fraction, 0, 1)
-        check_range("dirichlet_alpha", self.dirichlet_alpha, 0, open_low=True)
         check_memory(self, memory_needed)
 
 
 def memory_needed(settings: AZSettings) -> dict[str, float]:
     """Bytes the run will allocate, roughly (from above), per setting that sizes it: the network (weights,
-    gradients, Adam's moments and the checkpoint's copies), the iteration's recorded decisions (observations,
-    masks, visit distributions and targets, copied when flattened and split), the search trees of a decision
-    and the games themselves."""
+    gradients, Adam's moments and the checkpoint's copies), the iteration's decisions, the search trees of a
+    decision and the games."""
     sizes = [math.prod(OBSERVATION_SHAPE), *settings.hidden]
     parameters = sum(a * b + b for a, b in zip(sizes, sizes[1:], strict=False)) + (settings.hidden[-1] + 1) * (
         ACTIONS + 1
@@ -131,10 +121,14 @@ def memory_needed(settings: AZSettings) -> dict[str, float]:
     }
 
 
-class Trainer:
-    """The run's jitted functions and its state (network, optimiser, games in progress, key)."""
+class Trainer(lifecycle.Trainer):
+    """train-az on the run lifecycle: its jitted functions and its state (network, optimiser, games in
+    progress, key), built after the claim."""
 
-    def __init__(self, settings: AZSettings) -> None:
+    KIND = KIND
+
+    def build(self, run: Run) -> tuple[int | None, int | None, str]:
+        """The state of a new run, or on resume that of its checkpoint (`load_checkpoint`)."""
         import jax
         import jax.numpy as jnp
         import optax
@@ -143,7 +137,7 @@ class Trainer:
         from strategic_reserve_env.agents.mctx_search import TrueModel
         from strategic_reserve_env.envs import pgx_env
 
-        self.settings = settings
+        settings = self.settings
         self.env = pgx_env.StrategicReserve()
         self.model = TrueModel(self.env, evaluate=az_net.evaluation)
         self.optimiser = optax.adam(settings.learning_rate)
@@ -160,6 +154,9 @@ class Trainer:
         if shared not in _COMPILED:
             _COMPILED[shared] = jax.jit(self._iteration)
         self._iterate = _COMPILED[shared]
+        if settings.resume and os.path.lexists(run.out / CHECKPOINT):
+            self.load_checkpoint(run.out / CHECKPOINT, run.belongs)
+        return self.iteration or None, None, ""
 
     def _selfplay(self, params, key, games):
         import jax
@@ -255,8 +252,6 @@ class Trainer:
             numbers["value_loss"] = None
         return numbers
 
-    # ------------------------------------------------------------------ checkpoints
-
     def _leaves(self, belongs: tuple[str, str]) -> dict[str, np.ndarray]:
         import jax
 
@@ -301,73 +296,47 @@ class Trainer:
         self.key = jax.random.wrap_key_data(jnp.asarray(arrays["key"]))
         self.iteration = iteration
 
+    def train(self, run: Run, signals: Signals) -> dict:
+        """Iterate to `settings.iterations`; after each its progress line, checkpoint, model and logs."""
+        from tensorboard.summary import Writer
 
-def run(claimed: Run, again: str, signals: Signals) -> int:
-    """The `claimed` run (its folder locked), from its checkpoint on resume (a refusal: `ValueError`, nothing
-    written); `again`: the command line that resumes it; `signals`: the command's. Returns the exit status
-    (`Run.supervise`)."""
-    settings, out = claimed.settings, claimed.out
-    trainer = Trainer(settings)
-    if settings.resume:
-        if os.path.lexists(out / CHECKPOINT):
-            trainer.load_checkpoint(out / CHECKPOINT, claimed.belongs)
-        if claimed.resume(trainer.iteration or None):
-            return 0  # as train's: nothing rewritten
-    claimed.start()
+        from strategic_reserve_env.agents import az_net
 
-    def body() -> dict:
-        _loop(trainer, claimed, signals)
-        return {"iterations": trainer.iteration}
+        settings, out = self.settings, run.out
+        about = {k: v for k, v in dataclasses.asdict(settings).items() if k not in with_role(settings, PROCESS)}
+        with outputs.naming(out / LOGS):
+            writer = Writer(str(out / LOGS))
 
-    status = claimed.supervise(
-        signals,
-        body,
-        again,
-        on_stop=lambda stop: _append(out / PROGRESS, {"stopped": str(stop), "iteration": claimed.checkpoint}),
-    )
-    if status == 0:
-        say(
-            f"wrote {out / MODEL} (agent spec mctx:net={out / MODEL}); the run's files: {out} "
-            f"({CHECKPOINT}, {PROGRESS}, {LOGS}/)"
-        )
-    return status
-
-
-def _append(path: Path, record: dict) -> None:
-    """Append `record` as a line of the progress file; an OSError (a full disk) names the file."""
-    with outputs.naming(path), open(path, "a", encoding="utf-8") as progress:
-        progress.write(json.dumps(record) + "\n")
-
-
-def _loop(trainer: Trainer, claimed: Run, signals: Signals) -> None:
-    """Iterate up to `settings.iterations`; after each its progress, checkpoint, model and logs, then run.json
-    says so and a signal noted meanwhile stops the run there (`Run.checkpointed`)."""
-    from tensorboard.summary import Writer
-
-    from strategic_reserve_env.agents import az_net
-
-    settings, out = claimed.settings, claimed.out
-    about = {k: v for k, v in dataclasses.asdict(settings).items() if k not in with_role(settings, PROCESS)}
-    with outputs.naming(out / LOGS):
-        writer = Writer(str(out / LOGS))
-    if trainer.iteration < settings.iterations:
-        say(f"iteration {trainer.iteration + 1}: compiling self-play and the update first (the slow one)")
-    with safe_points(signals), contextlib.closing(writer):
-        while trainer.iteration < settings.iterations:
+        def step(iteration: int) -> dict:
             started = time.perf_counter()
-            stats = trainer.iterate()
-            stats["seconds"] = time.perf_counter() - started
-            _append(out / PROGRESS, {"iteration": trainer.iteration} | stats)
-            trainer.save_checkpoint(out / CHECKPOINT, claimed.belongs)
-            az_net.save(out / MODEL, trainer.params, {"settings": about, "iteration": trainer.iteration})
+            stats = self.iterate() | {"seconds": time.perf_counter() - started}
             with outputs.naming(out / LOGS):
                 for name, value in stats.items():
                     if value is not None:
-                        writer.add_scalar(f"az/{name}", value, step=trainer.iteration)
+                        writer.add_scalar(f"az/{name}", value, step=iteration)
                 writer.flush()
-            value = "no value targets" if stats["value_loss"] is None else f"value loss {stats['value_loss']:.4f}"
-            say(
-                f"iteration {trainer.iteration}/{settings.iterations}: policy loss {stats['policy_loss']:.4f}, "
-                f"{value}, {stats['games_finished']:.0f} games finished, {stats['seconds']:.1f} s"
-            )
-            claimed.checkpointed(trainer.iteration, signals)
+            return {"iteration": iteration} | stats
+
+        def save(iteration: int) -> None:
+            self.save_checkpoint(out / CHECKPOINT, run.belongs)
+            az_net.save(out / MODEL, self.params, {"settings": about, "iteration": iteration})
+
+        if self.iteration < settings.iterations:
+            say(f"iteration {self.iteration + 1}: compiling self-play and the update first (the slow one)")
+        with contextlib.closing(writer):
+            lifecycle.iterate(run, signals, step, save, self.line)
+        files = f"the run's files: {out} ({CHECKPOINT}, {PROGRESS}, {LOGS}/)"
+        say(f"wrote {out / MODEL} (agent spec mctx:net={out / MODEL}); {files}")
+        return {"iterations": self.iteration}
+
+    def line(self, row: dict) -> str:
+        """What an iteration did."""
+        value = "no value targets" if row["value_loss"] is None else f"value loss {row['value_loss']:.4f}"
+        return (
+            f"iteration {row['iteration']}/{self.settings.iterations}: policy loss {row['policy_loss']:.4f}, "
+            f"{value}, {row['games_finished']:.0f} games finished, {row['seconds']:.1f} s"
+        )
+
+    def stopped(self, run: Run, stop: BaseException) -> None:
+        """The stop, as the progress file's last line."""
+        lifecycle.append_progress(run.out / PROGRESS, {"stopped": str(stop), "iteration": run.checkpoint})

@@ -1,10 +1,8 @@
-"""Checkpoints: `checkpoints/checkpoint_STEPS-RUNID.pt` in the run folder, taken after a PPO update.
+"""train's checkpoints: `checkpoints/checkpoint_STEPS-RUNID.pt` in the run folder, taken after a PPO update.
 
-A checkpoint holds tensors, numbers and strings only, read with `torch.load(weights_only=True)` (no code from
-the file runs) and checked (`check_contents`) before use: the network and its optimizer, the snapshot pool,
-the games with their dice streams, the generators, SB3's learner counters, the schedule and the step count.
-`load_into` makes a run go on exactly as one that never stopped. SB3 keeps part of its state in private fields
-(`_n_updates`, `_episode_num`, `_last_obs`, `_last_episode_starts`) with no public setter: `learner_state`
+A checkpoint holds tensors, numbers and strings only (`contents`), read with `torch.load(weights_only=True)`
+(no code from the file runs) and checked (`check_contents`) before `load_into` makes the run go on exactly as
+one that never stopped. SB3 keeps part of its state in private fields with no public setter: `learner_state`
 and `set_learner_state` are the one place that reads and writes them.
 """
 
@@ -20,6 +18,7 @@ import numpy as np
 import torch
 
 from strategic_reserve_env.agents.ppo_file import architecture_of
+from strategic_reserve_env.core.board import is_integer
 from strategic_reserve_env.files import outputs, safe_json
 
 from .run import Checkpoints
@@ -56,8 +55,7 @@ def set_generator_states(states: dict) -> None:
 
 
 def learner_state(model) -> dict:
-    """What SB3's learner keeps between rollouts beyond its network and optimizer (private fields of
-    `MaskablePPO`; see the module docstring)."""
+    """What SB3's learner keeps between rollouts beyond its network and optimizer (private fields)."""
     return {
         "n_updates": model._n_updates,
         "episode_num": model._episode_num,
@@ -74,7 +72,8 @@ def set_learner_state(model, state: dict, steps: int, last_observations: np.ndar
 
 
 def contents(model, env, pool, schedule: dict[str, float], settings, run_id: str) -> dict:
-    """What a checkpoint holds (see the module docstring), as tensors, numbers and strings."""
+    """What a checkpoint holds: the network and its optimizer, the snapshot pool, the games with their dice
+    streams, the generators, SB3's learner counters, the schedule and the step count."""
     return {
         "format": CHECKPOINT_FORMAT,
         "version": CHECKPOINT_VERSION,
@@ -93,13 +92,16 @@ def contents(model, env, pool, schedule: dict[str, float], settings, run_id: str
 
 
 def _count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_integer(value) and value >= 0
 
 
-def check_contents(payload: dict) -> None:
-    """`ValueError` naming the first entry of a loaded checkpoint that is not what `contents` writes:
-    the counters non-negative integers, the schedule steps (`inf` for no evaluation), the
-    settings JSON, the snapshots named weights, the tensors of their types."""
+def check_contents(payload) -> dict:
+    """A loaded checkpoint `payload`, checked: `ValueError` naming its first entry that is not what `contents`
+    writes, or if it is not a checkpoint of this format."""
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(f"not a {CHECKPOINT_FORMAT} file")
+    if payload.get("version") != CHECKPOINT_VERSION:
+        raise ValueError(f"checkpoint version {payload.get('version')!r:.20}, this train.py reads {CHECKPOINT_VERSION}")
     steps = payload.get("steps")
     if not _count(steps):
         raise ValueError(f"its steps are not a non-negative integer: {steps!r:.40}")
@@ -145,6 +147,7 @@ def check_contents(payload: dict) -> None:
     for name in ("policy", "optimizer", "snapshots"):
         if not all_finite(payload[name]):
             raise ValueError(f"its {name} holds NaN or infinite numbers (damaged?); it is not used")
+    return payload
 
 
 def all_finite(tree) -> bool:
@@ -156,8 +159,8 @@ def all_finite(tree) -> bool:
 
 
 def load_into(checkpoint: dict, model, env, pool) -> dict[str, float]:
-    """Put the learner, its snapshot pool, the games and the generators where `contents` found them;
-    returns the schedule of the next snapshot, evaluation and checkpoint."""
+    """Put the learner, its pool, the games and the generators where `contents` found them; returns the
+    schedule."""
     model.policy.load_state_dict(checkpoint["policy"])
     model.policy.optimizer.load_state_dict(checkpoint["optimizer"])
     pool.set_state(checkpoint["snapshots"], model.policy)
@@ -196,9 +199,8 @@ def checkpoint_steps(out: Path, run_id: str | None = None) -> list[int]:
 
 
 def load_tensors(path: Path, limit: int):
-    """The tensors, numbers and strings of the torch file `path`, loaded with `weights_only=True` (no code from
-    the file runs); `ValueError` if it is not a regular file of at most `limit` bytes (checked before a byte is
-    read) or does not load."""
+    """The tensors, numbers and strings of the torch file `path` (`weights_only=True`: no code from it runs);
+    `ValueError` if it is not a regular file of at most `limit` bytes or does not load."""
     try:
         with safe_json.open_regular(path, limit) as handle:
             return torch.load(handle, map_location="cpu", weights_only=True)
@@ -208,22 +210,10 @@ def load_tensors(path: Path, limit: int):
         raise ValueError(f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}") from None
 
 
-def read(path: Path, limit: int) -> dict:
-    """A checkpoint's contents (`load_tensors`), checked (`check_contents`); `ValueError` if it does not load
-    or is not a checkpoint of this format."""
-    payload = load_tensors(path, limit)
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(f"not a {CHECKPOINT_FORMAT} file")
-    if payload.get("version") != CHECKPOINT_VERSION:
-        raise ValueError(f"checkpoint version {payload.get('version')!r:.20}, this train.py reads {CHECKPOINT_VERSION}")
-    check_contents(payload)
-    return payload
-
-
 def latest(out: Path, run_id: str, limit: int) -> tuple[int, dict] | None:
-    """The steps and contents of the newest checkpoint of run `run_id` in `out` that loads (`Checkpoints.newest`;
-    None if there is none); `ValueError` when none loads or the newest that loads holds another run."""
-    found = checkpoints(out, run_id).newest(lambda path: read(path, limit))
+    """The steps and contents of the newest checkpoint of run `run_id` that loads (`Checkpoints.newest`); a
+    `ValueError` when the newest that loads holds another run."""
+    found = checkpoints(out, run_id).newest(lambda path: check_contents(load_tensors(path, limit)))
     if found is not None and found[1]["run_id"] != run_id:
         path = checkpoint_path(out, found[0], run_id)
         raise ValueError(f"--resume: {path} holds run {found[1]['run_id']:.32}, not run {run_id} of this folder")

@@ -1,10 +1,9 @@
 """The supervised phase before PPO (agents/distill.py), kept in the run folder as it goes.
 
-The expert's labelled decisions go to `distillation/labels_NNNN.npz` a chunk of games at a time (numbers
-only, each with the `Cursor` after it); the fit writes its state after each epoch to `distillation/fit.pt`.
-A stopped run goes on where it stopped (`--resume`), with the result of a run that never stopped. Each file is
-checked before use and carries the run id and settings digest (`folder.settings_hash`): a file of another run,
-or of other settings, is refused (`check_saved`, before the run writes anything).
+The expert's labelled decisions go to `distillation/labels_NNNN.npz` a chunk of games at a time (numbers only,
+each with the `Cursor` after it); the fit's state to `distillation/fit.pt` after each epoch. A resumed run goes
+on where it stopped, with the result of one that never stopped. Each file carries the run id and settings
+digest (`folder.identity`) and is checked before the run writes anything (`check_saved`).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ import numpy as np
 import torch
 
 from strategic_reserve_env.agents import distill, load_agent
+from strategic_reserve_env.core.board import is_integer
 from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT
 from strategic_reserve_env.core.observation import OBSERVATION_SHAPE
 from strategic_reserve_env.files import outputs, safe_json
@@ -39,8 +39,8 @@ RUN_ID_BYTES, HASH_BYTES = 32, 64  # the run id and the settings' digest, as ASC
 
 
 def distill_agents(settings: TrainSettings) -> tuple[object, list]:
-    """The expert and the opponents of the distillation; `ValueError` if a spec does not load or the
-    expert has no `move_values`."""
+    """The distillation's expert and opponents; `ValueError` if a spec does not load or the expert has no
+    `move_values`."""
     expert = load_agent(settings.distill_expert)
     if not callable(getattr(expert, "move_values", None)):
         raise ValueError(
@@ -69,8 +69,8 @@ def _expected(decisions: int) -> dict[str, tuple[str, tuple[int, ...]]]:
 
 
 def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor, belongs: tuple[str, str]) -> None:
-    """One chunk of labelled decisions and the cursor after it, as an .npz of numbers, atomically, with the
-    run id and the settings' digest it `belongs` to."""
+    """One chunk of labelled decisions and the cursor after it, an .npz of numbers written atomically, with the
+    run id and settings digest it `belongs` to."""
     with outputs.atomic(path) as handle:
         np.savez_compressed(
             handle,
@@ -88,9 +88,8 @@ def write_chunk(path: Path, positions: distill.Positions, cursor: distill.Cursor
 def read_chunk(
     path: Path, opponents: int, games: int, belongs: tuple[str, str] | None = None
 ) -> tuple[distill.Positions, distill.Cursor]:
-    """A chunk of `write_chunk`, checked (`ValueError` naming the file): a regular file of a bounded size,
-    its arrays and shapes from the headers before any is read, then its values, the run and settings it
-    `belongs` to (when given) and a cursor within `opponents` and `games`."""
+    """A chunk of `write_chunk`, checked (`ValueError` naming the file): a regular file of a bounded size, its
+    arrays' headers before any is read, then its values, what it `belongs` to (when given), its cursor."""
     with safe_json.open_regular(path, MAX_CHUNK_BYTES):
         pass
     headers = npz_headers(path)
@@ -124,8 +123,7 @@ def saved_chunks(folder: Path, opponents: int, settings: TrainSettings, belongs:
 
 
 def check_saved(out: Path, settings: TrainSettings, belongs: tuple[str, str]) -> None:
-    """`ValueError` (one line naming the file) for a file of `out`'s distillation that does not load or
-    belongs to another run or other settings."""
+    """`ValueError` naming the first file of `out`'s distillation that does not load or is not this run's."""
     folder = out / FOLDER
     if not folder.is_dir() or folder.is_symlink():
         return
@@ -161,8 +159,8 @@ def label(
 
 
 def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> dict | None:
-    """The fit's state of `path` (None if there is none); `ValueError` if it is not a regular file of the size
-    the run's network justifies, does not load, is not what the fit saves, or `belongs` to another run."""
+    """The fit's state of `path` (None if there is none); `ValueError` if it is too large for the run's network,
+    does not load, is not what the fit saves, or is not this run's."""
     if not os.path.lexists(path):
         return None
     try:
@@ -177,8 +175,7 @@ def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> d
     epoch = saved.get("epoch") if isinstance(saved, dict) else None
     if (
         set(saved) != keys
-        or not isinstance(epoch, int)
-        or isinstance(epoch, bool)
+        or not is_integer(epoch)
         or not isinstance(saved["history"], list)
         or len(saved["history"]) != epoch
         or not isinstance(saved["generator"], torch.Tensor)
@@ -191,7 +188,7 @@ def read_fit(path: Path, settings: TrainSettings, belongs: tuple[str, str]) -> d
 
 def distill_policy(policy, settings: TrainSettings, out: Path, belongs: tuple[str, str], experts) -> None:
     """Label the expert's decisions and fit `policy` (in place) to them, going on from what `out` holds;
-    `experts`: the expert and its opponents (`distill_agents`). Prints how often the network now agrees."""
+    `experts`: `distill_agents`. Prints how often the network now agrees."""
     from torch.utils.tensorboard import SummaryWriter
 
     expert, opponents = experts

@@ -1,8 +1,5 @@
-"""The run folder's own files as a resume reads them: run.json's command, links, settings.json.
-
-`resumed_settings` reads settings.json back as untrusted JSON, checks each field (named as a field of that
-file) and merges the options given again that may change (`settings.changeable`); `settings_hash` is the
-digest of the settings that define the run, which every file of it carries.
+"""The run folder's own files as a resume reads them: run.json's command, links, settings.json (read back as
+untrusted JSON by `resumed_settings`), and the run's identity every file of it carries (`identity`).
 """
 
 from __future__ import annotations
@@ -22,15 +19,13 @@ from .settings import MAY_CHANGE, PROCESS, TrainSettings, defining, option, with
 
 SETTINGS_FILE = "settings.json"
 IDENTITY = ("run_id", "settings_hash")  # what each file of a run carries (`identity`)
-
-
 #: run.json's `command` as 0.3.0 wrote it (the script's name) -> the command's name it writes now
 FORMER_COMMANDS = {"train.py": "train"}
 
 
 def check_command(out: Path, run: dict | None, command: str) -> None:
-    """`ValueError` if `run` (the run file of `out`) is a run of another command than `command` (a run file
-    of 0.3.0 naming the script, `FORMER_COMMANDS`, is its command's)."""
+    """`ValueError` if `run` (the run file of `out`) is another command's than `command` (`FORMER_COMMANDS`
+    counted as theirs)."""
     made_by = None if run is None else run.get("command")
     if isinstance(made_by, str):
         made_by = FORMER_COMMANDS.get(made_by, made_by)
@@ -42,8 +37,7 @@ def check_command(out: Path, run: dict | None, command: str) -> None:
 
 
 def refuse_links(out: Path, names: tuple) -> None:
-    """`ValueError` naming the first of `names` in `out` that is a symbolic link (a resumed run would
-    read or write through it, outside its folder)."""
+    """`ValueError` naming the first of `names` in `out` that is a symbolic link."""
     for name in names:
         if (out / name).is_symlink():
             raise ValueError(
@@ -53,13 +47,12 @@ def refuse_links(out: Path, names: tuple) -> None:
 
 
 def settings_hash(settings) -> str:
-    """A digest of the settings that define the run (`settings.defining`), carried by each file of the run."""
+    """A digest of the settings that define the run (`settings.defining`)."""
     return hashlib.sha256(json.dumps(defining(settings), sort_keys=True).encode()).hexdigest()
 
 
 def identity(belongs: tuple[str, str], arrays: bool = False) -> dict:
-    """The run id and settings digest `belongs` as the entries a file of the run carries (uint8 arrays of
-    their ASCII digits in an .npz when `arrays`)."""
+    """The run id and settings digest `belongs` as a file's entries (uint8 arrays of ASCII when `arrays`)."""
     return {
         name: np.frombuffer(value.encode("ascii"), dtype=np.uint8) if arrays else value
         for name, value in zip(IDENTITY, belongs, strict=True)
@@ -67,8 +60,7 @@ def identity(belongs: tuple[str, str], arrays: bool = False) -> dict:
 
 
 def check_belongs(path: Path, found: dict, belongs: tuple[str, str]) -> None:
-    """`ValueError` naming `path` unless the run id and settings digest among its entries `found` (as
-    `identity` writes them) are `belongs`."""
+    """`ValueError` naming `path` unless the `identity` among its entries `found` is `belongs`."""
     run_id, digest = (
         value.tobytes().decode("ascii", "replace") if isinstance(value, np.ndarray) else str(value)
         for value in (found.get(name) for name in IDENTITY)
@@ -79,10 +71,11 @@ def check_belongs(path: Path, found: dict, belongs: tuple[str, str]) -> None:
         raise ValueError(f"{path} was made with other settings than this run's (settings.json changed?)")
 
 
-def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> dict:
-    """The settings.json of the run in `out` (a regular file of a bounded size, untrusted JSON); `ValueError`
-    if there is none (saying what to type if the run stopped before writing it), it is not a settings file of
-    the dataclass `cls`, or (`command` given) the run is another command's."""
+def resumed_settings(out: Path, given: dict, cls=TrainSettings, command: str | None = None):
+    """The settings.json of the run in `out` (untrusted JSON) with those options `given` that may change;
+    `ValueError` if there is none (saying what to type if the run stopped before writing it), it is not one of
+    the dataclass `cls`, the run is not `command`'s, for an option given that may not change, or a bad field
+    of the file (named as the file's)."""
     run = outputs.read_run(out)
     if run is None:
         raise ValueError(f"--resume: {out} holds no run (no {outputs.RUN_FILE})")
@@ -100,14 +93,6 @@ def saved_settings(out: Path, cls=TrainSettings, command: str | None = None) -> 
     names = {field.name for field in fields(cls)}
     if not isinstance(saved, dict) or set(saved) != names:
         raise ValueError(f"--resume: {path} is not a settings file of this command")
-    return saved
-
-
-def resumed_settings(out: Path, given: dict, cls=TrainSettings, command: str | None = None):
-    """The settings of the run in `out` (`saved_settings`) with those of `given` (the options on the command
-    line, by field name) that may change; `ValueError` naming an option given that may not, or a settings.json
-    field of the wrong type or out of range, named as a field of that file."""
-    saved = saved_settings(out, cls, command)
     may_change, process = with_role(cls, MAY_CHANGE), with_role(cls, PROCESS)
     for name, value in given.items():
         now = list(value) if isinstance(value, tuple) else value

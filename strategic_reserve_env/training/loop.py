@@ -1,9 +1,9 @@
-"""The training run, top to bottom: `run`.
+"""The `train` run on the lifecycle (`run`): `Trainer`.
 
-MaskablePPO (sb3-contrib) plays `n_envs` games in one engine batch against opponents drawn from the pool
-(`pool`); a callback adds snapshots, runs the periodic evaluations and writes checkpoints (`checkpoint`) after
-an update. A signal stops the run after the current update, with a checkpoint; a second at once (`Signals`).
-At the end: the last checkpoint, the model (`model.safetensors`, SB3's `model.zip`) and the final evaluation.
+MaskablePPO (sb3-contrib) plays `n_envs` games in one engine batch against opponents drawn from `pool`; a
+callback adds snapshots, runs the periodic evaluations and writes checkpoints (`checkpoint`) after an update,
+where a signal stops the run. At the end: the model (`model.safetensors`, SB3's `model.zip`) and the final
+evaluation.
 """
 
 from __future__ import annotations
@@ -30,17 +30,19 @@ from strategic_reserve_env.files.progress import Progress
 from strategic_reserve_env.interrupts import Signals
 
 from . import checkpoint, distillation
-from .folder import SETTINGS_FILE
+from . import run as lifecycle
+from .distillation import distill_agents
 from .pool import OpponentPool
 from .run import Run, RunKind, safe_points, say
 from .settings import TrainSettings, defining, max_file_bytes, option
 
+BASELINES = ("random", "greedy")  # the opponents of the periodic and final evaluations
 RESULTS = ("evaluation.json", "evaluation.md", "model.safetensors", "model.zip", "distilled.safetensors")
 KIND = RunKind(
     command="train",  # 0.3.0 wrote train.py: folder.FORMER_COMMANDS
     results=(*RESULTS, "tb"),
     state=(distillation.FOLDER, "checkpoints"),
-    files=(*RESULTS, SETTINGS_FILE, outputs.RUN_FILE),
+    folders=("tb", distillation.FOLDER, "checkpoints"),
     length="total_steps",
     unit="steps",
     model="ppo:{out}/model.safetensors",
@@ -71,17 +73,16 @@ class TimedVecEnv(StrategicReserveVecEnv):
 class TrainingCallback(BaseCallback):
     """Progress, win rates per opponent, snapshots, periodic evaluation, checkpoints and stops on a signal.
 
-    `schedule` holds the steps of the next snapshot, evaluation and checkpoint (from the checkpoint on
-    resume, so a resumed run keeps the same schedule). A checkpoint falls due during a rollout and is
-    written at the start of the next one, after the PPO update on the rollout; so is the checkpoint of a
-    stop asked for by a signal, which then raises `Stopped`.
+    `schedule` holds the steps of the next snapshot, evaluation and checkpoint (a resumed run keeps its
+    checkpoint's). A checkpoint due during a rollout, or asked for by a signal, is written at the start of the
+    next one, after the PPO update; a signal then raises `Stopped`.
     """
 
-    def __init__(self, run: Run, pool, env, signals: Signals, schedule=None) -> None:
+    def __init__(self, trainer: Trainer, run: Run, signals: Signals) -> None:
         super().__init__()
-        self.settings, self.pool, self.env, self.run = run.settings, pool, env, run
+        self.settings, self.pool, self.env, self.run = run.settings, trainer.pool, trainer.env, run
         self.signals = signals
-        self.schedule = dict(schedule) if schedule else {}
+        self.schedule = dict(trainer.schedule or {})
         self.outcomes: dict[str, list[int]] = {}
         self.progress: Progress | None = None
         self.checkpoint_due = False
@@ -134,18 +135,11 @@ class TrainingCallback(BaseCallback):
         self.logger.record("env/seconds_in_env", self.env.seconds)
 
     def _evaluate(self, steps: int) -> None:
-        learner = PPOAgent(self.model.policy, "ppo", deterministic=True)
-        settings = tournament.Settings(
-            agents=[], games=self.settings.eval_games, seed=self.settings.seed + 1, progress=False
-        )
-        for opponent in ("random", "greedy"):
-            pairing = tournament.play_pairing(learner, opponent, settings)
+        _, pairings = play_baselines(self.model, "ppo", self.settings.eval_games, self.settings.seed + 1)
+        for opponent, pairing in zip(BASELINES, pairings, strict=True):
             self.logger.record(f"eval/score_vs_{opponent}", pairing.score)
             interval = tournament.format_interval(pairing.interval())
             self.progress.write(f"[{steps:,} steps] vs {opponent}: {pairing.score:.3f} {interval}", sys.stdout)
-
-    def _on_training_end(self) -> None:
-        self.progress.close()
 
 
 def build_model(settings: TrainSettings, env, out: Path) -> MaskablePPO:
@@ -174,8 +168,7 @@ def save_checkpoint(run: Run, model, env, pool, schedule: dict[str, float], sign
 
 
 def check_resumable(saved: dict, settings: TrainSettings) -> None:
-    """`ValueError` naming the first training-defining setting in which `settings` differ from the `saved`
-    ones of a checkpoint."""
+    """`ValueError` naming the first setting defining the run in which `settings` differ from a checkpoint's."""
     for name, now in defining(settings).items():
         if saved.get(name) != now:
             raise ValueError(
@@ -184,37 +177,17 @@ def check_resumable(saved: dict, settings: TrainSettings) -> None:
             )
 
 
-def resume(run: Run, model, env, pool) -> tuple[bool, dict[str, float] | None]:
-    """Everything the resumed `run` reads, checked before its first write: the newest checkpoint that loads
-    (its settings, its contents; then loaded into the learner, the pool, the games and the generators), or
-    without one the distillation's files. Returns whether the run is complete already (`Run.resume`) and the
-    schedule (None without a checkpoint); `ValueError` (one line) otherwise."""
-    found = checkpoint.latest(run.out, run.run_id, max_file_bytes(run.settings))
-    if found is None:
-        distillation.check_saved(run.out, run.settings, run.belongs)
-        return run.resume(None), None
-    done, saved = found
-    check_resumable(settings := json.loads(saved["settings"]), run.settings)
-    try:
-        schedule = checkpoint.load_into(saved, model, env, pool)
-    except (KeyError, TypeError, AttributeError, RuntimeError, ValueError, IndexError) as error:
-        raise ValueError(
-            f"--resume: the checkpoint of step {done} is malformed "
-            f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
-        ) from None
-    return run.resume(done, settings.get("total_steps"), f" with {len(pool.snapshots)} snapshot(s)"), schedule
+def play_baselines(model, name: str, games: int, seed: int) -> tuple[tournament.Settings, list[tournament.Pairing]]:
+    """The learner of `model` (deterministic, named `name`) against each of `BASELINES`, with paired dice."""
+    learner = PPOAgent(model.policy, name, deterministic=True)
+    settings = tournament.Settings(agents=[name, *BASELINES], games=games, seed=seed, progress=False)
+    return settings, [tournament.play_pairing(learner, opponent, settings) for opponent in BASELINES]
 
 
 def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> list[tournament.Pairing]:
-    """Paired-dice evaluation against random and greedy, written beside the model."""
-    learner = PPOAgent(model.policy, f"ppo:{out / 'model.safetensors'}", deterministic=True)
-    eval_settings = tournament.Settings(
-        agents=[learner.name, "random", "greedy"],
-        games=settings.final_eval_games,
-        seed=settings.seed + 2,
-        progress=False,
-    )
-    pairings = [tournament.play_pairing(learner, opponent, eval_settings) for opponent in ("random", "greedy")]
+    """Paired-dice evaluation against `BASELINES`, written beside the model."""
+    name = f"ppo:{out / 'model.safetensors'}"
+    eval_settings, pairings = play_baselines(model, name, settings.final_eval_games, settings.seed + 2)
     ratings = tournament.bradley_terry(eval_settings.agents, pairings)
     tournament.write_outputs(
         out, eval_settings, pairings, ratings, stem="evaluation", plot=False, extra={"training": asdict(settings)}
@@ -223,8 +196,8 @@ def final_evaluation(model: MaskablePPO, settings: TrainSettings, out: Path) -> 
 
 
 def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
-    """One line: the shares of the wall time spent in the environment, the learner's rollout steps,
-    the PPO update, and evaluations and checkpoints (which run during the rollouts)."""
+    """One line: the shares of the wall time in the environment, the rollout, the update, evaluations and
+    checkpoints."""
     side = measured["evaluating and checkpointing"]
     parts = {
         "environment": in_env,
@@ -235,64 +208,80 @@ def time_split(total: float, in_env: float, measured: dict[str, float]) -> str:
     return "wall time: " + ", ".join(f"{name} {100 * value / max(total, 1e-9):.1f} %" for name, value in parts.items())
 
 
-def run(claimed: Run, pool: OpponentPool, experts, again: str) -> int:
-    """The `claimed` run (its folder locked), from its newest checkpoint on resume (`resume`: a refusal writes
-    nothing); `experts`: the distillation's expert and opponents; `again`: the command line that resumes it.
-    Returns the exit status (`Run.supervise`)."""
-    settings, out = claimed.settings, claimed.out
-    torch.set_num_threads(settings.threads)
-    env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
-    model = build_model(settings, VecMonitor(env), out)
-    schedule = None
-    if settings.resume:
-        complete, schedule = resume(claimed, model, env, pool)
-        if complete:
-            return 0
-    claimed.start()
-    with Signals() as signals:
-        return claimed.supervise(signals, lambda: _run(claimed, pool, (model, env, schedule), experts, signals), again)
+class Trainer(lifecycle.Trainer):
+    """train on the run lifecycle: the pool and the distillation's agents loaded first, the distillation, PPO."""
 
+    KIND = KIND
 
-def _run(run: Run, pool: OpponentPool, built, experts, signals) -> dict:
-    settings, out = run.settings, run.out
-    model, env, schedule = built
-    resumed = schedule is not None
-    if not resumed:
-        if settings.distill_games:
-            distillation.distill_policy(model.policy, settings, out, run.belongs, experts)
-            save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
-        if pool.self_weight > 0:
-            pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
-    env.games.set_opponents(*pool.members())
+    def __init__(self, settings: TrainSettings) -> None:
+        super().__init__(settings)
+        self.pool = OpponentPool(settings.opponents, settings.max_snapshots)  # loads the agents, before any write
+        self.experts = distill_agents(settings) if settings.distill_games else None
+        self.schedule: dict[str, float] | None = None  # of a resumed checkpoint
 
-    start, steps_before = time.perf_counter(), model.num_timesteps
-    remaining = settings.total_steps - model.num_timesteps
-    callback = TrainingCallback(run, pool, env, signals, schedule)
-    if remaining > 0:
-        try:  # SB3's TensorBoard writer on a full disk: one line naming it
-            with safe_points(signals), outputs.naming(out / "tb"):
-                model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name="ppo")
-        finally:
-            if callback.progress is not None:
-                callback.progress.close()
-    seconds = time.perf_counter() - start
-    steps_done = model.num_timesteps - steps_before
-    if steps_done:  # a signal during the last update stops the run here: trained, not evaluated
-        save_checkpoint(run, model, env, pool, callback.schedule, signals)
-    with outputs.atomic(out / "model.zip") as handle:  # SB3's own save, through the same atomic path
-        model.save(handle)
-    save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
-    if steps_done:
-        say(
-            f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env steps/s, "
-            f"{100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment"
+    def build(self, run: Run) -> tuple[int | None, int | None, str]:
+        """The env and the learner; on resume the newest checkpoint that loads put into them, the pool and the
+        generators, or without one the distillation's files checked."""
+        settings, pool = self.settings, self.pool
+        torch.set_num_threads(settings.threads)
+        env = TimedVecEnv(settings.n_envs, *pool.members(), seed=settings.seed, config=Config(), reward=settings.reward)
+        self.env, self.model = env, build_model(settings, VecMonitor(env), run.out)
+        found = checkpoint.latest(run.out, run.run_id, max_file_bytes(settings)) if settings.resume else None
+        if found is None:
+            if settings.resume:
+                distillation.check_saved(run.out, settings, run.belongs)
+            return None, None, ""
+        done, saved = found
+        check_resumable(saved_settings := json.loads(saved["settings"]), settings)
+        try:
+            self.schedule = checkpoint.load_into(saved, self.model, env, pool)
+        except (KeyError, TypeError, AttributeError, RuntimeError, ValueError, IndexError) as error:
+            raise ValueError(
+                f"--resume: the checkpoint of step {done} is malformed "
+                f"({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})"
+            ) from None
+        return done, saved_settings.get("total_steps"), f" with {len(pool.snapshots)} snapshot(s)"
+
+    def train(self, run: Run, signals: Signals) -> dict:
+        """The distillation (fresh runs), PPO to `total_steps`, the model and the final evaluation."""
+        settings, out, pool, model, env = self.settings, run.out, self.pool, self.model, self.env
+        resumed = self.schedule is not None
+        if not resumed:
+            if settings.distill_games:
+                distillation.distill_policy(model.policy, settings, out, run.belongs, self.experts)
+                save_policy(model.policy, out / "distilled.safetensors", about={"training": asdict(settings)})
+            if pool.self_weight > 0:
+                pool.add_snapshot(model.policy, "self@0")  # the first "self" is the initial (or distilled) network
+        env.games.set_opponents(*pool.members())
+
+        start, steps_before = time.perf_counter(), model.num_timesteps
+        remaining = settings.total_steps - model.num_timesteps
+        callback = TrainingCallback(self, run, signals)
+        if remaining > 0:
+            try:  # SB3's TensorBoard writer on a full disk: one line naming it
+                with safe_points(signals), outputs.naming(out / "tb"):
+                    model.learn(remaining, callback=callback, reset_num_timesteps=not resumed, tb_log_name="ppo")
+            finally:
+                if callback.progress is not None:
+                    callback.progress.close()
+        seconds = time.perf_counter() - start
+        steps_done = model.num_timesteps - steps_before
+        if steps_done:  # a signal during the last update stops the run here: trained, not evaluated
+            save_checkpoint(run, model, env, pool, callback.schedule, signals)
+        with outputs.atomic(out / "model.zip") as handle:  # SB3's own save, through the same atomic path
+            model.save(handle)
+        save_policy(model.policy, out / "model.safetensors", about={"training": asdict(settings)})
+        if steps_done:
+            say(
+                f"trained {steps_done:,} steps in {seconds:.0f} s: {steps_done / max(seconds, 1e-9):,.0f} env "
+                f"steps/s, {100 * env.seconds / max(seconds, 1e-9):.1f} % of the time in the environment"
+            )
+            say(time_split(seconds, env.seconds, callback.seconds))
+
+        pairings = final_evaluation(model, settings, out)
+        print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
+        print(
+            f"wrote {out / 'model.safetensors'} (agent spec ppo:{out / 'model.safetensors'}), {out / 'model.zip'} "
+            f"(SB3), {out / 'evaluation.json'}, {out / 'evaluation.md'}"
         )
-        say(time_split(seconds, env.seconds, callback.seconds))
-
-    pairings = final_evaluation(model, settings, out)
-    print(tournament.text_table(tournament.PAIRING_HEADER, tournament.pairing_rows(pairings)))
-    print(
-        f"wrote {out / 'model.safetensors'} (agent spec ppo:{out / 'model.safetensors'}), {out / 'model.zip'} "
-        f"(SB3), {out / 'evaluation.json'}, {out / 'evaluation.md'}"
-    )
-    return {"steps": model.num_timesteps}
+        return {"steps": model.num_timesteps}

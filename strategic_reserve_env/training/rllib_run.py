@@ -1,4 +1,4 @@
-"""The RLlib self-play run behind `train-rllib`, top to bottom: `train`, on the run lifecycle (`run`).
+"""The RLlib self-play run behind `train-rllib` on the run lifecycle (`run`): `Settings`, `Trainer`.
 
 Both seats play one shared RLModule (strategic_reserve_env/envs/rllib_env.py). After each iteration the module
 is written to `checkpoints/iteration_N/` (pickle-free). RLlib keeps the rest of its state only as pickles,
@@ -8,7 +8,6 @@ from zero.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -23,34 +22,60 @@ from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, make_config
 from strategic_reserve_env.files import outputs
 from strategic_reserve_env.interrupts import Signals
 
-from .folder import SETTINGS_FILE, check_belongs, identity
-from .run import Checkpoints, Run, RunKind, claim, prepare, safe_points, say
-from .settings import PPOSettings, changeable, check_range, process_field
+from . import run as lifecycle
+from .folder import check_belongs, identity
+from .run import Checkpoints, Run, RunKind, say
+from .settings import PPOSettings, changeable, process_field, setting
 
 PACKAGE = Path(__file__).resolve().parents[1]  # strategic_reserve_env, sent to the workers
+PROGRESS = "progress.jsonl"
+RESULTS = ("model.json", "weights.npz", PROGRESS)  # what --restart removes first
+KIND = RunKind(
+    command="train_rllib.py",
+    results=RESULTS,
+    state=("checkpoints",),
+    folders=("checkpoints",),
+    length="iterations",
+    unit="iterations",
+    model="rllib:{out}",
+    progress=PROGRESS,
+    stopped_key="checkpoint_iteration",
+)
+COMMAND = KIND.command  # what run.json says made the folder
+EXTRAS = ("rllib",)  # what it needs installed (the registry declares the same for `strategic-reserve train-rllib`)
+# the settings' names -> RLlib's
+RLLIB_NAMES = {
+    "envs_per_runner": "num_envs_per_env_runner",
+    "n_epochs": "num_epochs",
+    "learning_rate": "lr",
+    "gae_lambda": "lambda_",
+    "clip_range": "clip_param",
+    "ent_coef": "entropy_coeff",
+    "vf_coef": "vf_loss_coeff",
+}
+RLLIB_SAME = ("num_env_runners", "train_batch_size", "minibatch_size", "gamma", "seed")
 
 
 @dataclass(frozen=True)
 class Settings(PPOSettings):
-    """Settings of an RLlib self-play run (every field is a command-line option; the PPO ones are
-    `PPOSettings`')."""
+    """Settings of an RLlib self-play run (every field is a command-line option)."""
 
-    iterations: int = changeable(100)
+    iterations: int = changeable(100, 1)
     """Training iterations; each samples --train-batch-size env steps, then runs the PPO update on them."""
-    num_env_runners: int = changeable(2)
+    num_env_runners: int = changeable(2, 0)
     """Sampling processes (Ray actors, one CPU each); 0 samples in the driver process."""
-    envs_per_runner: int = 8
+    envs_per_runner: int = setting(8, 1)
     """Games each env runner plays at once (one batched forward pass of the module for all of them)."""
     address: str | None = changeable(None)
     """Ray cluster to join: "auto" (the one `ray start` runs on this node) or the head's HOST:PORT.
     Default: start a local Ray for this run."""
-    num_cpus: int | None = changeable(None)
+    num_cpus: int | None = changeable(None, 1)
     """CPUs of the local Ray (default: all of the machine's); not used with --address."""
-    train_batch_size: int = 4000
+    train_batch_size: int = setting(4000, 1)
     """Env steps (placements, both seats together) per iteration."""
-    minibatch_size: int = 500
+    minibatch_size: int = setting(500, 1)
     """Minibatch size of the PPO update."""
-    vf_coef: float = 0.5
+    vf_coef: float = setting(0.5, 0)
     """Weight of the value loss (>= 0; policy and value heads share the network)."""
     channels: int = 32
     """Channels of the 3x3 convolutions."""
@@ -65,31 +90,22 @@ class Settings(PPOSettings):
     seed: int = 0
     """Seed of the env runners' dice and of the network. With --num-env-runners 0 a run repeats exactly;
     remote env runners get new weights without RLlib waiting for them, so runs part after the first iteration."""
-    threads: int = changeable(1)
+    threads: int = changeable(1, 1)
     """Torch CPU threads of this (driver) process, which runs the PPO update (and the sampling with
     --num-env-runners 0). Env runners use one thread each; more threads here pay only on idle cores."""
     out: str = process_field("runs/rllib")
     """Output directory: model.json, weights.npz, progress.jsonl, the run's settings and checkpoints."""
-    resume: bool = process_field(False)
-    """Go on with the run in --out from its last checkpoint, with its own settings (only --iterations,
-    --num-env-runners, --address, --num-cpus and --threads may be given again)."""
 
     def network(self) -> NetworkConfig:
         return NetworkConfig(channels=self.channels, conv_layers=self.conv_layers, hidden=self.hidden)
 
     def __post_init__(self) -> None:
-        """`ValueError` naming the first bad setting (nothing read from disk: `--out` is checked after)."""
+        """`ValueError` naming the first bad setting (nothing read from disk)."""
         super().__post_init__()
-        for name in ("iterations", "envs_per_runner", "train_batch_size", "minibatch_size", "threads"):
-            check_range(name, getattr(self, name), 1)
-        check_range("num_env_runners", self.num_env_runners, 0)
         if self.minibatch_size > self.train_batch_size:
             raise ValueError(
                 f"--minibatch-size ({self.minibatch_size}) exceeds --train-batch-size ({self.train_batch_size})"
             )
-        if self.num_cpus is not None:
-            check_range("num_cpus", self.num_cpus, 1)
-        check_range("vf_coef", self.vf_coef, 0)
         self.network()
         make_config(reserve=self.reserve, ply_limit=self.ply_limit)
 
@@ -125,32 +141,9 @@ def progress(iteration: int, result: dict, seconds: float, env_runners: int) -> 
     }
 
 
-def runner_nodes(algorithm) -> dict[str, int]:
-    """The remote env runners per node: the node's IP address -> how many run there (empty with none)."""
-    import ray
-
-    addresses = algorithm.env_runner_group.foreach_env_runner(
-        lambda _: ray.util.get_node_ip_address(), local_env_runner=False
-    )
-    return dict(sorted(Counter(addresses).items()))
-
-
-def progress_line(row: dict, iterations: int) -> str:
-    return (
-        f"iteration {row['iteration']}/{iterations}: {row['env_steps']:,} env steps in {row['seconds']:.1f} s "
-        f"= {row['env_steps_per_s']:,.0f} env steps/s ({row['env_steps_total']:,} total); "
-        f"{row['episodes']} games, Red's return {row['return_red']:+.3f}, length {row['length']:.1f} plies; "
-        f"illegal actions {row['illegal_actions']} ({row['illegal_actions_total']} total)"
-    )
-
-
 def start_ray(settings: Settings) -> bool:
-    """Start a local Ray or join the cluster at --address (unless Ray is already up); True if this call did.
-
-    The package is shipped to every worker (`runtime_env` `py_modules`),
-    so cluster nodes need the dependencies (the `rllib` extra)
-    but run the driver's copy of the code.
-    """
+    """Start a local Ray or join the cluster at --address (unless Ray is up); True if this call did. The package
+    goes to every worker (`runtime_env`): cluster nodes need the `rllib` extra but run the driver's code."""
     import ray
 
     if ray.is_initialized():
@@ -164,46 +157,14 @@ def start_ray(settings: Settings) -> bool:
     return True
 
 
-PROGRESS = "progress.jsonl"
-RESULTS = ("model.json", "weights.npz", PROGRESS)  # what --restart removes first
-KIND = RunKind(
-    command="train_rllib.py",
-    results=RESULTS,
-    state=("checkpoints",),
-    files=(*RESULTS, SETTINGS_FILE, outputs.RUN_FILE),
-    length="iterations",
-    unit="iterations",
-    model="rllib:{out}",
-    progress=PROGRESS,
-    stopped_key="checkpoint_iteration",
-)
-COMMAND = KIND.command  # what run.json says made the folder
-EXTRAS = ("rllib",)  # what it needs installed (the registry declares the same for `strategic-reserve train-rllib`)
-
-
 def checkpoints(out: Path) -> Checkpoints:
     """The run's checkpoints: `checkpoints/iteration_NNNNNN/` folders."""
     return Checkpoints(out / "checkpoints", "iteration_", width=6, folders=True)
 
 
-def save_checkpoint(algorithm, out: Path, iteration: int, settings: Settings, belongs: tuple[str, str]) -> None:
-    """The module after `iteration` as its checkpoint folder (written whole under a temporary name, then
-    renamed), its notes naming the iteration, the run id and the settings' digest it `belongs` to."""
-    from strategic_reserve_env.envs.rllib_env import save_module
-
-    found = checkpoints(out)
-    found.folder.mkdir(exist_ok=True)
-    partial = Path(tempfile.mkdtemp(dir=found.folder, prefix=outputs.TRASH_PREFIX))
-    notes = {"iteration": iteration} | identity(belongs)
-    save_module(algorithm, partial, settings.network(), notes)
-    os.rename(partial, found.path(iteration))
-    found.prune()
-
-
 def latest_checkpoint(out: Path, belongs: tuple[str, str]) -> tuple[int, dict] | None:
-    """The iteration and the module's weights of the newest checkpoint in `out` that loads
-    (`Checkpoints.newest`; None if there is none); `ValueError` if none loads, or if the newest that loads
-    belongs to another run or other settings (its notes)."""
+    """The iteration and the module's weights of the newest checkpoint that loads (`Checkpoints.newest`);
+    `ValueError` if none loads, or if it belongs to another run or other settings (its notes)."""
     from strategic_reserve_env.agents import rllib_model
 
     def load(path: Path):
@@ -227,94 +188,95 @@ def _check_extras() -> None:
         raise missing
 
 
-def train(settings: Settings, again: str = "python train_rllib.py") -> int:
-    """Run the training, print and record progress, write the module; returns the exit status
-    (`Run.supervise`). `again`: the command that resumes it. A resume is checked first (a refusal writes
-    nothing); without the `rllib` extra: its one line (`MissingExtraError`), before anything is written."""
-    out = prepare(settings, KIND)  # absolute, before anything else runs
-    if not settings.resume:
-        _check_extras()  # before the lock and the run file
-    with outputs.lock(out) as held:  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
-        run = claim(out, settings, KIND, held)
-        saved = latest_checkpoint(out, run.belongs) if settings.resume else None
-        if settings.resume:
-            if run.resume(saved[0] if saved else None):
-                return 0
-            _check_extras()  # after the refusals of a resume, which need no library, before its first write
-        run.start()
-        with Signals() as signals:
+class Trainer(lifecycle.Trainer):
+    """train-rllib on the run lifecycle; without the `rllib` extra its one line (`MissingExtraError`) before
+    anything is written (on resume after the resume's own refusals, which need no library)."""
 
-            def body() -> dict:
-                _train(run, signals, saved)
-                return {}
+    KIND = KIND
 
-            return run.supervise(signals, body, again)
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        if not settings.resume:
+            _check_extras()  # before the lock and the run file
+        self.saved: tuple[int, dict] | None = None
 
+    def build(self, run: Run) -> tuple[int | None, int | None, str]:
+        """On resume the newest checkpoint's weights (`latest_checkpoint`): Ray starts after the checks."""
+        self.saved = latest_checkpoint(run.out, run.belongs) if self.settings.resume else None
+        return self.saved[0] if self.saved else None, None, ""
 
-def _train(run: Run, signals: Signals, saved: tuple[int, dict] | None) -> list[dict]:
-    import ray
-    import torch
+    def ready(self) -> None:
+        _check_extras()
 
-    from strategic_reserve_env.envs.rllib_env import ppo_config, save_module, set_module_weights
+    def train(self, run: Run, signals: Signals) -> dict:
+        """Start Ray, build the algorithm, iterate (`run.iterate`), write the module."""
+        import ray
+        import torch
 
-    settings, out = run.settings, run.out
-    torch.set_num_threads(settings.threads)
-    config = ppo_config(
-        network=settings.network(),
-        env_config={"reserve": settings.reserve, "ply_limit": settings.ply_limit},
-        num_env_runners=settings.num_env_runners,
-        num_envs_per_env_runner=settings.envs_per_runner,
-        train_batch_size=settings.train_batch_size,
-        minibatch_size=settings.minibatch_size,
-        # the settings' PPO names, translated to RLlib's
-        num_epochs=settings.n_epochs,
-        lr=settings.learning_rate,
-        gamma=settings.gamma,
-        lambda_=settings.gae_lambda,
-        clip_param=settings.clip_range,
-        entropy_coeff=settings.ent_coef,
-        vf_loss_coeff=settings.vf_coef,
-        seed=settings.seed,
-    )
-    started = start_ray(settings)
-    rows = []
-    try:
-        algorithm = config.build_algo()
-        signals.hold()  # ray.init installed its own SIGTERM handler (one that aborts the process)
+        from strategic_reserve_env.envs.rllib_env import ppo_config, save_module, set_module_weights
+
+        settings, out = self.settings, run.out
+        torch.set_num_threads(settings.threads)
+        config = ppo_config(
+            network=settings.network(),
+            env_config={"reserve": settings.reserve, "ply_limit": settings.ply_limit},
+            **{RLLIB_NAMES.get(name, name): getattr(settings, name) for name in (*RLLIB_NAMES, *RLLIB_SAME)},
+        )
+        started = start_ray(settings)
+        last: dict = {}
         try:
-            nodes = runner_nodes(algorithm)
-            if nodes:
-                say("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()))
-            first = 1
-            if saved is not None:
-                set_module_weights(algorithm, saved[1])
-                first = saved[0] + 1
-            mode = "a" if settings.resume else "w"
-            with outputs.naming(out / PROGRESS), open(out / PROGRESS, mode) as log, safe_points(signals):
-                for iteration in range(first, settings.iterations + 1):
+            algorithm = config.build_algo()
+            signals.hold()  # ray.init installed its own SIGTERM handler (one that aborts the process)
+            try:
+                addresses = algorithm.env_runner_group.foreach_env_runner(
+                    lambda _: ray.util.get_node_ip_address(), local_env_runner=False
+                )
+                nodes = dict(sorted(Counter(addresses).items()))  # the remote env runners per node
+                if nodes:
+                    say("env runners: " + ", ".join(f"{n} on {address}" for address, n in nodes.items()))
+                if self.saved is not None:
+                    set_module_weights(algorithm, self.saved[1])
+
+                def step(iteration: int) -> dict:
                     clock = time.perf_counter()
                     result = algorithm.train()
                     seconds = time.perf_counter() - clock
-                    row = progress(iteration, result, seconds, algorithm.env_runner_group.num_healthy_remote_workers())
-                    rows.append(row)
-                    say(progress_line(row, settings.iterations))
-                    with outputs.naming(out / PROGRESS):  # a full disk: one line naming the file
-                        log.write(json.dumps(row) + "\n")
-                        log.flush()
-                    save_checkpoint(algorithm, out, iteration, settings, run.belongs)
-                    run.checkpointed(iteration, signals)
-            notes = {
-                "trained_by": "train_rllib.py",
-                "ray": ray.__version__,
-                "settings": asdict(settings),
-                "env_steps": rows[-1]["env_steps_total"] if rows else 0,  # since the last start (RLlib's count)
-                "env_runner_nodes": nodes,
-            }
-            save_module(algorithm, out, settings.network(), notes)
+                    last.update(
+                        progress(iteration, result, seconds, algorithm.env_runner_group.num_healthy_remote_workers())
+                    )
+                    return dict(last)
+
+                def save(iteration: int) -> None:  # whole under a temporary name, then renamed
+                    found = checkpoints(out)
+                    found.folder.mkdir(exist_ok=True)
+                    partial = Path(tempfile.mkdtemp(dir=found.folder, prefix=outputs.TRASH_PREFIX))
+                    notes = {"iteration": iteration} | identity(run.belongs)
+                    save_module(algorithm, partial, settings.network(), notes)
+                    os.rename(partial, found.path(iteration))
+                    found.prune()
+
+                lifecycle.iterate(run, signals, step, save, self.line)
+                notes = {
+                    "trained_by": "train_rllib.py",
+                    "ray": ray.__version__,
+                    "settings": asdict(settings),
+                    "env_steps": last.get("env_steps_total", 0),  # since the last start (RLlib's count)
+                    "env_runner_nodes": nodes,
+                }
+                save_module(algorithm, out, settings.network(), notes)
+            finally:
+                algorithm.stop()
         finally:
-            algorithm.stop()
-    finally:
-        if started:
-            ray.shutdown()
-    say(f"wrote {out}/model.json and weights.npz; play it: strategic-reserve evaluate rllib:{out} random greedy")
-    return rows
+            if started:
+                ray.shutdown()
+        say(f"wrote {out}/model.json and weights.npz; play it: strategic-reserve evaluate rllib:{out} random greedy")
+        return {}
+
+    def line(self, row: dict) -> str:
+        """What an iteration did."""
+        return (
+            f"iteration {row['iteration']}/{self.settings.iterations}: {row['env_steps']:,} env steps in "
+            f"{row['seconds']:.1f} s = {row['env_steps_per_s']:,.0f} env steps/s ({row['env_steps_total']:,} "
+            f"total); {row['episodes']} games, Red's return {row['return_red']:+.3f}, length {row['length']:.1f} "
+            f"plies; illegal actions {row['illegal_actions']} ({row['illegal_actions_total']} total)"
+        )

@@ -1,8 +1,7 @@
-"""The run lifecycle, written once for `train`, `train-az` and `train-rllib` (and the distillation inside `train`).
+"""The run lifecycle of `train`, `train-az` and `train-rllib` (and the distillation inside `train`), written once.
 
 A run lives in its folder (`--out`) and moves through these states, each entered by one atomic write
-(`strategic_reserve_env.files.outputs.atomic`: a temporary file renamed over its name), so a kill at any instant
-leaves the folder in one of them:
+(`outputs.atomic`), so a kill at any instant leaves the folder in one of them:
 
 | state | run.json | the folder also holds | `--resume` alone |
 |---|---|---|---|
@@ -15,16 +14,17 @@ leaves the folder in one of them:
 | failed | `failed`, `error` | as checkpointed | goes on from the newest checkpoint that loads |
 | complete | `complete`, the length done | the results | says it is complete, writes nothing (unless asked for more) |
 
-A fresh run claims a new folder (`claim`, under the folder's lock) and takes over a claimed one; it refuses any
-other run, and the run's file names held by no run. `--restart` removes this command's run (results first,
-run.json last) and nothing else. A resume checks everything it reads before its first write (`Run.start`);
-a refusal writes no byte. `Checkpoints` enumerates and reads a run's numbered checkpoints, `Run.resume` holds
-the "already complete" rule, `trim_progress` trims a progress file to the checkpoint.
+`execute` walks a `Trainer` through them: `prepare` and `claim` (under the folder's lock), the checks of a
+resume before its first write (`Run.resume`: the "already complete" rule), `Run.start`, then `Run.supervise`
+(status, signals). A trainer supplies only what differs: what it loads, its newest checkpoint, its training
+(`iterate`: the loop of the iteration trainers). `--restart` removes this command's run (results first,
+run.json last) and nothing else.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -34,10 +34,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from strategic_reserve_env.core.board import is_integer
 from strategic_reserve_env.files import outputs, safe_json
-from strategic_reserve_env.interrupts import StopNow, Stopped
+from strategic_reserve_env.interrupts import Signals, StopNow, Stopped
 
 from .folder import SETTINGS_FILE, check_command, refuse_links, settings_hash
 
@@ -49,16 +50,16 @@ MAX_PROGRESS_LINE = 1 << 16  # bytes of one progress line (a few hundred); a lon
 
 @dataclass(frozen=True)
 class RunKind:
-    """What a training command's run folder holds: `results` (removed first by `--restart`), `state` (its
-    files beyond settings.json and run.json), `files` (regular files checked before anything runs), `length`
-    (the settings field of its length, counted in `unit`), `model` (its agent spec, `{out}` the folder),
-    `progress` (its progress file), `stopped_key` (run.json's name for the checkpoint kept on a stop) and
-    `early` (a state folder kept before any checkpoint, and how the stop line calls it)."""
+    """What a command's run folder holds: `results` (removed first by `--restart`), `state` (beyond settings.json
+    and run.json), `folders` (those of them that are folders), `length` (the settings field of its length, in
+    `unit`), `model` (its agent spec, `{out}` the folder), `progress` (its progress file), `stopped_key`
+    (run.json's name for the checkpoint kept on a stop), `early` (a state folder kept before any checkpoint,
+    and how the stop line calls it)."""
 
     command: str
     results: tuple[str, ...]
     state: tuple[str, ...]
-    files: tuple[str, ...]
+    folders: tuple[str, ...]
     length: str
     unit: str
     model: str
@@ -76,36 +77,35 @@ class RunKind:
         """Every entry of `--out` the run makes, results first, run.json last (the order `--restart` removes)."""
         return (*self.results, SETTINGS_FILE, *self.state, outputs.RUN_FILE)
 
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The entries that are regular files."""
+        return tuple(name for name in self.names if name not in self.folders)
+
 
 def say(line: str, stream=None) -> None:
-    """Print one line of a run's progress (stdout: progress is no error) at once: a pipe sees it when it happens."""
+    """Print one line of a run's progress (stdout unless `stream`) at once: a pipe sees it when it happens."""
     print(line, file=stream or sys.stdout, flush=True)
 
 
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def read_record(out: Path) -> dict | None:
-    """run.json of `out` (`outputs.read_run`), its lifecycle fields checked: `ValueError` naming the file for
-    a status that is no state, or a `checkpoint` that is not a count."""
+    """run.json of `out`; `ValueError` naming it for a status that is no state or a checkpoint that is no count."""
     run = outputs.read_run(out)
     if run is None:
         return None
     status, checkpoint = run.get("status", "running"), run.get("checkpoint", 0)
     if status not in STATUSES:
         raise ValueError(f"{out / outputs.RUN_FILE}: status {status!r:.40} is none of {', '.join(STATUSES)}")
-    if not isinstance(checkpoint, int) or isinstance(checkpoint, bool) or checkpoint < 0:
+    if not is_integer(checkpoint) or checkpoint < 0:
         raise ValueError(f"{out / outputs.RUN_FILE}: checkpoint {checkpoint!r:.40} is not a count")
     return run
 
 
 def prepare(settings, kind: RunKind) -> Path:
-    """`--out` of `settings` made absolute and checked before anything is loaded or written: a folder that can
-    be written, each of `kind.files` absent or a regular file (`outputs.check_out`), each of the run's
-    folders absent or a folder (one line naming it)."""
+    """`--out` made absolute and checked before anything is loaded or written (`outputs.check_out`): each of
+    the run's files absent or a regular file, each of its folders absent or a folder."""
     out = outputs.check_out(settings.out, kind.files)
-    for name in set(kind.names) - set(kind.files):
+    for name in kind.folders:
         path = out / name
         if os.path.lexists(path) and not path.is_symlink() and not path.is_dir():
             raise ValueError(f"--out {out}: {path} exists and is not a folder, so the run cannot write in it")
@@ -113,12 +113,10 @@ def prepare(settings, kind: RunKind) -> Path:
 
 
 def claim(out: Path, settings, kind: RunKind, held: outputs.Lock | None = None) -> Run:
-    """The run of `settings` in `out` (whose lock the caller holds: `held`): with --resume the folder's own (nothing
-    written); else a new one, written to run.json (state claimed), after `--restart` removed the entries
-    the folder's run of this command made. `ValueError` (one line, nothing written) for another command's
-    run whatever the options, a run held without --resume or --restart, files of no run where the run
-    writes (never replaced, --restart or not), and a link among the run's entries (a run never reads or
-    writes through one; --restart removes the links of its own run)."""
+    """The run of `settings` in `out` (whose lock `held` the caller holds): with --resume the folder's own
+    (nothing written); else a new one in run.json (claimed), after `--restart` removed this command's run.
+    `ValueError` (nothing written) for another command's run, a run held without --resume or --restart,
+    files of no run where the run writes, and a link among the run's entries."""
     run = read_record(out)
     check_command(out, run, kind.command)
     if settings.resume:
@@ -148,9 +146,8 @@ def claim(out: Path, settings, kind: RunKind, held: outputs.Lock | None = None) 
 
 
 def error_status(error: BaseException) -> int:
-    """Print a training command's refusal or failure `error` as its one line; its exit status: 1 for a file
-    that could not be written (`outputs.OutputLost`: a full disk), 2 for a refusal (bad settings, a folder
-    that is not the run's). A lost standard output is raised again: the command line says it, once."""
+    """Print a training command's refusal or failure as its one line; its exit status: 1 for a file that could
+    not be written (`outputs.OutputLost`), 2 for a refusal. A lost standard output is raised again."""
     if isinstance(error, (outputs.StdoutLost, BrokenPipeError)):
         raise error
     print(f"error: {error}", file=sys.stderr)
@@ -159,8 +156,8 @@ def error_status(error: BaseException) -> int:
 
 @dataclass(frozen=True)
 class Checkpoints:
-    """A run's numbered checkpoints in `folder`, each named `prefix`, its count (`width` digits, 0: any), `suffix`;
-    folders if `folders`, else files. The newest `CHECKPOINTS_KEPT` are kept."""
+    """A run's numbered checkpoints in `folder`, each named `prefix`, its count (`width` digits, 0: any),
+    `suffix`; folders if `folders`, else files. The newest `CHECKPOINTS_KEPT` are kept."""
 
     folder: Path
     prefix: str
@@ -185,10 +182,9 @@ class Checkpoints:
         outputs.remove(self.folder, [self.path(count).name for count in self.counts()[:-CHECKPOINTS_KEPT]])
 
     def newest(self, load: Callable[[Path], Any]) -> tuple[int, Any] | None:
-        """The (count, contents) of the newest checkpoint that `load` reads (a `ValueError` if it does not),
-        warning on stderr about each newer one skipped; None if there is none. `ValueError` (one line) if
-        none loads, or for a checkpoint that is a link or not a regular file (folder): a run reads and writes
-        none through it."""
+        """The (count, contents) of the newest checkpoint that `load` reads (else a `ValueError`), warning about
+        each newer one skipped; None if there is none. `ValueError` if none loads, or for a checkpoint that is
+        a link or of the wrong type."""
         counts = self.counts()
         for count in counts:
             path = self.path(count)
@@ -211,8 +207,7 @@ class Checkpoints:
 
 @contextlib.contextmanager
 def safe_points(signals) -> Iterator[None]:
-    """While the block runs, a first signal stops the run at its next safe point (after an update or an
-    iteration, with its checkpoint), not at once."""
+    """While the block runs, a first signal stops the run at its next safe point (with its checkpoint)."""
     signals.at_once = False
     try:
         yield
@@ -221,10 +216,9 @@ def safe_points(signals) -> Iterator[None]:
 
 
 def trim_progress(path: Path, last: int) -> None:
-    """Keep the lines of the progress file `path` up to iteration `last` (a run stopped after logging an
-    iteration but before its checkpoint does it again), read a line at a time (a large file costs no more memory
-    than `MAX_PROGRESS_LINE` bytes a line): rewritten atomically when a line goes (of a later iteration, longer
-    than that, or not a JSON object naming its iteration)."""
+    """Keep the lines of the progress file `path` up to iteration `last`, read a line (at most
+    `MAX_PROGRESS_LINE` bytes) at a time; rewritten atomically when a line goes (of a later iteration, too
+    long, or not a JSON object naming its iteration)."""
     if not os.path.lexists(path):
         return
     kept, dropped, inside_long = [], False, False
@@ -236,7 +230,7 @@ def trim_progress(path: Path, last: int) -> None:
                 with contextlib.suppress(ValueError):
                     record = safe_json.loads(line, str(path))
                     iteration = record.get("iteration") if isinstance(record, dict) else None
-            if isinstance(iteration, int) and not isinstance(iteration, bool) and 0 <= iteration <= last:
+            if is_integer(iteration) and 0 <= iteration <= last:
                 kept.append(line)
             else:
                 dropped = True
@@ -245,10 +239,16 @@ def trim_progress(path: Path, last: int) -> None:
             handle.writelines(kept)
 
 
+def append_progress(path: Path, record: dict) -> None:
+    """Append `record` as a line of the progress file `path`; an OSError (a full disk) names the file."""
+    with outputs.naming(path), open(path, "a", encoding="utf-8") as progress:
+        progress.write(json.dumps(record) + "\n")
+
+
 def clean_partials(out: Path, kind: RunKind, run_id: str) -> None:
-    """Remove the `.partial` files a killed write of this run left in `out` and its state folders: those of
-    the names the run writes, and in its state folders those naming no other run."""
-    own = set(kind.names) | set(kind.files)
+    """Remove the `.partial` files a killed write of this run left: in `out` those of the run's names, in
+    its state folders those naming no other run."""
+    own = set(kind.names)
     other_run = re.compile(r"[0-9a-f]{32}")
     for folder in (out, *(out / name for name in kind.state)):
         if folder.is_symlink() or not folder.is_dir():
@@ -285,19 +285,14 @@ class Run:
         """The run id and settings digest each file of the run carries."""
         return self.run_id, settings_hash(self.settings)
 
-    def expected_checkpoint(self) -> int:
-        """The newest checkpoint run.json says was written (0: none): a resume that finds none refuses."""
-        complete = self.record.get("status") == "complete"
-        done = self.record.get(self.kind.unit, 0) if complete else 0
-        return max(self.checkpoint, done if isinstance(done, int) and not isinstance(done, bool) else 0)
-
     def resume(self, found: int | None, saved: int | None = None, detail: str = "") -> bool:
-        """Go on from the checkpoint of `found` steps (iterations; None: none found), or say the run is
-        complete (nothing written) and return True. `ValueError` (nothing written) when run.json says a
-        checkpoint was written but none was found (the run would start over and replace its results), or for
-        a length asked below the one done, unless it is the run's own `saved` one (its last update went past it).
-        `detail`: what the line saying where it goes on adds."""
-        expected, unit = self.expected_checkpoint(), self.kind.one
+        """Go on from the checkpoint of `found` steps (iterations; None: none), or say the run is complete
+        (nothing written) and return True. `ValueError` (nothing written) when run.json says a checkpoint was
+        written but none was found, or for a length asked below the one done unless it is the checkpoint's
+        own `saved` one. `detail`: what the line saying where it goes on adds."""
+        complete, unit = self.record.get("status") == "complete", self.kind.one
+        done = self.record.get(self.kind.unit, 0) if complete else 0
+        expected = max(self.checkpoint, done if is_integer(done) else 0)
         if expected and found is None:
             raise ValueError(
                 f"--resume: {self.out / outputs.RUN_FILE} says run {self.run_id} wrote a checkpoint of {unit} "
@@ -308,7 +303,7 @@ class Run:
         asked, option = getattr(self.settings, self.kind.length), "--" + self.kind.length.replace("_", "-")
         if asked < done and asked != saved:
             raise ValueError(f"--resume: {option} {asked} is below the {done:,} {self.kind.unit} already done")
-        if self.record.get("status") == "complete" and asked <= done:
+        if complete and asked <= done:
             model = self.kind.model.format(out=self.out)
             line = f"the run in {self.out} is complete ({done:,} {self.kind.unit}; its model: {model})"
             say(f"{line}; --resume {option} N trains it further", sys.stderr)
@@ -322,13 +317,13 @@ class Run:
         """Enter `status` (one of `STATUSES`) with its `details`, one atomic write of run.json."""
         for stale in ("stopped", "error"):
             self.record.pop(stale, None)
-        self.record |= {"status": status, "updated": now(), "checkpoint": self.checkpoint, **details}
+        updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.record |= {"status": status, "updated": updated, "checkpoint": self.checkpoint, **details}
         outputs.write_text(self.out / outputs.RUN_FILE, json.dumps(self.record, indent=1) + "\n")
 
     def start(self) -> None:
-        """The first write of a run (every check done): on resume the `.partial` files of a killed write go
-        and the progress file keeps the lines up to the checkpoint; the settings are written (settings
-        written) and the run marked running."""
+        """The first write (every check done): on resume the `.partial` files of a killed write go and the
+        progress file is trimmed to the checkpoint; the settings are written and the run marked running."""
         if self.settings.resume:
             clean_partials(self.out, self.kind, self.run_id)
             if self.kind.progress is not None:
@@ -344,15 +339,12 @@ class Run:
         if signals is not None and signals.requested is not None:
             raise Stopped(signals.requested, count)
 
-    def supervise(
-        self, signals, body: Callable[[], dict], again: str, on_stop: Callable[[BaseException], None] | None = None
-    ):
-        """Run `body` (returning run.json's details of a complete run) under `signals`: complete at its end
-        (exit status 0); interrupted on a signal (the line saying where it stopped, what is kept and `again`,
-        the command that goes on; 128 + the signal's number; `on_stop(stop)` run first), a signal whose
-        `StopNow` a library swallowed after the last safe point included; failed on an error, raised again
-        (run.json written if the disk lets it). A write that fails in a library's own thread (TensorBoard's
-        writer on a full disk) fails the run in one line naming the folder."""
+    def supervise(self, signals, body: Callable[[], dict], again: str, on_stop: Callable[[BaseException], None]):
+        """Run `body` (returning run.json's details of a complete run) under `signals`: complete at its end (exit
+        status 0); interrupted on a signal, a `StopNow` a library swallowed included (`on_stop(stop)` first,
+        then the line saying where it stopped, what is kept and `again`, the command that goes on; 128 + the
+        signal's number); failed on an error, raised again. A write that fails in a library's own thread
+        (TensorBoard's writer on a full disk) fails the run in one line naming the folder."""
         failed_in_thread: list[OSError] = []
         excepthook = threading.excepthook
 
@@ -379,13 +371,9 @@ class Run:
                 kept = self.kind.early[1]
             else:
                 kept = "no checkpoint yet"
-            where = (
-                f"{'at' if unit == 'step' else 'after'} {unit} {stop.steps:,}"
-                if isinstance(stop, Stopped)
-                else "at once"
-            )
-            if on_stop is not None:
-                on_stop(stop)
+            at = "at" if unit == "step" else "after"
+            where = f"{at} {unit} {stop.steps:,}" if isinstance(stop, Stopped) else "at once"
+            on_stop(stop)
             self.set_status("interrupted", stopped={"signal": str(stop), self.kind.stopped_key: self.checkpoint})
             print(f"\n{stop} stopped the run {where} ({kept}); go on with: {again}", file=sys.stderr, flush=True)
             return 128 + stop.signum
@@ -398,3 +386,63 @@ class Run:
             threading.excepthook = excepthook
         self.set_status("complete", **details)
         return 0
+
+
+class Trainer:
+    """What a trainer adds to the lifecycle; `execute` calls each method in its turn."""
+
+    KIND: ClassVar[RunKind]
+
+    def __init__(self, settings) -> None:
+        """Load and check what the run needs before the folder's lock (an error writes nothing)."""
+        self.settings = settings
+
+    def build(self, run: Run) -> tuple[int | None, int | None, str]:
+        """Build the learner; on resume load the newest checkpoint that loads into it, checked before any
+        write. Returns `Run.resume`'s arguments: its count (None: none), the length it was saved with, a detail."""
+        return None, None, ""
+
+    def ready(self) -> None:
+        """Check what training needs, after the refusals of a resume and before the first write."""
+
+    def train(self, run: Run, signals: Signals) -> dict:
+        """Train to the run's length; returns run.json's details of the complete run."""
+        raise NotImplementedError
+
+    def stopped(self, run: Run, stop: BaseException) -> None:
+        """Note a stop before run.json says so."""
+
+    def run(self, claimed: Run, again: str, signals: Signals | None = None) -> int:
+        """The `claimed` run from its checks to its end: `build`; on resume `Run.resume` (complete: nothing
+        written); `ready`; `Run.start`; `train` under `Run.supervise`. Returns the exit status."""
+        found = self.build(claimed)
+        if self.settings.resume and claimed.resume(*found):
+            return 0
+        self.ready()
+        claimed.start()
+        with contextlib.nullcontext(signals) if signals else Signals() as watch:
+            body, stopped = functools.partial(self.train, claimed, watch), functools.partial(self.stopped, claimed)
+            return claimed.supervise(watch, body, again, stopped)
+
+
+def iterate(run: Run, signals: Signals, step: Callable[[int], dict], save: Callable[[int], None], line) -> None:
+    """The loop of an iteration trainer, from the checkpoint to the run's length: `step(iteration)` (its
+    progress record), the record appended to the progress file, `save(iteration)` (its checkpoint),
+    `line(record)` said; then run.json says so and a signal noted meanwhile stops the run there."""
+    with safe_points(signals):
+        for iteration in range(run.checkpoint + 1, getattr(run.settings, run.kind.length) + 1):
+            row = step(iteration)
+            append_progress(run.out / str(run.kind.progress), row)
+            save(iteration)
+            say(line(row))
+            run.checkpointed(iteration, signals)
+
+
+def execute(trainer_class: type[Trainer], settings, again: str, signals: Signals | None = None) -> int:
+    """The run of `settings` by `trainer_class` through the lifecycle's states; `again`: the command line
+    that resumes it; `signals`: the command's, if it holds them already. Returns the exit status
+    (`Run.supervise`); a refusal raises `ValueError` with nothing written."""
+    out = prepare(settings, trainer_class.KIND)  # absolute before an agent loads (one may change directory)
+    trainer = trainer_class(settings)
+    with outputs.lock(out) as held:  # one writer per folder (OutputBusyError, a ValueError, if another holds it)
+        return trainer.run(claim(out, settings, trainer.KIND, held), again, signals)

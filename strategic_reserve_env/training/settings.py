@@ -1,7 +1,6 @@
-"""The settings of a training run, checked when made (nothing read from disk, no agent loaded): dataclasses with a
-docstring per field. Each field's range, choices and role on `--resume` are its metadata (`setting`), checked
-once by `RunSettings.__post_init__`; `PPOSettings` holds the PPO hyperparameters `train` and `train-rllib` share,
-`TrainSettings` the rest of `train`'s.
+"""The settings of a training run: dataclasses over `RunSettings` with a docstring per field, checked when made
+(nothing read from disk, no agent loaded). A field's range, choices and role on `--resume` are its metadata
+(`setting`), checked once by `RunSettings.__post_init__`.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ PROCESS = "how this process runs"  # not a setting of the run: its folder, --res
 
 
 def setting(default, low=None, high=math.inf, *, open_low=False, choices=(), role=None):
-    """A settings field: its `default`, its range `[low, high]` (`(low, high]` with `open_low`) or its
-    `choices`, checked by `RunSettings.__post_init__`, and its `role` on `--resume` (None: it defines the run)."""
+    """A settings field: its `default`, its range `[low, high]` (`(low, high]` with `open_low`) or `choices`,
+    and its `role` on `--resume` (None: it defines the run)."""
     metadata = {ROLE: role} if role else {}
     if low is not None:
         metadata[RANGE] = (low, high, open_low)
@@ -42,13 +41,12 @@ def setting(default, low=None, high=math.inf, *, open_low=False, choices=(), rol
 
 
 def changeable(default, *bounds, **options):
-    """A `setting` a resumed run may change (`--resume --total-steps N`): not in the run's settings digest;
-    given again on the command line, it replaces the saved value."""
+    """A `setting` a resumed run may change (`--resume --total-steps N`): not in the run's settings digest."""
     return setting(default, *bounds, role=MAY_CHANGE, **options)
 
 
 def process_field(default):
-    """A `setting` that says how this process runs, not what the run is (not in the digest, not compared)."""
+    """A `setting` of how this process runs, not of what the run is (not in the digest, not compared)."""
     return setting(default, role=PROCESS)
 
 
@@ -58,8 +56,7 @@ def with_role(cls, role: str) -> tuple[str, ...]:
 
 
 def defining(settings) -> dict:
-    """The fields of `settings` that define the run (no `role`), by name, tuples as lists (as settings.json
-    holds them)."""
+    """The fields of `settings` that define the run (no `role`), tuples as lists (as settings.json holds them)."""
     return {
         item.name: list(value) if isinstance(value := getattr(settings, item.name), tuple) else value
         for item in fields(settings)
@@ -94,8 +91,8 @@ def _number(value: float) -> str:
 
 
 def opponent_mixture(text: str) -> list[tuple[str, float]]:
-    """'random:1,greedy:2,self:1' -> [(name, weight), ...], the weights finite, >= 0 and with a finite positive
-    sum; `ValueError` naming `--opponents` otherwise (the names are loaded by `pool`)."""
+    """'random:1,greedy:2,self:1' -> [(name, weight), ...]; `ValueError` naming `--opponents` unless the weights
+    are finite, >= 0, with a finite positive sum (the names are loaded by `pool`)."""
     mixture = []
     for item in filter(None, text.split(",")):
         name, _, weight = item.rpartition(":")
@@ -117,24 +114,22 @@ def opponent_mixture(text: str) -> list[tuple[str, float]]:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What the settings of every training command (`train`, `train-az`, `train-rllib`) share: the run's folder,
-    how it starts (fresh, `--resume`, `--restart`) and its seed."""
+    """What every training command's settings share: the run's folder, how it starts and its seed."""
 
     seed: int = 0
     """Seed of everything random in the run (the dice, the opponents, the seats, the network), in 0..4294967295."""
     out: str = process_field("runs/run")
     """Output directory: the run's folder."""
     resume: bool = process_field(False)
-    """Continue the run in --out from its last checkpoint, with the settings it was started with (its
-    settings.json)."""
+    """Continue the run in --out from its last checkpoint with the settings it was started with (its
+    settings.json); only the options the command's help names may be given again."""
     restart: bool = process_field(False)
     """Start over in an --out that holds another run of this command: its results, settings and checkpoints go
     first (files of no run are never removed)."""
 
     def __post_init__(self) -> None:
-        """`ValueError` (one line naming the option) for the first field of the wrong type (settings read back
-        from a file included) or out of its range or choices, --resume with --restart, or an empty --out; each
-        command's settings call it first."""
+        """`ValueError` (one line naming the option) for the first field of the wrong type, out of its range or
+        choices, --resume with --restart, or an empty --out."""
         hints = typing.get_type_hints(type(self))
         for item in fields(self):
             value, hint = getattr(self, item.name), hints[item.name]
@@ -148,7 +143,7 @@ class RunSettings:
             raise ValueError("--out must name a folder, got ''")
         for item in fields(self):
             value = getattr(self, item.name)
-            if RANGE in item.metadata:
+            if RANGE in item.metadata and value is not None:
                 check_range(item.name, value, *item.metadata[RANGE])
             if CHOICES in item.metadata and value not in item.metadata[CHOICES]:
                 choices = ", ".join(item.metadata[CHOICES])
@@ -157,7 +152,7 @@ class RunSettings:
 
 @dataclass(frozen=True)
 class PPOSettings(RunSettings):
-    """The PPO hyperparameters of `train` (SB3's MaskablePPO) and `train-rllib` (RLlib's PPO), one name each."""
+    """The PPO hyperparameters of `train` (SB3) and `train-rllib` (RLlib), one name each."""
 
     n_epochs: int = setting(4, 1)
     """Passes over each rollout (or iteration's batch)."""
@@ -175,7 +170,7 @@ class PPOSettings(RunSettings):
 
 @dataclass(frozen=True)
 class TrainSettings(PPOSettings):
-    """Settings of a `train` run (every field is a command-line option; the PPO ones are `PPOSettings`')."""
+    """Settings of a `train` run (every field is a command-line option)."""
 
     total_steps: int = changeable(0, 0)
     """PPO: learner decisions to train on (summed over the games); 0: none, the distilled network is the model."""
@@ -213,9 +208,6 @@ class TrainSettings(PPOSettings):
     """Torch device."""
     threads: int = changeable(1, 1, os.cpu_count() or 1)
     """Torch CPU threads, at most the machine's cores."""
-    resume: bool = process_field(False)
-    """Continue the run in --out from its last checkpoint with its own settings; only --total-steps, the evaluation
-    and checkpoint cadence, --threads, --device and --progress may be given again."""
     progress: bool = changeable(True)
     """Show progress: a bar on a terminal, a plain line every 30 s when stderr is a file or a pipe."""
     distill_games: int = setting(10_000, 0)
@@ -257,18 +249,6 @@ class TrainSettings(PPOSettings):
                 raise ValueError(f"{option(name)} must be an even number >= 2 (paired dice), got {games}")
         if not self.net_arch or any(size < 1 for size in self.net_arch):
             raise ValueError(f"--net-arch needs one or more sizes >= 1, got {list(self.net_arch)}")
-        self._check_device()
-        if not self.distill_games and not self.total_steps:
-            raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
-        opponent_mixture(self.opponents)
-        check_memory(self)
-
-    @property
-    def distill_opponent_specs(self) -> list[str]:
-        """The agent specs of --distill-opponents."""
-        return list(filter(None, self.distill_opponents.split(",")))
-
-    def _check_device(self) -> None:
         import torch
 
         try:
@@ -279,6 +259,15 @@ class TrainSettings(PPOSettings):
             raise ValueError(f"--device {self.device!r:.40}: training runs on {' or '.join(DEVICES)}")
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"--device {self.device}: this torch build or machine has no CUDA device")
+        if not self.distill_games and not self.total_steps:
+            raise ValueError("--total-steps 0 and --distill-games 0: nothing to train")
+        opponent_mixture(self.opponents)
+        check_memory(self)
+
+    @property
+    def distill_opponent_specs(self) -> list[str]:
+        """The agent specs of --distill-opponents."""
+        return list(filter(None, self.distill_opponents.split(",")))
 
 
 def memory_needed(settings: TrainSettings) -> dict[str, float]:
@@ -306,15 +295,15 @@ def memory_needed(settings: TrainSettings) -> dict[str, float]:
 
 
 def max_file_bytes(settings: TrainSettings) -> int:
-    """The largest file of a run's state (a checkpoint, the fit's state) read back: what the network, snapshots,
-    games and rollout take (`memory_needed`), and a margin."""
+    """The largest file of a run's state (a checkpoint, the fit's state) read back: `memory_needed` but the
+    distillation's, and a margin."""
     parts = memory_needed(settings)
     return int(sum(value for name, value in parts.items() if not name.startswith("--distill"))) + MEMORY_MARGIN
 
 
 def check_memory(settings, needed=memory_needed) -> None:
-    """`ValueError` naming the setting that takes most when `needed(settings)` (bytes per setting that sizes
-    them) exceeds this machine's memory."""
+    """`ValueError` naming the setting that takes most when `needed(settings)` (bytes per setting) exceeds this
+    machine's memory."""
     parts = needed(settings)
     total = sum(parts.values())
     try:
