@@ -319,7 +319,7 @@ class Run:
             self.record.pop(stale, None)
         updated = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         self.record |= {"status": status, "updated": updated, "checkpoint": self.checkpoint, **details}
-        outputs.write_text(self.out / outputs.RUN_FILE, json.dumps(self.record, indent=1) + "\n")
+        outputs.write_json(self.out / outputs.RUN_FILE, self.record)
 
     def start(self) -> None:
         """The first write (every check done): on resume the `.partial` files of a killed write go and the
@@ -328,7 +328,7 @@ class Run:
             clean_partials(self.out, self.kind, self.run_id)
             if self.kind.progress is not None:
                 trim_progress(self.out / self.kind.progress, self.checkpoint)
-        outputs.write_text(self.out / SETTINGS_FILE, json.dumps(asdict(self.settings), indent=1) + "\n")
+        outputs.write_json(self.out / SETTINGS_FILE, asdict(self.settings))
         self.set_status("running")
 
     def checkpointed(self, count: int, signals=None) -> None:
