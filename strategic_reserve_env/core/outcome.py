@@ -85,13 +85,17 @@ class Scale:
         """float64: the expected result on this scale of a win probability (its draws not counted)."""
         return self.loss + (self.win - self.loss) * np.asarray(probability, dtype=np.float64)
 
-    def luck(self, luck) -> np.ndarray:
-        """float64: `luck` (a difference of win probabilities) on this scale, `(win - loss) * luck`."""
-        return (self.win - self.loss) * np.asarray(luck, dtype=np.float64)
+    def luck(self, luck):
+        """float64: `luck` (a difference of win probabilities) on this scale, `(win - loss) * luck` (a
+        Python float of a Python float, the same bits)."""
+        return (self.win - self.loss) * (luck if type(luck) is float else np.asarray(luck, dtype=np.float64))
 
-    def adjusted(self, result, luck) -> np.ndarray:
+    def adjusted(self, result, luck):
         """float64: `result` (on this scale) less the net `luck` that helped it: `result - luck(luck)`;
-        the same expectation as `result`, since every roll's luck has mean zero."""
+        the same expectation as `result`, since every roll's luck has mean zero (a Python float of Python
+        floats, the same bits)."""
+        if type(result) is float and type(luck) is float:
+            return result - self.luck(luck)
         return np.asarray(result, dtype=np.float64) - self.luck(luck)
 
 
@@ -99,6 +103,7 @@ REWARD_SCALE = Scale("reward", win=1.0, loss=-1.0, draw=0.0)
 """The environments' rewards: +1 win, -1 loss, 0 draw (`reward`); luck counts 2 x here."""
 SCORE_SCALE = Scale("score", win=1.0, loss=0.0, draw=0.5)
 """Scores and win probabilities: 1 win, 0 loss, 1/2 draw (the tournament, the rollout agent); luck counts 1 x."""
+_NO_RESULT_REWARD = float(REWARD_SCALE.of(NO_RESULT))  # the reward of no result yet, a Python float
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,14 @@ class LuckAdjusted:
         ((B,) float64, `Transition.luck`): what `__call__` returns, and what a `Ledger` settles from the
         net luck it summed as the rolls were made."""
         return REWARD_SCALE.adjusted(REWARD_SCALE.of(outcome), net_luck)
+
+    def of_roll_luck(self, roller_luck: float) -> tuple[float, float]:
+        """(the roller's reward, the other player's) of one roll with the roller's luck `roller_luck`
+        (a Python float) and no result: `of_luck` of the two rows on Python floats, the same bits (the
+        single-game path of the AEC env)."""
+        return REWARD_SCALE.adjusted(_NO_RESULT_REWARD, roller_luck), REWARD_SCALE.adjusted(
+            _NO_RESULT_REWARD, -roller_luck
+        )
 
 
 OUTCOME = OutcomeReward()
