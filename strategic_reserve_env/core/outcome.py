@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, cast, runtime_checkable
 
@@ -81,6 +81,10 @@ class Scale:
         """float64 results on this scale of `reward`'s outcomes (+1 `win`, -1 `loss`, 0 `draw`)."""
         return self._values[np.asarray(outcome) - LOSS]
 
+    def of_one(self, outcome: int) -> float:
+        """`of` one outcome (a Python int) as a Python float, the same value."""
+        return self._values.item(outcome - LOSS)
+
     def of_probability(self, probability) -> np.ndarray:
         """float64: the expected result on this scale of a win probability (its draws not counted)."""
         return self.loss + (self.win - self.loss) * np.asarray(probability, dtype=np.float64)
@@ -103,7 +107,6 @@ REWARD_SCALE = Scale("reward", win=1.0, loss=-1.0, draw=0.0)
 """The environments' rewards: +1 win, -1 loss, 0 draw (`reward`); luck counts 2 x here."""
 SCORE_SCALE = Scale("score", win=1.0, loss=0.0, draw=0.5)
 """Scores and win probabilities: 1 win, 0 loss, 1/2 draw (the tournament, the rollout agent); luck counts 1 x."""
-_NO_RESULT_REWARD = float(REWARD_SCALE.of(NO_RESULT))  # the reward of no result yet, a Python float
 
 
 @dataclass(frozen=True)
@@ -229,13 +232,16 @@ class LuckAdjusted:
         net luck it summed as the rolls were made."""
         return REWARD_SCALE.adjusted(REWARD_SCALE.of(outcome), net_luck)
 
-    def of_roll_luck(self, roller_luck: float) -> tuple[float, float]:
-        """(the roller's reward, the other player's) of one roll with the roller's luck `roller_luck`
-        (a Python float) and no result: `of_luck` of the two rows on Python floats, the same bits (the
-        single-game path of the AEC env)."""
-        return REWARD_SCALE.adjusted(_NO_RESULT_REWARD, roller_luck), REWARD_SCALE.adjusted(
-            _NO_RESULT_REWARD, -roller_luck
-        )
+    def of_one_row(self, outcome: int, lucks: Iterable[tuple[bool, float]]) -> float:
+        """One row's reward on Python floats, the same bits as a `Ledger` of that row settles it: its
+        `outcome` (+1, -1 or 0) and the luck of its rolls in order, each `(own, the roller's luck)` (the
+        row's agent rolled, or the other player did), the net luck summed from 0 as the rolls came (its own
+        rolls' luck as it is, the other player's negated) and taken out by `of_luck`'s scale (the
+        single-game path of the AEC env and the Gymnasium env)."""
+        net_luck = 0.0
+        for own, roller_luck in lucks:
+            net_luck += roller_luck if own else -roller_luck
+        return REWARD_SCALE.adjusted(REWARD_SCALE.of_one(outcome), net_luck)
 
 
 OUTCOME = OutcomeReward()

@@ -172,6 +172,7 @@ from strategic_reserve_env.core.game import Game
 from strategic_reserve_env.core.luck import RaceValue
 from strategic_reserve_env.core.observation import OBSERVATION_SHAPE, mask_from_planes, planes
 from strategic_reserve_env.core.outcome import (
+    NO_RESULT,
     OUTCOME,
     Ledger,
     LuckAdjusted,
@@ -526,7 +527,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
     def _race_adjusted_step(self, square: int) -> tuple[dict[str, float], bool]:
         """`_ledger_step` of the built-in luck-adjusted reward under a `RaceValue`, on the env's game as
         `_outcome_step` plays it: the next roll's luck worked out on Python floats
-        (`luck.single_roll_luck`, `LuckAdjusted.of_roll_luck`), the same rewards bit for bit."""
+        (`luck.single_roll_luck`, `LuckAdjusted.of_one_row`), the same rewards bit for bit."""
         game, dice = self.game, self.dice
         reward_function = cast(LuckAdjusted, self.reward_function)
         rolled = dice.peek()  # ValueError for a bad forced roll, changing nothing
@@ -538,9 +539,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         me, opp, reserve_me, reserve_opp = game.me, game.opp, game.reserve_me, game.reserve_opp
         game.roll(rolled)
         roller_luck = luck.single_roll_luck(reward_function.value, me, opp, reserve_me, reserve_opp, rolled)
-        mine, theirs = reward_function.of_roll_luck(roller_luck)
-        red, blue = (mine, theirs) if game.to_move == RED else (theirs, mine)  # the roller is to move
-        return {AGENTS[RED]: red, AGENTS[BLUE]: blue}, False
+        roller = game.to_move
+        rewards = {
+            agent: reward_function.of_one_row(NO_RESULT, ((colour == roller, roller_luck),))
+            for colour, agent in enumerate(AGENTS)
+        }
+        return rewards, False
 
     def _ledger_step(self, square: int) -> tuple[dict[str, float], bool]:
         """The step played on a trial copy of the game, its rewards worked out by the reward function
