@@ -728,3 +728,22 @@ def test_the_race_adjusted_step_gives_the_general_steps_rewards_bit_for_bit_with
             monkeypatch.undo()
         assert traces[0] == traces[1]
         assert any(step[1] not in (0.0, 1.0, -1.0) for step in traces[1] if isinstance(step[1], float))
+
+
+def test_the_single_envs_built_in_rewards_are_the_ledgers_bit_for_bit_and_its_steps_make_no_state(monkeypatch):
+    """The Gymnasium single env works the built-in rewards out on Python floats and keeps its one game as a
+    `Game`: its steps, observations and infos build no engine `State`. A callable giving the same reward
+    takes the ledger; over random games both show the same observations and the same float32 rewards bit
+    for bit."""
+    outcome_trace = _single_env_trace("outcome", 6, 200)
+    assert outcome_trace == _single_env_trace(lambda transition: OUTCOME(transition), 6, 200)
+    assert {step[1] for step in outcome_trace} == {"0.0", "1.0", "-1.0"}
+    environment = StrategicReserveEnv(reward="luck_adjusted")
+    _, info = environment.reset(seed=2)
+    monkeypatch.setattr(Game, "to_state", lambda self: pytest.fail("a step of the single env built a State"))
+    for _ in range(100):
+        _, _, terminated, truncated, info = environment.step(int(np.flatnonzero(info["action_mask"])[0]))
+        if terminated or truncated:
+            monkeypatch.undo()
+            _, info = environment.reset()
+            monkeypatch.setattr(Game, "to_state", lambda self: pytest.fail("a step of the single env built a State"))

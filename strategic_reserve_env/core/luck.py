@@ -320,7 +320,7 @@ def _race_roll_values(value: RaceValue, me, opp, reserve_me, reserve_opp) -> np.
     occupied = ((me | opp)[:, None] & BIT_ARRAY) != 0  # (N, 36) bool
     games, squares = occupied.nonzero()
     captures = np.zeros(occupied.shape, dtype=np.int64)  # (N, 36): the checkers each roll captures
-    captures[games, squares] = np.bitwise_count(rules.resolve_roll(me[games], opp[games], BIT_ARRAY[squares])[1])
+    captures[games, squares] = np.bitwise_count(rules.captured_by(me[games], opp[games], BIT_ARRAY[squares]))
     table = _race_table(value.a, value.b)
     values = table[reserve_me.reshape(-1, 1), reserve_opp.reshape(-1, 1) + captures]
     return values.reshape(shape + (NUM_SQUARES,))
@@ -337,6 +337,8 @@ def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) ->
     rolled = np.asarray(rolled, dtype=np.int64)
     if np.any((rolled < 0) | (rolled >= NUM_SQUARES)):
         raise ValueError(f"rolled squares must be in 0..{NUM_SQUARES - 1}")
+    if values.ndim == 2 and rolled.shape == values.shape[:1]:  # a batch of positions and their rolls
+        return values[np.arange(rolled.size), rolled] - values.mean(axis=-1)
     shape = np.broadcast_shapes(values.shape[:-1], rolled.shape)
     values = np.broadcast_to(values, shape + (NUM_SQUARES,))
     actual = np.take_along_axis(values, np.broadcast_to(rolled, shape)[..., None], axis=-1)[..., 0]
