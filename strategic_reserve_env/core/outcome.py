@@ -72,6 +72,7 @@ class Scale:
     win: float
     loss: float
     draw: float
+    _values: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # (3,) float64: the results of the outcomes LOSS, NO_RESULT, WIN (in that order), for of()
@@ -135,7 +136,9 @@ class Roll:
         return _for_rows(self.own, self.luck(value))
 
 
-def _luck_where(value: ValueFunction, before: tuple, rolled: np.ndarray, made: np.ndarray) -> np.ndarray:
+def _luck_where(
+    value: ValueFunction, before: tuple[np.ndarray, ...], rolled: np.ndarray, made: np.ndarray
+) -> np.ndarray:
     """(B,) float64: the roller's luck under `value` of the rolls `rolled` ((B,) int64) from the positions
     `before` ((me, opp, reserve_me, reserve_opp), (B,) int64 each) in the rows of `made` ((B,) bool), 0
     elsewhere."""
