@@ -306,8 +306,9 @@ def roll_values(value: ValueFunction, me, opp, reserve_me, reserve_opp) -> np.nd
 
 def _race_roll_values(value: RaceValue, me, opp, reserve_me, reserve_opp) -> np.ndarray | None:
     """`roll_values` of a `RaceValue` on arrays (broadcast together): the reserves after each roll looked up
-    in its table, the rules run on the occupied squares alone (a roll on an empty square captures
-    nothing); None when a reserve could leave the table (then `every_roll` serves)."""
+    in its table, the rules run on the occupied squares alone but a lone enemy checker (a hit captures it)
+    and a roller's checker touching none (a hit captures nothing), as a roll on an empty square captures
+    nothing; None when a reserve could leave the table (then `every_roll` serves)."""
     me, opp, reserve_me, reserve_opp = np.broadcast_arrays(
         *(np.asarray(x, dtype=np.int64) for x in (me, opp, reserve_me, reserve_opp))
     )
@@ -317,9 +318,11 @@ def _race_roll_values(value: RaceValue, me, opp, reserve_me, reserve_opp) -> np.
         return None
     shape = me.shape
     me, opp = me.reshape(-1), opp.reshape(-1)
-    occupied = ((me | opp)[:, None] & BIT_ARRAY) != 0  # (N, 36) bool
-    games, squares = occupied.nonzero()
-    captures = np.zeros(occupied.shape, dtype=np.int64)  # (N, 36): the checkers each roll captures
+    lone_enemies = opp & ~rules.adjacent(opp)  # an enemy checker with no neighbour of its own: a hit takes it alone
+    quiet = me & ~rules.adjacent(me | opp)  # the roller's checkers touching no checker: a hit captures nothing
+    # (N, 36): the checkers each roll captures, the rules run on the other occupied squares alone
+    captures = ((lone_enemies[:, None] & BIT_ARRAY) != 0).astype(np.int64)
+    games, squares = ((((me | opp) ^ (lone_enemies | quiet))[:, None] & BIT_ARRAY) != 0).nonzero()
     captures[games, squares] = np.bitwise_count(rules.captured_by(me[games], opp[games], BIT_ARRAY[squares]))
     table = _race_table(value.a, value.b)
     values = table[reserve_me.reshape(-1, 1), reserve_opp.reshape(-1, 1) + captures]
