@@ -219,3 +219,46 @@ def test_the_race_values_of_a_batch_are_the_general_paths_bit_for_bit(rng):
     assert mine.tobytes() == theirs.tobytes()
     one = tuple(np.int64(x[3]) for x in position)
     assert luck.roll_values(luck.DEFAULT_VALUE, *one).tobytes() == values[3].tobytes()
+
+
+def test_the_mean_of_the_rolls_is_numpys_bit_for_bit(rng):
+    """`mean_of_rolls` adds 36 Python floats in the order numpy's pairwise summation takes them: on values
+    spread over 16 orders of magnitude, where another order of the additions gives other bits (a plain sum
+    from the left does, for most of them), it equals `values.mean()` of the float64 array bit for bit; any
+    other number of values is refused."""
+    differs = 0
+    for _ in range(3000):
+        values = rng.random(NUM_SQUARES) * 10.0 ** rng.integers(-8, 8, NUM_SQUARES)
+        expected = float(values.mean())
+        assert luck.mean_of_rolls(values.tolist()).hex() == expected.hex()
+        total = 0.0
+        for value in values.tolist():
+            total += value
+        differs += total / NUM_SQUARES != expected
+    assert differs > 1000
+    with pytest.raises(ValueError, match="takes 36 values, got 35"):
+        luck.mean_of_rolls([0.5] * 35)
+
+
+def test_the_luck_of_one_roll_on_python_floats_is_the_batchs_bit_for_bit(rng):
+    """`single_roll_luck` (one position of Python ints, a Python float) equals the luck of the same roll in a
+    batch of positions on arrays bit for bit, under the race value (on floats from its table) and under a
+    value of one's own (asked about each distinct roll), along random games; a square outside 0..35 is
+    refused."""
+    from strategic_reserve_env.core.sampling import uniform_square
+
+    game, positions = Game(), []
+    for _ in range(400):
+        positions.append((game.me, game.opp, game.reserve_me, game.reserve_opp, int(rng.integers(NUM_SQUARES))))
+        game.roll(int(rng.integers(NUM_SQUARES)))
+        game.place(uniform_square(game.legal, float(rng.random())))
+        if game.done:
+            game.reset()
+    columns = [np.array(column, dtype=np.int64) for column in zip(*positions, strict=True)]
+    for value in (luck.DEFAULT_VALUE, luck.RANDOM_RACE_VALUE, RaceByRolls()):
+        batch = luck.roll_luck(value, *columns)
+        singles = [luck.single_roll_luck(value, *position) for position in positions]
+        assert all(type(one) is float for one in singles)
+        assert np.array(singles).tobytes() == batch.tobytes()
+    with pytest.raises(ValueError, match="rolled squares must be in 0..35"):
+        luck.single_roll_luck(luck.DEFAULT_VALUE, *positions[0][:4], 36)

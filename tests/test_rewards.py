@@ -695,3 +695,55 @@ def test_a_luck_adjusted_value_failing_as_the_roll_is_recorded_leaves_the_envs_a
     assert _aec_state(environment) == state and fields() == before
     environment.step(action)
     assert environment.game.ply == 1
+
+
+class _ByRolls:
+    """`value` asked about each distinct position after a roll, as any value function of one's own is: the
+    general path of a race value's luck."""
+
+    def __init__(self, value: luck.RaceValue) -> None:
+        self.value, self.name = value, f"{value.name}-by-rolls"
+
+    def __call__(self, after: luck.AfterRoll) -> np.ndarray:
+        return self.value(after)
+
+
+@pytest.mark.parametrize("value", [luck.DEFAULT_VALUE, luck.RANDOM_RACE_VALUE], ids=lambda value: value.name)
+def test_the_race_adjusted_step_gives_the_general_steps_rewards_bit_for_bit_without_a_copy(value, monkeypatch):
+    """The AEC env's built-in luck-adjusted reward under a race value plays its steps on the env's game, the
+    luck on Python floats (no trial copy, no ledger); a callable handing the `Transition` to a `LuckAdjusted`
+    whose value is asked about each distinct roll takes the general step. Over random games with wins and
+    truncations, every reward is the same float bit for bit, and the games are the same."""
+
+    def general(transition: Transition) -> np.ndarray:
+        return LuckAdjusted(_ByRolls(value))(transition)
+
+    for start, ply_limit in (({}, 1000), ({"reserves": (3, 2)}, 9)):
+        traces = []
+        for reward_spec in (general, LuckAdjusted(value)):
+            if reward_spec is not general:
+                monkeypatch.setattr(Game, "copy", lambda self: pytest.fail("the race-adjusted step copied the game"))
+            trace = _random_play_trace(raw_env(start=start, ply_limit=ply_limit, reward=reward_spec), 11, 12)
+            traces.append([(*step, step[1].hex()) if isinstance(step[1], float) else step for step in trace])
+            monkeypatch.undo()
+        assert traces[0] == traces[1]
+        assert any(step[1] not in (0.0, 1.0, -1.0) for step in traces[1] if isinstance(step[1], float))
+
+
+def test_the_single_envs_built_in_rewards_are_the_ledgers_bit_for_bit_and_its_steps_make_no_state(monkeypatch):
+    """The Gymnasium single env works the built-in rewards out on Python floats and keeps its one game as a
+    `Game`: its steps, observations and infos build no engine `State`. A callable giving the same reward
+    takes the ledger; over random games both show the same observations and the same float32 rewards bit
+    for bit."""
+    outcome_trace = _single_env_trace("outcome", 6, 200)
+    assert outcome_trace == _single_env_trace(lambda transition: OUTCOME(transition), 6, 200)
+    assert {step[1] for step in outcome_trace} == {"0.0", "1.0", "-1.0"}
+    environment = StrategicReserveEnv(reward="luck_adjusted")
+    _, info = environment.reset(seed=2)
+    monkeypatch.setattr(Game, "to_state", lambda self: pytest.fail("a step of the single env built a State"))
+    for _ in range(100):
+        _, _, terminated, truncated, info = environment.step(int(np.flatnonzero(info["action_mask"])[0]))
+        if terminated or truncated:
+            monkeypatch.undo()
+            _, info = environment.reset()
+            monkeypatch.setattr(Game, "to_state", lambda self: pytest.fail("a step of the single env built a State"))

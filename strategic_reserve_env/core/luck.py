@@ -27,6 +27,7 @@ engine's own (`strategic_reserve_env.core.rules.roll`), applied to every roll at
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -86,6 +87,12 @@ def _race_table(a: float, b: float) -> np.ndarray:
     return table
 
 
+@functools.lru_cache(maxsize=16)
+def _race_rows(a: float, b: float) -> tuple[tuple[float, ...], ...]:
+    """`_race_table(a, b)` as rows of Python floats (the same values), for one position's rolls."""
+    return tuple(map(tuple, _race_table(a, b).tolist()))
+
+
 @dataclass(frozen=True)
 class AfterRoll:
     """Positions just after a roll, the roller to place; the fields are arrays of one shape (any shape)."""
@@ -124,11 +131,12 @@ class RaceValue:
             return _race_table(self.a, self.b)[mover, opponent]  # every reserve below RACE_TABLE_RESERVES
         return race_win_probability(mover, opponent, self.a, self.b)
 
-    def after_captures(self, reserve_me: int, reserve_opp: int, captures: list[int]) -> np.ndarray:
-        """(n,) float64: this value after rolls from one position (the roller's reserve `reserve_me`, the
-        other's `reserve_opp`, both in the table and `reserve_opp` at least `NUM_SQUARES` below its end),
-        each roll capturing `captures[k]` checkers (n ints): the table's values, as `__call__` reads them."""
-        return _race_table(self.a, self.b)[reserve_me].take(np.add(captures, reserve_opp))
+    def after_rolls(self, me: int, opp: int, reserve_me: int, reserve_opp: int) -> list[float]:
+        """This value after each of the 36 rolls of one position (Python ints, the roller `me`; the
+        reserves in the table and `reserve_opp` at least `NUM_SQUARES` below its end), Python floats in
+        square order: the table's values of the reserves after each roll's captures (`_each_roll`), as
+        `__call__` reads them."""
+        return _each_roll(me, opp, _race_rows(self.a, self.b)[reserve_me], reserve_opp)
 
     def __repr__(self) -> str:
         return f"RaceValue(a={self.a}, b={self.b}, name={self.name!r})"
@@ -180,61 +188,97 @@ def distinct_rolls(me: int, opp: int, reserve_me: int, reserve_opp: int) -> tupl
     return AfterRoll(*np.array(positions, dtype=np.int64).T.copy()), outcome  # the fields: rows of one array
 
 
-GROUPS_CACHED = 1 << 14
-"""Bitboards whose groups `groups_of` keeps: a player's checkers often stand unchanged from one roll to the
-next (a roll that captures nothing leaves the other player's as they were)."""
-
-
-@functools.lru_cache(maxsize=GROUPS_CACHED)
-def groups_of(bits: int) -> tuple[int, tuple[tuple[int, int], ...]]:
-    """The groups of one player's checkers (a bitboard, a Python int): `(alone, groups)`, `alone` the
-    checkers with no neighbour of their own (each a group of one) and `groups` the others, each
-    `(group, its checkers)`, `rules.group` of each one's lowest square in turn; kept for the latest
-    `GROUPS_CACHED` bitboards."""
-    alone = bits & ~rules.adjacent(bits)
-    found = []
-    rest = bits ^ alone
+def _each_roll(me: int, opp: int, outcomes: Sequence, offset: int) -> list:
+    """`outcomes[offset + n]` for each of the 36 rolls of one position (Python ints, the roller `me`), in
+    square order, `n` the checkers the roll captures: what `distinct_rolls` finds, from each player's groups
+    rather than a roll per group. `rules.resolve_roll` captures every enemy group its seeds (the rolled
+    square, and the squares touching a friendly hit's group) fall in, so an enemy hit takes its own group,
+    a friendly hit every enemy group touching its group, and an empty square nothing (`tests/test_luck.py`
+    checks every roll against `rules.roll`)."""
+    each = [outcomes[offset]] * NUM_SQUARES  # an empty square, or a friendly hit touching no enemy
+    alone = opp & ~rules.adjacent(opp)  # enemy checkers with no neighbour of their own: a hit takes one
+    one = outcomes[offset + 1]
+    for square in squares_of(alone):
+        each[square] = one
+    enemies = []  # (group, its checkers) of each enemy group of two or more
+    rest = opp ^ alone
     while rest:
-        one = rules.group(rest & -rest, bits)
-        found.append((one, one.bit_count()))
-        rest ^= one
-    return alone, tuple(found)
+        enemy = rules.group(rest & -rest, opp)
+        count = enemy.bit_count()
+        enemies.append((enemy, count))
+        rest ^= enemy
+        outcome = outcomes[offset + count]
+        for square in squares_of(enemy):
+            each[square] = outcome
+    facing = me & rules.adjacent(opp)  # the roller's checkers next to an enemy checker
+    mine_alone = me & ~rules.adjacent(me)
+    while facing:  # each of the roller's groups holding one: a roll on it captures every enemy group it touches
+        mine = facing & -facing
+        if not mine & mine_alone:
+            mine = rules.group(mine, me)
+        facing &= ~mine
+        touching = rules.adjacent(mine) & opp
+        count = (touching & alone).bit_count()
+        for enemy, size in enemies:
+            if enemy & touching:
+                count += size
+        outcome = outcomes[offset + count]
+        for square in squares_of(mine):
+            each[square] = outcome
+    return each
+
+
+_COUNTS = range(NUM_SQUARES + 1)  # a count of captured checkers as itself (`roll_captures`)
 
 
 def roll_captures(me: int, opp: int) -> list[int]:
     """The checkers each of the 36 rolls of one position (Python ints, the roller `me`) captures, in square
-    order: what `distinct_rolls` finds, counted, from each player's groups (`groups_of`) rather than a roll
-    per group. `rules.resolve_roll` captures every enemy group its seeds (the rolled square, and the
-    squares touching a friendly hit's group) fall in, so an enemy hit takes its own group, a friendly hit
-    every enemy group touching its group, and an empty square nothing (`tests/test_luck.py` checks every
-    roll against `rules.roll`)."""
-    captures = [0] * NUM_SQUARES
-    enemies_alone, enemies = groups_of(opp)
-    for square in squares_of(enemies_alone):
-        captures[square] = 1
-    for bits, count in enemies:
-        for square in squares_of(bits):
-            captures[square] = count
-    alone, groups = groups_of(me)
-    facing = me & rules.adjacent(opp)  # the roller's checkers next to an enemy checker
-    hitting = [BIT[square] for square in squares_of(alone & facing)] + [bits for bits, _ in groups if bits & facing]
-    for bits in hitting:  # the roller's groups next to an enemy checker: a roll on one captures
-        touching = rules.adjacent(bits) & opp
-        count = (touching & enemies_alone).bit_count()
-        for enemy, size in enemies:
-            if enemy & touching:
-                count += size
-        for square in squares_of(bits):
-            captures[square] = count
-    return captures
+    order: what `distinct_rolls` finds, counted (`_each_roll`)."""
+    return _each_roll(me, opp, _COUNTS, 0)
+
+
+def mean_of_rolls(values: list[float]) -> float:
+    """The mean of 36 roll values (Python floats, in square order) as numpy's `values.mean()` works it out
+    on a (36,) float64 array, bit for bit: its pairwise summation, which below its block of 128 values
+    keeps eight running sums (value `k` into sum `k % 8`, to the last multiple of 8), adds them as a tree
+    and then the rest in turn; then the division (`tests/test_luck.py` checks it against numpy)."""
+    v = values
+    if len(v) != NUM_SQUARES:
+        raise ValueError(f"the mean of the rolls takes {NUM_SQUARES} values, got {len(v)}")
+    eights = (
+        ((v[0] + v[8] + v[16] + v[24]) + (v[1] + v[9] + v[17] + v[25]))
+        + ((v[2] + v[10] + v[18] + v[26]) + (v[3] + v[11] + v[19] + v[27]))
+    ) + (
+        ((v[4] + v[12] + v[20] + v[28]) + (v[5] + v[13] + v[21] + v[29]))
+        + ((v[6] + v[14] + v[22] + v[30]) + (v[7] + v[15] + v[23] + v[31]))
+    )
+    return (eights + v[32] + v[33] + v[34] + v[35]) / NUM_SQUARES
+
+
+def single_roll_luck(value: ValueFunction, me: int, opp: int, reserve_me: int, reserve_opp: int, rolled: int) -> float:
+    """`roll_luck` of one position and one roll (Python ints) as a Python float, the same bits: a
+    `RaceValue` on Python floats (`RaceValue.after_rolls`, `mean_of_rolls`), any other
+    value asked once about each distinct position after a roll (`distinct_rolls`)."""
+    if not 0 <= rolled < NUM_SQUARES:
+        raise ValueError(f"rolled squares must be in 0..{NUM_SQUARES - 1}")
+    if type(value) is RaceValue and _in_race_table(reserve_me, reserve_opp):
+        values = value.after_rolls(me, opp, reserve_me, reserve_opp)
+    else:
+        values = _single_roll_values(value, me, opp, reserve_me, reserve_opp).tolist()
+    return values[rolled] - mean_of_rolls(values)
+
+
+def _in_race_table(reserve_me: int, reserve_opp: int) -> bool:
+    """The reserves of one position are in a race value's table, before and after any roll's captures."""
+    return 0 <= reserve_me < RACE_TABLE_RESERVES and 0 <= reserve_opp < _MOST_OPPONENT
 
 
 def _single_roll_values(value: ValueFunction, me: int, opp: int, reserve_me: int, reserve_opp: int) -> np.ndarray:
     """(36,) float64: `roll_values` of one position (Python ints), `value` asked once about each distinct
     position after a roll (`distinct_rolls`); a `RaceValue`, which reads the reserves alone, looks up the
-    reserves after each roll's captures (`roll_captures`, `RaceValue.after_captures`)."""
-    if type(value) is RaceValue and 0 <= reserve_me < RACE_TABLE_RESERVES and 0 <= reserve_opp < _MOST_OPPONENT:
-        return value.after_captures(reserve_me, reserve_opp, roll_captures(me, opp))
+    reserves after each roll's captures (`RaceValue.after_rolls`)."""
+    if type(value) is RaceValue and _in_race_table(reserve_me, reserve_opp):
+        return np.array(value.after_rolls(me, opp, reserve_me, reserve_opp), dtype=np.float64)
     after, outcome = distinct_rolls(me, opp, reserve_me, reserve_opp)
     values = np.asarray(value(after), dtype=np.float64)
     if values.shape != after.me.shape:
@@ -262,8 +306,9 @@ def roll_values(value: ValueFunction, me, opp, reserve_me, reserve_opp) -> np.nd
 
 def _race_roll_values(value: RaceValue, me, opp, reserve_me, reserve_opp) -> np.ndarray | None:
     """`roll_values` of a `RaceValue` on arrays (broadcast together): the reserves after each roll looked up
-    in its table, the rules run on the occupied squares alone (a roll on an empty square captures
-    nothing); None when a reserve could leave the table (then `every_roll` serves)."""
+    in its table, the rules run on the occupied squares alone but a lone enemy checker (a hit captures it)
+    and a roller's checker touching none (a hit captures nothing), as a roll on an empty square captures
+    nothing; None when a reserve could leave the table (then `every_roll` serves)."""
     me, opp, reserve_me, reserve_opp = np.broadcast_arrays(
         *(np.asarray(x, dtype=np.int64) for x in (me, opp, reserve_me, reserve_opp))
     )
@@ -273,10 +318,12 @@ def _race_roll_values(value: RaceValue, me, opp, reserve_me, reserve_opp) -> np.
         return None
     shape = me.shape
     me, opp = me.reshape(-1), opp.reshape(-1)
-    occupied = ((me | opp)[:, None] & BIT_ARRAY) != 0  # (N, 36) bool
-    games, squares = occupied.nonzero()
-    captures = np.zeros(occupied.shape, dtype=np.int64)  # (N, 36): the checkers each roll captures
-    captures[games, squares] = np.bitwise_count(rules.resolve_roll(me[games], opp[games], BIT_ARRAY[squares])[1])
+    lone_enemies = opp & ~rules.adjacent(opp)  # an enemy checker with no neighbour of its own: a hit takes it alone
+    quiet = me & ~rules.adjacent(me | opp)  # the roller's checkers touching no checker: a hit captures nothing
+    # (N, 36): the checkers each roll captures, the rules run on the other occupied squares alone
+    captures = ((lone_enemies[:, None] & BIT_ARRAY) != 0).astype(np.int64)
+    games, squares = ((((me | opp) ^ (lone_enemies | quiet))[:, None] & BIT_ARRAY) != 0).nonzero()
+    captures[games, squares] = np.bitwise_count(rules.captured_by(me[games], opp[games], BIT_ARRAY[squares]))
     table = _race_table(value.a, value.b)
     values = table[reserve_me.reshape(-1, 1), reserve_opp.reshape(-1, 1) + captures]
     return values.reshape(shape + (NUM_SQUARES,))
@@ -287,14 +334,14 @@ def roll_luck(value: ValueFunction, me, opp, reserve_me, reserve_opp, rolled) ->
     (`me` the roller's checkers, `opp` the other player's, their reserves; arrays or ints of any shape,
     broadcast together, `rolled` too): `V(after the roll) - mean over the 36 rolls of V`, float64 of the
     broadcast shape."""
+    if all(type(x) is int for x in (me, opp, reserve_me, reserve_opp, rolled)):  # one position and one roll
+        return np.float64(single_roll_luck(value, me, opp, reserve_me, reserve_opp, rolled))
     values = roll_values(value, me, opp, reserve_me, reserve_opp)
-    if values.ndim == 1 and type(rolled) is int:  # one position and one roll (Python ints)
-        if not 0 <= rolled < NUM_SQUARES:
-            raise ValueError(f"rolled squares must be in 0..{NUM_SQUARES - 1}")
-        return values[rolled] - np.add.reduce(values) / NUM_SQUARES  # values.mean()'s sum and division
     rolled = np.asarray(rolled, dtype=np.int64)
     if np.any((rolled < 0) | (rolled >= NUM_SQUARES)):
         raise ValueError(f"rolled squares must be in 0..{NUM_SQUARES - 1}")
+    if values.ndim == 2 and rolled.shape == values.shape[:1]:  # a batch of positions and their rolls
+        return values[np.arange(rolled.size), rolled] - values.mean(axis=-1)
     shape = np.broadcast_shapes(values.shape[:-1], rolled.shape)
     values = np.broadcast_to(values, shape + (NUM_SQUARES,))
     actual = np.take_along_axis(values, np.broadcast_to(rolled, shape)[..., None], axis=-1)[..., 0]
@@ -333,10 +380,11 @@ __all__ = [
     "before_roll",
     "distinct_rolls",
     "every_roll",
-    "groups_of",
     "luck_of_latest_roll",
+    "mean_of_rolls",
     "race_win_probability",
     "roll_captures",
     "roll_luck",
     "roll_values",
+    "single_roll_luck",
 ]

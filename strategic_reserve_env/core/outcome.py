@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol, cast, runtime_checkable
 
@@ -72,6 +72,7 @@ class Scale:
     win: float
     loss: float
     draw: float
+    _values: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # (3,) float64: the results of the outcomes LOSS, NO_RESULT, WIN (in that order), for of()
@@ -81,17 +82,25 @@ class Scale:
         """float64 results on this scale of `reward`'s outcomes (+1 `win`, -1 `loss`, 0 `draw`)."""
         return self._values[np.asarray(outcome) - LOSS]
 
+    def of_one(self, outcome: int) -> float:
+        """`of` one outcome (a Python int) as a Python float, the same value."""
+        return self._values.item(outcome - LOSS)
+
     def of_probability(self, probability) -> np.ndarray:
         """float64: the expected result on this scale of a win probability (its draws not counted)."""
         return self.loss + (self.win - self.loss) * np.asarray(probability, dtype=np.float64)
 
-    def luck(self, luck) -> np.ndarray:
-        """float64: `luck` (a difference of win probabilities) on this scale, `(win - loss) * luck`."""
-        return (self.win - self.loss) * np.asarray(luck, dtype=np.float64)
+    def luck(self, luck):
+        """float64: `luck` (a difference of win probabilities) on this scale, `(win - loss) * luck` (a
+        Python float of a Python float, the same bits)."""
+        return (self.win - self.loss) * (luck if type(luck) is float else np.asarray(luck, dtype=np.float64))
 
-    def adjusted(self, result, luck) -> np.ndarray:
+    def adjusted(self, result, luck):
         """float64: `result` (on this scale) less the net `luck` that helped it: `result - luck(luck)`;
-        the same expectation as `result`, since every roll's luck has mean zero."""
+        the same expectation as `result`, since every roll's luck has mean zero (a Python float of Python
+        floats, the same bits)."""
+        if type(result) is float and type(luck) is float:
+            return result - self.luck(luck)
         return np.asarray(result, dtype=np.float64) - self.luck(luck)
 
 
@@ -119,16 +128,25 @@ class Roll:
         """(B,) float64: the roller's luck of this roll under `value` (0 in the rows where it was not made)."""
         if self.single is not None:  # one position: its 36 rolls' values once (luck.roll_values on ints)
             return np.where(self.made, luck.roll_luck(value, *self.single), 0.0)
-        result = np.zeros(self.made.shape, dtype=np.float64)
-        rows = np.flatnonzero(self.made)
-        if rows.size:
-            result[rows] = luck.roll_luck(value, *(x[rows] for x in self.before), self.rolled[rows])
-        return result
+        return _luck_where(value, self.before, self.rolled, self.made)
 
     def net_luck(self, value: ValueFunction) -> np.ndarray:
         """(B,) float64: the luck of this roll for the row's agent: the roller's luck where it rolled
         (`own`), its negative where the other player did, 0 where no roll was made."""
         return _for_rows(self.own, self.luck(value))
+
+
+def _luck_where(
+    value: ValueFunction, before: tuple[np.ndarray, ...], rolled: np.ndarray, made: np.ndarray
+) -> np.ndarray:
+    """(B,) float64: the roller's luck under `value` of the rolls `rolled` ((B,) int64) from the positions
+    `before` ((me, opp, reserve_me, reserve_opp), (B,) int64 each) in the rows of `made` ((B,) bool), 0
+    elsewhere."""
+    result = np.zeros(made.shape, dtype=np.float64)
+    rows = np.flatnonzero(made)
+    if rows.size:
+        result[rows] = luck.roll_luck(value, *(x[rows] for x in before), rolled[rows])
+    return result
 
 
 def _for_rows(own: np.ndarray, roller_luck: np.ndarray) -> np.ndarray:
@@ -137,10 +155,13 @@ def _for_rows(own: np.ndarray, roller_luck: np.ndarray) -> np.ndarray:
     return np.where(own, 1.0, -1.0) * roller_luck
 
 
-def _game_net_luck(value: ValueFunction, game, own: np.ndarray, made: np.ndarray) -> np.ndarray:
-    """`Roll.net_luck` of the latest roll of `game` (a `Game`, one position in every row), without the
-    `Roll`: its luck worked out once, on ints (`luck.luck_of_latest_roll`)."""
-    return _for_rows(own, np.where(made, luck.luck_of_latest_roll(value, game), 0.0))
+def _net_luck_of(value: ValueFunction, state, own: np.ndarray, made: np.ndarray) -> np.ndarray:
+    """`Roll.net_luck` of the latest roll of `state` (an engine State, or a `Game`: one position in every
+    row, its luck worked out once on ints, `luck.luck_of_latest_roll`), without the `Roll`."""
+    if type(state.me) is int:
+        return _for_rows(own, np.where(made, luck.luck_of_latest_roll(value, state), 0.0))
+    before = luck.before_roll(state.me, state.opp, state.reserve_me, state.reserve_opp, state.captured)
+    return _for_rows(own, _luck_where(value, before, state.rolled, made))
 
 
 @dataclass(frozen=True)
@@ -223,6 +244,17 @@ class LuckAdjusted:
         ((B,) float64, `Transition.luck`): what `__call__` returns, and what a `Ledger` settles from the
         net luck it summed as the rolls were made."""
         return REWARD_SCALE.adjusted(REWARD_SCALE.of(outcome), net_luck)
+
+    def of_one_row(self, outcome: int, lucks: Iterable[tuple[bool, float]]) -> float:
+        """One row's reward on Python floats, the same bits as a `Ledger` of that row settles it: its
+        `outcome` (+1, -1 or 0) and the luck of its rolls in order, each `(own, the roller's luck)` (the
+        row's agent rolled, or the other player did), the net luck summed from 0 as the rolls came (its own
+        rolls' luck as it is, the other player's negated) and taken out by `of_luck`'s scale (the
+        single-game path of the AEC env and the Gymnasium env)."""
+        net_luck = 0.0
+        for own, roller_luck in lucks:
+            net_luck += roller_luck if own else -roller_luck
+        return REWARD_SCALE.adjusted(REWARD_SCALE.of_one(outcome), net_luck)
 
 
 OUTCOME = OutcomeReward()
@@ -308,8 +340,8 @@ class Ledger:
     - `roll` records a roll: for `reward_function` the `Roll` itself (unless the function says
       it does not read rolls, `uses_rolls = False`), and with `value` its luck, summed into `luck`;
       for the built-in `LuckAdjusted` (its own class, not a subclass), which reads nothing but each
-      row's net luck under its value, that luck alone, summed as the rolls are made (a `Game`'s roll
-      worked out on ints, no `Roll` built) and settled by `LuckAdjusted.of_luck`, the same rewards;
+      row's net luck under its value, that luck alone, summed as the rolls are made (no `Roll` built; a
+      `Game`'s roll worked out on ints) and settled by `LuckAdjusted.of_luck`, the same rewards;
     - `end` records the outcome of the games that ended (`reward`'s +-1);
     - `settle` calls `reward_function` on the `Transition` of what was recorded and starts
       afresh (its answer checked by `checked_rewards`; a failure records nothing new and changes nothing);
@@ -343,12 +375,12 @@ class Ledger:
         row's agent made it): kept for the reward function, and its luck summed with `value`."""
         if not self.keeps_rolls and self.value is None and self.adjusting is None:
             return
-        roll = latest_roll(state, own, made) if self.keeps_rolls or type(state.me) is not int else None
-        if roll is not None and self.keeps_rolls:
+        roll = latest_roll(state, own, made) if self.keeps_rolls else None
+        if roll is not None:
             self.rolls.append(roll)
 
         def net_luck(value: ValueFunction) -> np.ndarray:
-            return roll.net_luck(value) if roll is not None else _game_net_luck(value, state, own, made)
+            return roll.net_luck(value) if roll is not None else _net_luck_of(value, state, own, made)
 
         if self.value is not None:
             self.luck = _read_only(self.luck + net_luck(self.value))

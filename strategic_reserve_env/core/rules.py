@@ -111,15 +111,26 @@ def resolve_roll(me, opp, rolled):
     left, the squares removed (always the opponent's), the squares the mover
     may place on, and the kind of hit (`HIT_*`).
     """
-    friendly = group(rolled & me, me)  # the mover's group G on a friendly hit, else 0
-    touching = adjacent(friendly)
-    # an enemy hit seeds the rolled square; a friendly hit seeds every enemy checker touching G
-    captured = group((rolled | touching) & opp, opp)
+    friendly, touching, captured = _captures(me, opp, rolled)
     opp = opp ^ captured
     empty = FULL ^ (me | opp)
     legal = empty & (touching | ((friendly - 1) >> SIGN_SHIFT))  # no group: every empty square
     hit = (friendly != 0) * HIT_FRIENDLY + ((captured & rolled) != 0) * HIT_ENEMY
     return opp, captured, legal, hit
+
+
+def _captures(me, opp, rolled) -> tuple:
+    """`(friendly, touching, captured)` of a roll on `rolled`: the mover's group G on a friendly hit (else
+    0), the squares next to it, and the enemy checkers the roll captures."""
+    friendly = group(rolled & me, me)
+    touching = adjacent(friendly)
+    # an enemy hit seeds the rolled square; a friendly hit seeds every enemy checker touching G
+    return friendly, touching, group((rolled | touching) & opp, opp)
+
+
+def captured_by(me, opp, rolled):
+    """The enemy checkers a roll on `rolled` captures (`resolve_roll`'s `captured` alone)."""
+    return _captures(me, opp, rolled)[2]
 
 
 def roll(me, opp, reserve_opp, rolled):

@@ -152,6 +152,7 @@ from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 from pettingzoo.utils.wrappers.base import BaseWrapper
 
+from strategic_reserve_env.core import luck
 from strategic_reserve_env.core.board import (
     BLUE,
     DEFAULT_RESERVE,
@@ -168,8 +169,18 @@ from strategic_reserve_env.core.config import DEFAULT_PLY_LIMIT, StartPosition, 
 from strategic_reserve_env.core.dice import DRAWN_SEEDS, GameDice
 from strategic_reserve_env.core.engine import IllegalActionError, integers
 from strategic_reserve_env.core.game import Game
+from strategic_reserve_env.core.luck import RaceValue
 from strategic_reserve_env.core.observation import OBSERVATION_SHAPE, mask_from_planes, planes
-from strategic_reserve_env.core.outcome import OUTCOME, Ledger, OutcomeReward, Transition, as_reward_function, reward
+from strategic_reserve_env.core.outcome import (
+    NO_RESULT,
+    OUTCOME,
+    Ledger,
+    LuckAdjusted,
+    OutcomeReward,
+    Transition,
+    as_reward_function,
+    reward,
+)
 from strategic_reserve_env.core.rules import HIT_NAMES
 from strategic_reserve_env.files.records import check_seed
 from strategic_reserve_env.pictures import render as rendering
@@ -182,6 +193,8 @@ _EVERY_AGENT.flags.writeable = False
 #: winner (RED, BLUE or NO_PLAYER) -> (2,) int64 each agent's outcome
 # (:func:`~strategic_reserve_env.core.outcome.reward`)
 _OUTCOMES = {winner: np.array([reward(winner, colour) for colour in (RED, BLUE)]) for winner in (RED, BLUE, NO_PLAYER)}
+_NO_LUCK = np.zeros(len(AGENTS))  # (2,) float64: each agent's net luck in a step with no roll
+_NO_LUCK.flags.writeable = False
 #: roller (RED or BLUE) -> (2,) bool: the agent that rolled (``own`` of the roll's row)
 _ROLLER = {roller: np.array([colour == roller for colour in (RED, BLUE)]) for roller in (RED, BLUE)}
 for _array in (*_OUTCOMES.values(), *_ROLLER.values()):
@@ -464,7 +477,12 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         mover = game.to_move
         # the rewards are worked out before anything is committed: an illegal square, a bad forced roll or a
         # failing reward function raises with the game and the dice as they were
-        rewards, over = self._outcome_step(square) if self._outcome_only else self._ledger_step(square)
+        if self._outcome_only:
+            rewards, over = self._outcome_step(square)
+        elif self._race_adjusted:
+            rewards, over = self._race_adjusted_step(square)
+        else:
+            rewards, over = self._ledger_step(square)
         self._cumulative_rewards[agent] = 0
         self.rewards = rewards
         if not over:
@@ -498,6 +516,35 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         dice.advance()
         game.roll(rolled)
         return dict(_OUTCOME_REWARDS[NO_PLAYER]), False
+
+    @property
+    def _race_adjusted(self) -> bool:
+        """The reward is the built-in luck-adjusted one (`LuckAdjusted`) under a `RaceValue`: its luck reads
+        the race table and cannot fail, so a step needs no trial game and no ledger (`_race_adjusted_step`)."""
+        reward_function = self.reward_function
+        return type(reward_function) is LuckAdjusted and type(reward_function.value) is RaceValue
+
+    def _race_adjusted_step(self, square: int) -> tuple[dict[str, float], bool]:
+        """`_ledger_step` of the built-in luck-adjusted reward under a `RaceValue`, on the env's game as
+        `_outcome_step` plays it: the next roll's luck worked out on Python floats
+        (`luck.single_roll_luck`, `LuckAdjusted.of_one_row`), the same rewards bit for bit."""
+        game, dice = self.game, self.dice
+        reward_function = cast(LuckAdjusted, self.reward_function)
+        rolled = dice.peek()  # ValueError for a bad forced roll, changing nothing
+        game.place(square)  # IllegalActionError names the square and the legal ones, changing nothing
+        if game.done:  # no roll follows: no luck in the rewards
+            ended = reward_function.of_luck(_OUTCOMES[game.winner], _NO_LUCK).tolist()
+            return dict(zip(AGENTS, ended, strict=True)), True
+        dice.advance()
+        me, opp, reserve_me, reserve_opp = game.me, game.opp, game.reserve_me, game.reserve_opp
+        game.roll(rolled)
+        roller_luck = luck.single_roll_luck(reward_function.value, me, opp, reserve_me, reserve_opp, rolled)
+        roller = game.to_move
+        rewards = {
+            agent: reward_function.of_one_row(NO_RESULT, ((colour == roller, roller_luck),))
+            for colour, agent in enumerate(AGENTS)
+        }
+        return rewards, False
 
     def _ledger_step(self, square: int) -> tuple[dict[str, float], bool]:
         """The step played on a trial copy of the game, its rewards worked out by the reward function

@@ -102,6 +102,7 @@ from strategic_reserve_env.core.board import (
     COLOURS,
     DEFAULT_RESERVE,
     NUM_SQUARES,
+    bits_of,
     brief,
     checked_int,
     is_integer,
@@ -160,11 +161,12 @@ class StrategicReserveEnv(gymnasium.Env):
         return self.games.observations()[0], self._info()
 
     def step(self, action):
-        legal_before = int(self.games.state.legal[0])
+        legal_before = self.games.action_masks()[0]  # the learner's legal placements (its view, kept)
         rewards, terminated, truncated, illegal = self.games.step(action)[:4]
         info = self._info()
         if illegal[0]:
-            info["illegal_action"] = f"action {action} is not a legal placement; legal: {names_of(legal_before)}"
+            legal = names_of(bits_of(np.flatnonzero(legal_before).tolist()))
+            info["illegal_action"] = f"action {action} is not a legal placement; legal: {legal}"
             gymnasium.logger.warn(f"illegal action, the learner loses: {info['illegal_action']}")
         if self.render_mode == "human":
             self.render()
@@ -179,7 +181,7 @@ class StrategicReserveEnv(gymnasium.Env):
         return {
             "action_mask": self.action_masks(),
             "seat": COLOURS[int(self.games.seat[0])],
-            "ply": int(self.games.state.ply[0]),
+            "ply": int(self.games.plies()[0]),
         }
 
     def render(self):

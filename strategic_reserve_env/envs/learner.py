@@ -51,19 +51,28 @@ counters) once everything succeeded.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
-from strategic_reserve_env.core import engine, turns
-from strategic_reserve_env.core.board import BIT, BLUE, COLOURS, NO_PLAYER, NUM_SQUARES, RED, checked_int, clip
+from strategic_reserve_env.core import engine, luck, turns
+from strategic_reserve_env.core.board import BIT, BLUE, COLOURS, NUM_SQUARES, RED, checked_int, clip
 from strategic_reserve_env.core.config import Config
 from strategic_reserve_env.core.dice import BatchDice, UniformStreams
 from strategic_reserve_env.core.game import Game
 from strategic_reserve_env.core.observation import OBSERVATION_SHAPE, planes
 from strategic_reserve_env.core.observation import mask_from_planes as _mask_from_planes
-from strategic_reserve_env.core.outcome import Ledger, as_reward_function, reward
+from strategic_reserve_env.core.outcome import (
+    NO_RESULT,
+    REWARD_SCALE,
+    Ledger,
+    LuckAdjusted,
+    OutcomeReward,
+    as_reward_function,
+    reward,
+)
 from strategic_reserve_env.core.policies import (
     InvalidActionsError,
     UniformRandomPolicy,
@@ -163,7 +172,7 @@ class _Results:
 
 #: the fields of LearnerGames a step may replace (put back by ``_atomically`` when it fails), besides the
 #: dice and chance streams' counters and the state of ``rng``'s generator
-_STEP_FIELDS = ("state", "seat", "opponent_id", "dice", "chance", "rng", "started")
+_STEP_FIELDS = ("_state", "_game", "seat", "opponent_id", "dice", "chance", "rng", "started")
 _ONE_TRUE, _ONE_FALSE = np.ones(1, dtype=bool), np.zeros(1, dtype=bool)  # (1,) bool rows of a batch of one game
 _ONE_TRUE.flags.writeable = _ONE_FALSE.flags.writeable = False
 
@@ -214,14 +223,27 @@ class LearnerGames:
         self.set_opponents(list(opponent) if isinstance(opponent, (list, tuple)) else [opponent], opponent_weights)
         self.opponent_id = np.zeros(num_games, dtype=np.int64)  # (B,) int64 index into self.opponents
         self.seat_choice = seat
-        self.state = engine.init(config, num_games)
+        # the games: `_state`, or for B = 1 the one game `_game` (a Game) that the single-game path keeps, from
+        # which `state` is made when it is first read (`_state` None until then); both set when both are known
+        self._state: engine.State | None = engine.init(config, num_games)
+        self._game: Game | None = None
         self.seat = np.zeros(num_games, dtype=np.int64)  # (B,) int64 RED / BLUE: the learner's colour
         self.dice = BatchDice(np.zeros(num_games, dtype=np.int64))
         self.chance = UniformStreams(np.zeros(num_games, dtype=np.int64))
         self.rng = np.random.default_rng()
         self.started = False  # reset() was called: every game is playing or over
-        self._cached_view: tuple | None = None  # (state, planes, masks) of the latest state asked about
-        self._cached_game: tuple[engine.State, Game] | None = None  # (state, its one game) of the single-game path
+        self._cached_view: tuple | None = None  # (position, planes, masks) of the latest position asked about
+
+    @property
+    def state(self) -> engine.State:
+        """The games as an engine `State` (for B = 1, made of the kept game when first read after a step)."""
+        if self._state is None:
+            self._state = cast(Game, self._game).to_state()
+        return self._state
+
+    @state.setter
+    def state(self, state: engine.State) -> None:
+        self._state, self._game = state, None
 
     def set_opponents(self, opponents: list, weights=None) -> None:
         """Replace the opponent pool; games keep their opponent until they start again."""
@@ -417,27 +439,37 @@ class LearnerGames:
         """`_advance` of one game (B = 1) on the single-game path (`Game`, Python ints, as the AEC env
         plays): the same rolls from the same streams, the opponent asked the same way (`_opponents_decide`),
         the same records in `ledger`, without the batch machinery's arrays of one."""
-        state = self.state
-        if not mask[0] or state.winner[0] != NO_PLAYER or state.truncated[0]:
+        game = self._one_game()
+        if not mask[0] or game.done:
             return
-        game = Game.of(state, 0, self.config)
-        self._play_one(game, ledger, recorded)
+        game = game.copy()
+
+        def record(played: Game, own: bool) -> None:
+            cast(Ledger, ledger).roll(played, _ONE_TRUE if own else _ONE_FALSE, recorded)
+
+        self._play_one(game, None if ledger is None else record)
         self._commit_one(game)
 
-    def _commit_one(self, game: Game) -> None:
-        """`game` becomes the batch's one game (`state`), kept beside it for its view (`_view`)."""
-        self.state = game.to_state()
-        self._cached_game = (self.state, game)
+    def _one_game(self) -> Game:
+        """The batch's one game (B = 1) as a `Game`, kept (`_game`): the one the latest step committed, or
+        loaded from `state`. Callers copy it before they change it."""
+        if self._game is None:
+            self._game = Game.of(cast(engine.State, self._state), 0, self.config)
+        return self._game
 
-    def _play_one(self, game: Game, ledger: Ledger | None, recorded: np.ndarray) -> None:
+    def _commit_one(self, game: Game) -> None:
+        """`game` becomes the batch's one game; `state` is made of it when it is first read."""
+        self._state, self._game = None, game
+
+    def _play_one(self, game: Game, record: Callable[[Game, bool], None] | None) -> None:
         """The opponent's turn in the live `game` (the batch's one game) if it is to move (its roll unless
-        made, its choice, its placement), then the learner's roll unless the game is over; the rolls
-        recorded in `ledger` (made where `recorded`, (1,) bool), as `turns.turn` and `_advance` do."""
+        made, its choice, its placement), then the learner's roll unless the game is over; each roll passed
+        to `record` with whether the learner made it, as `turns.turn` and `_advance` record them."""
         if game.to_move != self.seat[0]:
             if not game.legal:
                 game.roll(self.dice.next_of_one())
-            if ledger is not None:
-                ledger.roll(game, _ONE_FALSE, recorded)
+            if record is not None:
+                record(game, False)
             opponent = self.opponents[int(self.opponent_id[0])]
             if type(opponent).act is UniformRandomPolicy.act:  # the built-in random opponent (`random`): on ints
                 game.place(int(opponent.act_from_uniforms(game.legal, self.chance.next_of_one())))
@@ -445,18 +477,34 @@ class LearnerGames:
                 game.place(int(self._opponents_decide(game.to_state(), _ONE_TRUE)[0]))
         if not game.done:
             game.roll(self.dice.next_of_one())
-            if ledger is not None:
-                ledger.roll(game, _ONE_TRUE, recorded)
+            if record is not None:
+                record(game, True)
 
     def _step_one(self, actions: np.ndarray) -> LearnerStep:
         """`_step` of one game (B = 1) with neither restart nor autoreset, on the single-game path
-        (`Game`, as `_advance_one`): the same game, rewards and errors, without the arrays of one."""
-        state, square = self.state, int(actions[0])
-        if state.winner[0] != NO_PLAYER or state.truncated[0]:
+        (`Game`, as `_advance_one`): the same game, rewards and errors, without the arrays of one. The
+        built-in rewards are worked out on Python floats (`REWARD_SCALE.of_one`, and for `LuckAdjusted`
+        each roll's luck on ints and `LuckAdjusted.of_one_row`), the same bits as the ledger that settles
+        any other reward function."""
+        square = int(actions[0])
+        game = self._one_game()
+        if game.done:
             raise ResetNeeded("game 0 is over (its episode ended): reset (or restart) it before stepping it again")
-        cached = self._cached_game  # the game committed by the latest step: a copy of it, not a load of `state`
-        game = cached[1].copy() if cached is not None and cached[0] is state else Game.of(state, 0, self.config)
-        ledger = Ledger(1, self.reward_function)
+        game = game.copy()
+        reward_function, ledger, lucks = self.reward_function, None, []
+        record: Callable[[Game, bool], None] | None = None
+        if type(reward_function) is LuckAdjusted:
+            value = reward_function.value
+
+            def record(played: Game, own: bool) -> None:
+                lucks.append((own, float(luck.luck_of_latest_roll(value, played))))
+
+        elif type(reward_function) is not OutcomeReward:
+            ledger = Ledger(1, reward_function)
+
+            def record(played: Game, own: bool) -> None:
+                cast(Ledger, ledger).roll(played, _ONE_TRUE if own else _ONE_FALSE, _ONE_TRUE)
+
         illegal = not game.legal & BIT[square]
         if not illegal:
             game.place(square)
@@ -465,12 +513,17 @@ class LearnerGames:
         else:
             self._learner_places(actions, _ONE_TRUE)  # raises the batch's IllegalActionError, changing nothing
         if not game.done:
-            self._play_one(game, ledger, _ONE_TRUE)
-        outcome = np.zeros(1, dtype=np.int64)
-        if game.done:
-            outcome[0] = reward(game.winner, int(self.seat[0]))
-            ledger.end(_ONE_TRUE, outcome)
-        rewards = ledger.settle(np.float32)
+            self._play_one(game, record)
+        result = reward(game.winner, int(self.seat[0])) if game.done else NO_RESULT
+        outcome = np.array([result], dtype=np.int64)
+        if ledger is not None:
+            if game.done:
+                ledger.end(_ONE_TRUE, outcome)
+            rewards = ledger.settle(np.float32)
+        elif type(reward_function) is LuckAdjusted:
+            rewards = np.array([reward_function.of_one_row(result, lucks)], dtype=np.float32)
+        else:
+            rewards = np.array([REWARD_SCALE.of_one(result)], dtype=np.float32)
         self._commit_one(game)
         return LearnerStep(
             rewards,
@@ -567,22 +620,25 @@ class LearnerGames:
         a new array on every call."""
         return self._view()[0].copy()
 
+    def plies(self) -> np.ndarray:
+        """(B,) int64: the placements made in each game so far; a new array on every call."""
+        if self._game is not None:  # B = 1: the kept game's, without making `state` of it
+            return np.array([self._game.ply], dtype=np.int64)
+        return self.state.ply.copy()
+
     def action_masks(self) -> np.ndarray:
         """(B, 36) bool legal placements of the learner (all False in finished games); a new array on
         every call."""
         return self._view()[1].copy()
 
     def _view(self) -> tuple[np.ndarray, np.ndarray]:
-        """The planes and masks of the current state, computed once per state and never handed out."""
-        if self._cached_view is None or self._cached_view[0] is not self.state:
+        """The planes and masks of the current position, computed once per position and never handed out."""
+        position = self._game if self._game is not None else self._state  # B = 1: the game, when it is kept
+        if self._cached_view is None or self._cached_view[0] is not position:
             if self.num_games == 1:  # one game: the planes on Python ints (as the AEC env observes)
-                cached = self._cached_game
-                if cached is not None and cached[0] is self.state:
-                    game = cached[1]
-                else:
-                    game = Game.of(self.state, 0, self.config)
-                view = planes(game, int(self.seat[0]))[None]
+                view = planes(self._one_game(), int(self.seat[0]))[None]
+                position = self._game
             else:
                 view = planes(self.state, self.seat)
-            self._cached_view = (self.state, view, _mask_from_planes(view).view(bool))
+            self._cached_view = (position, view, _mask_from_planes(view).view(bool))
         return self._cached_view[1:]
