@@ -442,6 +442,7 @@ def test_every_loader_checks_its_description_in_the_same_words(tmp_path, loader,
         ALL_LOADERS[loader](path)
 
 
+@pytest.mark.slow
 def test_a_policy_loaded_to_play_has_no_optimizer_and_plays_as_one_built_to_train():
     """`load_policy` builds a policy to play: no optimizer, so a command that plays a PPO agent never imports
     torch._dynamo (torch's first optimizer does: seconds of its start); its actions are those of the same
