@@ -186,8 +186,17 @@ def expected_tensors(description: dict, where: str = "policy description") -> di
     return tensors | _linear("action_net", last["pi"], NUM_SQUARES) | _linear("value_net", last["vf"], 1)
 
 
-def build_policy(description: dict, where: str = "policy description"):
-    """A fresh `MaskableActorCriticPolicy` (CPU, eval mode) with the architecture of `description`."""
+class _NoOptimizer:
+    """The optimizer of a policy that is only played: none. SB3 builds an optimizer with every policy, and
+    torch's first optimizer imports torch._dynamo, seconds of a command's start spent on nothing."""
+
+    def __init__(self, params, **options) -> None:
+        del params, options
+
+
+def build_policy(description: dict, where: str = "policy description", trainable: bool = True):
+    """A fresh `MaskableActorCriticPolicy` (CPU, eval mode) with the architecture of `description`; with
+    `trainable` False, one to play only (its `optimizer` does nothing)."""
     from gymnasium import spaces
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
     from stable_baselines3.common.torch_layers import FlattenExtractor
@@ -208,6 +217,7 @@ def build_policy(description: dict, where: str = "policy description"):
         features_extractor_kwargs={k: v for k, v in features.items() if k != "kind"},
         share_features_extractor=description["share_features_extractor"],
         normalize_images=description["normalize_images"],
+        **({} if trainable else {"optimizer_class": _NoOptimizer}),
     )
     return policy.eval()
 
@@ -246,13 +256,14 @@ def load_policy(path: str | Path):
     """`(policy, description)` of a policy file; `PolicyFileError` says what is wrong with a bad one
     (not a policy file, a description this code does not build, tensors of the wrong names, shapes or dtypes,
     or NaN/infinite values). The description is checked against the tensors the header lists before anything
-    is built, so the memory a load takes is a small multiple of the file's size."""
+    is built, so the memory a load takes is a small multiple of the file's size. The policy is one to play:
+    it has no optimizer (`build_policy` builds one to train)."""
     from safetensors.torch import load
 
     path = Path(path)
     description, found = read_header(path)
     check_tensors(found, expected_tensors(description, str(path)), str(path), PolicyFileError)
-    policy = build_policy(description, str(path))
+    policy = build_policy(description, str(path), trainable=False)
     try:
         tensors = load(path.read_bytes())
     except Exception as error:  # safetensors raises its own error types for malformed data

@@ -3,7 +3,7 @@
 **Score interval.** A pairing's score is the mean of its per-pair scores
 (each pair of games shares one dice stream, seats swapped; a pair scores 0,
 1/4, ..., 1). Its 95 % interval is Student's t-interval over those pair
-scores (`scipy.stats.t`), clipped to [0, 1]. It is undefined (`None`)
+scores (Student's t quantile `scipy.special.stdtrit`), clipped to [0, 1]. It is undefined (`None`)
 with fewer than two pairs, and has zero width when every pair scored the
 same.
 
@@ -21,6 +21,9 @@ per duel, split evenly, keeps a rating finite when a side never loses. The
 the fixed ones taken as known; games within a dice pair are treated as
 independent there, which the paired design makes conservative. Ratings are
 given on the Elo scale (400 / ln 10 points per unit of log-odds).
+
+scipy is imported by the functions that use it, not with the module: the commands that import the evaluation
+(`evaluate`, `benchmark`) start without it, and a run refused at its start never loads it.
 """
 
 from __future__ import annotations
@@ -30,12 +33,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 CONFIDENCE = 0.95
 ELO_PER_NAT = 400 / math.log(10)  # Bradley-Terry strength (natural log-odds) to Elo points
 PRIOR_GAMES = 1.0  # one pseudo-game drawn per duel keeps ratings finite when a side never loses
-Z95 = float(stats.norm.ppf(0.5 + CONFIDENCE / 2))  # 1.96: half-width of a 95 % normal interval in std devs
 VARIANCE_FLOOR = 1e-12  # a per-pair variance this small is float rounding (e.g. an agent against itself): none
 SCORE_FLOOR = 1e-3  # effective_games keeps a score this far from 0 and 1 (a sure result has no binomial variance)
 
@@ -43,14 +44,16 @@ SCORE_FLOOR = 1e-3  # effective_games keeps a score this far from 0 and 1 (a sur
 def score_interval(pair_scores: Sequence[float]) -> tuple[float, float] | None:
     """95 % t-interval of the mean of `pair_scores` (each in [0, 1]), clipped to [0, 1];
     None with fewer than two pairs (no spread can be estimated)."""
+    from scipy import special
+
     scores = np.asarray(pair_scores, dtype=np.float64)
     if scores.size < 2:
         return None
-    mean, error = float(scores.mean()), float(stats.sem(scores))
+    mean, error = float(scores.mean()), float(np.std(scores, ddof=1) / np.sqrt(scores.size))  # standard error
     if error == 0.0:
         return mean, mean
-    low, high = stats.t.interval(CONFIDENCE, scores.size - 1, loc=mean, scale=error)
-    return max(0.0, float(low)), min(1.0, float(high))
+    half = error * float(special.stdtrit(scores.size - 1, 0.5 + CONFIDENCE / 2))  # as scipy.stats.t.interval
+    return max(0.0, mean - half), min(1.0, mean + half)
 
 
 def variance_ratio(raw: Sequence[float], adjusted: Sequence[float]) -> float | None:
@@ -95,6 +98,8 @@ def fit_ratings(players: int, duels: Sequence[Duel], fixed: dict[int, float]) ->
     ratings of `fixed` ({index: Elo}) held and the others fitted; returns `(ratings, half_widths)`,
     two (players,) arrays, the half-widths of the 95 % intervals (0 for the fixed players).
     `ValueError` if a fitted player is not linked to a fixed one by duels (its rating is undefined)."""
+    from scipy import optimize, special
+
     if not fixed:
         raise ValueError("fix at least one rating (the scale has no origin otherwise)")
     free = [k for k in range(players) if k not in fixed]
@@ -139,7 +144,8 @@ def fit_ratings(players: int, duels: Sequence[Duel], fixed: dict[int, float]) ->
     half = np.zeros(players)
     if free:
         covariance = np.linalg.inv(information[np.ix_(free, free)])
-        half[free] = Z95 * np.sqrt(np.diag(covariance))
+        z95 = float(special.ndtri(0.5 + CONFIDENCE / 2))  # 1.96: a 95 % normal interval's half-width in std devs
+        half[free] = z95 * np.sqrt(np.diag(covariance))
     ratings = s * ELO_PER_NAT
     ratings[list(fixed)] = list(fixed.values())  # exactly as given, not round-tripped through log-odds
     return ratings, half * ELO_PER_NAT

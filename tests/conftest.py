@@ -39,6 +39,20 @@ def _jax_compilation_cache() -> None:
 JAX_CACHE_MAX_BYTES = 2**30  # far over a session's entries (a few MB): it only turns JAX's file lock on
 _jax_compilation_cache()
 
+
+def _xla_quick_compiles() -> None:
+    """XLA's CPU code in this session, and in every command it starts, compiled without LLVM's optimisation
+    passes (`XLA_TEST_FLAGS`): the tests' small games spend far more time compiling than running, and the
+    passes change how fast the code runs, not what it computes (the exact comparisons here hold either way).
+    A session started with the flag in XLA_FLAGS keeps its own value."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "--xla_backend_optimization_level" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {XLA_TEST_FLAGS}".strip()
+
+
+XLA_TEST_FLAGS = "--xla_backend_optimization_level=0"
+_xla_quick_compiles()
+
 REPO = Path(__file__).resolve().parents[1]
 CONFORMANCE = REPO / "tests" / "data" / "conformance"  # records with their expected traces (docs/RULES.md)
 

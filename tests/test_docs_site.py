@@ -103,6 +103,7 @@ def test_the_site_builds_with_warnings_as_errors(site):
     assert "load_agent" in agents and "MissingExtraError" in (site / "api/core/index.html").read_text()
 
 
+@pytest.mark.slow
 def test_no_page_shows_restructuredtext(site):
     """Docstrings are Markdown (Google style): a role or a table rule printed as text is a docstring left in
     reStructuredText, or a page written in it."""
@@ -110,6 +111,7 @@ def test_no_page_shows_restructuredtext(site):
     assert not shown, shown
 
 
+@pytest.mark.slow
 def test_every_list_is_shown_as_a_list(site):
     """docs/RULES.md, ARCHITECTURE.md and CHANGELOG.md put lists right after a paragraph and nest them by 2 or 3
     spaces, as GitHub reads them; the site shows them as lists too (mkdocs_hooks.py)."""
@@ -119,6 +121,7 @@ def test_every_list_is_shown_as_a_list(site):
     assert re.search(r"<li>\s*<p><strong>Roll\.</strong>.*?<ul>\s*<li>Red: ", rules, re.S)  # nested in item 1
 
 
+@pytest.mark.slow
 def test_a_named_object_links_to_its_api_entry(site):
     """A code span naming a documented object (a role before the conversion) is a link to its entry; one naming
     a file or anything undocumented stays text."""
@@ -154,6 +157,7 @@ def test_the_checks_see_restructuredtext_and_a_missing_signature():
 API_PAGES = ["core", "records", "envs", "jax", "pictures", "agents", "search", "integrations", "evaluation"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", API_PAGES)
 def test_every_api_object_shows_its_signature(site, name):
     page = (site / "api" / name / "index.html").read_text()
@@ -162,6 +166,7 @@ def test_every_api_object_shows_its_signature(site, name):
     assert not unsigned(page), unsigned(page)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, modules",
     [
@@ -197,6 +202,7 @@ def test_the_new_api_pages_document_their_modules(site, name, modules):
         assert f'id="{module}"' in page, module
 
 
+@pytest.mark.slow
 def test_a_newcomer_finds_the_pages_of_a_library_site(site):
     pages = pages_of(site)
     needed = {"installation", "quickstart", "changelog", "examples/inspect_learned_play"}
@@ -228,6 +234,7 @@ def test_a_newcomer_finds_the_pages_of_a_library_site(site):
     assert 'href="../../api/jax/' in jax_guide and 'href="../../envs/pgx/' in jax_guide
 
 
+@pytest.mark.slow
 def test_wheel_users_are_not_sent_to_a_clone(site):
     """A wheel has no `evaluate.py` and nothing to install editable: a page says `python evaluate.py` only as
     what a clone also has, and `pip install -e` nowhere; the installation page installs the wheel by its file."""
@@ -240,6 +247,7 @@ def test_wheel_users_are_not_sent_to_a_clone(site):
     assert 'pip install "./strategic_reserve_env-' in installation and "download.pytorch.org/whl/cpu" in installation
 
 
+@pytest.mark.slow
 def test_page_titles_are_names_and_guides_list_their_sections(site):
     pages = pages_of(site)
     guides = [name for name in pages if name.startswith("guide/")]
@@ -250,6 +258,7 @@ def test_page_titles_are_names_and_guides_list_their_sections(site):
     assert "luck-adjusted-scores" in sections and "model-files-run-no-code" in sections
 
 
+@pytest.mark.slow
 def test_the_site_names_no_placeholder_address(site):
     """`site_url` is pyproject.toml's Documentation address where it has one; the project has none yet, so no
     page names a canonical link, and no page or the sitemap shows a placeholder (`OWNER`, `<the repository>`)."""

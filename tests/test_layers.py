@@ -5,6 +5,7 @@ Each check runs in a fresh interpreter (this test process has imported everythin
 from __future__ import annotations
 
 import ast
+import os
 import re
 import subprocess
 import sys
@@ -94,12 +95,14 @@ INSTALLED_FOLDERS = ("strategic_reserve_env", "agents", "evaluation", "models")
 
 
 def _python_files() -> list[Path]:
+    """The repository's Python files, outside .git, build, runs and the venvs (never walked into: a CI clone's
+    venvs hold a hundred thousand files)."""
     skip = {".git", "build", "runs"}
-    return [
-        path
-        for path in REPO.rglob("*.py")
-        if not {part for part in path.relative_to(REPO).parts if part in skip or part.startswith(".venv")}
-    ]
+    found = []
+    for folder, subfolders, files in os.walk(REPO):
+        subfolders[:] = [name for name in subfolders if name not in skip and not name.startswith(".venv")]
+        found += [Path(folder, name) for name in files if name.endswith(".py")]
+    return found
 
 
 def _bare_imports(path: Path, names: set[str]) -> list[str]:

@@ -162,6 +162,7 @@ def test_the_rolls_a_search_visits_spread_over_the_board(plus_search):
     assert checked >= 2  # nodes with 37+ visits, all 36 rolls seen
 
 
+@pytest.mark.slow
 def test_search_finds_the_placement_that_wins_unless_the_roll_hits_it(plus_search):
     """c3 wins unless Blue rolls c3 (35/36); the four others are captured after 31 of Blue's 36 rolls."""
     weights = np.asarray(plus_search.action_weights)

@@ -440,3 +440,25 @@ def test_every_loader_checks_its_description_in_the_same_words(tmp_path, loader,
     message = "format version 99; this code reads " if fault == "version" else "unknown fields ['surprise']"
     with pytest.raises(ValueError, match=r"^" + re.escape(f"{where}: {message}")):
         ALL_LOADERS[loader](path)
+
+
+@pytest.mark.slow
+def test_a_policy_loaded_to_play_has_no_optimizer_and_plays_as_one_built_to_train():
+    """`load_policy` builds a policy to play: no optimizer, so a command that plays a PPO agent never imports
+    torch._dynamo (torch's first optimizer does: seconds of its start); its actions are those of the same
+    tensors in a policy built to train."""
+    probe = (
+        "import sys, torch\n"
+        "from strategic_reserve_env.agents.ppo_file import build_policy, load_policy\n"
+        f"policy, description = load_policy({str(SHIPPED_POLICY)!r})\n"
+        "print('torch._dynamo' in sys.modules, hasattr(policy.optimizer, 'step'))\n"
+        "trained = build_policy(description)\n"
+        "trained.load_state_dict(policy.state_dict())\n"
+        "observations = torch.randint(0, 2, (64, *policy.observation_space.shape)).float()\n"
+        "with torch.no_grad():\n"
+        "    print(torch.equal(policy.get_distribution(observations).distribution.logits,\n"
+        "                      trained.get_distribution(observations).distribution.logits))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, check=False)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.split() == ["False", "False", "True"]

@@ -257,3 +257,22 @@ def test_the_first_player_plot_labels_each_pairing_readably_from_the_reports_own
     for label in labels:
         assert label.get_fontsize() >= 9 and inside(label, figure), label.get_text()
     plt.close(figure)
+
+
+def test_a_disc_drawn_in_its_bounding_box_is_the_disc_of_the_whole_frame():
+    """Differential: `_disc` (which measures only the pixels of its bounding box) colours exactly the pixels
+    of the frame within its radius (or its ring), for discs and rings inside the frame and across its edges."""
+    from strategic_reserve_env.pictures.render import _disc
+
+    rng = np.random.default_rng(3)
+    height, width = 60, 80
+    ys, xs = np.ogrid[:height, :width]
+    for _ in range(300):
+        cx, cy = rng.uniform(-15, width + 15), rng.uniform(-15, height + 15)
+        radius, ring = rng.uniform(0.2, 25), float(rng.choice([0.0, rng.uniform(0.5, 5)]))
+        distance = np.hypot(xs - cx, ys - cy)
+        inside = distance <= radius if ring == 0 else (distance <= radius) & (distance >= radius - ring)
+        image = np.zeros((height, width, 3), dtype=np.uint8)
+        _disc(image, cx, cy, radius, (255, 1, 2), ring=ring)
+        assert np.array_equal(image.any(axis=2), inside), (cx, cy, radius, ring)
+        assert (image[inside] == (255, 1, 2)).all()

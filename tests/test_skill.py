@@ -80,6 +80,7 @@ def test_the_report_has_its_files_parts_and_every_pairing(skill):
     assert any("split-sample gain over greedy" in line for line in data["headroom"]["lines"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reserve", [7, 5])
 def test_a_pairing_of_the_report_is_evaluate_pys(skill, reserve, tmp_path):
     """The report's random-greedy pairing at a reserve equals what evaluate.py computes with the same settings."""
@@ -98,6 +99,7 @@ def test_a_pairing_of_the_report_is_evaluate_pys(skill, reserve, tmp_path):
         assert f"| random | greedy | {direct['score']:.3f} | [{low:.3f}, {high:.3f}] |" in markdown
 
 
+@pytest.mark.slow
 def test_reds_scores_follow_from_the_seat_counts_and_pool_over_the_strong_pairings(skill):
     _, _, data, _ = skill
     checked = 0
@@ -117,6 +119,7 @@ def test_reds_scores_follow_from_the_seat_counts_and_pool_over_the_strong_pairin
     assert checked >= 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reserve", [7, 9])
 def test_random_against_random_is_the_tournaments_pairing_of_two_random_agents(skill, reserve):
     _, _, data, _ = skill

@@ -75,3 +75,19 @@ def test_the_benchmark_rating_holds_the_panel_fixed():
         results.append((member, Pairing("x", member.label, member.games, 0, 1, 0, 1, 0, 0, 1.0, scores)))
     value, half = fit_rating(PROTOCOL_V1, results)
     assert value == pytest.approx(true, abs=2.0) and 0 < half < 15
+
+
+def test_the_evaluation_commands_start_without_scipy():
+    """scipy (seconds to import) loads with the first interval or rating, not with the commands' modules: a
+    command refused at its start, or stopped before its first result, never pays for it."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; import strategic_reserve_env.commands.evaluate, strategic_reserve_env.commands.benchmark; "
+        "from strategic_reserve_env.evaluation import statistics; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
+    assert score_interval([0.0, 1.0]) is not None  # and the functions load it when they need it

@@ -89,7 +89,7 @@ def test_smoke_writes_model_logs_and_evaluation(tmp_path):
 
 
 @pytest.mark.slow
-def test_resume_after_a_kill(tmp_path):
+def test_resume_after_a_kill(tmp_path, capsys):
     out = tmp_path / "run"
     process = subprocess.Popen(
         [
@@ -118,20 +118,11 @@ def test_resume_after_a_kill(tmp_path):
     checkpoints = checkpoint.checkpoint_steps(out)
     assert checkpoints, "no checkpoint was written before the kill"
     assert not (out / "model.safetensors").exists()
-    result = _train(
-        "--total-steps",
-        str(checkpoints[-1] + 2048),
-        "--eval-every",
-        "0",
-        "--checkpoint-every",
-        "1024",
-        "--out",
-        str(out),
-        "--resume",
-    )
-    assert result.returncode == 0, result.stderr
-    assert f"resuming from step {checkpoints[-1]:,}" in result.stdout
-    trained = int(result.stdout.split("trained ")[1].split(" steps")[0].replace(",", ""))
+    resume = ["--total-steps", str(checkpoints[-1] + 2048), "--checkpoint-every", "1024", "--out", str(out), "--resume"]
+    assert train.main([*TINY, "--eval-every", "0", *resume]) == 0  # in this process: the kill was the command's
+    stdout = capsys.readouterr().out
+    assert f"resuming from step {checkpoints[-1]:,}" in stdout
+    trained = int(stdout.split("trained ")[1].split(" steps")[0].replace(",", ""))
     assert trained == 2048  # only the remainder was trained
     assert (out / "model.safetensors").exists()
 
@@ -146,20 +137,21 @@ def _final_state(out) -> tuple[dict, dict]:
 def test_a_resumed_run_is_the_run_that_never_stopped(tmp_path, capsys):
     """2,560 steps in one go against 1,536 steps, the last checkpoint damaged, and a resume to 2,560: the
     resumed run falls back to the 1,024-step checkpoint with a warning, then plays the same games (dice, seats,
-    opponents), makes the same updates and ends with the same weights, bit for bit."""
-    common = ["--eval-every", "0", "--checkpoint-every", "512", "--seed", "3"]
+    opponents), makes the same updates and ends with the same weights, bit for bit. The three runs are made in
+    this process, one after the other (what a run draws is its own: no run leans on the process's state)."""
+    common = [*TINY, "--eval-every", "0", "--checkpoint-every", "512", "--seed", "3"]
     whole, parts = tmp_path / "whole", tmp_path / "parts"
-    assert _train("--total-steps", "2560", "--out", str(whole), *common).returncode == 0
-    first = _train("--total-steps", "1536", "--out", str(parts), *common)
-    assert first.returncode == 0, first.stderr
+    assert train.main([*common, "--total-steps", "2560", "--out", str(whole)]) == 0
+    assert train.main([*common, "--total-steps", "1536", "--out", str(parts)]) == 0
     assert checkpoint.checkpoint_steps(parts) == [1024, 1536]  # the last two are kept; the last one after the run
     damaged = checkpoint.checkpoint_path(parts, 1536)
     damaged.write_bytes(damaged.read_bytes()[:5000])  # as a kill or a full disk would leave it
-    result = _train("--total-steps", "2560", "--out", str(parts), "--resume", *common)
-    assert result.returncode == 0, result.stderr
-    assert f"warning: --resume: skipping {damaged}: it does not load" in result.stderr
-    assert "resuming from step 1,024 with 2 snapshot(s)" in result.stdout
-    assert "trained 1,536 steps" in result.stdout
+    capsys.readouterr()
+    assert train.main([*common, "--total-steps", "2560", "--out", str(parts), "--resume"]) == 0
+    result = capsys.readouterr()
+    assert f"warning: --resume: skipping {damaged}: it does not load" in result.err
+    assert "resuming from step 1,024 with 2 snapshot(s)" in result.out
+    assert "trained 1,536 steps" in result.out
 
     (weights, end), (resumed_weights, resumed_end) = _final_state(whole), _final_state(parts)
     assert end["steps"] == resumed_end["steps"] == 2560
@@ -217,31 +209,30 @@ def test_resume_without_a_loadable_checkpoint(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_tampered_checkpoint_contents_are_refused_before_use(tmp_path):
+def test_tampered_checkpoint_contents_are_refused_before_use(finished_runs, tmp_path, capsys):
     """A checkpoint that loads but holds a negative step count or a schedule holding a string is skipped for
     the one before it, with a warning naming the entry; when none is left, one line and exit 2."""
+    import shutil
+
     out = tmp_path / "run"
-    assert (
-        _train("--total-steps", "1024", "--eval-every", "0", "--checkpoint-every", "512", "--out", str(out)).returncode
-        == 0
-    )
+    shutil.copytree(finished_runs / "0", out)  # 1,024 steps, checkpoints at 512 and 1,024
     last = checkpoint.checkpoint_path(out, 1024)
     tampered = torch.load(last, weights_only=True) | {"steps": -100}
     torch.save(tampered, last)
-    result = _train("--out", str(out), "--resume", "--total-steps", "1536")
-    assert result.returncode == 0, result.stderr
-    assert f"skipping {last}: it does not load (its steps are not a non-negative integer: -100)" in result.stderr
-    assert "resuming from step 512" in result.stdout and "trained 1,024 steps" in result.stdout
+    capsys.readouterr()
+    assert train.main(["--out", str(out), "--resume", "--total-steps", "1536"]) == 0
+    result = capsys.readouterr()
+    assert f"skipping {last}: it does not load (its steps are not a non-negative integer: -100)" in result.err
+    assert "resuming from step 512" in result.out and "trained 1,024 steps" in result.out
     for path in checkpoint.checkpoint_path(out, 1024), checkpoint.checkpoint_path(out, 1536):
         contents = torch.load(path, weights_only=True)
         contents["schedule"]["eval"] = "soon"
         torch.save(contents, path)
-    result = _train("--out", str(out), "--resume", "--total-steps", "2048")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "it does not load (its schedule's eval is not a number of steps: 'soon')" in result.stderr
-    assert (
-        result.stderr.splitlines()[-1] == f"error: --resume: none of the 2 checkpoint(s) in {out / 'checkpoints'} loads"
-    )
+    assert train.main(["--out", str(out), "--resume", "--total-steps", "2048"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "it does not load (its schedule's eval is not a number of steps: 'soon')" in err
+    assert err.splitlines()[-1] == f"error: --resume: none of the 2 checkpoint(s) in {out / 'checkpoints'} loads"
 
 
 BAD_SETTINGS = [
@@ -340,22 +331,13 @@ def test_bad_settings_on_the_command_line(tmp_path):
 
 @pytest.mark.slow
 def test_same_seed_same_run(tmp_path):
-    weights = []
-    for run in ("a", "b"):
-        result = _train(
-            "--total-steps",
-            "1500",
-            "--eval-every",
-            "0",
-            "--checkpoint-every",
-            "100000",
-            "--seed",
-            "7",
-            "--out",
-            str(tmp_path / run),
-        )
-        assert result.returncode == 0, result.stderr
-        weights.append(load_file(tmp_path / run / "model.safetensors"))
+    """Two runs of one seed, one a command of its own and one in this process (another process, another hash
+    seed, another state of every library): the same weights and the same evaluation games."""
+    settings = ["--total-steps", "1500", "--eval-every", "0", "--checkpoint-every", "100000", "--seed", "7"]
+    result = _train(*settings, "--out", str(tmp_path / "a"))
+    assert result.returncode == 0, result.stderr
+    assert train.main([*TINY, *settings, "--out", str(tmp_path / "b")]) == 0
+    weights = [load_file(tmp_path / run / "model.safetensors") for run in ("a", "b")]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
     evaluations = [json.loads((tmp_path / run / "evaluation.json").read_text())["pairings"] for run in ("a", "b")]
@@ -363,17 +345,19 @@ def test_same_seed_same_run(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_run_owns_its_out(tmp_path, capsys):
+def test_a_run_owns_its_out(finished_runs, tmp_path, capsys):
     """A second run into a folder that holds a run is refused unless --restart (start over: the first run's
     checkpoints go) or --resume; --resume refuses other training-defining settings, naming the setting, and
     takes a larger --total-steps; a folder another process holds is refused whatever the options."""
+    import shutil
+
     out = tmp_path / "run"
     common = ["--eval-every", "0", "--checkpoint-every", "512", "--out", str(out), "--seed", "1"]
-    assert _train("--total-steps", "1024", *common).returncode == 0
+    shutil.copytree(finished_runs / "1", out)  # a finished run of these settings and --total-steps 1024
     first = outputs.read_run(out)["run_id"]
     assert checkpoint.checkpoint_steps(out) == [512, 1024]
 
-    # the refusals come before any training: in this process (the runs above and below are the command's own)
+    # the refusals come before any training
     capsys.readouterr()
     assert train.main([*TINY, "--total-steps", "1024", *common]) == 2
     again = capsys.readouterr().err
@@ -396,12 +380,12 @@ def test_a_run_owns_its_out(tmp_path, capsys):
             folder.resumed_settings(out, {"total_steps": 2048, name: value})
     same = folder.resumed_settings(out, {"total_steps": 2048, "eval_every": 512, "seed": 1, "net_arch": (32, 32)})
     assert (same.total_steps, same.eval_every, same.seed, same.net_arch, same.resume) == (2048, 512, 1, (32, 32), True)
-    resumed = _train("--total-steps", "1536", *common, "--resume", "--threads", "2")  # larger total, other threads
+    # larger total, other threads: the command's own process (its threads are the process's)
+    resumed = _train("--total-steps", "1536", *common, "--resume", "--threads", "2")
     assert resumed.returncode == 0, resumed.stderr
     assert "resuming from step 1,024" in resumed.stdout and checkpoint.checkpoint_steps(out) == [1024, 1536]
 
-    restarted = _train("--total-steps", "512", *common, "--restart")
-    assert restarted.returncode == 0, restarted.stderr
+    assert train.main([*TINY, "--total-steps", "512", *common, "--restart"]) == 0
     second = outputs.read_run(out)["run_id"]
     assert second != first and checkpoint.checkpoint_steps(out) == [512]
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [f"checkpoint_512-{second}.pt"]
@@ -427,6 +411,9 @@ def _start(out, *args: str) -> subprocess.Popen:
     )
 
 
+SIGNALLED_STEPS = 20 * ROLLOUT  # the signal comes at the first checkpoint (2 updates in): 18 updates to spare
+
+
 def _wait_for_checkpoint(out, process: subprocess.Popen) -> None:
     deadline = time.time() + 180
     while time.time() < deadline and not checkpoint.checkpoint_steps(out) and process.poll() is None:
@@ -441,14 +428,14 @@ def test_a_signal_stops_after_the_update_with_a_checkpoint_and_resume_by_folder_
     checkpoint at the step it stopped, one line saying where and how to go on, exit 130 / 143, run.json saying
     so), then `--out DIR --resume` alone trains the rest of the run's own --total-steps."""
     out = tmp_path / "run"
-    process = _start(out, "--total-steps", "20480", "--checkpoint-every", "1024")
+    process = _start(out, "--total-steps", str(SIGNALLED_STEPS), "--checkpoint-every", "1024")
     _wait_for_checkpoint(out, process)
     process.send_signal(signum)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == status, stderr
     name = signal.Signals(signum).name
     steps = checkpoint.checkpoint_steps(out)[-1]
-    assert steps % ROLLOUT == 0 and steps < 20480  # a whole update, not the end of the run
+    assert steps % ROLLOUT == 0 and steps < SIGNALLED_STEPS  # a whole update, not the end of the run
     assert stderr.strip().splitlines() == [
         f"{name} stopped the run at step {steps:,} (checkpoint of step {steps:,} kept); "
         f"go on with: python train.py --out {out} --resume"
@@ -468,8 +455,8 @@ def test_a_signal_stops_after_the_update_with_a_checkpoint_and_resume_by_folder_
     )
     assert resumed.returncode == 0, resumed.stderr
     assert f"resuming from step {steps:,}" in resumed.stdout
-    assert f"trained {20480 - steps:,} steps" in resumed.stdout
-    assert outputs.read_run(out)["status"] == "complete" and checkpoint.checkpoint_steps(out)[-1] == 20480
+    assert f"trained {SIGNALLED_STEPS - steps:,} steps" in resumed.stdout
+    assert outputs.read_run(out)["status"] == "complete" and checkpoint.checkpoint_steps(out)[-1] == SIGNALLED_STEPS
     assert json.loads((out / "evaluation.json").read_text())["pairings"][0]["games"] == 20  # the run's own settings
 
 

@@ -119,6 +119,7 @@ def test_a_run_says_what_it_does_and_where_its_model_is(runs):
     assert not np.array_equal(network["policy.weight"], fresh["policy.weight"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum, exit_status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_a_signal_stops_after_the_iteration_with_its_checkpoint(runs, signum, exit_status):
     root, _, stopped, _ = runs
@@ -136,6 +137,7 @@ def test_a_signal_stops_after_the_iteration_with_its_checkpoint(runs, signum, ex
         assert [p.get("iteration") for p in _progress(out)] == [1, 1] and _progress(out)[1]["stopped"] == "SIGTERM"
 
 
+@pytest.mark.slow
 def test_a_second_signal_stops_at_once_and_names_the_iteration_its_checkpoint_holds(tmp_path):
     """Two Ctrl-C during iteration 2: the run stops inside it, before its writes; the line, run.json and
     progress.jsonl name iteration 1, whose checkpoint the folder holds, and --resume goes on from there."""
@@ -164,6 +166,7 @@ def test_a_signal_before_the_run_starts_is_one_line_and_writes_nothing(tmp_path,
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_restart_starts_over_in_the_folder_of_a_train_az_run(done):
     old = outputs.read_run(done)["run_id"]
     status, stdout, stderr = _main(*TINY, "--iterations", "1", "--out", str(done))
@@ -173,6 +176,7 @@ def test_restart_starts_over_in_the_folder_of_a_train_az_run(done):
     assert outputs.read_run(done)["run_id"] != old and [p["iteration"] for p in _progress(done)] == [1]
 
 
+@pytest.mark.slow
 def test_resume_by_folder_alone_gives_the_network_of_the_run_that_never_stopped(runs):
     root, _, _, (status, stdout, stderr) = runs
     out = root / "SIGINT"
@@ -194,6 +198,7 @@ def done(runs, tmp_path) -> Path:
     return copy
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -212,6 +217,7 @@ def test_a_resume_that_changes_the_run_is_refused_in_one_line_writing_nothing(do
     assert _files(done) == before
 
 
+@pytest.mark.slow
 def test_a_resume_may_train_further(done):
     status, stdout, _ = _main("--out", str(done), "--resume", "--iterations", "3")
     lines = stdout.splitlines()
@@ -228,6 +234,7 @@ def _rewritten_checkpoint(out: Path, **changes) -> None:
     np.savez(out / az.CHECKPOINT, **arrays)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "changes, message",
     [
@@ -246,6 +253,7 @@ def test_a_damaged_checkpoint_is_refused_before_use(done, changes, message):
     assert _files(done) == before
 
 
+@pytest.mark.slow
 def test_resume_of_a_complete_run_says_so_and_writes_nothing(done):
     """`--resume` alone on a finished run: one line saying it is complete (and no "resuming from"), exit 0, not a
     file rewritten (the first run-kit train-az rewrote settings.json, run.json and the model, and added an event
@@ -257,6 +265,7 @@ def test_resume_of_a_complete_run_says_so_and_writes_nothing(done):
     assert _files(done) == before
 
 
+@pytest.mark.slow
 def test_commands_refuse_each_others_folders(done, tmp_path, capsys):
     """train-az on a train run's folder, train on a train-az run's folder: one line each, nothing written."""
     ppo = tmp_path / "ppo"
@@ -305,6 +314,7 @@ def test_help_shows_the_defaults_in_plain_text(capsys):
     assert "(default: 100)" in shown and "(default: 128 128)" in shown and "(default: runs/az)" in shown
 
 
+@pytest.mark.slow
 def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch):
     """The checkpoint's write fails as on a full disk: one line naming the file, exit 1 (a file not written, not
     a refusal), run.json says failed."""
@@ -334,6 +344,7 @@ def test_the_model_plays_with_search_and_alone(runs):
         assert agent.name.endswith(f"simulations={simulations}")
 
 
+@pytest.mark.slow
 def test_bad_model_files_are_refused_before_their_tensors_load(runs, tmp_path):
     data = (runs[0] / "whole" / az.MODEL).read_bytes()
     truncated = tmp_path / "truncated.safetensors"
@@ -367,6 +378,7 @@ def _refused_here(out: Path, *argv: str) -> str:
     return stderr
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_another_run_or_other_settings_is_refused(done):
     """checkpoint.npz carries its run id and settings digest: under another run's run.json, or with a
     learning rate changed in settings.json, --resume refuses it in one line (main trained on silently)."""
@@ -380,6 +392,7 @@ def test_a_checkpoint_of_another_run_or_other_settings_is_refused(done):
     assert "was made with other settings" in _refused_here(done, "--out", str(done), "--resume", "--iterations", "3")
 
 
+@pytest.mark.slow
 def test_a_resume_without_its_checkpoint_is_refused_and_keeps_the_progress(done):
     """A complete run whose checkpoint.npz is gone: --resume refuses in one line (main trained from iteration 0
     and wiped progress.jsonl)."""
@@ -408,6 +421,7 @@ def test_a_progress_file_that_is_a_link_is_refused_before_a_fresh_run(tmp_path):
     assert outside.read_text() == "theirs\n"
 
 
+@pytest.mark.slow
 def test_a_settings_field_of_the_wrong_type_names_the_file_and_field(done):
     """settings.json with "hidden": 8: one line naming the file and the field (main: a TypeError traceback)."""
     settings = json.loads((done / "settings.json").read_text())

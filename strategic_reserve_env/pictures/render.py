@@ -8,6 +8,7 @@ module also lets Jupyter show a `Game` as its `svg` board (the game does not imp
 
 from __future__ import annotations
 
+import math
 import textwrap
 from dataclasses import dataclass
 
@@ -138,11 +139,14 @@ def frame_layout(width: int = FRAME_WIDTH) -> FrameLayout:
 
 
 def _disc(image: np.ndarray, cx: float, cy: float, radius: float, colour, ring: float = 0.0) -> None:
-    """A filled disc (or a ring of width `ring`) centred at (cx, cy)."""
-    ys, xs = np.ogrid[: image.shape[0], : image.shape[1]]
+    """A filled disc (or a ring of width `ring`) centred at (cx, cy): the pixels within `radius` of it, found
+    in its bounding box (no pixel outside it is that near)."""
+    top, left = max(0, math.floor(cy - radius)), max(0, math.floor(cx - radius))
+    bottom, right = min(image.shape[0], math.ceil(cy + radius) + 1), min(image.shape[1], math.ceil(cx + radius) + 1)
+    ys, xs = np.ogrid[top:bottom, left:right]
     distance = np.hypot(xs - cx, ys - cy)
     inside = distance <= radius if ring == 0 else (distance <= radius) & (distance >= radius - ring)
-    image[inside] = colour
+    image[top:bottom, left:right][inside] = colour
 
 
 def _mark(image: np.ndarray, mark: str, x: int, y: int, cell: int) -> None:
