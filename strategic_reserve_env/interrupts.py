@@ -86,6 +86,9 @@ class Signals:
 
     def __exit__(self, *exc) -> None:
         for signum, handler in self._before.items():
+            outer = getattr(handler, "__self__", None)
+            if self.shutting_down and isinstance(outer, Signals):
+                outer.shutting_down = True  # the stop was said in this block: a further signal changes nothing
             signal.signal(signum, handler)
         sys.unraisablehook = self._hook
 
@@ -114,9 +117,10 @@ class Signals:
 def as_process(body: Callable[[], int], process: bool = True) -> int:
     """The exit status of `body` (a stop: one line and its status); as the process's own command (`process`), a
     signal stops it at once and the process ends when `body` returns (`end`)."""
+    if process:
+        Signals().__enter__()  # the process's own to its end: never put back (a default handler would kill it)
     try:
-        with Signals() if process else contextlib.nullcontext():
-            status = body()
+        status = body()
     except (StopNow, KeyboardInterrupt) as stop:
         status = stopped(getattr(stop, "signum", signal.SIGINT))
     except BaseException:

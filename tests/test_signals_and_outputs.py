@@ -116,6 +116,22 @@ def test_a_signal_recorded_in_a_loop_is_read_at_its_safe_point():
             signal.raise_signal(signal.SIGINT)
 
 
+def test_a_stop_said_in_an_inner_block_leaves_the_outer_block_ignoring_further_signals():
+    """A run's own block (train's) inside the command's (`as_process`): once the inner block stopped on a signal
+    and said so, a further signal in the outer block changes nothing (main: it raised there too, and the command
+    said a second stop line)."""
+    with Signals() as outer:
+        with pytest.raises(StopNow), Signals():
+            signal.raise_signal(signal.SIGTERM)
+        signal.raise_signal(signal.SIGTERM)
+        assert outer.shutting_down and outer.requested is None
+    with Signals() as outer, Signals():  # an inner block that ended without a stop leaves the outer one as it was
+        pass
+    with pytest.raises(StopNow):
+        with outer:
+            signal.raise_signal(signal.SIGINT)
+
+
 @pytest.mark.parametrize("stop, status", STOPS)
 def test_the_console_command_holds_its_signals_from_the_package_import(tmp_path, stop, status):
     """A signal while the package itself imports (numpy, before `main` runs) in the console command: one stop
