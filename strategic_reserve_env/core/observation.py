@@ -57,8 +57,8 @@ _ROLLED_BITS = np.array(_ROLLED_BITS_LIST, dtype=np.int64)
 
 _LEGAL_CELLS = np.arange(NUM_SQUARES) * NUM_PLANES + LEGAL_PLANE  # (36,) flat index of each square's legal cell
 _INT64_BITS = 64
-#: (256,) int64: the eight bits of each byte value as eight int8 0/1 bytes, lowest bit first
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").view(np.int64)[:, 0]
+#: (256, 8) int8: the eight bits of each byte value as 0/1, lowest bit first
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").view(np.int8)
 _BYTE_BITS.flags.writeable = False  # a table: read, never written
 #: one game's nine bitboards -> their 72 bytes (little-endian, as the gather below reads them)
 _PACK_PLANES = struct.Struct(f"<{NUM_PLANES}Q")
@@ -93,9 +93,9 @@ def encode(own, opponent, legal, rolled, captured, hit, own_reserve, opponent_re
             _COUNT_BITS_LIST[min(own_reserve, NUM_SQUARES)],
             _COUNT_BITS_LIST[min(opponent_reserve, NUM_SQUARES)],
         )
-        # the bits of its 72 bytes from a table (8 bits a byte, as int8), then the squares channels-last
-        # in one gather
-        return _BYTE_BITS.take(np.frombuffer(packed, np.uint8)).view(np.int8).take(_SINGLE_ORDER)
+        # the bits of its 72 bytes from a table ((72, 8) int8, read in C order by the second gather), then
+        # the squares channels-last in one gather
+        return _BYTE_BITS.take(np.frombuffer(packed, np.uint8), axis=0).take(_SINGLE_ORDER)
     bits = np.stack(
         [
             own,

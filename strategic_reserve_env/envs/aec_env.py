@@ -298,12 +298,12 @@ def roll_info(game: Game) -> dict:
     `{"roll": int, "roller": int, "dice": (2,) int8, "hit": int, "captured": (36,) int8}`;
     with no roll yet `roll`, `roller` and `hit` are `NO_ROLL` and the arrays zeros.
     """
-    return _own_copy(_roll_template(game))
+    return _own_copies(_roll_template(game), (None,))[None]
 
 
 def _roll_template(game: Game) -> tuple:
     """The parts of `roll_info` `(roll, roller, dice, hit, captured)`, the arrays read-only
-    templates (`_own_copy` makes an info of them)."""
+    templates (`_own_copies` makes infos of them)."""
     rolled = game.rolled
     if rolled == NO_ROLL:
         return NO_ROLL, NO_ROLL, _NO_DICE, NO_ROLL, _NOTHING_CAPTURED
@@ -311,10 +311,14 @@ def _roll_template(game: Game) -> tuple:
     return rolled, roller, _DICE[roller][rolled], game.hit, _captured_mask(game.captured)
 
 
-def _own_copy(template: tuple) -> dict:
-    """An info of `_roll_template`'s parts, holding its own copies of the arrays."""
+def _own_copies(template: tuple, agents) -> dict:
+    """`{agent: info}` for each of `agents`: an info of `_roll_template`'s parts, each holding its own
+    copies of the arrays."""
     rolled, roller, dice, hit, captured = template
-    return {"roll": rolled, "roller": roller, "dice": dice.copy(), "hit": hit, "captured": captured.copy()}
+    infos = {}
+    for agent in agents:  # a loop, not a comprehension: no frame of its own
+        infos[agent] = {"roll": rolled, "roller": roller, "dice": dice.copy(), "hit": hit, "captured": captured.copy()}
+    return infos
 
 
 @functools.lru_cache(maxsize=CAPTURED_MASKS_CACHED)
@@ -403,10 +407,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
 
     def _set_infos(self) -> None:
         """Every agent's info: the latest roll."""
-        template, infos = _roll_template(self.game), {}
-        for agent in self.agents:
-            infos[agent] = _own_copy(template)
-        self.infos = infos
+        self.infos = _own_copies(_roll_template(self.game), self.agents)
 
     def _roll(self) -> None:
         """Roll for the player to move, hand it the turn and describe the roll in the infos."""
@@ -477,7 +478,7 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         mover = game.to_move
         # the rewards are worked out before anything is committed: an illegal square, a bad forced roll or a
         # failing reward function raises with the game and the dice as they were
-        if self._outcome_only:
+        if type(self.reward_function) is OutcomeReward:  # the built-in outcome: no trial game, no ledger
             rewards, over = self._outcome_step(square)
         elif self._race_adjusted:
             rewards, over = self._race_adjusted_step(square)
@@ -498,14 +499,11 @@ class raw_env(AECEnv):  # noqa: N801 - PettingZoo's naming convention
         if self.render_mode == "human":
             self.render()
 
-    @property
-    def _outcome_only(self) -> bool:
-        """The reward is the built-in outcome (`OutcomeReward`): it cannot fail and reads no
-        roll, so a step needs no trial game and no ledger (`_outcome_step`)."""
-        return type(self.reward_function) is OutcomeReward
-
     def _outcome_step(self, square: int) -> tuple[dict[str, float], bool]:
-        """Place on `square` and roll for the next turn, in the env's game: the outcome's rewards
+        """`step`'s rewards where the reward is the built-in outcome (`OutcomeReward`): it cannot fail and
+        reads no roll, so a step needs no trial game and no ledger.
+
+        Place on `square` and roll for the next turn, in the env's game: the outcome's rewards
         (`_OUTCOME_REWARDS`, `OutcomeReward`'s values) and whether the game is over. The next roll is
         read (and checked) before the placement, and nothing after the placement can raise."""
         game, dice = self.game, self.dice
