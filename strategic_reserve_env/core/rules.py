@@ -60,11 +60,12 @@ def group(seed, mask):
     long groups cost little.
     """
     if type(seed) is int and type(mask) is int:
-        while True:
+        while seed:  # an empty seed's group is empty: no pass
             grown = (seed | ((seed + mask) ^ mask) | (seed >> 1) | (seed << STRIDE) | (seed >> STRIDE)) & mask
             if grown == seed:
                 return seed
             seed = grown
+        return seed
     if not (type(seed) is np.ndarray and type(mask) is np.ndarray and seed.shape == mask.shape):
         seed, mask = np.broadcast_arrays(seed, mask)  # (the engine's arrays have one shape: no broadcast)
     result = seed.flatten()  # a fresh (N,) copy: games without a seed keep their empty group
