@@ -143,12 +143,15 @@ class Game:
             raise ValueError("the game is over; reset it first")
         if self.legal:
             raise ValueError("rolled again before placing")
-        if not is_square_index(square):
-            raise ValueError(f"rolled square {square!r} is not in 0..35")
+        bit = _BIT_OF.get(square, 0) if type(square) is int else 0  # a square index as an int: its bit
+        if not bit:  # anything else: a numpy integer square, or no square at all
+            if not is_square_index(square):
+                raise ValueError(f"rolled square {square!r} is not in 0..35")
+            square, bit = int(square), BIT[square]
         self.opp, self.reserve_opp, self.captured, self.legal, self.hit = rules.roll(
-            self.me, self.opp, self.reserve_opp, BIT[square]
+            self.me, self.opp, self.reserve_opp, bit
         )
-        self.rolled = int(square)
+        self.rolled = square
 
     def place(self, square: int) -> None:
         """Put a checker on `square`; `IllegalActionError` if that is not legal now.
