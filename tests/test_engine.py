@@ -252,3 +252,41 @@ def test_bench_reports_every_interface_beside_its_peer_and_the_ratios_of_its_own
     for printed, label in zip(speed_up.groups(), [BENCH_LABELS[i] for i in (2, 0, 5, 4)], strict=True):
         # the printed rates are rounded to whole plies/s, the ratios to one decimal (the aec ones to two)
         assert float(printed.replace(",", "")) == pytest.approx(rates[label] / reference, abs=0.051)
+
+
+def test_one_game_planes_made_in_many_threads_at_once_equal_those_made_alone():
+    """`observation.encode` packs one game's bitboards into bytes of its thread's own: observations made by
+    several threads at once, switching every few microseconds, equal those made one at a time."""
+    import sys
+    import threading
+
+    from strategic_reserve_env.core.observation import planes
+
+    rng, games = np.random.default_rng(7), []
+    game = Game(Config())
+    while len(games) < 60:
+        if game.done:
+            game.reset()
+        game.roll(int(rng.integers(36)))
+        games.append(game.copy())
+        if game.legal:
+            game.place(int(rng.choice(game.legal_squares())))
+    expected = [planes(position, side) for position in games for side in (RED, BLUE)]
+    failures: list[int] = []
+
+    def observe_all() -> None:
+        for _ in range(30):
+            made = [planes(position, side) for position in games for side in (RED, BLUE)]
+            failures.extend(i for i, (a, b) in enumerate(zip(made, expected, strict=True)) if not np.array_equal(a, b))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=observe_all) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []

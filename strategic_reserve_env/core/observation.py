@@ -28,6 +28,7 @@ array directly, for one game or for B games.
 from __future__ import annotations
 
 import struct
+import threading
 
 import numpy as np
 
@@ -62,6 +63,17 @@ _BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bito
 _BYTE_BITS.flags.writeable = False  # a table: read, never written
 #: one game's nine bitboards -> their 72 bytes (little-endian, as the gather below reads them)
 _PACK_PLANES = struct.Struct(f"<{NUM_PLANES}Q")
+
+
+class _PackedPlanes(threading.local):
+    """Per thread, the 72 bytes one game's nine bitboards are packed into (`_PACK_PLANES.pack_into`), read at
+    once by the gather that follows: written and read again for every one-game observation."""
+
+    def __init__(self) -> None:
+        self.bytes = np.empty(_PACK_PLANES.size, dtype=np.uint8)
+
+
+_PACKED = _PackedPlanes()
 #: (6, 6, 9) index into the 9 x 64 bits of one game's planes (bitboards' bytes, lowest bit first):
 #: ``[rank, file, plane]``
 _SINGLE_ORDER = (np.arange(NUM_PLANES) * _INT64_BITS + np.array(BIT_POSITION)[:, None]).reshape(OBSERVATION_SHAPE)
@@ -82,7 +94,10 @@ def encode(own, opponent, legal, rolled, captured, hit, own_reserve, opponent_re
     or for a batch ((B,) arrays) -> (B, 6, 6, 9). `own` and `opponent` (checkers and reserves)
     are the observer's and the other player's, as the planes `PLANE_NAMES` call them."""
     if type(own) is int:
-        packed = _PACK_PLANES.pack(
+        packed = _PACKED.bytes  # this thread's own: no other encode writes it before the gather below reads it
+        _PACK_PLANES.pack_into(
+            packed,
+            0,
             own,
             opponent,
             legal,
@@ -95,7 +110,7 @@ def encode(own, opponent, legal, rolled, captured, hit, own_reserve, opponent_re
         )
         # the bits of its 72 bytes from a table ((72, 8) int8, read in C order by the second gather), then
         # the squares channels-last in one gather
-        return _BYTE_BITS.take(np.frombuffer(packed, np.uint8), axis=0).take(_SINGLE_ORDER)
+        return _BYTE_BITS.take(packed, axis=0).take(_SINGLE_ORDER)
     bits = np.stack(
         [
             own,
