@@ -275,7 +275,7 @@ def test_one_game_planes_made_in_many_threads_at_once_equal_those_made_alone():
     failures: list[int] = []
 
     def observe_all() -> None:
-        for _ in range(30):
+        for _ in range(300):
             made = [planes(position, side) for position in games for side in (RED, BLUE)]
             failures.extend(i for i, (a, b) in enumerate(zip(made, expected, strict=True)) if not np.array_equal(a, b))
 

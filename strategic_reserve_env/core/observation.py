@@ -70,7 +70,8 @@ class _PackedPlanes(threading.local):
     once by the gather that follows: written and read again for every one-game observation."""
 
     def __init__(self) -> None:
-        self.bytes = np.empty(_PACK_PLANES.size, dtype=np.uint8)
+        self.bytes = bytearray(_PACK_PLANES.size)
+        self.array = np.frombuffer(self.bytes, dtype=np.uint8)  # (72,) uint8: the same memory, for the gather
 
 
 _PACKED = _PackedPlanes()
@@ -94,9 +95,9 @@ def encode(own, opponent, legal, rolled, captured, hit, own_reserve, opponent_re
     or for a batch ((B,) arrays) -> (B, 6, 6, 9). `own` and `opponent` (checkers and reserves)
     are the observer's and the other player's, as the planes `PLANE_NAMES` call them."""
     if type(own) is int:
-        packed = _PACKED.bytes  # this thread's own: no other encode writes it before the gather below reads it
+        packed = _PACKED  # this thread's own: no other encode writes it before the gather below reads it
         _PACK_PLANES.pack_into(
-            packed,
+            packed.bytes,
             0,
             own,
             opponent,
@@ -110,7 +111,7 @@ def encode(own, opponent, legal, rolled, captured, hit, own_reserve, opponent_re
         )
         # the bits of its 72 bytes from a table ((72, 8) int8, read in C order by the second gather), then
         # the squares channels-last in one gather
-        return _BYTE_BITS.take(packed, axis=0).take(_SINGLE_ORDER)
+        return _BYTE_BITS.take(packed.array, axis=0).take(_SINGLE_ORDER)
     bits = np.stack(
         [
             own,
