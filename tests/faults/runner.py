@@ -415,6 +415,8 @@ def run_case(case: Case, cli: Cli, work: Path, baselines: Baselines) -> Outcome:
         fired = log.exists() and len(log.read_text().splitlines()) >= int(inject["FAULT_ENOSPC_AT"])  # type: ignore[index]
     if fault.kind == "agent" and fault.variant != "catches_signals":
         fired = True
+    if fault.kind == "kill":  # SIGKILL cannot be caught: any other status is a process already ending as it came
+        fired = fired and ran.status == -signal.SIGKILL
     after = digest(out) if os.path.lexists(out) and not out.is_symlink() else None
     outcome = Outcome(
         case, ran.status, ran.stdout, ran.stderr, ran.timed_out, fired, before, after,
